@@ -1,0 +1,41 @@
+// Command charmpack packs a Go charm folder into a .charm file.
+//
+//	charmpack -o build/slurmd.charm slurmd-operator
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/charmed-slurm/operators/tests/charmpack"
+)
+
+func main() {
+	out := pflag.StringP("output", "o", "", "the .charm file to write (default build/<name>.charm)")
+	pflag.Usage = func() {
+		fmt.Fprintf(os.Stderr, "usage: charmpack [-o FILE] CHARM-DIR\n\nBuilds the charm's dispatch binary (static) and packs it with the\nmetadata derived from CHARM-DIR/charmcraft.yaml.\n\n")
+		pflag.PrintDefaults()
+	}
+	pflag.Parse()
+	if pflag.NArg() != 1 {
+		pflag.Usage()
+		os.Exit(2)
+	}
+	dir := pflag.Arg(0)
+	if *out == "" {
+		c, err := charmpack.ReadCharmcraft(dir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "charmpack:", err)
+			os.Exit(1)
+		}
+		*out = "build/" + c.Name + ".charm"
+	}
+	if err := charmpack.Pack(context.Background(), charmpack.Options{Dir: dir, Out: *out}); err != nil {
+		fmt.Fprintln(os.Stderr, "charmpack:", err)
+		os.Exit(1)
+	}
+	fmt.Println(*out)
+}
