@@ -1,0 +1,357 @@
+package hosts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// PrivateDirs are the directories every host gets its own copy of.
+var PrivateDirs = []string{
+	"/etc/slurm", "/etc/munge", "/etc/default",
+	"/var/spool/slurmd", "/var/spool/slurmctld", "/var/lib/slurm", "/var/log/slurm",
+	"/var/lib/munge", "/var/log/munge", "/var/lib/juju", "/var/lib/pebble",
+}
+
+// PebbleDir is the value of PEBBLE inside every host.
+const PebbleDir = "/var/lib/pebble/default"
+
+// DefaultPath is PATH for commands run by (*Host).Command.
+const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// HostOptions configures AddHost.
+type HostOptions struct {
+	// Name is the hostname: a lower-case DNS label of at most 32 characters,
+	// unique in the network.
+	Name string
+}
+
+// Host is one machine of a Network.
+type Host struct {
+	// Name is the host's hostname.
+	Name string
+	// Addr is the host's only address (on eth0, in the network's Subnet).
+	Addr netip.Addr
+	// Dir is the host-side directory holding the host's private files; see
+	// Path.
+	Dir string
+	// NetNS is the name of the host's network namespace (/run/netns/<NetNS>).
+	NetNS string
+
+	holder *child // the process anchoring the UTS and mount namespaces
+	pebble *child
+	grace  time.Duration
+}
+
+var hostnameRE = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$`)
+
+// AddHost creates a host on the network and starts its Pebble. It returns once
+// Pebble's socket answers.
+func (n *Network) AddHost(ctx context.Context, opts HostOptions) (h *Host, err error) {
+	name := opts.Name
+	if !hostnameRE.MatchString(name) {
+		return nil, fmt.Errorf("cannot add host: invalid name %q (want a lower-case DNS label of at most 32 characters)", name)
+	}
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil, fmt.Errorf("cannot add host %q: network is closed", name)
+	}
+	if _, ok := n.hosts[name]; ok {
+		n.mu.Unlock()
+		return nil, fmt.Errorf("cannot add host %q: name already in use", name)
+	}
+	if n.next >= 240 {
+		n.mu.Unlock()
+		return nil, fmt.Errorf("cannot add host %q: network is full", name)
+	}
+	n.next++
+	i := n.next
+	h = &Host{
+		Name:  name,
+		Addr:  netip.AddrFrom4([4]byte{n.Subnet.Addr().As4()[0], n.Subnet.Addr().As4()[1], n.Subnet.Addr().As4()[2], byte(10 + i)}),
+		Dir:   filepath.Join(n.Dir, name),
+		NetNS: n.Prefix + "-" + name,
+		grace: n.opts.StopTimeout,
+	}
+	n.hosts[name] = h
+	n.mu.Unlock()
+
+	defer func() {
+		if err != nil {
+			n.mu.Lock()
+			if n.hosts != nil {
+				delete(n.hosts, name)
+			}
+			n.mu.Unlock()
+			h.destroy(n.opts.StopTimeout)
+			err = fmt.Errorf("cannot add host %q: %w", name, err)
+		}
+	}()
+
+	if err := h.makeDirs(); err != nil {
+		return nil, err
+	}
+	if err := n.addNetns(ctx, h.NetNS); err != nil {
+		return nil, err
+	}
+	veth := "v" + strconv.Itoa(i)
+	steps := [][]string{
+		{"ip", "-n", h.NetNS, "link", "set", "lo", "up"},
+		{"ip", "-n", n.switchNS, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", h.NetNS},
+		{"ip", "-n", n.switchNS, "link", "set", veth, "master", "br0", "up"},
+		{"ip", "-n", h.NetNS, "addr", "add", netip.PrefixFrom(h.Addr, n.Subnet.Bits()).String(), "dev", "eth0"},
+		{"ip", "-n", h.NetNS, "link", "set", "eth0", "up"},
+	}
+	for _, argv := range steps {
+		if err := run(ctx, argv); err != nil {
+			return nil, err
+		}
+	}
+	if err := h.startHolder(ctx, n.opts.StartTimeout); err != nil {
+		return nil, err
+	}
+	if err := h.setup(ctx); err != nil {
+		return nil, err
+	}
+	if err := h.startPebble(ctx, n.opts.PebbleBin, n.opts.StartTimeout); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Path maps a path inside the host to the host-side file backing it, for the
+// host's private directories (PrivateDirs) and its /etc/hosts and
+// /etc/resolv.conf. Files written there are seen by the host at once. For any
+// other path (such as /run) use ProcPath.
+func (h *Host) Path(inside string) string {
+	return filepath.Join(h.Dir, filepath.Clean("/"+inside))
+}
+
+// ProcPath gives a host-side path that reaches any path inside the host's
+// mount namespace (including its tmpfs /run), through /proc/<pid>/root. It is
+// valid while the host runs.
+func (h *Host) ProcPath(inside string) string {
+	return filepath.Join("/proc", strconv.Itoa(h.PID()), "root", filepath.Clean("/"+inside))
+}
+
+// PID is the process anchoring the host's namespaces; nsenter -t PID enters
+// the host.
+func (h *Host) PID() int { return h.holder.pid() }
+
+// PebblePID is the host's Pebble daemon.
+func (h *Host) PebblePID() int { return h.pebble.pid() }
+
+// PebbleSocket is the host-side path of the host's Pebble socket (inside the
+// host it is PebbleDir/.pebble.socket).
+func (h *Host) PebbleSocket() string {
+	return h.Path(PebbleDir + "/.pebble.socket")
+}
+
+// Command returns a command running argv inside the host (its network, UTS
+// and mount namespaces) as root. Its environment is PATH=DefaultPath,
+// HOME=/root, LANG=C.UTF-8 and PEBBLE=PebbleDir, not the caller's; append to
+// cmd.Env to add more (SLURM_CONF, for example). The working directory is the
+// host's / (cmd.Dir is ignored by nsenter).
+func (h *Host) Command(ctx context.Context, argv []string) *exec.Cmd {
+	args := append([]string{"-t", strconv.Itoa(h.PID()), "--net", "--uts", "--mount", "--"}, argv...)
+	cmd := exec.CommandContext(ctx, "nsenter", args...)
+	cmd.Env = []string{"PATH=" + DefaultPath, "HOME=/root", "LANG=C.UTF-8", "PEBBLE=" + PebbleDir}
+	return cmd
+}
+
+// Run runs argv inside the host and returns its combined output. A failure
+// is a *CommandError naming the host and carrying the output.
+func (h *Host) Run(ctx context.Context, argv ...string) ([]byte, error) {
+	return h.RunEnv(ctx, nil, argv...)
+}
+
+// RunEnv is Run with extra environment variables ("K=V").
+func (h *Host) RunEnv(ctx context.Context, env []string, argv ...string) ([]byte, error) {
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("cannot run on host %q: empty command", h.Name)
+	}
+	cmd := h.Command(ctx, argv)
+	cmd.Env = append(cmd.Env, env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return out, &CommandError{Host: h.Name, Argv: argv, Output: out, Err: err}
+	}
+	return out, nil
+}
+
+// makeDirs creates the host-side private directories, with the owner and
+// mode of the real ones (which are created when missing, as mountpoints), and
+// the host's /etc/hosts and /etc/resolv.conf.
+func (h *Host) makeDirs() error {
+	for _, d := range PrivateDirs {
+		st, err := os.Stat(d)
+		if errors.Is(err, os.ErrNotExist) {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return fmt.Errorf("cannot create mountpoint: %w", err)
+			}
+			st, err = os.Stat(d)
+		}
+		if err != nil {
+			return err
+		}
+		hd := h.Path(d)
+		if err := os.MkdirAll(hd, 0o755); err != nil {
+			return err
+		}
+		sys := st.Sys().(*syscall.Stat_t)
+		if err := os.Chown(hd, int(sys.Uid), int(sys.Gid)); err != nil {
+			return err
+		}
+		if err := os.Chmod(hd, st.Mode().Perm()); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(h.Path(PebbleDir), 0o755); err != nil {
+		return err
+	}
+	hosts := fmt.Sprintf("127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n%s %s\n", h.Addr, h.Name)
+	if err := os.WriteFile(h.Path("/etc/hosts"), []byte(hosts), 0o644); err != nil {
+		return err
+	}
+	// No nameserver: lookups fail fast instead of leaving the machine.
+	return os.WriteFile(h.Path("/etc/resolv.conf"), []byte("options attempts:1 timeout:1\n"), 0o644)
+}
+
+// startHolder starts the process that owns the host's UTS and mount
+// namespaces, inside its network namespace, and waits until it has them.
+func (h *Host) startHolder(ctx context.Context, timeout time.Duration) error {
+	cmd := exec.Command("nsenter", "--net=/run/netns/"+h.NetNS, "--",
+		"unshare", "--uts", "--mount", "--propagation", "private", "--",
+		"sleep", "infinity")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	c, err := startChild(cmd)
+	if err != nil {
+		return fmt.Errorf("cannot start namespace holder: %w", err)
+	}
+	h.holder = c
+	// unshare execs sleep only after unsharing and making / private.
+	return waitFor(ctx, timeout, c, "namespace holder", func() bool {
+		comm, err := os.ReadFile("/proc/" + strconv.Itoa(c.pid()) + "/comm")
+		return err == nil && strings.TrimSpace(string(comm)) == "sleep"
+	})
+}
+
+// setup sets the hostname and makes the private mounts inside the host.
+func (h *Host) setup(ctx context.Context) error {
+	pid := strconv.Itoa(h.PID())
+	steps := [][]string{{"nsenter", "-t", pid, "--uts", "--", "hostname", h.Name}}
+	for _, d := range PrivateDirs {
+		steps = append(steps, []string{"nsenter", "-t", pid, "--mount", "--", "mount", "--bind", h.Path(d), d})
+	}
+	for _, f := range []string{"/etc/hosts", "/etc/resolv.conf"} {
+		steps = append(steps, []string{"nsenter", "-t", pid, "--mount", "--", "mount", "--bind", h.Path(f), f})
+	}
+	// Last: the tmpfs hides the root's /run (and so any source under it).
+	steps = append(steps, []string{"nsenter", "-t", pid, "--mount", "--", "mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", "/run"})
+	for _, argv := range steps {
+		if err := run(ctx, argv); err != nil {
+			return fmt.Errorf("cannot set up host: %w", err)
+		}
+	}
+	munge := h.ProcPath("/run/munge")
+	if err := os.Mkdir(munge, 0o755); err != nil {
+		return fmt.Errorf("cannot set up host: %w", err)
+	}
+	if u, err := user.Lookup("munge"); err == nil {
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(munge, uid, gid); err != nil {
+			return fmt.Errorf("cannot set up host: %w", err)
+		}
+	}
+	return nil
+}
+
+// startPebble starts `pebble run --hold` inside the host and waits for its
+// socket to answer.
+func (h *Host) startPebble(ctx context.Context, bin string, timeout time.Duration) error {
+	bin, err := filepath.Abs(bin)
+	if err != nil {
+		return err
+	}
+	log, err := os.OpenFile(filepath.Join(h.Dir, "pebble.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	cmd := exec.Command("nsenter", "-t", strconv.Itoa(h.PID()), "--net", "--uts", "--mount", "--",
+		bin, "run", "--hold", "--create-dirs")
+	cmd.Env = []string{"PATH=" + DefaultPath, "HOME=/root", "LANG=C.UTF-8", "PEBBLE=" + PebbleDir}
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGTERM}
+	c, err := startChild(cmd)
+	if err != nil {
+		return fmt.Errorf("cannot start pebble: %w", err)
+	}
+	h.pebble = c
+	sock := h.PebbleSocket()
+	err = waitFor(ctx, timeout, c, "pebble", func() bool {
+		conn, err := net.Dial("unix", sock)
+		if err != nil {
+			return false
+		}
+		conn.Close()
+		return true
+	})
+	if err != nil {
+		out, _ := os.ReadFile(filepath.Join(h.Dir, "pebble.log"))
+		return fmt.Errorf("%w; pebble log: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// waitFor polls ready until it is true, the process exits, ctx ends or the
+// timeout passes.
+func waitFor(ctx context.Context, timeout time.Duration, c *child, what string, ready func() bool) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for {
+		if ready() {
+			return nil
+		}
+		select {
+		case <-c.done:
+			return fmt.Errorf("%s exited early: %v", what, c.cmd.ProcessState)
+		case <-ctx.Done():
+			return fmt.Errorf("cannot wait for %s: %w", what, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// destroy stops Pebble, then everything in the host's network namespace, and
+// deletes the namespace and the host's directory.
+func (h *Host) destroy(grace time.Duration) error {
+	var errs []error
+	h.pebble.stop(grace)
+	if err := deleteNetns(h.NetNS, grace); err != nil {
+		errs = append(errs, err)
+	}
+	h.holder.stop(grace) // normally gone already; this reaps it
+	if err := os.RemoveAll(h.Dir); err != nil {
+		errs = append(errs, fmt.Errorf("cannot remove host directory: %w", err))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("cannot remove host %q: %w", h.Name, errors.Join(errs...))
+	}
+	return nil
+}

@@ -1,0 +1,307 @@
+package hosts_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/canonical/pebble/client"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/charmed-slurm/operators/tests/hosts"
+	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
+)
+
+func run(t *testing.T, h *hosts.Host, argv ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := h.Run(ctx, argv...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// serve runs an HTTP server on h answering with h's name.
+func serve(t *testing.T, h *hosts.Host) string {
+	t.Helper()
+	l, err := h.Listen(context.Background(), "tcp", net.JoinHostPort(h.Addr.String(), "8080"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, h.Name)
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + l.Addr().String() + "/"
+}
+
+func TestTwoHosts(t *testing.T) {
+	n := hoststest.New(t)
+	a := hoststest.AddHost(t, n, "alpha")
+	b := hoststest.AddHost(t, n, "beta")
+
+	t.Run("identity", func(t *testing.T) {
+		for _, h := range []*hosts.Host{a, b} {
+			if got := run(t, h, "hostname"); got != h.Name {
+				t.Errorf("hostname on %s = %q", h.Name, got)
+			}
+			if !n.Subnet.Contains(h.Addr) {
+				t.Errorf("host %s address %s not in %s", h.Name, h.Addr, n.Subnet)
+			}
+			addrs := run(t, h, "ip", "-o", "-4", "addr", "show", "dev", "eth0")
+			if !strings.Contains(addrs, " "+h.Addr.String()+"/24 ") {
+				t.Errorf("eth0 on %s: %q, want %s/24", h.Name, addrs, h.Addr)
+			}
+			if routes := run(t, h, "ip", "route", "show", "default"); routes != "" {
+				t.Errorf("host %s has a default route: %q", h.Name, routes)
+			}
+			if got := run(t, h, "cat", "/etc/resolv.conf"); strings.Contains(got, "nameserver") {
+				t.Errorf("host %s resolv.conf has a nameserver: %q", h.Name, got)
+			}
+			hostsFile := run(t, h, "cat", "/etc/hosts")
+			if !strings.Contains(hostsFile, h.Addr.String()+" "+h.Name) {
+				t.Errorf("host %s /etc/hosts = %q", h.Name, hostsFile)
+			}
+		}
+		if a.Addr == b.Addr {
+			t.Errorf("hosts share address %s", a.Addr)
+		}
+	})
+
+	t.Run("reach each other, not the root namespace", func(t *testing.T) {
+		urlA, urlB := serve(t, a), serve(t, b)
+		if got := run(t, b, "curl", "-sS", "--max-time", "10", urlA); got != "alpha" {
+			t.Errorf("beta -> alpha answered %q", got)
+		}
+		if got := run(t, a, "curl", "-sS", "--max-time", "10", urlB); got != "beta" {
+			t.Errorf("alpha -> beta answered %q", got)
+		}
+		// The root namespace cannot reach the network. (Where the root
+		// namespace has a default route, something outside may accept the
+		// connection: what matters is that alpha never answers.)
+		hc := &http.Client{Timeout: 3 * time.Second}
+		if resp, err := hc.Get(urlA); err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if string(body) == "alpha" {
+				t.Errorf("root namespace reached alpha at %s", urlA)
+			}
+		}
+		out, err := exec.Command("ip", "-o", "addr").CombinedOutput()
+		if err != nil {
+			t.Fatal(err)
+		}
+		prefix := strings.TrimSuffix(n.Subnet.Addr().String(), ".0")
+		if strings.Contains(string(out), " "+prefix+".") {
+			t.Errorf("root namespace has an address in %s:\n%s", n.Subnet, out)
+		}
+		out, err = exec.Command("ip", "route", "show").CombinedOutput()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(out), prefix+".") {
+			t.Errorf("root namespace has a route to %s: %s", n.Subnet, out)
+		}
+	})
+
+	t.Run("private files", func(t *testing.T) {
+		if err := os.WriteFile(a.Path("/etc/slurm/marker"), []byte("alpha\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := run(t, a, "cat", "/etc/slurm/marker"); got != "alpha" {
+			t.Errorf("alpha sees %q", got)
+		}
+		for _, where := range []string{b.Path("/etc/slurm/marker"), "/etc/slurm/marker"} {
+			if _, err := os.Stat(where); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s: %v, want not to exist", where, err)
+			}
+		}
+		if _, err := b.Run(context.Background(), "cat", "/etc/slurm/marker"); err == nil {
+			t.Errorf("beta sees alpha's /etc/slurm/marker")
+		}
+		// Files written inside land in the host's directory.
+		run(t, b, "touch", "/var/lib/juju/inside")
+		if _, err := os.Stat(b.Path("/var/lib/juju/inside")); err != nil {
+			t.Error(err)
+		}
+		// /run is a private tmpfs holding /run/munge.
+		if got := run(t, a, "stat", "-f", "-c", "%T", "/run"); got != "tmpfs" {
+			t.Errorf("/run on alpha is %q", got)
+		}
+		want := "root 755"
+		if _, err := user.Lookup("munge"); err == nil {
+			want = "munge 755"
+		}
+		if got := run(t, a, "stat", "-c", "%U %a", "/run/munge"); got != want {
+			t.Errorf("/run/munge on alpha: %q, want %q", got, want)
+		}
+	})
+
+	t.Run("pebble", func(t *testing.T) {
+		c, err := client.New(&client.Config{Socket: a.PebbleSocket()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := c.SysInfo()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Version == "" {
+			t.Error("pebble reports no version")
+		}
+		// Pebble runs inside the host: a service it starts sees the host.
+		layer := "services:\n  hn:\n    override: replace\n    command: sh -c 'hostname > /var/lib/juju/hn; exec sleep 1000'\n"
+		if err := c.AddLayer(&client.AddLayerOptions{Label: "t", LayerData: []byte(layer)}); err != nil {
+			t.Fatal(err)
+		}
+		id, err := c.Start(&client.ServiceOptions{Names: []string{"hn"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if chg, err := c.WaitChange(id, nil); err != nil || chg.Err != "" {
+			t.Fatalf("start: %v %v", err, chg)
+		}
+		got, err := os.ReadFile(a.Path("/var/lib/juju/hn"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff("alpha\n", string(got)); d != "" {
+			t.Errorf("service hostname (-want +got):\n%s", d)
+		}
+	})
+}
+
+func TestCleanup(t *testing.T) {
+	if reason := hoststest.Unavailable(); reason != "" {
+		hoststest.Skip(t, reason)
+	}
+	pebble, err := hoststest.PebbleBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	n, err := hosts.NewNetwork(ctx, hosts.NetworkOptions{Prefix: hoststest.Prefix, Dir: t.TempDir(), PebbleBin: pebble, StopTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			n.Close()
+		}
+	})
+	h1, err := n.AddHost(ctx, hosts.HostOptions{Name: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, err := n.AddHost(ctx, hosts.HostOptions{Name: "two"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.AddHost(ctx, hosts.HostOptions{Name: "two"}); err == nil {
+		t.Error("duplicate host name accepted")
+	}
+	if _, err := n.AddHost(ctx, hosts.HostOptions{Name: "Bad_Name"}); err == nil || !strings.Contains(err.Error(), `"Bad_Name"`) {
+		t.Errorf("bad host name: %v", err)
+	}
+	// A stray process inside the host, started neither by us nor by Pebble,
+	// that ignores SIGTERM.
+	stray := h2.Command(ctx, []string{"sh", "-c", "trap '' TERM; while :; do sleep 1; done"})
+	stray.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := stray.Start(); err != nil {
+		t.Fatal(err)
+	}
+	strayDone := make(chan struct{})
+	go func() { stray.Wait(); close(strayDone) }()
+
+	pids := []int{h1.PID(), h1.PebblePID(), h2.PID(), h2.PebblePID(), stray.Process.Pid}
+	if err := n.RemoveHost("one"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join("/run/netns", h1.NetNS)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("netns of removed host: %v", err)
+	}
+	if n.Host("one") != nil || n.Host("two") != h2 {
+		t.Errorf("hosts after removal: %v", n.Hosts())
+	}
+	start := time.Now()
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	closed = true
+	<-strayDone
+	t.Logf("close took %v", time.Since(start))
+	for _, pid := range pids {
+		if data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil && !strings.Contains(string(data), ") Z ") {
+			t.Errorf("process %d still alive: %s", pid, data)
+		}
+	}
+	out, err := exec.Command("ip", "netns", "list").CombinedOutput()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, n.Prefix+"sw") || strings.HasPrefix(line, n.Prefix+"-") {
+			t.Errorf("namespace left behind: %s", line)
+		}
+	}
+	if _, err := os.Stat(n.Dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("network dir left behind: %v", err)
+	}
+}
+
+func TestMunge(t *testing.T) {
+	n := hoststest.New(t)
+	a := hoststest.AddHost(t, n, "ma")
+	b := hoststest.AddHost(t, n, "mb")
+	c := hoststest.AddHost(t, n, "mc")
+	key := bytes.Repeat([]byte("k"), 64)
+	other := bytes.Repeat([]byte("o"), 64)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		h   *hosts.Host
+		key []byte
+	}{{a, key}, {b, key}, {c, other}} {
+		if err := hosts.StartMunge(ctx, tc.h, tc.key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cred, err := a.Run(ctx, "munge", "-n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unmunge := func(h *hosts.Host) error {
+		cmd := h.Command(ctx, []string{"unmunge"})
+		cmd.Stdin = bytes.NewReader(cred)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	}
+	if err := unmunge(b); err != nil {
+		t.Errorf("same key: unmunge on mb: %v", err)
+	}
+	if err := unmunge(c); err == nil {
+		t.Errorf("other key: unmunge on mc accepted ma's credential")
+	}
+	if err := hosts.StartMunge(ctx, a, []byte("short")); err == nil || !strings.Contains(err.Error(), "too short") {
+		t.Errorf("short key: %v", err)
+	}
+}

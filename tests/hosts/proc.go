@@ -1,0 +1,155 @@
+package hosts
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// pollInterval is how often process and socket waits look again.
+const pollInterval = 20 * time.Millisecond
+
+// child is a process this package started and reaps.
+type child struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed once cmd.Wait returned
+}
+
+func startChild(cmd *exec.Cmd) (*child, error) {
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &child{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		cmd.Wait()
+		close(c.done)
+	}()
+	return c, nil
+}
+
+func (c *child) pid() int { return c.cmd.Process.Pid }
+
+func (c *child) exited() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends SIGTERM, waits up to grace, then SIGKILL and waits for the exit.
+func (c *child) stop(grace time.Duration) {
+	if c == nil || c.exited() {
+		return
+	}
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-c.done:
+		return
+	case <-t.C:
+	}
+	c.cmd.Process.Kill()
+	<-c.done
+}
+
+// alive reports whether pid exists and is not a zombie (this machine's PID 1
+// may not reap orphans).
+func alive(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return false
+	}
+	state := s[i+2]
+	return state != 'Z' && state != 'X'
+}
+
+// nsInode returns the inode of a namespace file (a /run/netns entry or a
+// /proc/<pid>/ns link target).
+func nsInode(path string) (uint64, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return 0, err
+	}
+	return st.Ino, nil
+}
+
+// pidsInNetns lists the live processes whose network namespace has inode ino.
+func pidsInNetns(ino uint64) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	self := os.Getpid()
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		link, err := os.Readlink("/proc/" + e.Name() + "/ns/net")
+		if err != nil || link != "net:["+strconv.FormatUint(ino, 10)+"]" {
+			continue
+		}
+		if alive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// killNetns terminates every process in the network namespace at nsPath:
+// SIGTERM, up to grace for them to exit, then SIGKILL.
+func killNetns(nsPath string, grace time.Duration) error {
+	ino, err := nsInode(nsPath)
+	if err != nil {
+		return fmt.Errorf("cannot inspect network namespace: %w", err)
+	}
+	pids := pidsInNetns(ino)
+	if len(pids) == 0 {
+		return nil
+	}
+	for _, pid := range pids {
+		syscall.Kill(pid, syscall.SIGTERM)
+	}
+	if waitGone(ino, grace) {
+		return nil
+	}
+	for _, pid := range pidsInNetns(ino) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if waitGone(ino, 10*time.Second) {
+		return nil
+	}
+	return fmt.Errorf("cannot stop processes %v in network namespace %s", pidsInNetns(ino), nsPath)
+}
+
+// waitGone waits up to d for the namespace to hold no live process.
+func waitGone(ino uint64, d time.Duration) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for {
+		if len(pidsInNetns(ino)) == 0 {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
+}
