@@ -1,0 +1,95 @@
+package juju
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// Relations runs the relation tools: relation-ids, relation-list,
+// relation-get and relation-set.
+type Relations struct{ Runner Runner }
+
+// IDs lists the relations on endpoint:
+// relation-ids <endpoint> --format=json.
+func (c Relations) IDs(ctx context.Context, endpoint string) ([]RelationID, error) {
+	var ids []RelationID
+	if err := runJSON(ctx, c.Runner, &ids, "relation-ids", endpoint, "--format=json"); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// Units lists the remote units in the relation:
+// relation-list -r <id> --format=json.
+func (c Relations) Units(ctx context.Context, id RelationID) ([]string, error) {
+	var units []string
+	if err := runJSON(ctx, c.Runner, &units, "relation-list", "-r", string(id), "--format=json"); err != nil {
+		return nil, err
+	}
+	if units == nil {
+		units = []string{}
+	}
+	return units, nil
+}
+
+// RemoteApp names the application at the other end of the relation:
+// relation-list -r <id> --app --format=json.
+func (c Relations) RemoteApp(ctx context.Context, id RelationID) (string, error) {
+	var app string
+	if err := runJSON(ctx, c.Runner, &app, "relation-list", "-r", string(id), "--app", "--format=json"); err != nil {
+		return "", err
+	}
+	return app, nil
+}
+
+// UnitData reads a unit's databag (a remote unit, or the local unit's own):
+// relation-get --format=json -r <id> - <unit>.
+func (c Relations) UnitData(ctx context.Context, id RelationID, unit string) (map[string]string, error) {
+	return c.get(ctx, "relation-get", "--format=json", "-r", string(id), "-", unit)
+}
+
+// AppData reads an application's databag: the remote application's, or the
+// local application's own (only the leader may read its own):
+// relation-get --app --format=json -r <id> - <app>.
+func (c Relations) AppData(ctx context.Context, id RelationID, app string) (map[string]string, error) {
+	return c.get(ctx, "relation-get", "--app", "--format=json", "-r", string(id), "-", app)
+}
+
+func (c Relations) get(ctx context.Context, args ...string) (map[string]string, error) {
+	var data map[string]string
+	if err := runJSON(ctx, c.Runner, &data, args...); err != nil {
+		return nil, err
+	}
+	if data == nil {
+		data = map[string]string{}
+	}
+	return data, nil
+}
+
+// SetUnitData updates the local unit's databag: keys with an empty value are
+// deleted, other keys set, keys not in data left alone:
+// relation-set -r <id> --file - with the settings on stdin.
+func (c Relations) SetUnitData(ctx context.Context, id RelationID, data map[string]string) error {
+	return c.set(ctx, data, "relation-set", "-r", string(id), "--file", "-")
+}
+
+// SetAppData updates the local application's databag like SetUnitData.
+// Only the leader may: relation-set --app -r <id> --file -.
+func (c Relations) SetAppData(ctx context.Context, id RelationID, data map[string]string) error {
+	return c.set(ctx, data, "relation-set", "--app", "-r", string(id), "--file", "-")
+}
+
+func (c Relations) set(ctx context.Context, data map[string]string, args ...string) error {
+	if len(data) == 0 {
+		return nil
+	}
+	// JSON is YAML: Juju reads the file with a YAML decoder into a map of
+	// strings. Go's encoder sorts the keys.
+	in, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("cannot encode relation settings: %w", err)
+	}
+	_, err = run(ctx, c.Runner, append(in, '\n'), args...)
+	return err
+}
