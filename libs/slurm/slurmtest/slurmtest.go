@@ -1,0 +1,119 @@
+// Package slurmtest fakes Slurm's commands for unit tests of code that uses package slurm.
+//
+// [Runner] is a [slurm.Runner] that replays scripted outputs for exact argv and records
+// every call. [Real] returns outputs recorded from real Slurm 22.05 commands (see
+// capture.sh and the files under real/), so a fake answers as Slurm really does:
+//
+//	r := &slurmtest.Runner{}
+//	r.Expect(slurmtest.Real("delete-busy"))          // scontrol delete nodename=node1 → busy
+//	c := &slurm.Client{Runner: r, Conf: "/etc/slurm/slurm.conf"}
+//	err := c.DeleteNode(ctx, "node1")                // errors.Is(err, slurm.ErrNodeBusy)
+//
+// Recorded cases (real/<case>.argv): scontrol-V, slurmd-V, slurmd-C, ping-up, ping-down,
+// show-node-{idle,allocated,draining,completing,drained,down,notresponding,all,none,
+// unknown,deleted,unreachable}, squeue-node-{running,completing,empty,unknown,unreachable},
+// squeue-partition, drain-busy, delete-{busy,drained,unknown,unreachable},
+// update-{unknown,unreachable,bad-state}, resume-idle, partition-{inactive,unknown},
+// reconfigure, reconfigure-unreachable, listjobs, sinfo-notresponding.
+package slurmtest
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/charmed-slurm/operators/libs/slurm"
+)
+
+//go:embed real
+var realFS embed.FS
+
+// Case is one scripted command: the exact argv and what it answers.
+type Case struct {
+	Argv   []string
+	Output slurm.Output
+	// Err, when set, is returned by Run instead of Output (the command could not run).
+	Err error
+}
+
+// Real returns the recorded real Slurm 22.05 case name (a file stem under real/). It
+// panics on an unknown name: that is a bug in the test.
+func Real(name string) Case {
+	read := func(ext string) []byte {
+		b, err := realFS.ReadFile(path.Join("real", name+"."+ext))
+		if err != nil {
+			panic(fmt.Sprintf("slurmtest: no recorded case %q: %v", name, err))
+		}
+		return b
+	}
+	rc, err := strconv.Atoi(strings.TrimSpace(string(read("rc"))))
+	if err != nil {
+		panic(fmt.Sprintf("slurmtest: recorded case %q: bad rc: %v", name, err))
+	}
+	return Case{
+		Argv:   strings.Split(strings.TrimSuffix(string(read("argv")), "\n"), "\n"),
+		Output: slurm.Output{Stdout: read("stdout"), Stderr: read("stderr"), ExitCode: rc},
+	}
+}
+
+// Call is one recorded Run.
+type Call struct {
+	Argv []string
+	Env  []string
+}
+
+// Runner is a fake slurm.Runner. Cases for the same argv are answered in the order they
+// were added; the last one keeps answering. A command with no case fails the Run with an
+// error naming it. Safe for concurrent use.
+type Runner struct {
+	mu    sync.Mutex
+	cases map[string][]Case
+	calls []Call
+}
+
+// Expect adds cases.
+func (r *Runner) Expect(cases ...Case) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cases == nil {
+		r.cases = map[string][]Case{}
+	}
+	for _, c := range cases {
+		k := key(c.Argv)
+		r.cases[k] = append(r.cases[k], c)
+	}
+}
+
+// Run implements slurm.Runner.
+func (r *Runner) Run(ctx context.Context, argv []string, env []string) (slurm.Output, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, Call{Argv: slices.Clone(argv), Env: slices.Clone(env)})
+	if err := ctx.Err(); err != nil {
+		return slurm.Output{}, err
+	}
+	k := key(argv)
+	cs := r.cases[k]
+	if len(cs) == 0 {
+		return slurm.Output{}, fmt.Errorf("slurmtest: unexpected command %q", argv)
+	}
+	c := cs[0]
+	if len(cs) > 1 {
+		r.cases[k] = cs[1:]
+	}
+	return c.Output, c.Err
+}
+
+// Calls returns the calls so far.
+func (r *Runner) Calls() []Call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.calls)
+}
+
+func key(argv []string) string { return strings.Join(argv, "\x00") }
