@@ -49,9 +49,10 @@ type Host struct {
 	// NetNS is the name of the host's network namespace (/run/netns/<NetNS>).
 	NetNS string
 
-	holder *child // the process anchoring the UTS and mount namespaces
-	pebble *child
-	grace  time.Duration
+	holder    *child // the process anchoring the UTS and mount namespaces
+	pebble    *child
+	grace     time.Duration
+	nsCreated bool
 }
 
 var hostnameRE = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$`)
@@ -106,6 +107,7 @@ func (n *Network) AddHost(ctx context.Context, opts HostOptions) (h *Host, err e
 	if err := n.addNetns(ctx, h.NetNS); err != nil {
 		return nil, err
 	}
+	h.nsCreated = true
 	veth := "v" + strconv.Itoa(i)
 	steps := [][]string{
 		{"ip", "-n", h.NetNS, "link", "set", "lo", "up"},
@@ -343,8 +345,10 @@ func waitFor(ctx context.Context, timeout time.Duration, c *child, what string, 
 func (h *Host) destroy(grace time.Duration) error {
 	var errs []error
 	h.pebble.stop(grace)
-	if err := deleteNetns(h.NetNS, grace); err != nil {
-		errs = append(errs, err)
+	if h.nsCreated {
+		if err := deleteNetns(h.NetNS, grace); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	h.holder.stop(grace) // normally gone already; this reaps it
 	if err := os.RemoveAll(h.Dir); err != nil {

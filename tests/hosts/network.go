@@ -59,10 +59,11 @@ type Network struct {
 	// Dir holds the per-host directories.
 	Dir string
 
-	opts     NetworkOptions
-	lease    *os.File
-	state    string // registry file listing our namespaces
-	switchNS string
+	opts          NetworkOptions
+	lease         *os.File
+	state         string // registry file listing our namespaces
+	switchNS      string
+	switchCreated bool
 
 	mu     sync.Mutex
 	hosts  map[string]*Host
@@ -111,7 +112,7 @@ func NewNetwork(ctx context.Context, opts NetworkOptions) (*Network, error) {
 	}
 	sweepStale(ctx, opts.RegistryDir, opts.StopTimeout)
 
-	k, lease, err := leaseSubnet(opts.RegistryDir)
+	k, lease, err := leaseSubnet(opts.RegistryDir, opts.Prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -136,6 +137,7 @@ func (n *Network) createSwitch(ctx context.Context) error {
 	if err := n.addNetns(ctx, n.switchNS); err != nil {
 		return err
 	}
+	n.switchCreated = true
 	steps := [][]string{
 		{"ip", "-n", n.switchNS, "link", "set", "lo", "up"},
 		{"ip", "-n", n.switchNS, "link", "add", "br0", "type", "bridge"},
@@ -232,8 +234,10 @@ func (n *Network) Close() error {
 		}()
 	}
 	wg.Wait()
-	if err := deleteNetns(n.switchNS, n.opts.StopTimeout); err != nil {
-		errs = append(errs, err)
+	if n.switchCreated {
+		if err := deleteNetns(n.switchNS, n.opts.StopTimeout); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := os.RemoveAll(n.Dir); err != nil {
 		errs = append(errs, fmt.Errorf("cannot remove network directory: %w", err))
@@ -245,15 +249,20 @@ func (n *Network) Close() error {
 	return errors.Join(errs...)
 }
 
-// leaseSubnet takes an exclusive flock on the first free subnet lease file.
-// The lock lives as long as the returned file (or the process).
-func leaseSubnet(registry string) (int, *os.File, error) {
+// leaseSubnet takes an exclusive flock on the first free subnet lease file
+// whose switch namespace name is not taken (by a leftover unknown to this
+// registry). The lock lives as long as the returned file (or the process).
+func leaseSubnet(registry, prefix string) (int, *os.File, error) {
 	for k := 0; k < maxSubnets; k++ {
 		f, err := os.OpenFile(filepath.Join(registry, fmt.Sprintf("subnet-%d.lock", k)), os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
 			return 0, nil, fmt.Errorf("cannot lease subnet: %w", err)
 		}
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close()
+			continue
+		}
+		if _, err := os.Stat(filepath.Join("/run/netns", prefix+strconv.Itoa(k)+"sw")); err == nil {
 			f.Close()
 			continue
 		}

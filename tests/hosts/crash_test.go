@@ -1,0 +1,154 @@
+package hosts_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/charmed-slurm/operators/tests/hosts"
+	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
+)
+
+// crashChildEnv makes TestCrashChild act as a test process that builds a
+// network and is then killed without cleaning up.
+const crashChildEnv = "HOSTS_TEST_CRASH_CHILD_REGISTRY"
+
+func TestCrashChild(t *testing.T) {
+	registry := os.Getenv(crashChildEnv)
+	if registry == "" {
+		t.Skip("helper for TestSweepAfterCrash")
+	}
+	pebble, err := hoststest.PebbleBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	n, err := hosts.NewNetwork(ctx, hosts.NetworkOptions{Prefix: hoststest.Prefix, Dir: os.Getenv("HOSTS_TEST_CRASH_CHILD_DIR"), PebbleBin: pebble, RegistryDir: registry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := n.AddHost(ctx, hosts.HostOptions{Name: "crash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A daemon of the host that no parent-death signal reaches.
+	stray := h.Command(ctx, []string{"sleep", "infinity"})
+	stray.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := stray.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until it runs inside the host (nsenter has exec'd sleep).
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		comm, _ := os.ReadFile("/proc/" + strconv.Itoa(stray.Process.Pid) + "/comm")
+		if strings.TrimSpace(string(comm)) == "sleep" {
+			break
+		}
+		<-tick.C
+	}
+	fmt.Printf("READY %s %s %d %d %d\n", n.Prefix, h.NetNS, h.PID(), h.PebblePID(), stray.Process.Pid)
+	select {} // until killed
+}
+
+// TestSweepAfterCrash kills a process that owns a network and checks that
+// its host processes die with it and that the next NewNetwork sweeps its
+// namespaces and stray processes.
+func TestSweepAfterCrash(t *testing.T) {
+	if reason := hoststest.Unavailable(); reason != "" {
+		hoststest.Skip(t, reason)
+	}
+	registry := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v")
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+registry, "HOSTS_TEST_CRASH_CHILD_DIR="+filepath.Join(t.TempDir(), "net"))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var fields []string
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) == 6 && f[0] == "READY" {
+			fields = f
+			break
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if fields == nil {
+		t.Fatal("crash child did not get ready")
+	}
+	prefix, hostNS := fields[1], fields[2]
+	var pids []int
+	for _, f := range fields[3:] {
+		pid, _ := strconv.Atoi(f)
+		pids = append(pids, pid)
+	}
+	holder, pebble, stray := pids[0], pids[1], pids[2]
+	t.Cleanup(func() { syscall.Kill(stray, syscall.SIGKILL) })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, pid := range []int{holder, pebble} {
+		if err := waitDead(ctx, pid); err != nil {
+			t.Errorf("host process %d survived its owner: %v", pid, err)
+		}
+	}
+	if !isAlive(stray) {
+		t.Fatal("the stray process died with the owner: this test cannot check the sweep")
+	}
+	if _, err := os.Stat("/run/netns/" + hostNS); err != nil {
+		t.Fatalf("host namespace gone before the sweep: %v", err)
+	}
+
+	pebbleBin, err := hoststest.PebbleBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := hosts.NewNetwork(ctx, hosts.NetworkOptions{Prefix: hoststest.Prefix, Dir: t.TempDir(), PebbleBin: pebbleBin, RegistryDir: registry, StopTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	// The old switch namespace is gone too: its name now belongs to the
+	// new network, which reuses the swept subnet.
+	if _, err := os.Stat("/run/netns/" + hostNS); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("namespace %s not swept: %v", hostNS, err)
+	}
+	if err := waitDead(ctx, stray); err != nil {
+		t.Errorf("stray process %d not swept: %v", stray, err)
+	}
+	if n.Prefix != prefix {
+		t.Errorf("the swept subnet was not reused: got %s, want %s", n.Prefix, prefix)
+	}
+}
+
+func isAlive(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return err == nil && !strings.Contains(string(data), ") Z ")
+}
+
+func waitDead(ctx context.Context, pid int) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for isAlive(pid) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return nil
+}
