@@ -37,9 +37,11 @@
 // RemoveHost) stop them with SIGTERM, then SIGKILL after a grace period, then
 // kill every process still inside the host's network namespace (daemons that
 // Pebble or a test started there), and delete the namespaces and directories.
-// If the test process dies without cleaning up, the host processes are killed
-// by the kernel (parent-death signal); the namespaces it left behind are swept
-// by the next NewNetwork with the same Prefix (see NetworkOptions).
+// If the test process dies without cleaning up, its hosts' holder and Pebble
+// processes are killed by the kernel (parent-death signal); the namespaces it
+// left behind, and any process still inside them, are swept by the next
+// NewNetwork using the same registry (DefaultRegistryDir), which records every
+// network's namespaces next to an flock-held subnet lease.
 //
 // Requirements: root, the ip (iproute2), nsenter, unshare and mount commands,
 // and a pebble binary. Package hoststest wraps all this for tests, skipping

@@ -52,6 +52,7 @@ func serve(t *testing.T, h *hosts.Host) string {
 }
 
 func TestTwoHosts(t *testing.T) {
+	t.Parallel()
 	n := hoststest.New(t)
 	a := hoststest.AddHost(t, n, "alpha")
 	b := hoststest.AddHost(t, n, "beta")
@@ -188,6 +189,7 @@ func TestTwoHosts(t *testing.T) {
 }
 
 func TestCleanup(t *testing.T) {
+	t.Parallel()
 	if reason := hoststest.Unavailable(); reason != "" {
 		hoststest.Skip(t, reason)
 	}
@@ -267,6 +269,7 @@ func TestCleanup(t *testing.T) {
 }
 
 func TestMunge(t *testing.T) {
+	t.Parallel()
 	n := hoststest.New(t)
 	a := hoststest.AddHost(t, n, "ma")
 	b := hoststest.AddHost(t, n, "mb")

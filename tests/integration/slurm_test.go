@@ -26,6 +26,7 @@ func slurmdArgs(name string, ctl netip.Addr, conf string) []string {
 // the removal of a dynamic node that runs a job, and its re-registration
 // with a new --conf, against real munged, slurmctld and slurmd 22.05.
 func TestDynamicNodeLifecycle(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, func(ctl *hosts.Host) []byte { return baseConf(t, ctl) })
 	node := c.addCompute("node1")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -18,6 +18,7 @@ import (
 // (a NodeSet and Partition added, a global key changed) and on
 // `scontrol reconfigure` after a second edit.
 func TestSlurmctldAcceptsEditedConf(t *testing.T) {
+	t.Parallel()
 	edit := func(data []byte, fn func(*slurmconf.Doc) error) []byte {
 		t.Helper()
 		doc, err := slurmconf.Parse(data)
