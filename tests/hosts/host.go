@@ -69,7 +69,7 @@ func (n *Network) AddHost(ctx context.Context, opts HostOptions) (h *Host, err e
 		n.mu.Unlock()
 		return nil, fmt.Errorf("cannot add host %q: network is closed", name)
 	}
-	if _, ok := n.hosts[name]; ok {
+	if _, ok := n.hosts[name]; ok || n.reserved[name] {
 		n.mu.Unlock()
 		return nil, fmt.Errorf("cannot add host %q: name already in use", name)
 	}
@@ -86,19 +86,28 @@ func (n *Network) AddHost(ctx context.Context, opts HostOptions) (h *Host, err e
 		NetNS: n.Prefix + "-" + name,
 		grace: n.opts.StopTimeout,
 	}
-	n.hosts[name] = h
+	// Close waits for hosts being added; the host joins n.hosts only once
+	// it is complete.
+	n.reserved[name] = true
+	n.adding.Add(1)
 	n.mu.Unlock()
 
 	defer func() {
+		n.mu.Lock()
+		delete(n.reserved, name)
+		if err == nil && n.closed {
+			err = errors.New("network closed meanwhile")
+		}
+		if err == nil {
+			n.hosts[name] = h
+		}
+		n.mu.Unlock()
 		if err != nil {
-			n.mu.Lock()
-			if n.hosts != nil {
-				delete(n.hosts, name)
-			}
-			n.mu.Unlock()
 			h.destroy(n.opts.StopTimeout)
 			err = fmt.Errorf("cannot add host %q: %w", name, err)
+			h = nil
 		}
+		n.adding.Done()
 	}()
 
 	if err := h.makeDirs(); err != nil {

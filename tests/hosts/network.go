@@ -65,10 +65,12 @@ type Network struct {
 	switchNS      string
 	switchCreated bool
 
-	mu     sync.Mutex
-	hosts  map[string]*Host
-	next   int // last host number handed out
-	closed bool
+	mu       sync.Mutex
+	hosts    map[string]*Host
+	reserved map[string]bool // names of hosts being added
+	adding   sync.WaitGroup  // AddHost calls in flight
+	next     int             // last host number handed out
+	closed   bool
 }
 
 var prefixRE = regexp.MustCompile(`^[a-z][a-z0-9]{0,7}$`)
@@ -124,6 +126,7 @@ func NewNetwork(ctx context.Context, opts NetworkOptions) (*Network, error) {
 		lease:    lease,
 		state:    filepath.Join(opts.RegistryDir, fmt.Sprintf("subnet-%d.netns", k)),
 		hosts:    make(map[string]*Host),
+		reserved: make(map[string]bool),
 		switchNS: opts.Prefix + strconv.Itoa(k) + "sw",
 	}
 	if err := n.createSwitch(ctx); err != nil {
@@ -212,6 +215,9 @@ func (n *Network) Close() error {
 		return nil
 	}
 	n.closed = true
+	n.mu.Unlock()
+	n.adding.Wait() // they see closed and undo themselves
+	n.mu.Lock()
 	hs := make([]*Host, 0, len(n.hosts))
 	for _, h := range n.hosts {
 		hs = append(hs, h)
