@@ -130,7 +130,7 @@ func (l *docLine) render(b *bytes.Buffer, eol string) {
 	}
 	comments := l.comments
 	for len(comments) > 1 {
-		b.WriteString(l.indent + comments[0] + end)
+		b.WriteString(l.indent + strings.TrimLeft(comments[0], " \t\v\f\r") + end)
 		comments = comments[1:]
 	}
 	b.WriteString(l.indent)
@@ -141,7 +141,10 @@ func (l *docLine) render(b *bytes.Buffer, eol string) {
 		b.WriteString(l.pairs.String())
 	}
 	if len(comments) == 1 {
-		b.WriteString(" " + comments[0])
+		if strings.HasPrefix(comments[0], "#") {
+			b.WriteByte(' ')
+		}
+		b.WriteString(comments[0])
 	}
 	b.WriteString(end)
 }

@@ -44,13 +44,13 @@ type token struct {
 // logical is one logical line: one or more physical lines joined by
 // continuations.
 type logical struct {
-	tokens   []token
-	comments []string // comment texts, each starting with '#'
-	include  string   // file name of an Include directive
-	inclKey  string   // the word "Include" as written
+	tokens    []token
+	comments  []string // comment texts, each starting with '#'
+	include   string   // file name of an Include directive
+	inclKey   string   // the word "Include" as written
 	isInclude bool
-	indent   string // leading white space of the first physical line
-	last     int    // index of the last physical line of this logical line
+	indent    string // leading white space of the first physical line
+	last      int    // index of the last physical line of this logical line
 }
 
 func isSpace(c byte) bool {
@@ -147,7 +147,15 @@ func (r *reader) pos() (line, col int) {
 // takeComment records the rest of the physical line as a comment and ends
 // the logical line.
 func (r *reader) takeComment() {
-	r.comments = append(r.comments, string(r.lines[r.li].content[r.p:]))
+	content := r.lines[r.li].content
+	j := r.p // keep the white space before the comment, for rendering
+	for j > 0 && isSpace(content[j-1]) {
+		j--
+	}
+	if j > 0 && content[j-1] == '\\' {
+		j++
+	}
+	r.comments = append(r.comments, string(content[j:]))
 	r.p = len(r.lines[r.li].content)
 	r.end = true
 }

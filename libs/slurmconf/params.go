@@ -229,10 +229,14 @@ func checkDuplicates(toks []token, aliases map[string]string) error {
 			k = a
 		}
 		if prev, ok := seen[k]; ok {
-			if strings.EqualFold(prev.key, t.key) {
-				return errorf(t.line, t.col, t.key, "duplicate key %q (first given at column %d)", t.key, prev.col)
+			where := ""
+			if prev.col > 0 {
+				where = fmt.Sprintf(" at column %d", prev.col)
 			}
-			return errorf(t.line, t.col, t.key, "duplicate key %q: it means the same as %q given at column %d", t.key, prev.key, prev.col)
+			if strings.EqualFold(prev.key, t.key) {
+				return errorf(t.line, t.col, t.key, "duplicate key %q (first given%s)", t.key, where)
+			}
+			return errorf(t.line, t.col, t.key, "duplicate key %q: it means the same as %q given%s", t.key, prev.key, where)
 		}
 		seen[k] = t
 	}
