@@ -59,7 +59,7 @@ func ParseMachineInfo(data []byte) (MachineInfo, error) {
 			continue
 		}
 		if !strings.HasPrefix(line, "NodeName=") {
-			return MachineInfo{}, fmt.Errorf("cannot parse slurmd -C line %d %q: want NodeName=... or UpTime=...", lineNo, line)
+			return MachineInfo{}, fmt.Errorf("cannot parse slurmd -C line %d %q: want NodeName= or UpTime= lines", lineNo, line)
 		}
 		if found {
 			return MachineInfo{}, fmt.Errorf("cannot parse slurmd -C line %d: second NodeName= line", lineNo)

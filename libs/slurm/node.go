@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -202,7 +203,7 @@ func splitFields(line string) ([]Field, error) {
 	for i <= len(line) {
 		// A key can start at the line start or after a space.
 		if i < len(line) && (i == 0 || line[i-1] == ' ') {
-			if key, ok := keyAt(line, i); ok && (cur < 0 || endsField(fields[cur].Key, line[start:i], key)) {
+			if key, ok := keyAt(line, i); ok && (cur < 0 || endsField(fields[cur].Key, line[start:i], key, line[i:])) {
 				if cur >= 0 {
 					fields[cur].Value = strings.TrimRight(line[start:i], " ")
 				}
@@ -254,8 +255,12 @@ func keyAt(line string, i int) (string, bool) {
 	return line[i:j], true
 }
 
-// endsField decides whether key (found after value text so far) starts a new field.
-func endsField(openKey, valueSoFar, key string) bool {
+// reasonSuffix is the " [user@time]" scontrol appends to a reason.
+var reasonSuffix = regexp.MustCompile(`\[[^\[\]\s]*@\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\]`)
+
+// endsField decides whether key (found after valueSoFar, followed by rest) starts a new
+// field.
+func endsField(openKey, valueSoFar, key, rest string) bool {
 	if !freeText[openKey] {
 		return true
 	}
@@ -263,9 +268,13 @@ func endsField(openKey, valueSoFar, key string) bool {
 		return false
 	}
 	if openKey == "Reason" {
-		// scontrol ends a reason with " [user@time]".
+		// scontrol ends a reason with " [user@time]": when that suffix is still ahead,
+		// the key is part of the reason text.
 		v := strings.TrimRight(valueSoFar, " ")
-		return strings.HasSuffix(v, "]") || v == ""
+		if loc := reasonSuffix.FindStringIndex(v); loc != nil && loc[1] == len(v) {
+			return true
+		}
+		return !reasonSuffix.MatchString(rest)
 	}
 	return true
 }
