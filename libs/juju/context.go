@@ -11,7 +11,10 @@ import (
 // hook tool family, all over one Runner. Build it once in main with
 // NewHookContext.
 type HookContext struct {
-	Event      Event
+	Event Event
+	// Runner runs the hook tools; use it directly only for tools without a
+	// client here (application-version-set, goal-state, ...).
+	Runner     Runner
 	Relations  Relations
 	Config     Config
 	Actions    Actions
@@ -27,6 +30,7 @@ type HookContext struct {
 func NewHookContext(ev Event, r Runner) *HookContext {
 	return &HookContext{
 		Event:      ev,
+		Runner:     r,
 		Relations:  Relations{Runner: r},
 		Config:     Config{Runner: r},
 		Actions:    Actions{Runner: r},

@@ -285,3 +285,48 @@ func decodeJSON(out []byte, v any) error {
 	}
 	return json.Unmarshal(out, v)
 }
+
+// Env returns the JUJU_* environment variables Juju sets for ev (those the
+// event carries; PATH and the agent socket are the runner's business).
+// ReadEvent(EnvMap(ev.Env())) gives ev back. The local model and jujutest
+// use it to invoke charms exactly as Juju does.
+func (ev Event) Env() map[string]string {
+	env := map[string]string{}
+	set := func(k, v string) {
+		if v != "" {
+			env[k] = v
+		}
+	}
+	set("JUJU_DISPATCH_PATH", ev.DispatchPath)
+	if ev.DispatchPath == "" && ev.Name != "" {
+		if ev.Kind == Action {
+			set("JUJU_DISPATCH_PATH", "actions/"+ev.Name)
+		} else {
+			set("JUJU_DISPATCH_PATH", "hooks/"+ev.Name)
+		}
+	}
+	set("JUJU_UNIT_NAME", ev.Unit)
+	set("JUJU_MODEL_NAME", ev.Model)
+	set("JUJU_MODEL_UUID", ev.ModelUUID)
+	set("JUJU_CHARM_DIR", ev.CharmDir)
+	set("JUJU_CONTEXT_ID", ev.ContextID)
+	set("JUJU_MACHINE_ID", ev.MachineID)
+	set("JUJU_VERSION", ev.JujuVersion)
+	if ev.Kind == Action {
+		set("JUJU_ACTION_NAME", ev.Name)
+		set("JUJU_ACTION_UUID", ev.ActionUUID)
+	} else {
+		set("JUJU_HOOK_NAME", ev.Name)
+	}
+	set("JUJU_RELATION", ev.Endpoint)
+	set("JUJU_RELATION_ID", string(ev.Relation))
+	set("JUJU_REMOTE_UNIT", ev.RemoteUnit)
+	set("JUJU_REMOTE_APP", ev.RemoteApp)
+	set("JUJU_DEPARTING_UNIT", ev.DepartingUnit)
+	set("JUJU_SECRET_ID", string(ev.SecretID))
+	set("JUJU_SECRET_LABEL", ev.SecretLabel)
+	if ev.SecretRevision > 0 {
+		set("JUJU_SECRET_REVISION", strconv.Itoa(ev.SecretRevision))
+	}
+	return env
+}

@@ -192,3 +192,24 @@ func TestRelationIDAndPorts(t *testing.T) {
 		t.Errorf("NormalizeSecretID(secret://model/abc) = %q", got)
 	}
 }
+
+func TestEventEnvRoundTrip(t *testing.T) {
+	t.Parallel()
+	events := []juju.Event{
+		{Kind: juju.Install, Name: "install", DispatchPath: "hooks/install"},
+		{Kind: juju.RelationDeparted, Name: "slurmctld-relation-departed", DispatchPath: "hooks/slurmctld-relation-departed",
+			Endpoint: "slurmctld", Relation: "slurmctld:5", RemoteUnit: "slurmctld/0", RemoteApp: "slurmctld", DepartingUnit: "slurmd/3"},
+		{Kind: juju.Action, Name: "node-config", DispatchPath: "actions/node-config", ActionUUID: "42"},
+		{Kind: juju.SecretExpired, Name: "secret-expired", DispatchPath: "hooks/secret-expired", SecretID: "secret:x", SecretLabel: "l", SecretRevision: 3},
+	}
+	for _, ev := range events {
+		ev = baseEvent(ev)
+		got, err := juju.ReadEvent(juju.EnvMap(ev.Env()))
+		if err != nil {
+			t.Fatalf("%s: %v", ev.Name, err)
+		}
+		if d := cmp.Diff(ev, got); d != "" {
+			t.Errorf("%s: round trip (-want +got):\n%s", ev.Name, d)
+		}
+	}
+}
