@@ -2,4 +2,9 @@ module github.com/charmed-slurm/operators/interfaces
 
 go 1.26.8
 
-require github.com/google/go-cmp v0.7.0 // indirect
+require (
+	github.com/charmed-slurm/operators/libs v0.0.0-00010101000000-000000000000
+	github.com/google/go-cmp v0.7.0 // indirect
+)
+
+replace github.com/charmed-slurm/operators/libs => ../libs

@@ -8,6 +8,8 @@ require (
 	github.com/canonical/go-flags v0.0.0-20230403090104-105d09a091b8 // indirect
 	github.com/canonical/pebble v1.32.1 // indirect
 	github.com/canonical/x-go v0.0.0-20230522092633-7947a7587f5b // indirect
+	github.com/charmed-slurm/operators/interfaces v0.0.0-00010101000000-000000000000
+	github.com/charmed-slurm/operators/libs v0.0.0-00010101000000-000000000000
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/gorilla/mux v1.8.1 // indirect
 	github.com/gorilla/websocket v1.5.3 // indirect
@@ -30,3 +32,7 @@ tool (
 	github.com/canonical/pebble/cmd/pebble
 	honnef.co/go/tools/cmd/staticcheck
 )
+
+replace github.com/charmed-slurm/operators/libs => ../libs
+
+replace github.com/charmed-slurm/operators/interfaces => ../interfaces
