@@ -11,18 +11,27 @@ import (
 	"github.com/charmed-slurm/operators/libs/juju"
 )
 
+// TB is the part of testing.TB that jujutest reports to.
+type TB interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+}
+
+var _ TB = testing.TB(nil)
+
 // Scenario runs events against States.
 type Scenario struct {
 	// T receives the failures: a broken Juju rule (t.Errorf) and a bad
-	// State or event (t.Fatalf).
-	T testing.TB
+	// State or event (t.Fatalf). A *testing.T.
+	T TB
 	// Lenient turns broken rules into tool errors only, without failing
 	// the test: for tests that check how a charm copes with such errors.
 	Lenient bool
 }
 
 // Run is Scenario{T: t}.Run.
-func Run(t testing.TB, in State, ev juju.Event, h juju.Handler) (State, error) {
+func Run(t TB, in State, ev juju.Event, h juju.Handler) (State, error) {
 	t.Helper()
 	return Scenario{T: t}.Run(in, ev, h)
 }
