@@ -1,0 +1,244 @@
+// Package pebble implements service.Manager with Pebble (github.com/canonical/pebble).
+//
+// Each service is one Pebble layer labelled with the service name, holding the service
+// with `override: replace`, `on-failure: restart` and the spec's command, environment,
+// user and kill-delay. Enabling adds a second layer, labelled "<name>-startup", that
+// merges `startup: enabled` (or disabled) on top, so re-configuring a service keeps
+// whether it is enabled. Start, stop and restart wait for Pebble's change to finish;
+// a failed change (for example a command that exits at once) is returned as an error.
+//
+//	m, err := pebble.New("/var/lib/pebble/default/.pebble.socket")
+//	err = m.Configure(ctx, service.Spec{Name: "slurmd", Command: argv})
+//	err = m.Start(ctx, "slurmd")
+package pebble
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/canonical/pebble/client"
+
+	"github.com/charmed-slurm/operators/libs/service"
+)
+
+// Manager is a service.Manager backed by a Pebble daemon.
+type Manager struct {
+	Client *client.Client
+}
+
+var _ service.Manager = (*Manager)(nil)
+
+// New connects to the Pebble daemon listening on socket.
+func New(socket string) (*Manager, error) {
+	c, err := client.New(&client.Config{Socket: socket})
+	if err != nil {
+		return nil, fmt.Errorf("cannot create pebble client for %q: %w", socket, err)
+	}
+	return &Manager{Client: c}, nil
+}
+
+// layer is Pebble's layer format. It is written as JSON, which Pebble's YAML parser reads.
+type layer struct {
+	Summary  string                  `json:"summary,omitempty"`
+	Services map[string]layerService `json:"services"`
+}
+
+type layerService struct {
+	Override    string            `json:"override"`
+	Summary     string            `json:"summary,omitempty"`
+	Command     string            `json:"command,omitempty"`
+	Startup     string            `json:"startup,omitempty"`
+	Environment map[string]string `json:"environment,omitempty"`
+	User        string            `json:"user,omitempty"`
+	KillDelay   string            `json:"kill-delay,omitempty"`
+	OnFailure   string            `json:"on-failure,omitempty"`
+}
+
+// Configure implements service.Manager.
+func (m *Manager) Configure(ctx context.Context, spec service.Spec) error {
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	cmd, err := Command(spec.Command)
+	if err != nil {
+		return fmt.Errorf("cannot configure service %q: %w", spec.Name, err)
+	}
+	svc := layerService{
+		Override:    "replace",
+		Summary:     spec.Summary,
+		Command:     cmd,
+		Environment: spec.Environment,
+		User:        spec.User,
+		OnFailure:   "restart",
+	}
+	if spec.KillDelay > 0 {
+		svc.KillDelay = spec.KillDelay.String()
+	}
+	l := layer{Summary: spec.Summary, Services: map[string]layerService{spec.Name: svc}}
+	if err := m.addLayer(ctx, spec.Name, l); err != nil {
+		return fmt.Errorf("cannot configure service %q: %w", spec.Name, err)
+	}
+	return nil
+}
+
+func (m *Manager) addLayer(ctx context.Context, label string, l layer) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	data, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	return m.Client.AddLayer(&client.AddLayerOptions{Combine: true, Label: label, LayerData: data})
+}
+
+// Enable implements service.Manager.
+func (m *Manager) Enable(ctx context.Context, name string) error {
+	return m.setStartup(ctx, name, "enabled")
+}
+
+// Disable implements service.Manager.
+func (m *Manager) Disable(ctx context.Context, name string) error {
+	return m.setStartup(ctx, name, "disabled")
+}
+
+func (m *Manager) setStartup(ctx context.Context, name, startup string) error {
+	if _, err := m.info(ctx, name); err != nil {
+		return fmt.Errorf("cannot set service %q startup to %s: %w", name, startup, err)
+	}
+	l := layer{Services: map[string]layerService{name: {Override: "merge", Startup: startup}}}
+	if err := m.addLayer(ctx, name+"-startup", l); err != nil {
+		return fmt.Errorf("cannot set service %q startup to %s: %w", name, startup, err)
+	}
+	return nil
+}
+
+// Start implements service.Manager.
+func (m *Manager) Start(ctx context.Context, name string) error {
+	return m.act(ctx, "start", name, m.Client.Start)
+}
+
+// Stop implements service.Manager.
+func (m *Manager) Stop(ctx context.Context, name string) error {
+	return m.act(ctx, "stop", name, m.Client.Stop)
+}
+
+// Restart implements service.Manager.
+func (m *Manager) Restart(ctx context.Context, name string) error {
+	return m.act(ctx, "restart", name, m.Client.Restart)
+}
+
+func (m *Manager) act(ctx context.Context, verb, name string, do func(*client.ServiceOptions) (string, error)) error {
+	if _, err := m.info(ctx, name); err != nil {
+		return fmt.Errorf("cannot %s service %q: %w", verb, name, err)
+	}
+	id, err := do(&client.ServiceOptions{Names: []string{name}})
+	if err != nil {
+		return fmt.Errorf("cannot %s service %q: %w", verb, name, err)
+	}
+	if err := m.wait(ctx, id); err != nil {
+		return fmt.Errorf("cannot %s service %q: %w", verb, name, err)
+	}
+	return nil
+}
+
+// wait waits for change id to be ready, giving up when ctx ends.
+func (m *Manager) wait(ctx context.Context, id string) error {
+	resp, err := m.Client.Requester().Do(ctx, &client.RequestOptions{
+		Type:   client.SyncRequest,
+		Method: "GET",
+		Path:   "/v1/changes/" + id + "/wait",
+	})
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return fmt.Errorf("change %s not finished: %w", id, ctxErr)
+		}
+		return err
+	}
+	var chg client.Change
+	if err := resp.DecodeResult(&chg); err != nil {
+		return fmt.Errorf("cannot read change %s: %w", id, err)
+	}
+	if chg.Err != "" {
+		return errors.New(chg.Err)
+	}
+	if !chg.Ready {
+		return fmt.Errorf("change %s not ready (status %s)", id, chg.Status)
+	}
+	return nil
+}
+
+// Status implements service.Manager.
+func (m *Manager) Status(ctx context.Context, name string) (service.Status, error) {
+	info, err := m.info(ctx, name)
+	if err != nil {
+		return service.Status{}, fmt.Errorf("cannot get status of service %q: %w", name, err)
+	}
+	st := service.Status{Name: name, Since: info.CurrentSince, Enabled: info.Startup == client.StartupEnabled}
+	switch info.Current {
+	case client.StatusActive:
+		st.State = service.StateActive
+	case client.StatusInactive:
+		st.State = service.StateInactive
+	case client.StatusError:
+		st.State = service.StateFailed
+	case client.StatusBackoff:
+		st.State = service.StateActivating
+	default:
+		return service.Status{}, fmt.Errorf("cannot get status of service %q: unknown pebble status %q", name, info.Current)
+	}
+	return st, nil
+}
+
+func (m *Manager) info(ctx context.Context, name string) (*client.ServiceInfo, error) {
+	if err := service.ValidateName(name); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	infos, err := m.Client.Services(&client.ServicesOptions{Names: []string{name}})
+	if err != nil {
+		return nil, err
+	}
+	for _, info := range infos {
+		if info.Name == name {
+			return info, nil
+		}
+	}
+	return nil, fmt.Errorf("%w %q in pebble's plan", service.ErrUnknownService, name)
+}
+
+// Command renders argv as a Pebble command string, quoting each argument so that Pebble's
+// shell-like splitting gives argv back. Arguments "[" and "]" are refused: Pebble reads
+// them as its default-arguments brackets even when quoted.
+func Command(argv []string) (string, error) {
+	if len(argv) == 0 {
+		return "", errors.New("empty command")
+	}
+	words := make([]string, len(argv))
+	for i, a := range argv {
+		if a == "[" || a == "]" {
+			return "", fmt.Errorf("command argument %d is %q, which pebble reads as a bracket group", i, a)
+		}
+		words[i] = quote(a)
+	}
+	return strings.Join(words, " "), nil
+}
+
+func quote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_@%+=:,./-", c) >= 0 {
+			continue
+		}
+		return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
+	}
+	return s
+}
