@@ -1,0 +1,347 @@
+// Command juju-local is the local model's single binary.
+//
+// Run as juju-local it is the CLI: `juju-local bootstrap` starts the model daemon in the
+// background, and the other verbs (deploy, integrate, add-unit, remove-unit,
+// remove-application, config, run, status, exec, debug-log, wait, resolve, destroy) are sent to
+// it over the unix socket $JUJU_LOCAL_DIR/model.sock. `juju-local --help` lists them and
+// `juju-local <verb> --help` explains one.
+//
+// Run under a hook tool's name (relation-get, secret-add, status-set, ... — the model installs
+// symlinks with those names first on every hook's PATH), it is that hook tool: it sends its
+// arguments to the model's agent socket ($JUJU_AGENT_SOCKET_ADDRESS) with $JUJU_CONTEXT_ID and
+// prints what the model answers, exiting with the tool's exit code. Files named by --file (and
+// key#file=path secret values) are read here, inside the unit's host, and sent as input.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/charmed-slurm/operators/tests/hosts"
+	"github.com/charmed-slurm/operators/tests/model"
+)
+
+func main() {
+	name := filepath.Base(os.Args[0])
+	if slices.Contains(model.ToolNames(), name) {
+		os.Exit(runTool(name, os.Args[1:]))
+	}
+	os.Exit(runCLI(os.Args[1:]))
+}
+
+// runTool is the hook tool client.
+func runTool(name string, args []string) int {
+	sock := os.Getenv("JUJU_AGENT_SOCKET_ADDRESS")
+	ctxID := os.Getenv("JUJU_CONTEXT_ID")
+	if sock == "" || ctxID == "" {
+		fmt.Fprintf(os.Stderr, "ERROR %s must run in a hook context (JUJU_AGENT_SOCKET_ADDRESS and JUJU_CONTEXT_ID unset)\n", name)
+		return 1
+	}
+	args, stdin, err := toolInput(args)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ERROR %v\n", err)
+		return 1
+	}
+	code, err := model.Call(context.Background(), sock, model.Request{Argv: append([]string{name}, args...), Context: ctxID, Stdin: stdin}, os.Stdout, os.Stderr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ERROR %v\n", err)
+		return 1
+	}
+	return code
+}
+
+// toolInput reads the files the tool's arguments name: --file <path|-> becomes --file - with
+// the content as input, and secret values key#file=path become key=<content>.
+func toolInput(args []string) ([]string, []byte, error) {
+	var out []string
+	var stdin []byte
+	read := func(p string) ([]byte, error) {
+		if p == "-" {
+			return io.ReadAll(os.Stdin)
+		}
+		return os.ReadFile(p)
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			out = append(out, args[i:]...)
+			return out, stdin, nil
+		case a == "--file" && i+1 < len(args):
+			b, err := read(args[i+1])
+			if err != nil {
+				return nil, nil, fmt.Errorf("cannot read --file: %w", err)
+			}
+			stdin = b
+			out = append(out, "--file", "-")
+			i++
+		case strings.HasPrefix(a, "--file="):
+			b, err := read(strings.TrimPrefix(a, "--file="))
+			if err != nil {
+				return nil, nil, fmt.Errorf("cannot read --file: %w", err)
+			}
+			stdin = b
+			out = append(out, "--file=-")
+		case !strings.HasPrefix(a, "-") && strings.Contains(a, "#file="):
+			k, p, _ := strings.Cut(a, "#file=")
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return nil, nil, fmt.Errorf("cannot read secret value for %q: %w", k, err)
+			}
+			out = append(out, k+"="+string(b))
+		default:
+			out = append(out, a)
+		}
+	}
+	return out, stdin, nil
+}
+
+func modelDir() string {
+	if d := os.Getenv("JUJU_LOCAL_DIR"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = "/root"
+	}
+	return filepath.Join(home, ".local", "share", "juju-local")
+}
+
+func runCLI(args []string) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "--help" || args[0] == "-h" {
+		if len(args) > 1 {
+			if v, ok := model.FindVerb(args[1]); ok {
+				v.Usage(os.Stdout)
+				return 0
+			}
+		}
+		model.WriteUsage(os.Stdout)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	verb := args[0]
+	if verb == "daemon" {
+		return daemon(args[1:])
+	}
+	v, ok := model.FindVerb(verb)
+	if !ok {
+		fmt.Fprintf(os.Stderr, "ERROR unrecognized command: juju-local %s (see juju-local --help)\n", verb)
+		return 2
+	}
+	for _, a := range args[1:] {
+		if a == "--" {
+			break
+		}
+		if a == "--help" || a == "-h" {
+			v.Usage(os.Stdout)
+			return 0
+		}
+	}
+	if verb == "bootstrap" {
+		return bootstrap(args[1:])
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cwd, _ := os.Getwd()
+	code, err := model.Call(ctx, filepath.Join(modelDir(), "model.sock"), model.Request{Argv: args, Dir: cwd}, os.Stdout, os.Stderr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 130
+		}
+		fmt.Fprintf(os.Stderr, "ERROR %v (is the model bootstrapped? run juju-local bootstrap)\n", err)
+		return 1
+	}
+	return code
+}
+
+func daemonFlags(fs *pflag.FlagSet) {
+	v, _ := model.FindVerb("bootstrap")
+	v.Flags(fs)
+}
+
+// bootstrap starts `juju-local daemon` in the background and waits for its socket.
+func bootstrap(args []string) int {
+	fs := pflag.NewFlagSet("bootstrap", pflag.ContinueOnError)
+	daemonFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		fmt.Fprintf(os.Stderr, "ERROR %v\n", err)
+		return 2
+	}
+	dir := modelDir()
+	sock := filepath.Join(dir, "model.sock")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := model.Call(ctx, sock, model.Request{Argv: []string{"status", "--format=json"}}, io.Discard, io.Discard); err == nil {
+		fmt.Fprintf(os.Stderr, "ERROR a model is already running in %s (juju-local destroy first)\n", dir)
+		return 1
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fmt.Fprintf(os.Stderr, "ERROR %v\n", err)
+		return 1
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ERROR %v\n", err)
+		return 1
+	}
+	logf, err := os.OpenFile(filepath.Join(dir, "daemon.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ERROR %v\n", err)
+		return 1
+	}
+	defer logf.Close()
+	cmd := exec.Command(self, append([]string{"daemon"}, args...)...)
+	cmd.Env = append(os.Environ(), "JUJU_LOCAL_DIR="+dir)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "ERROR cannot start the model daemon: %v\n", err)
+		return 1
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-exited:
+			log, _ := os.ReadFile(filepath.Join(dir, "daemon.log"))
+			fmt.Fprintf(os.Stderr, "ERROR the model daemon exited (%v):\n%s", err, log)
+			return 1
+		case <-ctx.Done():
+			fmt.Fprintf(os.Stderr, "ERROR the model daemon did not answer in time; see %s\n", filepath.Join(dir, "daemon.log"))
+			return 1
+		case <-tick.C:
+			if _, err := model.Call(ctx, sock, model.Request{Argv: []string{"status", "--format=json"}}, io.Discard, io.Discard); err == nil {
+				fmt.Fprintf(os.Stderr, "Bootstrapped model in %s (daemon pid %d, log %s)\n", dir, cmd.Process.Pid, filepath.Join(dir, "daemon.log"))
+				return 0
+			}
+		}
+	}
+}
+
+// daemon runs the model in the foreground until SIGTERM/SIGINT or the destroy verb.
+func daemon(args []string) int {
+	fs := pflag.NewFlagSet("daemon", pflag.ContinueOnError)
+	daemonFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		fmt.Fprintf(os.Stderr, "ERROR %v\n", err)
+		return 2
+	}
+	dir := modelDir()
+	interval, _ := fs.GetDuration("update-status-interval")
+	retry, _ := fs.GetDuration("hook-retry")
+	machines, _ := fs.GetString("machines")
+	pebble, _ := fs.GetString("pebble")
+	name, _ := fs.GetString("model")
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ERROR %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if machines == "auto" {
+		machines = "local"
+		if os.Geteuid() == 0 {
+			if _, err := exec.LookPath("nsenter"); err == nil {
+				machines = "hosts"
+			}
+		}
+	}
+	var prov model.Provisioner
+	switch machines {
+	case "local":
+		prov = model.LocalMachines{Dir: filepath.Join(dir, "machines")}
+	case "hosts":
+		if pebble == "" {
+			pebble = findPebble()
+		}
+		if pebble == "" {
+			fmt.Fprintln(os.Stderr, "ERROR cannot find a pebble binary: give --pebble or build it with scripts/deps.sh")
+			return 1
+		}
+		os.RemoveAll(filepath.Join(dir, "hosts"))
+		n, err := hosts.NewNetwork(ctx, hosts.NetworkOptions{Prefix: "jl", Dir: filepath.Join(dir, "hosts"), PebbleBin: pebble})
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "ERROR %v\n", err)
+			return 1
+		}
+		prov = &model.HostMachines{Network: n, CloseNetwork: true}
+	default:
+		fmt.Fprintf(os.Stderr, "ERROR invalid value %q for option --machines\n", machines)
+		return 2
+	}
+	m, err := model.New(ctx, model.Options{
+		Dir: dir, Name: name, Tools: self, Machines: prov,
+		UpdateStatusInterval: interval, HookRetry: retry,
+		Log: func(line string) { fmt.Fprintln(os.Stderr, line) },
+	})
+	if err != nil {
+		prov.Close()
+		fmt.Fprintf(os.Stderr, "ERROR %v\n", err)
+		return 1
+	}
+	if err := m.ListenCLI(filepath.Join(dir, "model.sock")); err != nil {
+		m.Close()
+		fmt.Fprintf(os.Stderr, "ERROR %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "model %s running in %s with %s machines\n", name, dir, machines)
+	destroyed := false
+	select {
+	case <-ctx.Done():
+	case <-m.DestroyRequested():
+		destroyed = true
+	}
+	err = m.Close()
+	if destroyed {
+		for _, f := range []string{"state.json", "debug.log", "tools", "charms", "machines", "hosts"} {
+			os.RemoveAll(filepath.Join(dir, f))
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ERROR %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// findPebble looks for build/bin/pebble above the working directory and the binary, then PATH.
+func findPebble() string {
+	var starts []string
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	if exe, err := os.Executable(); err == nil {
+		starts = append(starts, filepath.Dir(exe))
+	}
+	for _, d := range starts {
+		for ; ; d = filepath.Dir(d) {
+			p := filepath.Join(d, "build", "bin", "pebble")
+			if _, err := os.Stat(p); err == nil {
+				return p
+			}
+			if d == filepath.Dir(d) {
+				break
+			}
+		}
+	}
+	if p, err := exec.LookPath("pebble"); err == nil {
+		return p
+	}
+	return ""
+}

@@ -1,0 +1,57 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os/exec"
+
+	"github.com/charmed-slurm/operators/tests/hosts"
+)
+
+// HostMachines provisions every machine as a real host of a tests/hosts Network: its own
+// network, UTS and mount namespaces, Pebble as its supervisor, private /var/lib/juju.
+type HostMachines struct {
+	// Network holds the hosts.
+	Network *hosts.Network
+	// Prefix starts every host name; default "juju".
+	Prefix string
+	// CloseNetwork makes Close close Network (when the provisioner owns it).
+	CloseNetwork bool
+}
+
+// NewMachine implements Provisioner: host "<prefix>-<id>".
+func (p *HostMachines) NewMachine(ctx context.Context, id, unit string) (Machine, error) {
+	prefix := p.Prefix
+	if prefix == "" {
+		prefix = "juju"
+	}
+	h, err := p.Network.AddHost(ctx, hosts.HostOptions{Name: fmt.Sprintf("%s-%s", prefix, id)})
+	if err != nil {
+		return nil, err
+	}
+	return &hostMachine{n: p.Network, h: h}, nil
+}
+
+// Close implements Provisioner.
+func (p *HostMachines) Close() error {
+	if p.CloseNetwork {
+		return p.Network.Close()
+	}
+	return nil
+}
+
+type hostMachine struct {
+	n *hosts.Network
+	h *hosts.Host
+}
+
+func (m *hostMachine) Command(ctx context.Context, argv []string) *exec.Cmd {
+	return m.h.Command(ctx, argv)
+}
+func (m *hostMachine) Hostname() string { return m.h.Name }
+func (m *hostMachine) Addr() netip.Addr { return m.h.Addr }
+func (m *hostMachine) Root() string     { return "" }
+func (m *hostMachine) Destroy(ctx context.Context) error {
+	return m.n.RemoveHost(m.h.Name)
+}

@@ -1,0 +1,371 @@
+package model
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// State is the whole model as saved on disk (state.json in the model directory). It is only
+// touched under the model's lock; hook contexts work on a deep copy taken when the hook starts.
+type State struct {
+	Name         string                   `json:"name"`
+	UUID         string                   `json:"uuid"`
+	NextMachine  int                      `json:"next-machine"`
+	NextRelation int                      `json:"next-relation"`
+	NextAction   int                      `json:"next-action"`
+	Machines     map[string]*MachineState `json:"machines"`
+	Applications map[string]*Application  `json:"applications"`
+	Units        map[string]*Unit         `json:"units"`
+	Relations    map[int]*Relation        `json:"relations"`
+	Secrets      map[string]*Secret       `json:"secrets"`
+	Actions      map[string]*ActionRun    `json:"actions"`
+}
+
+// MachineState is one machine (a host) carrying one unit.
+type MachineState struct {
+	ID       string `json:"id"`
+	Hostname string `json:"hostname"`
+	Address  string `json:"address,omitempty"`
+	Unit     string `json:"unit"`
+	Status   string `json:"status"` // pending, started, error
+	Message  string `json:"message,omitempty"`
+}
+
+// Application is one deployed application.
+type Application struct {
+	Name          string            `json:"name"`
+	Charm         *Charm            `json:"charm"`
+	CharmDir      string            `json:"charm-dir"` // unpacked charm on the model's side
+	Config        map[string]any    `json:"config,omitempty"`
+	ConfigVersion int               `json:"config-version"`
+	Leader        string            `json:"leader,omitempty"`
+	NextUnit      int               `json:"next-unit"`
+	Status        StatusInfo        `json:"status"`
+	Version       string            `json:"version,omitempty"`
+	Dying         bool              `json:"dying,omitempty"`
+	LeaderData    map[string]string `json:"leader-data,omitempty"`
+}
+
+// StatusInfo is a status value with its message.
+type StatusInfo struct {
+	Status  string    `json:"status"`
+	Message string    `json:"message"`
+	Since   time.Time `json:"since"`
+}
+
+// Unit is one unit of an application and its agent's view of the model.
+type Unit struct {
+	Name     string     `json:"name"`
+	App      string     `json:"application"`
+	Machine  string     `json:"machine"`
+	Dying    bool       `json:"dying,omitempty"`
+	Workload StatusInfo `json:"workload-status"`
+	Agent    StatusInfo `json:"agent-status"`
+	Ports    []string   `json:"ports,omitempty"`
+	// Ready is true once the unit's machine is up and the charm is installed on it.
+	Ready bool `json:"ready"`
+	// Failed is the hook that failed (the unit is in error until resolved).
+	Failed *Hook `json:"failed,omitempty"`
+	// CharmState is the charm's own key-value store (state-get, state-set).
+	CharmState map[string]string `json:"charm-state,omitempty"`
+	Seen       UnitLocal         `json:"seen"`
+}
+
+// UnitLocal is what the unit agent has already told the charm (like the uniter's local state):
+// the next hook is derived by comparing it with the model.
+type UnitLocal struct {
+	Installed       bool                   `json:"installed,omitempty"`
+	LeaderHook      bool                   `json:"leader-hook,omitempty"` // leader-elected or leader-settings-changed ran
+	WasLeader       bool                   `json:"was-leader,omitempty"`
+	ConfigVersion   int                    `json:"config-version"`
+	Started         bool                   `json:"started,omitempty"`
+	Stopped         bool                   `json:"stopped,omitempty"`
+	Removed         bool                   `json:"removed,omitempty"`
+	UpdateStatusDue bool                   `json:"update-status-due,omitempty"`
+	Relations       map[int]*RelationLocal `json:"relations,omitempty"`
+	Secrets         map[string]int         `json:"secrets,omitempty"` // secret-changed already run for revision
+}
+
+// RelationLocal is a unit's view of one relation.
+type RelationLocal struct {
+	Created    bool           `json:"created"`
+	Broken     bool           `json:"broken,omitempty"`
+	Joined     map[string]int `json:"joined,omitempty"` // remote unit → data version seen (-1: joined, changed pending)
+	AppVersion int            `json:"app-version"`
+}
+
+// Relation is one integration between two applications (or a peer relation of one).
+type Relation struct {
+	ID          int                          `json:"id"`
+	Endpoints   []RelationEndpoint           `json:"endpoints"`
+	Dying       bool                         `json:"dying,omitempty"`
+	AppData     map[string]map[string]string `json:"app-data"`
+	AppVersion  map[string]int               `json:"app-version"`
+	UnitData    map[string]map[string]string `json:"unit-data"`
+	UnitVersion map[string]int               `json:"unit-version"`
+}
+
+// RelationEndpoint is one side of a relation.
+type RelationEndpoint struct {
+	App       string `json:"application"`
+	Name      string `json:"name"`
+	Role      string `json:"role"`
+	Interface string `json:"interface"`
+}
+
+// Secret is a Juju secret with its revisions, grants and consumers.
+type Secret struct {
+	ID          string                     `json:"id"` // "secret:<xid>"
+	OwnerApp    string                     `json:"owner-application,omitempty"`
+	OwnerUnit   string                     `json:"owner-unit,omitempty"`
+	Label       string                     `json:"label,omitempty"`
+	Description string                     `json:"description,omitempty"`
+	Revisions   []SecretRevision           `json:"revisions"`
+	Grants      []SecretGrant              `json:"grants,omitempty"`
+	Consumers   map[string]*SecretConsumer `json:"consumers,omitempty"`
+}
+
+// SecretRevision is one revision's content.
+type SecretRevision struct {
+	Revision int               `json:"revision"`
+	Content  map[string]string `json:"content"`
+}
+
+// SecretGrant gives an application (Unit empty) or one unit read access through a relation.
+type SecretGrant struct {
+	RelationID int    `json:"relation-id"`
+	App        string `json:"application"`
+	Unit       string `json:"unit,omitempty"`
+}
+
+// SecretConsumer is a consuming unit's tracked revision and label.
+type SecretConsumer struct {
+	Label   string `json:"label,omitempty"`
+	Tracked int    `json:"tracked"`
+}
+
+// ActionRun is one queued, running or finished action.
+type ActionRun struct {
+	ID        string            `json:"id"`
+	Unit      string            `json:"unit"`
+	Name      string            `json:"name"`
+	Params    map[string]any    `json:"params"`
+	Status    string            `json:"status"` // pending, running, completed, failed
+	Message   string            `json:"message,omitempty"`
+	Results   map[string]any    `json:"results,omitempty"`
+	Log       []string          `json:"log,omitempty"`
+	Output    string            `json:"output,omitempty"`
+	Enqueued  time.Time         `json:"enqueued"`
+	Completed time.Time         `json:"completed,omitzero"`
+	Extra     map[string]string `json:"-"`
+}
+
+func newState(name, uuid string) *State {
+	return &State{
+		Name: name, UUID: uuid,
+		Machines:     map[string]*MachineState{},
+		Applications: map[string]*Application{},
+		Units:        map[string]*Unit{},
+		Relations:    map[int]*Relation{},
+		Secrets:      map[string]*Secret{},
+		Actions:      map[string]*ActionRun{},
+	}
+}
+
+func (s *State) clone() *State {
+	data, err := json.Marshal(s)
+	if err != nil {
+		panic(fmt.Sprintf("cannot copy model state: %v", err))
+	}
+	c := &State{}
+	if err := json.Unmarshal(data, c); err != nil {
+		panic(fmt.Sprintf("cannot copy model state: %v", err))
+	}
+	c.fill()
+	return c
+}
+
+// fill makes every nil map non-nil, after loading from JSON.
+func (s *State) fill() {
+	if s.Machines == nil {
+		s.Machines = map[string]*MachineState{}
+	}
+	if s.Applications == nil {
+		s.Applications = map[string]*Application{}
+	}
+	if s.Units == nil {
+		s.Units = map[string]*Unit{}
+	}
+	if s.Relations == nil {
+		s.Relations = map[int]*Relation{}
+	}
+	if s.Secrets == nil {
+		s.Secrets = map[string]*Secret{}
+	}
+	if s.Actions == nil {
+		s.Actions = map[string]*ActionRun{}
+	}
+	for _, r := range s.Relations {
+		if r.AppData == nil {
+			r.AppData = map[string]map[string]string{}
+		}
+		if r.AppVersion == nil {
+			r.AppVersion = map[string]int{}
+		}
+		if r.UnitData == nil {
+			r.UnitData = map[string]map[string]string{}
+		}
+		if r.UnitVersion == nil {
+			r.UnitVersion = map[string]int{}
+		}
+	}
+	for _, u := range s.Units {
+		if u.Seen.Relations == nil {
+			u.Seen.Relations = map[int]*RelationLocal{}
+		}
+		if u.Seen.Secrets == nil {
+			u.Seen.Secrets = map[string]int{}
+		}
+	}
+	for _, sec := range s.Secrets {
+		if sec.Consumers == nil {
+			sec.Consumers = map[string]*SecretConsumer{}
+		}
+	}
+}
+
+// loadState reads path; a missing file gives nil and no error.
+func loadState(path string) (*State, error) {
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read model state: %w", err)
+	}
+	s := &State{}
+	if err := json.Unmarshal(data, s); err != nil {
+		return nil, fmt.Errorf("cannot parse model state %s: %w", path, err)
+	}
+	s.fill()
+	return s, nil
+}
+
+// writeFileAtomic writes data to a temporary file in the same directory, syncs it and renames
+// it over path.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func (s *State) save(path string) error {
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("cannot encode model state: %w", err)
+	}
+	if err := writeFileAtomic(path, data, 0o600); err != nil {
+		return fmt.Errorf("cannot save model state: %w", err)
+	}
+	return nil
+}
+
+// relationEndpoint returns the endpoint of app in r (for a peer relation, its only endpoint).
+func (r *Relation) endpointOf(app string) (RelationEndpoint, bool) {
+	for _, ep := range r.Endpoints {
+		if ep.App == app {
+			return ep, true
+		}
+	}
+	return RelationEndpoint{}, false
+}
+
+// remoteApp returns the application on the other side of r from app (itself for peers).
+func (r *Relation) remoteApp(app string) string {
+	for _, ep := range r.Endpoints {
+		if ep.App != app {
+			return ep.App
+		}
+	}
+	return app
+}
+
+func (r *Relation) isPeer() bool { return len(r.Endpoints) == 1 }
+
+// key is the relation's key as juju shows it: "a:x b:y".
+func (r *Relation) key() string {
+	s := ""
+	for i, ep := range r.Endpoints {
+		if i > 0 {
+			s += " "
+		}
+		s += ep.App + ":" + ep.Name
+	}
+	return s
+}
+
+// secretByLabel finds a secret by its owner label (as seen by unit) or consumer label.
+func (s *State) secretByLabel(unit, label string) *Secret {
+	u := s.Units[unit]
+	for _, sec := range s.Secrets {
+		if sec.Label == label && u != nil && (sec.OwnerApp == u.App || sec.OwnerUnit == unit) {
+			return sec
+		}
+	}
+	for _, sec := range s.Secrets {
+		if c := sec.Consumers[unit]; c != nil && c.Label == label {
+			return sec
+		}
+	}
+	return nil
+}
+
+func (sec *Secret) latest() SecretRevision {
+	return sec.Revisions[len(sec.Revisions)-1]
+}
+
+func (sec *Secret) revision(n int) (SecretRevision, bool) {
+	for _, r := range sec.Revisions {
+		if r.Revision == n {
+			return r, true
+		}
+	}
+	return SecretRevision{}, false
+}
+
+// ownedBy reports whether unit (of app) owns sec.
+func (sec *Secret) ownedBy(unit, app string) bool {
+	return (sec.OwnerApp != "" && sec.OwnerApp == app) || (sec.OwnerUnit != "" && sec.OwnerUnit == unit)
+}
+
+// readableBy reports whether unit may read sec as a consumer.
+func (sec *Secret) grantedTo(unit, app string) bool {
+	for _, g := range sec.Grants {
+		if g.Unit == unit || (g.Unit == "" && g.App == app) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,251 @@
+// Command testcharm is the local model's test charm. Every hook and action it runs is recorded
+// with a juju-log line "testcharm-hook <json>" holding the hook name and its JUJU_* environment,
+// and it exercises the hook tools through libs/juju's clients:
+//
+//   - install opens 8080/tcp, sets version 1.2.3 and maintenance status; start sets active.
+//   - every relation hook (but broken) writes "unit=<unit>", "greeting" and "last-hook" into the
+//     unit databag; the leader writes "leader=<unit>" into the application databag, and a
+//     non-leader tries and records the refusal in its unit databag ("app-write=refused").
+//   - the leader of a "source" side creates a secret labelled "shared" (token=v1), grants it to
+//     the relation when grant-secret is true and publishes its id as "secret-id"; the "sink"
+//     side reads that secret on relation-changed and secret-changed and records the value
+//     ("secret-token") or the error ("secret-error") in its unit databag.
+//   - a hook named in config fail-hooks makes its writes (unit data "failed-write", port
+//     9999/tcp) and then exits 1.
+//   - actions: echo, fail, rotate (new secret revision), bad-key, tools.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/charmed-slurm/operators/libs/juju"
+)
+
+func main() {
+	ev, err := juju.ReadEvent(os.LookupEnv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	hc := juju.NewHookContext(ev, juju.ExecRunner{})
+	os.Exit(juju.Main(context.Background(), hc, handle, os.Stderr))
+}
+
+type config struct {
+	FailHooks   string `json:"fail-hooks"`
+	GrantSecret bool   `json:"grant-secret"`
+	Greeting    string `json:"greeting"`
+}
+
+func handle(ctx context.Context, hc *juju.HookContext) error {
+	ev := hc.Event
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok && (strings.HasPrefix(k, "JUJU_") || k == "PATH") {
+			env[k] = v
+		}
+	}
+	rec, _ := json.Marshal(map[string]any{"hook": ev.Name, "env": env})
+	if err := hc.Log.Log(ctx, juju.LevelInfo, "testcharm-hook "+string(rec)); err != nil {
+		return err
+	}
+	var cfg config
+	if err := hc.Config.Decode(ctx, &cfg); err != nil {
+		return err
+	}
+	if ev.Kind == juju.Action {
+		return action(ctx, hc)
+	}
+	leader, err := hc.Leadership.IsLeader(ctx)
+	if err != nil {
+		return err
+	}
+	switch ev.Kind {
+	case juju.Install:
+		if err := hc.Ports.Open(ctx, juju.Port{Number: 8080, Protocol: "tcp"}); err != nil {
+			return err
+		}
+		if _, err := hc.Runner.Run(ctx, juju.Command{Args: []string{"application-version-set", "1.2.3"}}); err != nil {
+			return err
+		}
+		if err := hc.Status.SetUnit(ctx, juju.StatusMaintenance, "installing"); err != nil {
+			return err
+		}
+	case juju.Start:
+		if err := hc.Status.SetUnit(ctx, juju.StatusActive, "started"); err != nil {
+			return err
+		}
+	case juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted:
+		if err := relation(ctx, hc, cfg, leader); err != nil {
+			return err
+		}
+	case juju.SecretChanged:
+		content, err := hc.Secrets.Get(ctx, ev.SecretID, juju.SecretGetOptions{Refresh: true})
+		if err != nil {
+			return err
+		}
+		ids, err := hc.Relations.IDs(ctx, "sink")
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if err := hc.Relations.SetUnitData(ctx, id, map[string]string{"secret-token": content["token"]}); err != nil {
+				return err
+			}
+		}
+	}
+	if slices.Contains(strings.Split(cfg.FailHooks, ","), ev.Name) {
+		if ev.Relation != "" && ev.Kind != juju.RelationBroken {
+			if err := hc.Relations.SetUnitData(ctx, ev.Relation, map[string]string{"failed-write": ev.Name}); err != nil {
+				return err
+			}
+		}
+		if err := hc.Ports.Open(ctx, juju.Port{Number: 9999, Protocol: "tcp"}); err != nil {
+			return err
+		}
+		return fmt.Errorf("failing %s on purpose", ev.Name)
+	}
+	return nil
+}
+
+func relation(ctx context.Context, hc *juju.HookContext, cfg config, leader bool) error {
+	ev := hc.Event
+	data := map[string]string{"unit": ev.Unit, "greeting": cfg.Greeting, "last-hook": ev.Name}
+	if !leader {
+		err := hc.Relations.SetAppData(ctx, ev.Relation, map[string]string{"leader": ev.Unit})
+		var te *juju.HookToolError
+		if errors.As(err, &te) {
+			data["app-write"] = "refused"
+		} else if err == nil {
+			data["app-write"] = "allowed"
+		} else {
+			return err
+		}
+	}
+	if ev.Endpoint == "sink" && ev.RemoteApp != "" {
+		app, err := hc.Relations.AppData(ctx, ev.Relation, ev.RemoteApp)
+		if err != nil {
+			return err
+		}
+		if id := app["secret-id"]; id != "" {
+			content, err := hc.Secrets.Get(ctx, juju.SecretID(id), juju.SecretGetOptions{})
+			var te *juju.HookToolError
+			switch {
+			case errors.As(err, &te):
+				data["secret-error"] = strings.TrimSpace(te.Stderr)
+				data["secret-token"] = ""
+			case err != nil:
+				return err
+			default:
+				data["secret-token"] = content["token"]
+				data["secret-error"] = ""
+			}
+		}
+	}
+	if err := hc.Relations.SetUnitData(ctx, ev.Relation, data); err != nil {
+		return err
+	}
+	if !leader {
+		return nil
+	}
+	app := map[string]string{"leader": ev.Unit}
+	if ev.Endpoint == "source" {
+		id, err := sharedSecret(ctx, hc)
+		if err != nil {
+			return err
+		}
+		if cfg.GrantSecret {
+			if err := hc.Secrets.Grant(ctx, id, ev.Relation, ""); err != nil {
+				return err
+			}
+		}
+		app["secret-id"] = string(id)
+	}
+	return hc.Relations.SetAppData(ctx, ev.Relation, app)
+}
+
+// sharedSecret returns the leader's "shared" secret, creating it on first use.
+func sharedSecret(ctx context.Context, hc *juju.HookContext) (juju.SecretID, error) {
+	info, err := hc.Secrets.InfoByLabel(ctx, "shared")
+	if err == nil {
+		return info.ID, nil
+	}
+	var te *juju.HookToolError
+	if !errors.As(err, &te) {
+		return "", err
+	}
+	return hc.Secrets.Add(ctx, map[string]string{"token": "v1"}, juju.SecretAddOptions{Label: "shared"})
+}
+
+func action(ctx context.Context, hc *juju.HookContext) error {
+	var params map[string]any
+	if err := hc.Actions.Params(ctx, &params); err != nil {
+		return err
+	}
+	switch hc.Event.Name {
+	case "echo":
+		if err := hc.Actions.Log(ctx, "echoing"); err != nil {
+			return err
+		}
+		return hc.Actions.Set(ctx, map[string]string{"echo.message": fmt.Sprint(params["message"]), "result": "ok"})
+	case "fail":
+		return hc.Actions.Fail(ctx, fmt.Sprint(params["message"]))
+	case "rotate":
+		info, err := hc.Secrets.InfoByLabel(ctx, "shared")
+		if err != nil {
+			return err
+		}
+		if err := hc.Secrets.Set(ctx, info.ID, map[string]string{"token": fmt.Sprint(params["token"])}, juju.SecretSetOptions{}); err != nil {
+			return err
+		}
+		return hc.Actions.Set(ctx, map[string]string{"revision": fmt.Sprint(info.Revision + 1)})
+	case "bad-key":
+		err := hc.Actions.Set(ctx, map[string]string{"Bad_Key": "x"})
+		var te *juju.HookToolError
+		if !errors.As(err, &te) {
+			return fmt.Errorf("action-set Bad_Key=x: want a hook tool error, got %v", err)
+		}
+		return hc.Actions.Set(ctx, map[string]string{"error": strings.TrimSpace(te.Stderr), "exit-code": fmt.Sprint(te.ExitCode)})
+	case "tools":
+		results := map[string]string{}
+		for _, argv := range [][]string{
+			{"is-leader", "--format=json"},
+			{"config-get", "--all", "--format=json"},
+			{"config-get", "count", "--format=json"},
+			{"relation-ids", "source", "--format=json"},
+			{"relation-ids", "peer", "--format=json"},
+			{"network-get", "source", "--format=json"},
+			{"unit-get", "private-address"},
+			{"opened-ports", "--format=json"},
+			{"status-get", "--include-data", "--format=json"},
+			{"secret-ids", "--format=json"},
+		} {
+			res, err := hc.Runner.Run(ctx, juju.Command{Args: argv})
+			if err != nil {
+				return err
+			}
+			if res.ExitCode != 0 {
+				return fmt.Errorf("%v: exit %d: %s", argv, res.ExitCode, res.Stderr)
+			}
+			results[argv[0]+"."+strings.TrimPrefix(strings.Join(argv[1:len(argv)-1], "-"), "--")] = strings.TrimSpace(string(res.Stdout))
+		}
+		return hc.Actions.Set(ctx, keysSafe(results))
+	}
+	return juju.ErrNoHandler
+}
+
+// keysSafe turns tool invocations into valid action-set keys.
+func keysSafe(m map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		k = strings.Trim(strings.NewReplacer(".", "-", "--", "-").Replace(k), "-")
+		out[k] = v
+	}
+	return out
+}
