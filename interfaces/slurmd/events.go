@@ -1,0 +1,220 @@
+package slurmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/charmed-slurm/operators/libs/juju"
+)
+
+// Endpoint names of the relation on each side.
+const (
+	// ProviderEndpoint is the slurmd charm's endpoint (provides: slurmctld).
+	ProviderEndpoint = "slurmctld"
+	// RequirerEndpoint is the slurmctld charm's endpoint (requires: slurmd).
+	RequirerEndpoint = "slurmd"
+)
+
+// Event is one of the interface's events; nil means the hook is not one of them.
+type Event interface{ relation() juju.RelationID }
+
+// SlurmctldConnected: the slurmd unit has joined a controller application (relation created or
+// joined) whose data is not complete yet.
+type SlurmctldConnected struct{ Relation juju.RelationID }
+
+// SlurmctldReady: the controller's data is complete and its auth key secret resolves. It fires on
+// relation-changed and on secret-changed of the auth secret (key rotation).
+type SlurmctldReady struct {
+	Relation juju.RelationID
+	Data     ControllerData
+}
+
+// SlurmctldDeparted: this unit is leaving the relation (its own relation-departed), so its node
+// must leave the cluster.
+type SlurmctldDeparted struct{ Relation juju.RelationID }
+
+// SlurmctldDisconnected: the relation is gone for this unit (relation-broken).
+type SlurmctldDisconnected struct{ Relation juju.RelationID }
+
+// SlurmdReady: a slurmd application published (or changed) its ComputeData.
+type SlurmdReady struct {
+	Relation juju.RelationID
+	App      string
+	Data     ComputeData
+}
+
+// SlurmdJoined: a slurmd application's relation was created or one of its units joined; the
+// controller grants its auth secret and publishes ControllerData.
+type SlurmdJoined struct {
+	Relation juju.RelationID
+	App      string
+}
+
+// SlurmdDeparted: a slurmd unit left; Node is its Slurm node name.
+type SlurmdDeparted struct {
+	Relation juju.RelationID
+	App      string
+	Unit     string
+	Node     string
+}
+
+// SlurmdDisconnected: a slurmd application's relation is gone (relation-broken), typically the
+// application was removed.
+type SlurmdDisconnected struct {
+	Relation juju.RelationID
+	App      string
+}
+
+func (e SlurmctldConnected) relation() juju.RelationID    { return e.Relation }
+func (e SlurmctldReady) relation() juju.RelationID        { return e.Relation }
+func (e SlurmctldDeparted) relation() juju.RelationID     { return e.Relation }
+func (e SlurmctldDisconnected) relation() juju.RelationID { return e.Relation }
+func (e SlurmdReady) relation() juju.RelationID           { return e.Relation }
+func (e SlurmdJoined) relation() juju.RelationID          { return e.Relation }
+func (e SlurmdDeparted) relation() juju.RelationID        { return e.Relation }
+func (e SlurmdDisconnected) relation() juju.RelationID    { return e.Relation }
+
+// Provider is the slurmd charm's side of the relation.
+type Provider struct{ HookContext *juju.HookContext }
+
+// Relation returns the unit's relation to slurmctld, or "" when there is none.
+func (p Provider) Relation(ctx context.Context) (juju.RelationID, error) {
+	ids, err := p.HookContext.Relations.IDs(ctx, ProviderEndpoint)
+	if err != nil || len(ids) == 0 {
+		return "", err
+	}
+	return ids[0], nil
+}
+
+// Controller reads and resolves the controller's data on relation id. It returns ErrNotReady
+// while the controller has not published.
+func (p Provider) Controller(ctx context.Context, id juju.RelationID) (ControllerData, error) {
+	hc := p.HookContext
+	app, err := hc.Relations.RemoteApp(ctx, id)
+	if err != nil {
+		return ControllerData{}, fmt.Errorf("cannot find the controller application: %w", err)
+	}
+	bag, err := hc.Relations.AppData(ctx, id, app)
+	if err != nil {
+		return ControllerData{}, fmt.Errorf("cannot read the controller's relation data: %w", err)
+	}
+	cb, err := DecodeControllerBag(bag)
+	if err != nil {
+		return ControllerData{}, err
+	}
+	// Refresh: a consumer tracks the newest revision, so a rotated key is picked up.
+	content, err := hc.Secrets.Get(ctx, juju.NormalizeSecretID(cb.AuthSecretID), juju.SecretGetOptions{Refresh: true})
+	if err != nil {
+		return ControllerData{}, &DataError{Field: KeyAuthSecretID, Msg: fmt.Sprintf("cannot read secret %s", cb.AuthSecretID), Err: err}
+	}
+	key, keyID, err := DecodeAuthSecret(content)
+	if err != nil {
+		return ControllerData{}, err
+	}
+	return ControllerData{AuthKey: key, AuthKeyID: keyID, Controllers: cb.Controllers, ClusterName: cb.ClusterName}, nil
+}
+
+// PublishCompute writes ComputeData to the application databag of relation id (leader only).
+func (p Provider) PublishCompute(ctx context.Context, id juju.RelationID, data ComputeData) error {
+	return p.HookContext.Relations.SetAppData(ctx, id, data.Encode())
+}
+
+// Event translates the current hook into a provider event. Hooks that are not about this
+// relation give a nil Event. Data errors are returned with the event that carried them: the
+// caller decides on the status to show.
+func (p Provider) Event(ctx context.Context) (Event, error) {
+	ev := p.HookContext.Event
+	switch {
+	case ev.Kind.IsRelation() && ev.Endpoint == ProviderEndpoint:
+		switch ev.Kind {
+		case juju.RelationBroken:
+			return SlurmctldDisconnected{Relation: ev.Relation}, nil
+		case juju.RelationDeparted:
+			if ev.DepartingUnit == ev.Unit {
+				return SlurmctldDeparted{Relation: ev.Relation}, nil
+			}
+			return nil, nil
+		}
+		return p.readyOrConnected(ctx, ev.Relation)
+	case ev.Kind == juju.SecretChanged:
+		id, err := p.Relation(ctx)
+		if err != nil || id == "" {
+			return nil, err
+		}
+		return p.readyOrConnected(ctx, id)
+	}
+	return nil, nil
+}
+
+func (p Provider) readyOrConnected(ctx context.Context, id juju.RelationID) (Event, error) {
+	data, err := p.Controller(ctx, id)
+	if errors.Is(err, ErrNotReady) {
+		return SlurmctldConnected{Relation: id}, nil
+	}
+	if err != nil {
+		return SlurmctldConnected{Relation: id}, err
+	}
+	return SlurmctldReady{Relation: id, Data: data}, nil
+}
+
+// Requirer is the slurmctld charm's side of the relation.
+type Requirer struct{ HookContext *juju.HookContext }
+
+// Compute reads the ComputeData of the slurmd application on relation id. It returns
+// ErrNotReady while that application has not published.
+func (r Requirer) Compute(ctx context.Context, id juju.RelationID) (string, ComputeData, error) {
+	hc := r.HookContext
+	app, err := hc.Relations.RemoteApp(ctx, id)
+	if err != nil {
+		return "", ComputeData{}, fmt.Errorf("cannot find the slurmd application of %s: %w", id, err)
+	}
+	bag, err := hc.Relations.AppData(ctx, id, app)
+	if err != nil {
+		return app, ComputeData{}, fmt.Errorf("cannot read relation data of %s: %w", app, err)
+	}
+	d, err := DecodeComputeData(app, bag)
+	return app, d, err
+}
+
+// PublishController writes the controller's databag on relation id (leader only).
+func (r Requirer) PublishController(ctx context.Context, id juju.RelationID, bag ControllerBag) error {
+	data, err := bag.Encode()
+	if err != nil {
+		return err
+	}
+	return r.HookContext.Relations.SetAppData(ctx, id, data)
+}
+
+// Event translates the current hook into a requirer event; nil when the hook is not about this
+// relation. A SlurmdReady whose data cannot be decoded is returned as SlurmdJoined with the
+// error, so the charm can still publish its own data and report the bad field.
+func (r Requirer) Event(ctx context.Context) (Event, error) {
+	ev := r.HookContext.Event
+	if !ev.Kind.IsRelation() || ev.Endpoint != RequirerEndpoint {
+		return nil, nil
+	}
+	switch ev.Kind {
+	case juju.RelationBroken:
+		return SlurmdDisconnected{Relation: ev.Relation, App: ev.RemoteApp}, nil
+	case juju.RelationDeparted:
+		unit := ev.DepartingUnit
+		if unit == "" {
+			unit = ev.RemoteUnit
+		}
+		if unit == ev.Unit {
+			return nil, nil // the controller unit itself is leaving
+		}
+		return SlurmdDeparted{Relation: ev.Relation, App: ev.RemoteApp, Unit: unit, Node: NodeName(unit)}, nil
+	case juju.RelationCreated, juju.RelationJoined:
+		return SlurmdJoined{Relation: ev.Relation, App: ev.RemoteApp}, nil
+	}
+	app, data, err := r.Compute(ctx, ev.Relation)
+	if errors.Is(err, ErrNotReady) {
+		return SlurmdJoined{Relation: ev.Relation, App: app}, nil
+	}
+	if err != nil {
+		return SlurmdJoined{Relation: ev.Relation, App: app}, err
+	}
+	return SlurmdReady{Relation: ev.Relation, App: app, Data: data}, nil
+}

@@ -1,0 +1,283 @@
+// Package slurmd is the `slurmd` relation interface between the slurmctld charm (the requirer,
+// endpoint "slurmd") and the slurmd charm (the provider, endpoint "slurmctld").
+//
+// Each side writes only its application databag, and only its leader does:
+//
+//   - the slurmd leader publishes ComputeData: the NodeSet and PartitionName lines of its
+//     application (keys "nodeset" and "partition");
+//   - the slurmctld leader publishes ControllerData: the controllers ("controllers", a JSON list
+//     of host:port, primary first), the cluster name ("cluster_name") and the id of a Juju secret
+//     it owns and grants to the relation ("auth_secret_id"), whose content is the auth key
+//     ({"key": base64, "keyid": "N"}). The key itself never appears in relation data.
+//
+// Both bags carry "version" (Version). Decoding is strict: an unknown version, a malformed
+// value, a missing field or a secret that cannot be read gives a *DataError naming the field,
+// never a panic and never a partly decoded value. An empty databag is not an error but
+// ErrNotReady: the other side has not published yet.
+//
+// Provider and Requirer turn relation hooks into the interface's events, so that a charm
+// switches on typed events rather than on hook names:
+//
+//	ev, err := slurmd.Provider{HookContext: hc}.Event(ctx)
+//	switch ev := ev.(type) {
+//	case slurmd.SlurmctldReady:
+//		configure(ev.Data.Controllers, ev.Data.AuthKey)
+//	case slurmd.SlurmctldDisconnected:
+//		stop()
+//	}
+package slurmd
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/charmed-slurm/operators/libs/slurmconf"
+)
+
+// Version is the databag encoding this package writes and the only one it reads.
+const Version = "1"
+
+// Databag keys.
+const (
+	KeyVersion      = "version"
+	KeyControllers  = "controllers"
+	KeyAuthSecretID = "auth_secret_id"
+	KeyClusterName  = "cluster_name"
+	KeyNodeSet      = "nodeset"
+	KeyPartition    = "partition"
+)
+
+// Secret content keys of the auth key secret.
+const (
+	SecretKey   = "key"
+	SecretKeyID = "keyid"
+)
+
+// ErrNotReady reports that the other side has not published its data yet (an empty databag,
+// or a controller secret not granted yet). It is not a fault: wait for the next hook.
+var ErrNotReady = errors.New("relation data not ready")
+
+// DataError reports relation data that cannot be decoded. Field names the databag key.
+type DataError struct {
+	Field string
+	Msg   string
+	Err   error
+}
+
+func (e *DataError) Error() string {
+	msg := fmt.Sprintf("invalid %q in slurmd relation data: %s", e.Field, e.Msg)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *DataError) Unwrap() error { return e.Err }
+
+// ControllerData is what the slurmctld leader publishes, with the auth key resolved from its
+// secret.
+type ControllerData struct {
+	// AuthKey is the raw shared key (the munge key on Slurm < 23.11, slurm.key from 23.11).
+	AuthKey []byte
+	// AuthKeyID is the key's revision as the controller numbers it.
+	AuthKeyID string
+	// Controllers are host:port addresses of slurmctld, primary first.
+	Controllers []string
+	// ClusterName is slurm.conf's ClusterName.
+	ClusterName string
+}
+
+// ControllerBag is ControllerData as it travels in the databag: the key stays in the secret.
+type ControllerBag struct {
+	Controllers  []string
+	AuthSecretID string
+	ClusterName  string
+}
+
+// Encode renders the databag.
+func (b ControllerBag) Encode() (map[string]string, error) {
+	if err := checkControllers(b.Controllers); err != nil {
+		return nil, err
+	}
+	if b.AuthSecretID == "" {
+		return nil, &DataError{Field: KeyAuthSecretID, Msg: "empty"}
+	}
+	ctl, err := json.Marshal(b.Controllers)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{
+		KeyVersion:      Version,
+		KeyControllers:  string(ctl),
+		KeyAuthSecretID: b.AuthSecretID,
+		KeyClusterName:  b.ClusterName,
+	}, nil
+}
+
+// DecodeControllerBag reads the slurmctld application databag. An empty bag is ErrNotReady.
+func DecodeControllerBag(bag map[string]string) (ControllerBag, error) {
+	if len(bag) == 0 {
+		return ControllerBag{}, ErrNotReady
+	}
+	if err := checkVersion(bag); err != nil {
+		return ControllerBag{}, err
+	}
+	raw, ok := bag[KeyControllers]
+	if !ok || raw == "" {
+		return ControllerBag{}, &DataError{Field: KeyControllers, Msg: "missing"}
+	}
+	var ctl []string
+	if err := json.Unmarshal([]byte(raw), &ctl); err != nil {
+		return ControllerBag{}, &DataError{Field: KeyControllers, Msg: "not a JSON list of strings", Err: err}
+	}
+	if err := checkControllers(ctl); err != nil {
+		return ControllerBag{}, err
+	}
+	id := bag[KeyAuthSecretID]
+	if id == "" {
+		return ControllerBag{}, &DataError{Field: KeyAuthSecretID, Msg: "missing"}
+	}
+	if strings.ContainsAny(id, " \t\r\n") {
+		return ControllerBag{}, &DataError{Field: KeyAuthSecretID, Msg: fmt.Sprintf("not a secret id: %q", id)}
+	}
+	return ControllerBag{Controllers: ctl, AuthSecretID: id, ClusterName: bag[KeyClusterName]}, nil
+}
+
+// DecodeAuthSecret reads the auth key secret's content.
+func DecodeAuthSecret(content map[string]string) (key []byte, keyID string, err error) {
+	enc, ok := content[SecretKey]
+	if !ok || enc == "" {
+		return nil, "", &DataError{Field: KeyAuthSecretID, Msg: "secret has no \"key\""}
+	}
+	key, err = base64.StdEncoding.DecodeString(enc)
+	if err != nil {
+		return nil, "", &DataError{Field: KeyAuthSecretID, Msg: "secret \"key\" is not base64", Err: err}
+	}
+	if len(key) < 32 {
+		return nil, "", &DataError{Field: KeyAuthSecretID, Msg: fmt.Sprintf("secret \"key\" is %d bytes, want at least 32", len(key))}
+	}
+	keyID = content[SecretKeyID]
+	if keyID == "" {
+		return nil, "", &DataError{Field: KeyAuthSecretID, Msg: "secret has no \"keyid\""}
+	}
+	return key, keyID, nil
+}
+
+// EncodeAuthSecret renders the auth key secret's content.
+func EncodeAuthSecret(key []byte, keyID string) map[string]string {
+	return map[string]string{SecretKey: base64.StdEncoding.EncodeToString(key), SecretKeyID: keyID}
+}
+
+func checkControllers(ctl []string) error {
+	if len(ctl) == 0 {
+		return &DataError{Field: KeyControllers, Msg: "empty list"}
+	}
+	for _, c := range ctl {
+		host, port, err := net.SplitHostPort(c)
+		if err != nil || host == "" {
+			return &DataError{Field: KeyControllers, Msg: fmt.Sprintf("%q is not host:port", c)}
+		}
+		if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
+			return &DataError{Field: KeyControllers, Msg: fmt.Sprintf("%q has an invalid port", c)}
+		}
+	}
+	return nil
+}
+
+func checkVersion(bag map[string]string) error {
+	v, ok := bag[KeyVersion]
+	if !ok {
+		return &DataError{Field: KeyVersion, Msg: "missing"}
+	}
+	if v != Version {
+		return &DataError{Field: KeyVersion, Msg: fmt.Sprintf("unsupported version %q (this charm speaks %q)", v, Version)}
+	}
+	return nil
+}
+
+// ComputeData is what the slurmd leader publishes: its application's NodeSet and partition.
+type ComputeData struct {
+	NodeSet   slurmconf.NodeSet
+	Partition slurmconf.Partition
+}
+
+// NewComputeData builds the ComputeData of application app with the extra partition parameters
+// of the partition-config option (already parsed). It refuses parameters the charm manages
+// (PartitionName, Nodes) and validates the rest as Slurm partition keys.
+func NewComputeData(app string, extra slurmconf.Params) (ComputeData, error) {
+	if app == "" {
+		return ComputeData{}, errors.New("empty application name")
+	}
+	for _, k := range []string{"PartitionName", "Nodes"} {
+		if extra.Has(k) {
+			return ComputeData{}, &slurmconf.ParseError{Key: k, Msg: fmt.Sprintf("%s is managed by the charm and cannot be set", k)}
+		}
+	}
+	if err := slurmconf.ValidatePartitionParams(extra); err != nil {
+		return ComputeData{}, err
+	}
+	p := slurmconf.Partition{Name: app, Params: slurmconf.Params{{Key: "Nodes", Value: app}}}
+	for _, kv := range extra {
+		p.Params.Set(kv.Key, kv.Value)
+	}
+	return ComputeData{
+		NodeSet:   slurmconf.NodeSet{Name: app, Params: slurmconf.Params{{Key: "Feature", Value: app}}},
+		Partition: p,
+	}, nil
+}
+
+// Encode renders the databag.
+func (d ComputeData) Encode() map[string]string {
+	return map[string]string{
+		KeyVersion:   Version,
+		KeyNodeSet:   d.NodeSet.String(),
+		KeyPartition: d.Partition.String(),
+	}
+}
+
+// DecodeComputeData reads the slurmd application databag of application app. Both lines must
+// name app: a slurmd application cannot define another application's partition.
+func DecodeComputeData(app string, bag map[string]string) (ComputeData, error) {
+	if len(bag) == 0 {
+		return ComputeData{}, ErrNotReady
+	}
+	if err := checkVersion(bag); err != nil {
+		return ComputeData{}, err
+	}
+	nsLine, ok := bag[KeyNodeSet]
+	if !ok || nsLine == "" {
+		return ComputeData{}, &DataError{Field: KeyNodeSet, Msg: "missing"}
+	}
+	ns, err := slurmconf.ParseNodeSet(nsLine)
+	if err != nil {
+		return ComputeData{}, &DataError{Field: KeyNodeSet, Msg: "invalid NodeSet line", Err: err}
+	}
+	pLine, ok := bag[KeyPartition]
+	if !ok || pLine == "" {
+		return ComputeData{}, &DataError{Field: KeyPartition, Msg: "missing"}
+	}
+	p, err := slurmconf.ParsePartition(pLine)
+	if err != nil {
+		return ComputeData{}, &DataError{Field: KeyPartition, Msg: "invalid PartitionName line", Err: err}
+	}
+	if ns.Name != app {
+		return ComputeData{}, &DataError{Field: KeyNodeSet, Msg: fmt.Sprintf("NodeSet %q is not named after application %q", ns.Name, app)}
+	}
+	if p.Name != app {
+		return ComputeData{}, &DataError{Field: KeyPartition, Msg: fmt.Sprintf("partition %q is not named after application %q", p.Name, app)}
+	}
+	if nodes, _ := p.Params.Get("Nodes"); nodes != app {
+		return ComputeData{}, &DataError{Field: KeyPartition, Msg: fmt.Sprintf("partition Nodes=%q, want the application's NodeSet %q", nodes, app)}
+	}
+	return ComputeData{NodeSet: ns, Partition: p}, nil
+}
+
+// NodeName is the Slurm node name of a unit: slurmd/3 → slurmd-3.
+func NodeName(unit string) string {
+	return strings.ReplaceAll(unit, "/", "-")
+}
