@@ -2,6 +2,7 @@ package hostlist_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -159,8 +160,8 @@ func FuzzExpand(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Expand(Compress(Expand(%q))) = %v (compressed %q)", expr, err, c)
 		}
-		if d := cmp.Diff(names, back); d != "" {
-			t.Fatalf("Compress(%q) = %q expands differently:\n%s", names, c, d)
+		if !slices.Equal(names, back) { // cmp.Diff only on failure: it is slow on 64k names
+			t.Fatalf("Compress(%q) = %q expands differently:\n%s", names, c, cmp.Diff(names, back))
 		}
 		if c2 := hostlist.Compress(back); c2 != c {
 			t.Fatalf("Compress not stable: %q then %q", c, c2)

@@ -152,8 +152,8 @@ func (r *reader) takeComment() {
 	for j > 0 && isSpace(content[j-1]) {
 		j--
 	}
-	if j > 0 && content[j-1] == '\\' {
-		j++
+	if j < r.p && j > 0 && content[j-1] == '\\' {
+		j++ // that white space may be escaped: leave it to the value
 	}
 	r.comments = append(r.comments, string(content[j:]))
 	r.p = len(r.lines[r.li].content)
