@@ -295,13 +295,13 @@ func TestWaitDrainedErrors(t *testing.T) {
 	t.Run("context cancelled while busy", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		c, r := newClient(slurmtest.Real("squeue-node-running"))
+		polled := make(chan struct{}, 10)
+		c.Runner = notifyRunner{r, polled}
 		c.PollInterval = time.Hour
 		done := make(chan error, 1)
 		go func() { done <- c.WaitDrained(ctx, "node1") }()
 		// Cancel once the first poll happened; the wait must then end without a second poll.
-		for len(r.Calls()) == 0 {
-			time.Sleep(time.Millisecond)
-		}
+		<-polled
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Errorf("got %v, want context.Canceled", err)
@@ -310,4 +310,16 @@ func TestWaitDrainedErrors(t *testing.T) {
 			t.Errorf("ran %d commands, want 1", n)
 		}
 	})
+}
+
+// notifyRunner signals on ran after every command.
+type notifyRunner struct {
+	slurm.Runner
+	ran chan<- struct{}
+}
+
+func (n notifyRunner) Run(ctx context.Context, argv, env []string) (slurm.Output, error) {
+	out, err := n.Runner.Run(ctx, argv, env)
+	n.ran <- struct{}{}
+	return out, err
 }
