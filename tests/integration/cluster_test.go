@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/canonical/pebble/client"
-
+	"github.com/charmed-slurm/operators/libs/service"
+	"github.com/charmed-slurm/operators/libs/service/pebble"
 	"github.com/charmed-slurm/operators/tests/hosts"
 	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
 )
@@ -63,42 +63,25 @@ func newCluster(t testing.TB, conf func(ctl *hosts.Host) []byte) *cluster {
 	return c
 }
 
-const slurmctldLayer = `services:
-  slurmctld:
-    override: replace
-    command: slurmctld -D -f /etc/slurm/slurm.conf
-    startup: disabled
-    on-failure: ignore
-`
-
-// startSlurmctld starts slurmctld on ctl through its Pebble and waits until
-// `scontrol ping` reports it UP.
+// startSlurmctld starts slurmctld on ctl through its Pebble (with
+// service/pebble) and waits until `scontrol ping` reports it UP.
 func (c *cluster) startSlurmctld(ctx context.Context) {
 	c.t.Helper()
-	pc := pebbleClient(c.t, c.ctl)
-	if err := pc.AddLayer(&client.AddLayerOptions{Label: "slurmctld", Combine: true, LayerData: []byte(slurmctldLayer)}); err != nil {
-		c.t.Fatal(err)
-	}
-	id, err := pc.Start(&client.ServiceOptions{Names: []string{"slurmctld"}})
+	m, err := pebble.New(c.ctl.PebbleSocket())
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	if chg, err := pc.WaitChange(id, nil); err != nil || chg.Err != "" {
-		c.t.Fatalf("cannot start slurmctld: %v %v\n%s", err, chg, c.ctlLog())
+	spec := service.Spec{Name: "slurmctld", Command: []string{"slurmctld", "-D", "-f", confPath}}
+	if err := m.Configure(ctx, spec); err != nil {
+		c.t.Fatal(err)
+	}
+	if err := m.Start(ctx, "slurmctld"); err != nil {
+		c.t.Fatalf("%v\n%s", err, c.ctlLog())
 	}
 	waitUntil(c.t, ctx, "slurmctld UP", func() (bool, string) {
 		out, err := c.scontrol(ctx, "ping")
 		return err == nil && strings.Contains(out, "is UP"), out
 	})
-}
-
-func pebbleClient(t testing.TB, h *hosts.Host) *client.Client {
-	t.Helper()
-	pc, err := client.New(&client.Config{Socket: h.PebbleSocket()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pc
 }
 
 // scontrol runs scontrol on the controller host.

@@ -12,11 +12,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/charmed-slurm/operators/libs/service"
+	"github.com/charmed-slurm/operators/libs/service/pebble"
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/tests/hosts"
 )
 
-// slurmdConf is the node line a dynamic slurmd registers with.
+// slurmdArgs is the command line of dynamic slurmd name registering with
+// conf as its node parameters, configless from the controller at ctl.
 func slurmdArgs(name string, ctl netip.Addr, conf string) []string {
 	return []string{"slurmd", "-D", "-Z", "--conf", conf, "-N", name,
 		"--conf-server", netip.AddrPortFrom(ctl, 6817).String()}
@@ -61,8 +64,27 @@ func TestDynamicNodeLifecycle(t *testing.T) {
 		t.Errorf("MachineInfo = %+v", mi)
 	}
 
-	svc := newSlurmd(t, node)
-	svc.start(ctx, slurmdArgs("node1", c.ctl.Addr, "RealMemory=1000 CPUs=1 Feature=base"))
+	// slurmd runs under the node's Pebble, managed through service/pebble.
+	svc, err := pebble.New(node.PebbleSocket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := service.Spec{
+		Name:      "slurmd",
+		Summary:   "Slurm compute daemon (dynamic node)",
+		Command:   slurmdArgs("node1", c.ctl.Addr, "RealMemory=1000 CPUs=1 Feature=base"),
+		KillDelay: 10 * time.Second,
+	}
+	if err := svc.Configure(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Enable(ctx, "slurmd"); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Start(ctx, "slurmd"); err != nil {
+		t.Fatal(err)
+	}
+	checkStatus(t, ctx, svc, service.StateActive)
 	n := waitNode(t, ctx, sc, "node1", func(n slurm.Node) bool { return n.State.Base == slurm.StateIdle })
 	if !n.State.Dynamic() || n.RealMemory != 1000 || n.Addr != node.Addr.String() {
 		t.Errorf("registered node: state %v, RealMemory %d, Addr %q", n.State, n.RealMemory, n.Addr)
@@ -129,7 +151,10 @@ func TestDynamicNodeLifecycle(t *testing.T) {
 		t.Errorf("after WaitDrained: state %v, want DRAINED", n.State)
 	}
 
-	svc.stop(ctx)
+	if err := svc.Stop(ctx, "slurmd"); err != nil {
+		t.Fatal(err)
+	}
+	checkStatus(t, ctx, svc, service.StateInactive)
 	if err := sc.DeleteNode(ctx, "node1"); err != nil {
 		t.Fatalf("DeleteNode of a drained, stopped node: %v", err)
 	}
@@ -138,7 +163,14 @@ func TestDynamicNodeLifecycle(t *testing.T) {
 	}
 
 	// Restart with a new --conf: the node registers afresh with it.
-	svc.start(ctx, slurmdArgs("node1", c.ctl.Addr, "RealMemory=800 CPUs=1 Feature=base,fast"))
+	spec.Command = slurmdArgs("node1", c.ctl.Addr, "RealMemory=800 CPUs=1 Feature=base,fast")
+	if err := svc.Configure(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Restart(ctx, "slurmd"); err != nil {
+		t.Fatal(err)
+	}
+	checkStatus(t, ctx, svc, service.StateActive)
 	n = waitNode(t, ctx, sc, "node1", func(n slurm.Node) bool { return n.State.Base == slurm.StateIdle })
 	if d := cmp.Diff([]string{"base", "fast"}, n.Features); d != "" {
 		t.Errorf("features after re-registration (-want +got):\n%s", d)
@@ -149,6 +181,17 @@ func TestDynamicNodeLifecycle(t *testing.T) {
 	// And it runs jobs again.
 	if out, err := c.onCtl(ctx, "srun", "-p", "base", "-w", "node1", "hostname"); err != nil || out != "node1" {
 		t.Errorf("srun hostname: %q, %v", out, err)
+	}
+}
+
+func checkStatus(t *testing.T, ctx context.Context, m service.Manager, want service.State) {
+	t.Helper()
+	st, err := m.Status(ctx, "slurmd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != want {
+		t.Errorf("slurmd status %q, want %q", st.State, want)
 	}
 }
 
