@@ -1,0 +1,220 @@
+package slurmd_test
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/slurmconf"
+)
+
+var key = bytes.Repeat([]byte{0xab}, 64)
+
+func TestControllerBagRoundTrip(t *testing.T) {
+	in := slurmd.ControllerBag{
+		Controllers:  []string{"10.0.0.1:6817", "[fd00::2]:6817"},
+		AuthSecretID: "secret:cu0abc",
+		ClusterName:  "hpc",
+	}
+	bag, err := in.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"version":        "1",
+		"controllers":    `["10.0.0.1:6817","[fd00::2]:6817"]`,
+		"auth_secret_id": "secret:cu0abc",
+		"cluster_name":   "hpc",
+	}
+	if d := cmp.Diff(want, bag); d != "" {
+		t.Errorf("encoded bag (-want +got):\n%s", d)
+	}
+	out, err := slurmd.DecodeControllerBag(bag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(in, out); d != "" {
+		t.Errorf("round trip (-want +got):\n%s", d)
+	}
+}
+
+func TestDecodeControllerBagErrors(t *testing.T) {
+	good := map[string]string{"version": "1", "controllers": `["a:6817"]`, "auth_secret_id": "secret:x"}
+	with := func(k, v string) map[string]string {
+		m := map[string]string{}
+		for a, b := range good {
+			m[a] = b
+		}
+		if v == "<delete>" {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+		return m
+	}
+	tests := []struct {
+		name  string
+		bag   map[string]string
+		field string
+		msg   string
+	}{
+		{"no version", with("version", "<delete>"), "version", "missing"},
+		{"future version", with("version", "2"), "version", `unsupported version "2"`},
+		{"no controllers", with("controllers", "<delete>"), "controllers", "missing"},
+		{"controllers not json", with("controllers", "a:6817"), "controllers", "not a JSON list"},
+		{"controllers not strings", with("controllers", `[1]`), "controllers", "not a JSON list"},
+		{"controllers empty", with("controllers", `[]`), "controllers", "empty list"},
+		{"controller without port", with("controllers", `["a"]`), "controllers", `"a" is not host:port`},
+		{"controller bad port", with("controllers", `["a:99999"]`), "controllers", "invalid port"},
+		{"no secret", with("auth_secret_id", "<delete>"), "auth_secret_id", "missing"},
+		{"secret with spaces", with("auth_secret_id", "secret: x"), "auth_secret_id", "not a secret id"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := slurmd.DecodeControllerBag(tt.bag)
+			var de *slurmd.DataError
+			if !errors.As(err, &de) {
+				t.Fatalf("error %v is not a *DataError", err)
+			}
+			if de.Field != tt.field || !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("got field %q, error %q; want field %q and %q in the message", de.Field, err, tt.field, tt.msg)
+			}
+		})
+	}
+	if _, err := slurmd.DecodeControllerBag(nil); !errors.Is(err, slurmd.ErrNotReady) {
+		t.Errorf("empty bag: got %v, want ErrNotReady", err)
+	}
+}
+
+func TestAuthSecret(t *testing.T) {
+	content := slurmd.EncodeAuthSecret(key, "3")
+	gotKey, gotID, err := slurmd.DecodeAuthSecret(content)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(gotKey, key) || gotID != "3" {
+		t.Errorf("got %x %q, want %x %q", gotKey, gotID, key, "3")
+	}
+	for name, c := range map[string]map[string]string{
+		"no key":     {"keyid": "1"},
+		"not base64": {"key": "!!!", "keyid": "1"},
+		"too short":  {"key": "YWJj", "keyid": "1"},
+		"no keyid":   {"key": content["key"]},
+	} {
+		if _, _, err := slurmd.DecodeAuthSecret(c); err == nil {
+			t.Errorf("%s: no error", name)
+		} else if de := (*slurmd.DataError)(nil); !errors.As(err, &de) || de.Field != "auth_secret_id" {
+			t.Errorf("%s: error %v does not name auth_secret_id", name, err)
+		}
+	}
+}
+
+func TestComputeData(t *testing.T) {
+	extra, err := slurmconf.ParseParams("MaxTime=1:00:00 DefaultTime=10:00")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := slurmd.NewComputeData("gpu", extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bag := d.Encode()
+	want := map[string]string{
+		"version":   "1",
+		"nodeset":   "NodeSet=gpu Feature=gpu",
+		"partition": "PartitionName=gpu Nodes=gpu MaxTime=1:00:00 DefaultTime=10:00",
+	}
+	if diff := cmp.Diff(want, bag); diff != "" {
+		t.Errorf("bag (-want +got):\n%s", diff)
+	}
+	back, err := slurmd.DecodeComputeData("gpu", bag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(d, back); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}
+
+func TestNewComputeDataRefuses(t *testing.T) {
+	for _, line := range []string{"Nodes=ALL", "PartitionName=x", "MaxTme=1", "MaxTime=1 MaxTime=2"} {
+		p, err := slurmconf.ParseParams(line)
+		if err != nil {
+			continue // the parser already refused it: fine
+		}
+		_, err = slurmd.NewComputeData("gpu", p)
+		var pe *slurmconf.ParseError
+		if !errors.As(err, &pe) || pe.Key == "" {
+			t.Errorf("%q: got %v, want a ParseError naming the key", line, err)
+		}
+	}
+}
+
+func TestDecodeComputeDataErrors(t *testing.T) {
+	tests := []struct {
+		name, field string
+		bag         map[string]string
+	}{
+		{"other app nodeset", "nodeset", map[string]string{"version": "1", "nodeset": "NodeSet=cpu Feature=cpu", "partition": "PartitionName=gpu Nodes=gpu"}},
+		{"other app partition", "partition", map[string]string{"version": "1", "nodeset": "NodeSet=gpu Feature=gpu", "partition": "PartitionName=cpu Nodes=gpu"}},
+		{"partition nodes hijack", "partition", map[string]string{"version": "1", "nodeset": "NodeSet=gpu Feature=gpu", "partition": "PartitionName=gpu Nodes=ALL"}},
+		{"bad partition key", "partition", map[string]string{"version": "1", "nodeset": "NodeSet=gpu Feature=gpu", "partition": "PartitionName=gpu Nodes=gpu Bogus=1"}},
+		{"unbalanced quote", "partition", map[string]string{"version": "1", "nodeset": "NodeSet=gpu Feature=gpu", "partition": `PartitionName=gpu Nodes=gpu AllowGroups="a`}},
+		{"missing partition", "partition", map[string]string{"version": "1", "nodeset": "NodeSet=gpu Feature=gpu"}},
+		{"missing nodeset", "nodeset", map[string]string{"version": "1", "partition": "PartitionName=gpu Nodes=gpu"}},
+		{"bad version", "version", map[string]string{"version": "0", "nodeset": "NodeSet=gpu Feature=gpu", "partition": "PartitionName=gpu Nodes=gpu"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := slurmd.DecodeComputeData("gpu", tt.bag)
+			var de *slurmd.DataError
+			if !errors.As(err, &de) || de.Field != tt.field {
+				t.Errorf("got %v, want a DataError on %q", err, tt.field)
+			}
+		})
+	}
+}
+
+func TestNodeName(t *testing.T) {
+	if got := slurmd.NodeName("slurmd-gpu/12"); got != "slurmd-gpu-12" {
+		t.Errorf("NodeName = %q", got)
+	}
+}
+
+// FuzzDecode feeds arbitrary databags to both decoders: they must not panic, and whatever they
+// accept must encode back to a bag that decodes to the same value.
+func FuzzDecode(f *testing.F) {
+	f.Add("1", `["a:6817"]`, "secret:x", "NodeSet=a Feature=a", "PartitionName=a Nodes=a MaxTime=1")
+	f.Add("1", `[""]`, "", "NodeSet=a", `PartitionName=a Nodes=a Reason="x`)
+	f.Add("2", `{}`, "s", "", "")
+	f.Fuzz(func(t *testing.T, version, controllers, secret, nodeset, partition string) {
+		cb, err := slurmd.DecodeControllerBag(map[string]string{"version": version, "controllers": controllers, "auth_secret_id": secret})
+		if err == nil {
+			bag, err := cb.Encode()
+			if err != nil {
+				t.Fatalf("accepted %+v but cannot encode it: %v", cb, err)
+			}
+			again, err := slurmd.DecodeControllerBag(bag)
+			if err != nil {
+				t.Fatalf("re-decode: %v", err)
+			}
+			if d := cmp.Diff(cb, again); d != "" {
+				t.Fatalf("re-decode differs:\n%s", d)
+			}
+		}
+		cd, err := slurmd.DecodeComputeData("a", map[string]string{"version": version, "nodeset": nodeset, "partition": partition})
+		if err == nil {
+			again, err := slurmd.DecodeComputeData("a", cd.Encode())
+			if err != nil {
+				t.Fatalf("re-decode of %+v: %v", cd, err)
+			}
+			if d := cmp.Diff(cd.Encode(), again.Encode()); d != "" {
+				t.Fatalf("re-decode differs:\n%s", d)
+			}
+		}
+	})
+}
