@@ -1,0 +1,317 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmed-slurm/operators/tests/charmpack"
+	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
+	"github.com/charmed-slurm/operators/tests/model"
+)
+
+// Built once by TestMain: the juju-local binary (the hook tools) and the packed charms.
+var (
+	toolsBin      string
+	slurmctldPath string
+	slurmdPath    string
+)
+
+func TestMain(m *testing.M) {
+	code, err := setup(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e setup:", err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func setup(m *testing.M) (int, error) {
+	tmp, err := os.MkdirTemp("", "e2ebuild")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(tmp)
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Dir(filepath.Dir(filepath.Dir(file))) // the repository root
+	toolsBin = filepath.Join(tmp, "juju-local")
+	cmd := exec.Command("go", "build", "-o", toolsBin, "./cmd/juju-local")
+	cmd.Dir = filepath.Join(root, "tests")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("cannot build juju-local: %v\n%s", err, out)
+	}
+	ctx := context.Background()
+	slurmctldPath = filepath.Join(tmp, "slurmctld.charm")
+	slurmdPath = filepath.Join(tmp, "slurmd.charm")
+	for dir, out := range map[string]string{"slurmctld-operator": slurmctldPath, "slurmd-operator": slurmdPath} {
+		if err := charmpack.Pack(ctx, charmpack.Options{Dir: filepath.Join(root, dir), Out: out}); err != nil {
+			return 0, err
+		}
+	}
+	return m.Run(), nil
+}
+
+// ctlConf is the controller's slurm.conf, which every client command on the controller uses.
+const ctlConf = "/etc/slurm/slurm.conf"
+
+// cluster is a local model on real hosts running the two charms.
+type cluster struct {
+	t *testing.T
+	m *model.Model
+}
+
+// newCluster deploys slurmctld and n units of slurmd (application "slurmd"), integrates them and
+// waits until every unit is active.
+func newCluster(t *testing.T, n int) *cluster {
+	t.Helper()
+	net := hoststest.New(t)
+	dir, err := os.MkdirTemp("", "e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.New(context.Background(), model.Options{
+		Dir: dir, Name: "e2e", Tools: toolsBin,
+		Machines:             &model.HostMachines{Network: net},
+		UpdateStatusInterval: 5 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{t: t, m: m}
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.dumpDebug()
+		}
+		if err := m.Close(); err != nil {
+			t.Errorf("cannot close model: %v", err)
+		}
+		os.RemoveAll(dir)
+	})
+	c.deploy(slurmctldPath, "slurmctld", 1, nil)
+	if n > 0 {
+		c.deploy(slurmdPath, "slurmd", n, nil)
+		c.integrate("slurmctld", "slurmd")
+	}
+	c.waitActive()
+	return c
+}
+
+func (c *cluster) ctx(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}
+
+func (c *cluster) deploy(charm, name string, n int, cfg map[string]string) {
+	c.t.Helper()
+	ctx, cancel := c.ctx(2 * time.Minute)
+	defer cancel()
+	if _, err := c.m.Deploy(ctx, model.DeployOptions{Charm: charm, Name: name, Units: n, Config: cfg}); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *cluster) integrate(a, b string) {
+	c.t.Helper()
+	ctx, cancel := c.ctx(time.Minute)
+	defer cancel()
+	if _, err := c.m.Integrate(ctx, a, b); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// waitIdle waits until no hook runs or is queued; the bound only keeps a broken cluster from
+// hanging the suite.
+func (c *cluster) waitIdle() {
+	c.t.Helper()
+	ctx, cancel := c.ctx(3 * time.Minute)
+	defer cancel()
+	if err := c.m.Wait(ctx, model.WaitOptions{}); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *cluster) waitActive() {
+	c.t.Helper()
+	ctx, cancel := c.ctx(3 * time.Minute)
+	defer cancel()
+	if err := c.m.Wait(ctx, model.WaitOptions{Until: model.AllActive}); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// unitStatus returns a unit's workload status and message.
+func (c *cluster) unitStatus(unit string) (string, string) {
+	st := c.m.Status(context.Background())
+	app, _, _ := strings.Cut(unit, "/")
+	a, ok := st.Applications[app]
+	if !ok {
+		return "", ""
+	}
+	u, ok := a.Units[unit]
+	if !ok {
+		return "", ""
+	}
+	return u.WorkloadStatus.Current, u.WorkloadStatus.Message
+}
+
+// exec runs argv on a unit's host and returns its stdout; a non-zero exit fails the test.
+func (c *cluster) exec(unit string, argv ...string) string {
+	c.t.Helper()
+	out, code, stderr := c.tryExec(unit, argv...)
+	if code != 0 {
+		c.t.Fatalf("%s: %q exited %d: %s", unit, argv, code, stderr)
+	}
+	return out
+}
+
+func (c *cluster) tryExec(unit string, argv ...string) (string, int, string) {
+	ctx, cancel := c.ctx(time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code, err := c.m.Exec(ctx, unit, argv, &stdout, &stderr)
+	if err != nil {
+		c.t.Fatalf("%s: cannot exec %q: %v", unit, argv, err)
+	}
+	return stdout.String(), code, stderr.String()
+}
+
+// slurm runs a Slurm client command on the controller.
+func (c *cluster) slurm(argv ...string) string {
+	c.t.Helper()
+	return c.exec("slurmctld/0", append([]string{"env", "SLURM_CONF=" + ctlConf}, argv...)...)
+}
+
+// nodes maps node name → "state partition features" from sinfo on the controller.
+func (c *cluster) nodes() map[string]string {
+	c.t.Helper()
+	out := c.slurm("sinfo", "-h", "-N", "-o", "%N %T %R %f")
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 {
+			continue
+		}
+		got[f[0]] = strings.Join(f[1:], " ")
+	}
+	return got
+}
+
+// nodeNames lists every node record the controller holds (in any partition or none).
+func (c *cluster) nodeNames() []string {
+	c.t.Helper()
+	out := c.slurm("scontrol", "show", "node", "-o")
+	var names []string
+	for _, line := range strings.Split(out, "\n") {
+		if m := regexp.MustCompile(`^NodeName=(\S+)`).FindStringSubmatch(line); m != nil {
+			names = append(names, m[1])
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// eventually polls cond until it holds or d passes; cond describes what it last saw.
+func (c *cluster) eventually(d time.Duration, what string, cond func() (bool, string)) {
+	c.t.Helper()
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var last string
+	for {
+		ok, seen := cond()
+		if ok {
+			return
+		}
+		last = seen
+		if time.Now().After(deadline) {
+			c.t.Fatalf("timed out waiting for %s; last seen: %s", what, last)
+		}
+		<-tick.C
+	}
+}
+
+// ctlLog is slurmctld's log on the controller host.
+func (c *cluster) ctlLog() string {
+	c.t.Helper()
+	out, _, _ := c.tryExec("slurmctld/0", "cat", "/var/log/slurm/slurmctld.log")
+	return out
+}
+
+// reconfigures counts the reconfigure requests slurmctld has handled, and starts the times it
+// started, from its own log.
+func (c *cluster) reconfigures() (reconfigures, starts int) {
+	log := c.ctlLog()
+	return strings.Count(log, "_slurm_rpc_reconfigure_controller: completed"),
+		strings.Count(log, "slurmctld version ")
+}
+
+// ctlPID is slurmctld's PID on the controller host.
+func (c *cluster) ctlPID() string {
+	return strings.TrimSpace(c.exec("slurmctld/0", "pidof", "slurmctld"))
+}
+
+// sbatch submits a batch job to partition p and returns its id.
+func (c *cluster) sbatch(p string, args ...string) string {
+	c.t.Helper()
+	argv := append([]string{"sbatch", "--parsable", "-p", p, "-o", "/dev/null"}, args...)
+	return strings.TrimSpace(c.slurm(argv...))
+}
+
+// jobState is a job's state from the controller (records stay for MinJobAge after the end).
+func (c *cluster) jobState(id string) string {
+	out, code, _ := c.tryExec("slurmctld/0", "env", "SLURM_CONF="+ctlConf, "scontrol", "show", "job", "-o", id)
+	if code != 0 {
+		return "GONE"
+	}
+	if m := regexp.MustCompile(`JobState=(\S+)`).FindStringSubmatch(out); m != nil {
+		return m[1]
+	}
+	return "UNKNOWN"
+}
+
+func (c *cluster) waitJobState(id, state string, d time.Duration) {
+	c.t.Helper()
+	c.eventually(d, "job "+id+" "+state, func() (bool, string) {
+		s := c.jobState(id)
+		return s == state, s
+	})
+}
+
+func (c *cluster) dumpDebug() {
+	for _, l := range c.m.DebugLog() {
+		c.t.Log(l)
+	}
+	if log := c.ctlLog(); log != "" {
+		lines := strings.Split(log, "\n")
+		if len(lines) > 80 {
+			lines = lines[len(lines)-80:]
+		}
+		c.t.Log("slurmctld.log (tail):\n" + strings.Join(lines, "\n"))
+	}
+}
+
+// bg is the context of one action or model call; the bound only keeps a broken cluster from
+// hanging the suite.
+func (c *cluster) bg() context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	c.t.Cleanup(cancel)
+	return ctx
+}
+
+// partition returns scontrol's one-line description of partition p, or "" when there is none.
+func (c *cluster) partition(p string) string {
+	out, code, _ := c.tryExec("slurmctld/0", "env", "SLURM_CONF="+ctlConf, "scontrol", "show", "partition", "-o", p)
+	if code != 0 {
+		return ""
+	}
+	return strings.TrimSpace(out)
+}

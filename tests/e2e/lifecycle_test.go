@@ -1,0 +1,133 @@
+// Package e2e_test runs the slurmctld and slurmd charms together under the local model, on real
+// hosts (network namespaces supervised by Pebble) with real munged, slurmctld and slurmd 22.05.
+// Every test here needs root and network namespaces: without them it skips with the reason,
+// and under CI=true it fails instead.
+package e2e_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestNodeLifecycle walks the life of dynamic nodes: integrate, jobs, add-unit with no
+// reconfigure, remove-unit while a job runs (the job completes, then the node goes), removal of
+// an idle unit, and node-config.
+func TestNodeLifecycle(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 2)
+
+	// integrate → every node IDLE in the application's partition, and jobs run on them.
+	c.eventually(30*time.Second, "2 idle nodes", func() (bool, string) {
+		n := c.nodes()
+		return len(n) == 2 && strings.HasPrefix(n["slurmd-0"], "idle slurmd ") && strings.HasPrefix(n["slurmd-1"], "idle slurmd "), fmt.Sprint(n)
+	})
+	out := c.slurm("srun", "-p", "slurmd", "-N2", "hostname")
+	if got := len(strings.Fields(out)); got != 2 {
+		t.Errorf("srun -N2 hostname printed %q, want two host names", out)
+	}
+
+	// add-unit ×3 → three more IDLE nodes, with no reconfigure and no slurmctld restart.
+	reconf0, starts0 := c.reconfigures()
+	pid0 := c.ctlPID()
+	ctx, cancel := c.ctx(2 * time.Minute)
+	if _, err := c.m.AddUnit(ctx, "slurmd", 3); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	c.waitActive()
+	c.eventually(30*time.Second, "5 idle nodes", func() (bool, string) {
+		n := c.nodes()
+		idle := 0
+		for _, v := range n {
+			if strings.HasPrefix(v, "idle ") {
+				idle++
+			}
+		}
+		return idle == 5, fmt.Sprint(n)
+	})
+	reconf1, starts1 := c.reconfigures()
+	if reconf1 != reconf0 || starts1 != starts0 || c.ctlPID() != pid0 {
+		t.Errorf("add-unit ×3: reconfigures %d → %d, slurmctld starts %d → %d, pid %s → %s; want no change",
+			reconf0, reconf1, starts0, starts1, pid0, c.ctlPID())
+	}
+	c.slurm("srun", "-p", "slurmd", "-N5", "true")
+
+	// remove-unit while a job runs on it → the job completes, then the node disappears.
+	job := c.sbatch("slurmd", "-w", "slurmd-4", "--wrap", "sleep 3")
+	c.waitJobState(job, "RUNNING", 30*time.Second)
+	ctx, cancel = c.ctx(2 * time.Minute)
+	if err := c.m.RemoveUnit(ctx, "slurmd/4"); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	c.eventually(15*time.Second, "slurmd-4 draining", func() (bool, string) {
+		s := c.nodes()["slurmd-4"]
+		return strings.HasPrefix(s, "draining") || strings.HasPrefix(s, "drained"), s
+	})
+	if s := c.jobState(job); s != "RUNNING" {
+		t.Errorf("job %s is %s while its node drains, want RUNNING", job, s)
+	}
+	c.waitJobState(job, "COMPLETED", time.Minute)
+	c.eventually(30*time.Second, "slurmd-4 deleted", func() (bool, string) {
+		names := c.nodeNames()
+		for _, n := range names {
+			if n == "slurmd-4" {
+				return false, fmt.Sprint(names)
+			}
+		}
+		return true, ""
+	})
+
+	// remove-unit of an idle unit → its node is deleted promptly.
+	ctx, cancel = c.ctx(2 * time.Minute)
+	if err := c.m.RemoveUnit(ctx, "slurmd/3"); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	c.waitIdle()
+	c.eventually(10*time.Second, "no stale node records", func() (bool, string) {
+		names := c.nodeNames()
+		return cmp.Equal(names, []string{"slurmd-0", "slurmd-1", "slurmd-2"}), fmt.Sprint(names)
+	})
+
+	// node-config: a forbidden key fails the action and leaves the node as it was.
+	before := c.slurm("scontrol", "show", "node", "-o", "slurmd-1")
+	run, err := c.m.Run(c.bg(), "slurmd/1", "node-config", map[string]string{"parameters": "Weight=5 NodeAddr=1.2.3.4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != "failed" || !strings.Contains(run.Message, "NodeAddr") {
+		t.Errorf("node-config NodeAddr: status %q message %q, want failed naming NodeAddr", run.Status, run.Message)
+	}
+	if after := c.slurm("scontrol", "show", "node", "-o", "slurmd-1"); field(after, "Weight") != field(before, "Weight") || field(after, "State") != field(before, "State") {
+		t.Errorf("node changed by a refused node-config:\nbefore %s\nafter  %s", before, after)
+	}
+	// A valid one re-registers the node with the new values, back in its previous state.
+	run, err = c.m.Run(c.bg(), "slurmd/1", "node-config", map[string]string{"parameters": "Weight=7 Features=fast"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != "completed" {
+		t.Fatalf("node-config: status %q message %q", run.Status, run.Message)
+	}
+	c.eventually(15*time.Second, "slurmd-1 re-registered", func() (bool, string) {
+		n := c.slurm("scontrol", "show", "node", "-o", "slurmd-1")
+		return field(n, "Weight") == "7" && strings.Contains(field(n, "AvailableFeatures"), "fast") &&
+			strings.Contains(field(n, "AvailableFeatures"), "slurmd") && field(n, "State") == "IDLE+DYNAMIC_NORM", n
+	})
+	c.slurm("srun", "-p", "slurmd", "-w", "slurmd-1", "true")
+}
+
+// field returns key's value in one line of scontrol show -o output.
+func field(line, key string) string {
+	for _, f := range strings.Fields(line) {
+		if k, v, ok := strings.Cut(f, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
