@@ -6,13 +6,26 @@ PKGS    := $(foreach m,$(MODULES),./$(m)/...)
 # Unit-test modules run under the race detector; tests/ drives real daemons and runs without it.
 RACE_PKGS := $(foreach m,libs interfaces slurmctld-operator slurmd-operator,./$(m)/...)
 
-.PHONY: deps build test test-unit test-integration lint fmt clean
+.PHONY: deps build charms tools demo test test-unit test-integration lint fmt clean
 
 deps:
 	@scripts/deps.sh
 
 build:
 	$(GO) build $(PKGS)
+
+# The local model's binary (CLI and hook tools in one).
+tools:
+	cd tests && CGO_ENABLED=0 $(GO) build -o ../build/bin/juju-local ./cmd/juju-local
+
+# Packed charms, as `juju deploy` takes them: build/slurmctld.charm and build/slurmd.charm.
+charms:
+	$(GO) run ./tests/cmd/charmpack -o build/slurmctld.charm slurmctld-operator
+	$(GO) run ./tests/cmd/charmpack -o build/slurmd.charm slurmd-operator
+
+# The main job: a real Slurm cluster run by the operators under the local model (needs root).
+demo: deps tools charms
+	scripts/demo.sh
 
 # The README's test command: unit tests (race), then the integration tests on real hosts.
 test: deps lint test-unit test-integration
