@@ -1,0 +1,248 @@
+// Command slurmd-operator is the slurmd charm: each unit runs one Slurm dynamic node
+// (slurmd -Z) named after the unit (slurmd/3 → slurmd-3).
+//
+// # What the charm does
+//
+// install installs slurmd and munge with apt when their binaries are missing. The leader
+// publishes its application's NodeSet and partition (ComputeData, built from the
+// partition-config option) on the slurmctld relation; an invalid partition-config puts the
+// unit in blocked status naming the bad key and leaves the published partition as it was.
+//
+// When the controller's data is complete (SlurmctldReady: relation-changed, or
+// secret-changed when the auth key rotates) the unit writes the auth key (the munge key on
+// Slurm 22.05, restarting munged when the key changed), builds the node's --conf from
+// `slurmd -C` (without NodeName), Feature=<application> and the node-config set with the
+// node-config action, and runs
+//
+//	slurmd -D -Z -N <node> --conf-server <controllers> --conf "<params>"
+//
+// through the host's service manager (Pebble or systemd). A new node takes
+// default-node-state (idle or down, with default-node-reason). slurmd is restarted only when
+// the controllers, the key or the --conf change; a changed --conf re-registers the node
+// (drain, wait for its jobs, stop, delete the node record, start, restore its state), because
+// Slurm 22.05 keeps a dynamic node's old record otherwise.
+//
+// When the unit leaves (its own relation-departed, or stop, whichever comes first) the node is
+// drained with reason "unit <unit> removed", the hook waits for its jobs with the count in the
+// status, stops slurmd and deletes the node. A node with running jobs is never deleted. If the
+// controller cannot be reached the node is left drained for the controller's reconcile.
+//
+// # Code layout
+//
+// main.go builds a Charm from the environment; Charm.Router routes every hook and action to
+// a handler. Each handler reads the configuration and the charm's persisted state once
+// (a hook value), does its work through the injected Runner (Slurm and system commands) and
+// service Manager, writes files under Root and saves its state atomically.
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"strconv"
+	"time"
+
+	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/service"
+	"github.com/charmed-slurm/operators/libs/slurm"
+)
+
+// Defaults of the Charm's tunables.
+const (
+	DefaultPollInterval       = 100 * time.Millisecond
+	DefaultRegisterTimeout    = 30 * time.Second
+	DefaultUnreachableTimeout = 30 * time.Second
+	DefaultActionTimeout      = 10 * time.Minute
+)
+
+// Service names and paths the charm uses.
+const (
+	SlurmdService = "slurmd"
+	SlurmdPath    = "/usr/sbin/slurmd"
+	MungedPath    = "/usr/sbin/munged"
+	StateFile     = "/var/lib/slurmd-operator/state.json"
+	// SpoolConf is where a configless slurmd caches the controller's slurm.conf; /run/slurm/conf
+	// is tried first (newer releases link it there).
+	SpoolConf = "/var/spool/slurmd/conf-cache/slurm.conf"
+	RunConf   = "/run/slurm/conf/slurm.conf"
+)
+
+// Charm holds the slurmd charm's dependencies. Only Runner and Services are required; zero
+// values of the others mean the production defaults.
+type Charm struct {
+	// Runner runs Slurm's commands (slurmd -C, scontrol, squeue) and apt-get.
+	Runner slurm.Runner
+	// Services manages slurmd and munged.
+	Services service.Manager
+	// MungeService is munged's service name: "munged" under Pebble, "munge" (Debian's unit)
+	// under systemd. Empty means "munged".
+	MungeService string
+	// Root is prepended to every file the charm reads or writes ("/" or empty in production,
+	// a temporary directory in tests).
+	Root string
+	// PollInterval is how often the charm polls Slurm while it waits (jobs, registration).
+	PollInterval time.Duration
+	// RegisterTimeout bounds the wait for a started slurmd to register.
+	RegisterTimeout time.Duration
+	// UnreachableTimeout is how long a departing unit retries an unreachable controller before
+	// leaving its node drained for the controller to delete.
+	UnreachableTimeout time.Duration
+	// LookPath finds a program (exec.LookPath when nil).
+	LookPath func(file string) (string, error)
+	// LookupUser returns a user's uid and primary gid (os/user when nil).
+	LookupUser func(name string) (uid, gid int, err error)
+	// Chown changes a file's owner (os.Chown when nil).
+	Chown func(path string, uid, gid int) error
+}
+
+// Router routes every hook and action the charm handles.
+func (c *Charm) Router() *juju.Router {
+	r := juju.NewRouter()
+	r.Handle(juju.Install, c.handler(func(ctx context.Context, h *hook) error { return h.install(ctx) }))
+	r.Handle(juju.ConfigChanged, c.handler(func(ctx context.Context, h *hook) error { return h.configChanged(ctx) }))
+	r.Handle(juju.LeaderElected, c.handler(func(ctx context.Context, h *hook) error { return h.configChanged(ctx) }))
+	r.Handle(juju.Start, c.handler(func(ctx context.Context, h *hook) error { return h.updateStatus(ctx) }))
+	r.Handle(juju.UpdateStatus, c.handler(func(ctx context.Context, h *hook) error { return h.updateStatus(ctx) }))
+	r.Handle(juju.Stop, c.handler(func(ctx context.Context, h *hook) error { return h.stop(ctx) }))
+	r.Handle(juju.SecretChanged, c.handler(func(ctx context.Context, h *hook) error { return h.relation(ctx) }))
+	for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted, juju.RelationBroken} {
+		r.HandleRelation(slurmd.ProviderEndpoint, k, c.handler(func(ctx context.Context, h *hook) error { return h.relation(ctx) }))
+	}
+	r.HandleAction("node-config", c.handler(func(ctx context.Context, h *hook) error { return h.nodeConfigAction(ctx) }))
+	return r
+}
+
+// hook is one event being handled: the configuration and persisted state are read once.
+type hook struct {
+	c    *Charm
+	hc   *juju.HookContext
+	cfg  config
+	st   State
+	node string // this unit's Slurm node name
+	// cfgErr is the configuration problem to show as blocked, if any.
+	cfgErr error
+}
+
+func (c *Charm) handler(fn func(ctx context.Context, h *hook) error) juju.Handler {
+	return func(ctx context.Context, hc *juju.HookContext) error {
+		h := &hook{c: c, hc: hc, node: slurmd.NodeName(hc.Event.Unit)}
+		if err := hc.Config.Decode(ctx, &h.cfg); err != nil {
+			return fmt.Errorf("cannot read config: %w", err)
+		}
+		h.cfgErr = h.cfg.validate(hc.Event.App)
+		st, err := c.loadState(ctx)
+		if err != nil {
+			return err
+		}
+		h.st = st
+		return fn(ctx, h)
+	}
+}
+
+// setStatus sets the unit status; a configuration error takes precedence, as blocked.
+func (h *hook) setStatus(ctx context.Context, code juju.StatusCode, msg string) error {
+	if h.cfgErr != nil {
+		code, msg = juju.StatusBlocked, h.cfgErr.Error()
+	}
+	return h.hc.Status.SetUnit(ctx, code, msg)
+}
+
+func (h *hook) logf(ctx context.Context, level juju.LogLevel, format string, args ...any) {
+	// Logging is best effort: a failing juju-log must not fail the hook.
+	_ = h.hc.Log.Logf(ctx, level, format, args...)
+}
+
+// slurm returns a Slurm client pointed at the slurm.conf the node's slurmd cached.
+func (h *hook) slurm() *slurm.Client {
+	conf := h.c.path(SpoolConf)
+	if _, err := os.Stat(h.c.path(RunConf)); err == nil {
+		conf = h.c.path(RunConf)
+	}
+	return &slurm.Client{Runner: h.c.Runner, Conf: conf, PollInterval: h.c.pollInterval()}
+}
+
+func (c *Charm) path(p string) string {
+	if c.Root == "" || c.Root == "/" {
+		return p
+	}
+	return c.Root + p
+}
+
+func (c *Charm) pollInterval() time.Duration {
+	if c.PollInterval > 0 {
+		return c.PollInterval
+	}
+	return DefaultPollInterval
+}
+
+func (c *Charm) registerTimeout() time.Duration {
+	if c.RegisterTimeout > 0 {
+		return c.RegisterTimeout
+	}
+	return DefaultRegisterTimeout
+}
+
+func (c *Charm) unreachableTimeout() time.Duration {
+	if c.UnreachableTimeout > 0 {
+		return c.UnreachableTimeout
+	}
+	return DefaultUnreachableTimeout
+}
+
+func (c *Charm) mungeService() string {
+	if c.MungeService != "" {
+		return c.MungeService
+	}
+	return "munged"
+}
+
+func (c *Charm) lookupUser(name string) (int, int, error) {
+	if c.LookupUser != nil {
+		return c.LookupUser(name)
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return 0, 0, err
+	}
+	uid, err := strconv.Atoi(u.Uid)
+	if err != nil {
+		return 0, 0, fmt.Errorf("user %q has a non-numeric uid %q", name, u.Uid)
+	}
+	gid, err := strconv.Atoi(u.Gid)
+	if err != nil {
+		return 0, 0, fmt.Errorf("user %q has a non-numeric gid %q", name, u.Gid)
+	}
+	return uid, gid, nil
+}
+
+func (c *Charm) chown(path string, uid, gid int) error {
+	if c.Chown != nil {
+		return c.Chown(path, uid, gid)
+	}
+	return os.Chown(path, uid, gid)
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func hashKey(key []byte) string {
+	sum := sha256.Sum256(key)
+	return hex.EncodeToString(sum[:])
+}
+
+// unreachable reports whether err says the controller could not be contacted.
+func unreachable(err error) bool { return errors.Is(err, slurm.ErrControllerUnreachable) }

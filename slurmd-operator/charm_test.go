@@ -1,0 +1,667 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/juju/jujutest"
+)
+
+const (
+	unit     = "slurmd/3"
+	node     = "slurmd-3"
+	relID    = juju.RelationID("slurmctld:5")
+	secretID = juju.SecretID("secret:cvq0auth")
+)
+
+var (
+	key1 = bytes.Repeat([]byte{1}, 1024)
+	key2 = bytes.Repeat([]byte{2}, 1024)
+)
+
+// env is one unit's test world: the charm with fakes, and the Juju state between hooks.
+type env struct {
+	t     *testing.T
+	charm *Charm
+	slurm *fakeSlurm
+	svc   *fakeServices
+	root  string
+	state jujutest.State
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	root := t.TempDir()
+	fs := newFakeSlurm()
+	svc := newFakeServices(fs, root)
+	c := &Charm{
+		Runner:             fs,
+		Services:           svc,
+		Root:               root,
+		PollInterval:       time.Millisecond,
+		RegisterTimeout:    5 * time.Second,
+		UnreachableTimeout: 20 * time.Millisecond,
+		LookPath:           func(string) (string, error) { return "/usr/sbin/x", nil },
+		LookupUser:         func(name string) (int, int, error) { return 1000, 1000, nil },
+		Chown:              func(string, int, int) error { return nil },
+	}
+	return &env{t: t, charm: c, slurm: fs, svc: svc, root: root, state: jujutest.State{
+		Unit:   unit,
+		Leader: true,
+		Config: map[string]any{"default-node-state": "idle", "default-node-reason": "", "partition-config": ""},
+	}}
+}
+
+// related adds the slurmctld relation with the controller's data and key secret.
+func (e *env) related(controllers ...string) {
+	if len(controllers) == 0 {
+		controllers = []string{"10.0.0.1:6817"}
+	}
+	bag, err := slurmd.ControllerBag{Controllers: controllers, AuthSecretID: string(secretID), ClusterName: "test"}.Encode()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.state.Relations = []jujutest.Relation{{
+		ID: relID, RemoteApp: "slurmctld", RemoteAppData: bag,
+		RemoteUnits: map[string]map[string]string{"slurmctld/0": {}},
+	}}
+	e.state.Secrets = []jujutest.Secret{{
+		ID: secretID, Owner: "slurmctld",
+		Revisions: []map[string]string{slurmd.EncodeAuthSecret(key1, "1")},
+		Grants:    []jujutest.Grant{{Relation: "slurmd:5"}},
+	}}
+}
+
+// run runs ev and keeps the resulting state.
+func (e *env) run(ev juju.Event) error {
+	e.t.Helper()
+	out, err := jujutest.Run(e.t, e.state, ev, e.charm.Router().Dispatch)
+	e.state = out
+	e.state.Action = jujutest.ActionState{}
+	return err
+}
+
+// action runs the node-config action and returns its action state.
+func (e *env) action(params map[string]any) jujutest.ActionState {
+	e.t.Helper()
+	in := e.state
+	in.Action = jujutest.ActionState{Params: params}
+	out, err := jujutest.Run(e.t, in, jujutest.ActionEvent("node-config"), e.charm.Router().Dispatch)
+	if err != nil {
+		e.t.Fatalf("node-config action: %v", err)
+	}
+	a := out.Action
+	out.Action = jujutest.ActionState{}
+	e.state = out
+	return a
+}
+
+// join runs the hooks of joining a controller and checks the node came up.
+func (e *env) join() {
+	e.t.Helper()
+	e.related()
+	for _, ev := range []juju.Event{
+		jujutest.RelationHook(juju.RelationCreated, relID, ""),
+		jujutest.RelationHook(juju.RelationJoined, relID, "slurmctld/0"),
+		jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0"),
+	} {
+		if err := e.run(ev); err != nil {
+			e.t.Fatalf("%s: %v", ev.Name, err)
+		}
+	}
+	if e.slurm.node(node) == nil {
+		e.t.Fatalf("node %s did not register", node)
+	}
+}
+
+func (e *env) status() juju.WorkloadStatus {
+	return juju.WorkloadStatus{Code: e.state.UnitStatus.Code, Message: e.state.UnitStatus.Message}
+}
+
+func (e *env) savedState() State {
+	e.t.Helper()
+	var st State
+	data, err := os.ReadFile(filepath.Join(e.root, StateFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return st
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		e.t.Fatal(err)
+	}
+	return st
+}
+
+// slurmCalls are the controller-facing commands run (no slurmd -C/-V).
+func (e *env) slurmCalls() []string {
+	var out []string
+	for _, c := range e.slurm.callLog() {
+		if strings.HasPrefix(c, "scontrol update") || strings.HasPrefix(c, "scontrol delete") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (e *env) svcCalls(name string) []string {
+	var out []string
+	for _, c := range e.svc.callLog() {
+		if strings.HasSuffix(c, " "+name) {
+			out = append(out, strings.TrimSuffix(c, " "+name))
+		}
+	}
+	return out
+}
+
+func active(msg string) juju.WorkloadStatus {
+	return juju.WorkloadStatus{Code: juju.StatusActive, Message: msg}
+}
+
+func TestInstall(t *testing.T) {
+	tests := []struct {
+		name      string
+		missing   []string
+		failApt   bool
+		wantApt   []string
+		wantErr   bool
+		wantState juju.WorkloadStatus
+	}{{
+		name:      "present",
+		wantState: juju.WorkloadStatus{Code: juju.StatusWaiting, Message: "waiting for slurmctld relation"},
+	}, {
+		name:    "missing",
+		missing: []string{"slurmd", "munged"},
+		wantApt: []string{"apt-get update -q", "apt-get install -y -q --no-install-recommends slurmd munge"},
+		wantState: juju.WorkloadStatus{Code: juju.StatusWaiting, Message: "waiting for slurmctld relation"},
+	}, {
+		name:      "apt fails",
+		missing:   []string{"slurmd"},
+		failApt:   true,
+		wantApt:   []string{"apt-get update -q"},
+		wantErr:   true,
+		wantState: juju.WorkloadStatus{Code: juju.StatusMaintenance, Message: "installing slurmd"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.slurm.failApt = tt.failApt
+			e.charm.LookPath = func(p string) (string, error) {
+				if slices.Contains(tt.missing, p) {
+					return "", errors.New("not found")
+				}
+				return "/usr/sbin/" + p, nil
+			}
+			err := e.run(jujutest.Hook(juju.Install))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("install error = %v, want error %v", err, tt.wantErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), "cannot install slurmd") {
+				t.Errorf("error %q does not name the package", err)
+			}
+			var apt []string
+			for _, c := range e.slurm.callLog() {
+				if strings.HasPrefix(c, "apt-get") {
+					apt = append(apt, c)
+				}
+			}
+			if d := cmp.Diff(tt.wantApt, apt); d != "" {
+				t.Errorf("apt calls (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tt.wantState, e.status()); d != "" {
+				t.Errorf("status (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestPublishPartition(t *testing.T) {
+	old := map[string]string{"version": "1", "nodeset": "NodeSet=slurmd Feature=slurmd", "partition": "PartitionName=slurmd Nodes=slurmd MaxTime=5:00"}
+	tests := []struct {
+		name       string
+		config     string
+		leader     bool
+		event      juju.Event
+		wantBag    map[string]string
+		wantStatus juju.WorkloadStatus
+		wantApp    juju.WorkloadStatus
+	}{{
+		name:    "valid on config-changed",
+		config:  "MaxTime=1:00:00 DefaultTime=10:00",
+		leader:  true,
+		event:   jujutest.Hook(juju.ConfigChanged),
+		wantBag: map[string]string{"version": "1", "nodeset": "NodeSet=slurmd Feature=slurmd", "partition": "PartitionName=slurmd Nodes=slurmd MaxTime=1:00:00 DefaultTime=10:00"},
+		wantStatus: juju.WorkloadStatus{Code: juju.StatusWaiting, Message: "waiting for slurmctld data"},
+		wantApp:    juju.WorkloadStatus{Code: juju.StatusActive},
+	}, {
+		name:    "empty on leader-elected",
+		leader:  true,
+		event:   jujutest.Hook(juju.LeaderElected),
+		wantBag: map[string]string{"version": "1", "nodeset": "NodeSet=slurmd Feature=slurmd", "partition": "PartitionName=slurmd Nodes=slurmd"},
+		wantStatus: juju.WorkloadStatus{Code: juju.StatusWaiting, Message: "waiting for slurmctld data"},
+		wantApp:    juju.WorkloadStatus{Code: juju.StatusActive},
+	}, {
+		name:       "unknown key",
+		config:     "MaxTme=1:00:00",
+		leader:     true,
+		event:      jujutest.Hook(juju.ConfigChanged),
+		wantBag:    old,
+		wantStatus: juju.WorkloadStatus{Code: juju.StatusBlocked, Message: `partition-config: unknown partition key "MaxTme" (did you mean "MaxTime"?)`},
+		wantApp:    juju.WorkloadStatus{Code: juju.StatusBlocked, Message: `partition-config: unknown partition key "MaxTme" (did you mean "MaxTime"?)`},
+	}, {
+		name:    "managed key",
+		config:  "Nodes=other",
+		leader:  true,
+		event:   jujutest.RelationHook(juju.RelationJoined, relID, "slurmctld/0"),
+		wantBag: old,
+	}, {
+		name:    "syntax error",
+		config:  `MaxTime="1:00`,
+		leader:  true,
+		event:   jujutest.RelationHook(juju.RelationCreated, relID, ""),
+		wantBag: old,
+	}, {
+		name:    "not leader",
+		config:  "MaxTime=1:00:00",
+		event:   jujutest.Hook(juju.ConfigChanged),
+		wantBag: old,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.state.Leader = tt.leader
+			e.state.Config["partition-config"] = tt.config
+			e.state.Relations = []jujutest.Relation{{ID: relID, RemoteApp: "slurmctld", LocalAppData: old,
+				RemoteUnits: map[string]map[string]string{"slurmctld/0": {}}}}
+			if err := e.run(tt.event); err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.wantBag, e.state.Relations[0].LocalAppData); d != "" {
+				t.Errorf("application databag (-want +got):\n%s", d)
+			}
+			if tt.wantStatus.Code != "" {
+				if d := cmp.Diff(tt.wantStatus, e.status()); d != "" {
+					t.Errorf("unit status (-want +got):\n%s", d)
+				}
+			}
+			if tt.wantApp.Code != "" {
+				got := juju.WorkloadStatus{Code: e.state.AppStatus.Code, Message: e.state.AppStatus.Message}
+				if d := cmp.Diff(tt.wantApp, got); d != "" {
+					t.Errorf("application status (-want +got):\n%s", d)
+				}
+			}
+			if strings.Contains(tt.name, "key") || strings.Contains(tt.name, "syntax") {
+				if e.state.UnitStatus.Code != juju.StatusBlocked || !strings.Contains(e.state.UnitStatus.Message, "partition-config") {
+					t.Errorf("status %+v does not block on partition-config", e.state.UnitStatus)
+				}
+			}
+		})
+	}
+}
+
+func TestJoin(t *testing.T) {
+	e := newEnv(t)
+	e.join()
+	key, err := os.ReadFile(filepath.Join(e.root, "/etc/munge/munge.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(key, key1) {
+		t.Errorf("munge key not written")
+	}
+	if fi, _ := os.Stat(filepath.Join(e.root, "/etc/munge/munge.key")); fi.Mode().Perm() != 0o400 {
+		t.Errorf("munge key mode %v, want 0400", fi.Mode().Perm())
+	}
+	wantCmd := []string{SlurmdPath, "-D", "-Z", "-N", node, "--conf-server", "10.0.0.1:6817", "--conf",
+		"CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=24105 Feature=slurmd"}
+	if d := cmp.Diff(wantCmd, e.svc.command(SlurmdService)); d != "" {
+		t.Errorf("slurmd command (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"/usr/sbin/munged", "--foreground"}, e.svc.command("munged")); d != "" {
+		t.Errorf("munged command (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"configure", "enable", "restart"}, e.svcCalls("munged")); d != "" {
+		t.Errorf("munged calls (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"configure", "enable", "start"}, e.svcCalls(SlurmdService)); d != "" {
+		t.Errorf("slurmd calls (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(active("node slurmd-3 idle"), e.status()); d != "" {
+		t.Errorf("status (-want +got):\n%s", d)
+	}
+	if len(e.slurmCalls()) != 0 {
+		t.Errorf("idle default state changed the node: %q", e.slurmCalls())
+	}
+	if st := e.savedState(); st.Applied == nil || st.DefaultPending {
+		t.Errorf("saved state %+v, want applied and no default pending", st)
+	}
+	// Nothing changed: the next relation-changed restarts nothing.
+	before := len(e.svc.callLog())
+	if err := e.run(jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range e.svc.callLog()[before:] {
+		if !strings.HasPrefix(c, "status") {
+			t.Errorf("unchanged data ran %q", c)
+		}
+	}
+}
+
+func TestJoinDefaultDown(t *testing.T) {
+	e := newEnv(t)
+	e.state.Config["default-node-state"] = "down"
+	e.state.Config["default-node-reason"] = "burn-in"
+	e.join()
+	if d := cmp.Diff([]string{"scontrol update nodename=slurmd-3 state=down reason=burn-in"}, e.slurmCalls()); d != "" {
+		t.Errorf("slurm calls (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(active("node slurmd-3 down: burn-in"), e.status()); d != "" {
+		t.Errorf("status (-want +got):\n%s", d)
+	}
+	// Applied once: a later hook leaves an admin's resume alone.
+	e.slurm.setNode(node, fakeNode{conf: e.slurm.node(node).conf, running: true})
+	if err := e.run(jujutest.Hook(juju.UpdateStatus)); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(active("node slurmd-3 idle"), e.status()); d != "" {
+		t.Errorf("status (-want +got):\n%s", d)
+	}
+}
+
+func TestBadDefaultNodeState(t *testing.T) {
+	e := newEnv(t)
+	e.state.Config["default-node-state"] = "drain"
+	if err := e.run(jujutest.Hook(juju.ConfigChanged)); err != nil {
+		t.Fatal(err)
+	}
+	want := juju.WorkloadStatus{Code: juju.StatusBlocked, Message: `default-node-state: invalid value "drain" (want idle or down)`}
+	if d := cmp.Diff(want, e.status()); d != "" {
+		t.Errorf("status (-want +got):\n%s", d)
+	}
+}
+
+func TestControllerData(t *testing.T) {
+	tests := []struct {
+		name string
+		bag  map[string]string
+		want juju.WorkloadStatus
+	}{
+		{"not published", map[string]string{}, juju.WorkloadStatus{Code: juju.StatusWaiting, Message: "waiting for slurmctld data"}},
+		{"bad version", map[string]string{"version": "9", "controllers": `["10.0.0.1:6817"]`, "auth_secret_id": string(secretID)},
+			juju.WorkloadStatus{Code: juju.StatusBlocked}},
+		{"bad controllers", map[string]string{"version": "1", "controllers": `10.0.0.1`, "auth_secret_id": string(secretID)},
+			juju.WorkloadStatus{Code: juju.StatusBlocked}},
+		{"unknown secret", map[string]string{"version": "1", "controllers": `["10.0.0.1:6817"]`, "auth_secret_id": "secret:nope"},
+			juju.WorkloadStatus{Code: juju.StatusBlocked}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.related()
+			e.state.Relations[0].RemoteAppData = tt.bag
+			if err := e.run(jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0")); err != nil {
+				t.Fatal(err)
+			}
+			got := e.status()
+			if got.Code != tt.want.Code || (tt.want.Message != "" && got.Message != tt.want.Message) {
+				t.Errorf("status %+v, want %+v", got, tt.want)
+			}
+			if tt.want.Code == juju.StatusBlocked && !strings.HasPrefix(got.Message, "slurmctld relation: ") {
+				t.Errorf("status %q does not name the relation", got.Message)
+			}
+			if e.svc.isActive(SlurmdService) || e.slurm.node(node) != nil {
+				t.Errorf("slurmd started on bad data")
+			}
+		})
+	}
+}
+
+func TestKeyRotation(t *testing.T) {
+	e := newEnv(t)
+	e.join()
+	e.state.Secrets[0].Revisions = append(e.state.Secrets[0].Revisions, slurmd.EncodeAuthSecret(key2, "2"))
+	before := len(e.svc.callLog())
+	if err := e.run(jujutest.SecretHook(juju.SecretChanged, secretID, 0)); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := os.ReadFile(filepath.Join(e.root, "/etc/munge/munge.key"))
+	if !bytes.Equal(key, key2) {
+		t.Errorf("munge key not rotated")
+	}
+	var got []string
+	for _, c := range e.svc.callLog()[before:] {
+		if strings.HasPrefix(c, "restart") || strings.HasPrefix(c, "start") || strings.HasPrefix(c, "stop") {
+			got = append(got, c)
+		}
+	}
+	if d := cmp.Diff([]string{"restart munged", "restart slurmd"}, got); d != "" {
+		t.Errorf("service calls (-want +got):\n%s", d)
+	}
+	if len(e.slurmCalls()) != 0 {
+		t.Errorf("rotation touched the node record: %q", e.slurmCalls())
+	}
+	if st := e.savedState(); st.Applied.KeyID != "2" {
+		t.Errorf("saved key id %q, want 2", st.Applied.KeyID)
+	}
+}
+
+func TestControllersChanged(t *testing.T) {
+	e := newEnv(t)
+	e.join()
+	bag, _ := slurmd.ControllerBag{Controllers: []string{"10.0.0.9:6817", "10.0.0.1:6817"}, AuthSecretID: string(secretID)}.Encode()
+	e.state.Relations[0].RemoteAppData = bag
+	before := len(e.svc.callLog())
+	if err := e.run(jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0")); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.svc.callLog()[before:]; !slices.Contains(got, "restart slurmd") || slices.Contains(got, "restart munged") {
+		t.Errorf("service calls %q, want slurmd restarted and munged not", got)
+	}
+	if cmd := strings.Join(e.svc.command(SlurmdService), " "); !strings.Contains(cmd, "--conf-server 10.0.0.9:6817,10.0.0.1:6817") {
+		t.Errorf("slurmd command %q lacks the new controllers", cmd)
+	}
+	if len(e.slurmCalls()) != 0 {
+		t.Errorf("controller change touched the node record: %q", e.slurmCalls())
+	}
+}
+
+func TestConfChangedReregisters(t *testing.T) {
+	e := newEnv(t)
+	e.join()
+	// The machine changed (more memory): the record must be replaced, not kept.
+	e.slurm.machine = strings.Replace(e.slurm.machine, "RealMemory=24105", "RealMemory=32000", 1)
+	e.slurm.mu.Lock()
+	e.slurm.nodes[node].drain, e.slurm.nodes[node].reason = true, "admin maintenance"
+	e.slurm.mu.Unlock()
+	if err := e.run(jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0")); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"scontrol delete nodename=slurmd-3", "scontrol update nodename=slurmd-3 state=drain reason=admin maintenance"}
+	if d := cmp.Diff(want, e.slurmCalls()); d != "" {
+		t.Errorf("slurm calls (-want +got):\n%s", d)
+	}
+	n := e.slurm.node(node)
+	if v, _ := n.conf.Get("RealMemory"); v != "32000" {
+		t.Errorf("node record RealMemory %q, want the new 32000", v)
+	}
+	if !n.drain || n.reason != "admin maintenance" {
+		t.Errorf("node state not restored: %+v", n)
+	}
+	calls := e.svcCalls(SlurmdService)
+	if i, j := slices.Index(calls, "stop"), slices.Index(calls, "restart"); i < 0 || j < i {
+		t.Errorf("slurmd calls %q: want stop before the restart", calls)
+	}
+}
+
+func TestDepart(t *testing.T) {
+	tests := []struct {
+		name       string
+		jobs       int
+		endAfter   int
+		event      juju.Event
+		wantStatus juju.WorkloadStatus
+	}{
+		{"idle, relation departed", 0, 0, departed(), juju.WorkloadStatus{Code: juju.StatusMaintenance, Message: "node slurmd-3 removed"}},
+		{"jobs, relation departed", 2, 5, departed(), juju.WorkloadStatus{Code: juju.StatusMaintenance, Message: "node slurmd-3 removed"}},
+		{"jobs, stop", 1, 3, jujutest.Hook(juju.Stop), juju.WorkloadStatus{Code: juju.StatusMaintenance, Message: "node slurmd-3 removed"}},
+		{"idle, broken", 0, 0, jujutest.RelationHook(juju.RelationBroken, relID, ""), juju.WorkloadStatus{Code: juju.StatusBlocked, Message: "waiting for slurmctld relation"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.join()
+			e.slurm.mu.Lock()
+			e.slurm.nodes[node].jobs, e.slurm.nodes[node].endAfter = tt.jobs, tt.endAfter
+			e.slurm.mu.Unlock()
+			if err := e.run(tt.event); err != nil {
+				t.Fatal(err)
+			}
+			if e.slurm.node(node) != nil {
+				t.Errorf("node still exists")
+			}
+			if e.slurm.deletesWhileBusy != 0 {
+				t.Errorf("tried to delete the node %d times while jobs ran", e.slurm.deletesWhileBusy)
+			}
+			want := []string{"scontrol update nodename=slurmd-3 state=drain reason=unit slurmd/3 removed", "scontrol delete nodename=slurmd-3"}
+			if d := cmp.Diff(want, e.slurmCalls()); d != "" {
+				t.Errorf("slurm calls (-want +got):\n%s", d)
+			}
+			if e.svc.isActive(SlurmdService) {
+				t.Errorf("slurmd still running")
+			}
+			if d := cmp.Diff(tt.wantStatus, e.status()); d != "" {
+				t.Errorf("status (-want +got):\n%s", d)
+			}
+			// Departure happens once: the following hooks do nothing more.
+			for _, ev := range []juju.Event{jujutest.Hook(juju.UpdateStatus), jujutest.Hook(juju.Stop)} {
+				if err := e.run(ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := len(e.slurmCalls()); got != 2 {
+				t.Errorf("departure repeated: %q", e.slurmCalls())
+			}
+		})
+	}
+}
+
+func departed() juju.Event {
+	ev := jujutest.RelationHook(juju.RelationDeparted, relID, "slurmctld/0")
+	ev.DepartingUnit = unit
+	return ev
+}
+
+func TestDepartOtherUnitIgnored(t *testing.T) {
+	e := newEnv(t)
+	e.join()
+	ev := jujutest.RelationHook(juju.RelationDeparted, relID, "slurmctld/0") // the controller unit leaves
+	if err := e.run(ev); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.slurmCalls()) != 0 || e.slurm.node(node) == nil {
+		t.Errorf("another unit's departure touched the node: %q", e.slurmCalls())
+	}
+}
+
+func TestDepartControllerUnreachable(t *testing.T) {
+	for _, when := range []string{"before drain", "while waiting"} {
+		t.Run(when, func(t *testing.T) {
+			e := newEnv(t)
+			e.join()
+			e.slurm.mu.Lock()
+			if when == "before drain" {
+				e.slurm.unreachable = true
+			} else {
+				e.slurm.nodes[node].jobs, e.slurm.nodes[node].endAfter = 1, -1
+			}
+			e.slurm.mu.Unlock()
+			if when == "while waiting" {
+				go func() {
+					// The controller goes away while the job runs.
+					for len(e.slurm.callLog()) < 30 {
+						time.Sleep(time.Millisecond)
+					}
+					e.slurm.mu.Lock()
+					e.slurm.unreachable = true
+					e.slurm.mu.Unlock()
+				}()
+			}
+			if err := e.run(departed()); err != nil {
+				t.Fatalf("departure failed instead of leaving the node to the controller: %v", err)
+			}
+			if e.svc.isActive(SlurmdService) {
+				t.Errorf("slurmd still running")
+			}
+			if e.slurm.node(node) == nil {
+				t.Errorf("node deleted although the controller was unreachable")
+			}
+			want := juju.WorkloadStatus{Code: juju.StatusMaintenance, Message: "node slurmd-3 left drained: controller unreachable"}
+			if d := cmp.Diff(want, e.status()); d != "" {
+				t.Errorf("status (-want +got):\n%s", d)
+			}
+			if !e.savedState().Departed {
+				t.Errorf("departure not recorded")
+			}
+		})
+	}
+}
+
+func TestUpdateStatus(t *testing.T) {
+	tests := []struct {
+		name string
+		n    fakeNode
+		want juju.WorkloadStatus
+	}{
+		{"idle", fakeNode{running: true}, active("node slurmd-3 idle")},
+		{"allocated", fakeNode{running: true, jobs: 1, endAfter: -1}, active("node slurmd-3 allocated")},
+		{"draining", fakeNode{running: true, jobs: 1, endAfter: -1, drain: true, reason: "maint"}, active("node slurmd-3 draining: maint")},
+		{"drained", fakeNode{running: true, drain: true, reason: "maint"}, active("node slurmd-3 drained: maint")},
+		{"down", fakeNode{running: false, down: true, reason: "dead"}, juju.WorkloadStatus{Code: juju.StatusWaiting, Message: "node slurmd-3 down (not responding): dead"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.join()
+			tt.n.conf = e.slurm.node(node).conf
+			e.slurm.setNode(node, tt.n)
+			if err := e.run(jujutest.Hook(juju.UpdateStatus)); err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.want, e.status()); d != "" {
+				t.Errorf("status (-want +got):\n%s", d)
+			}
+		})
+	}
+	t.Run("unrelated", func(t *testing.T) {
+		e := newEnv(t)
+		if err := e.run(jujutest.Hook(juju.UpdateStatus)); err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(juju.WorkloadStatus{Code: juju.StatusBlocked, Message: "waiting for slurmctld relation"}, e.status()); d != "" {
+			t.Errorf("status (-want +got):\n%s", d)
+		}
+	})
+	t.Run("unreachable", func(t *testing.T) {
+		e := newEnv(t)
+		e.join()
+		e.slurm.unreachable = true
+		if err := e.run(jujutest.Hook(juju.UpdateStatus)); err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(juju.WorkloadStatus{Code: juju.StatusWaiting, Message: "node slurmd-3: controller unreachable"}, e.status()); d != "" {
+			t.Errorf("status (-want +got):\n%s", d)
+		}
+	})
+}

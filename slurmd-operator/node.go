@@ -1,0 +1,264 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/service"
+	"github.com/charmed-slurm/operators/libs/slurm"
+	"github.com/charmed-slurm/operators/libs/slurmconf"
+)
+
+// ready configures and (re)starts slurmd for the controller's data, doing only what changed.
+func (h *hook) ready(ctx context.Context, data slurmd.ControllerData) error {
+	if h.st.Departed {
+		return h.setStatus(ctx, juju.StatusMaintenance, "node "+h.node+" removed")
+	}
+	if len(data.Controllers) == 0 {
+		return h.setStatus(ctx, juju.StatusWaiting, "waiting for slurmctld: no controller address")
+	}
+	cl := h.slurm()
+	version, err := cl.SlurmdVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("cannot find the Slurm version: %w", err)
+	}
+	keyChanged, err := h.writeAuthKey(ctx, slurm.FeaturesOf(version), data.AuthKey)
+	if err != nil {
+		return err
+	}
+	conf, err := h.conf(ctx)
+	if err != nil {
+		return err
+	}
+	want := &Applied{Controllers: data.Controllers, Conf: conf, KeyHash: hashKey(data.AuthKey), KeyID: data.AuthKeyID}
+	prev := h.st.Applied
+	spec := h.slurmdSpec(want)
+	status, err := h.c.Services.Status(ctx, SlurmdService)
+	running := err == nil && status.State == service.StateActive
+
+	switch {
+	case prev == nil:
+		// First start: a new node record.
+		if err := h.setStatus(ctx, juju.StatusMaintenance, "starting slurmd"); err != nil {
+			return err
+		}
+		if err := h.startSlurmd(ctx, spec, false); err != nil {
+			return err
+		}
+		h.st.Applied = want
+		h.st.DefaultPending = true
+	case prev.Conf != conf:
+		// Slurm 22.05 keeps a dynamic node's old record: re-register it.
+		if err := h.reregister(ctx, spec, time.Time{}, nil); err != nil {
+			return err
+		}
+		h.st.Applied = want
+	case !slices.Equal(prev.Controllers, want.Controllers) || prev.KeyHash != want.KeyHash || keyChanged || !running:
+		if err := h.setStatus(ctx, juju.StatusMaintenance, "restarting slurmd"); err != nil {
+			return err
+		}
+		if err := h.startSlurmd(ctx, spec, true); err != nil {
+			return err
+		}
+		h.st.Applied = want
+	default:
+		h.st.Applied = want
+	}
+	if err := h.saveState(ctx); err != nil {
+		return err
+	}
+	return h.settle(ctx)
+}
+
+// settle waits for the node to register, applies default-node-state to a new node and shows
+// the node's state.
+func (h *hook) settle(ctx context.Context) error {
+	n, err := h.waitRegistered(ctx)
+	if err != nil {
+		h.logf(ctx, juju.LevelWarning, "node %s did not register: %v", h.node, err)
+		return h.setStatus(ctx, juju.StatusWaiting, fmt.Sprintf("waiting for node %s to register", h.node))
+	}
+	if h.st.DefaultPending {
+		if err := h.applyDefaultState(ctx); err != nil {
+			return err
+		}
+		h.st.DefaultPending = false
+		if err := h.saveState(ctx); err != nil {
+			return err
+		}
+		if n, err = h.slurm().ShowNode(ctx, h.node); err != nil {
+			return h.setStatus(ctx, juju.StatusWaiting, fmt.Sprintf("node %s: %v", h.node, err))
+		}
+	}
+	return h.nodeStatus(ctx, n)
+}
+
+func (h *hook) applyDefaultState(ctx context.Context) error {
+	if h.cfg.nodeState() != "down" {
+		return nil
+	}
+	err := h.slurm().UpdateNode(ctx, h.node, slurm.NodeUpdate{State: "down", Reason: h.cfg.nodeReason()})
+	if err != nil {
+		return fmt.Errorf("cannot set node %s down (default-node-state): %w", h.node, err)
+	}
+	return nil
+}
+
+// waitRegistered polls until the node's record shows its slurmd registered, bounded by
+// RegisterTimeout.
+func (h *hook) waitRegistered(ctx context.Context) (slurm.Node, error) {
+	ctx, cancel := context.WithTimeout(ctx, h.c.registerTimeout())
+	defer cancel()
+	var last error
+	for {
+		n, err := h.slurm().ShowNode(ctx, h.node)
+		if err == nil && n.Version != "" && !n.State.Has(slurm.StateFuture) {
+			return n, nil
+		}
+		if err != nil {
+			last = err
+		} else {
+			last = fmt.Errorf("node %s is %s", h.node, n.State)
+		}
+		if err := sleep(ctx, h.c.pollInterval()); err != nil {
+			return slurm.Node{}, fmt.Errorf("cannot wait for node %s to register: %w (last: %v)", h.node, err, last)
+		}
+	}
+}
+
+// slurmdSpec is the slurmd service for applied.
+func (h *hook) slurmdSpec(a *Applied) service.Spec {
+	return service.Spec{
+		Name:    SlurmdService,
+		Summary: "Slurm compute node " + h.node + " (dynamic)",
+		Command: []string{SlurmdPath, "-D", "-Z", "-N", h.node,
+			"--conf-server", strings.Join(a.Controllers, ","), "--conf", a.Conf},
+	}
+}
+
+// startSlurmd configures slurmd and starts it (restart restarts a running one).
+func (h *hook) startSlurmd(ctx context.Context, spec service.Spec, restart bool) error {
+	m := h.c.Services
+	if err := m.Configure(ctx, spec); err != nil {
+		return fmt.Errorf("cannot configure slurmd: %w", err)
+	}
+	if err := m.Enable(ctx, SlurmdService); err != nil {
+		return fmt.Errorf("cannot enable slurmd: %w", err)
+	}
+	do, verb := m.Start, "start"
+	if restart {
+		do, verb = m.Restart, "restart"
+	}
+	if err := do(ctx, SlurmdService); err != nil {
+		return fmt.Errorf("cannot %s slurmd: %w", verb, err)
+	}
+	return nil
+}
+
+// conf builds the node's --conf: `slurmd -C` without NodeName, the application's feature and
+// the node-config.
+func (h *hook) conf(ctx context.Context) (string, error) {
+	mi, err := h.slurm().MachineInfo(ctx)
+	if err != nil {
+		return "", fmt.Errorf("cannot read this machine's facts (slurmd -C): %w", err)
+	}
+	nc, err := slurmconf.ParseParams(h.st.NodeConfig)
+	if err != nil {
+		return "", fmt.Errorf("cannot read the saved node-config %q: %w", h.st.NodeConfig, err)
+	}
+	return buildConf(mi, h.hc.Event.App, nc), nil
+}
+
+// buildConf merges the machine's facts, Feature=<app> (plus any features in node-config) and
+// node-config, whose values win over the machine's.
+func buildConf(mi slurm.MachineInfo, app string, nodeConfig slurmconf.Params) string {
+	var p slurmconf.Params
+	for _, kv := range mi.Params {
+		p.Set(kv.Key, kv.Value)
+	}
+	features := []string{app}
+	nc := nodeConfig.Clone()
+	for _, k := range []string{"Feature", "Features"} {
+		if v, ok := nc.Get(k); ok {
+			for _, f := range strings.Split(v, ",") {
+				if f = strings.TrimSpace(f); f != "" && !slices.Contains(features, f) {
+					features = append(features, f)
+				}
+			}
+			nc.Delete(k)
+		}
+	}
+	for _, kv := range nc {
+		p.Set(kv.Key, kv.Value)
+	}
+	p.Set("Feature", strings.Join(features, ","))
+	return p.String()
+}
+
+// writeAuthKey writes the shared key where this Slurm version wants it and, for munge,
+// (re)starts munged when the key changed or munged is not running. It reports whether the
+// key file changed.
+func (h *hook) writeAuthKey(ctx context.Context, f slurm.Features, key []byte) (bool, error) {
+	if len(key) == 0 {
+		return false, errors.New("cannot write the auth key: the controller's key is empty")
+	}
+	usr, mode := "slurm", os.FileMode(0o600)
+	if f.Munge {
+		usr, mode = "munge", 0o400
+	}
+	old, _ := os.ReadFile(h.c.path(f.AuthKeyFile))
+	changed := !bytes.Equal(old, key)
+	if changed {
+		uid, gid, err := h.c.lookupUser(usr)
+		if err != nil {
+			return false, fmt.Errorf("cannot write %s: user %s: %w", f.AuthKeyFile, usr, err)
+		}
+		if err := h.c.writeFile(ctx, f.AuthKeyFile, key, mode, &owner{uid, gid}); err != nil {
+			return false, fmt.Errorf("cannot write %s: %w", f.AuthKeyFile, err)
+		}
+	}
+	if !f.Munge {
+		return changed, nil
+	}
+	return changed, h.ensureMunged(ctx, changed)
+}
+
+// ensureMunged configures munged and starts it, restarting it when restart is set.
+func (h *hook) ensureMunged(ctx context.Context, restart bool) error {
+	m, name := h.c.Services, h.c.mungeService()
+	uid, gid, err := h.c.lookupUser("munge")
+	if err != nil {
+		return fmt.Errorf("cannot run munged: user munge: %w", err)
+	}
+	// munged's socket directory; systemd creates it for Debian's unit, Pebble does not.
+	if err := os.MkdirAll(h.c.path("/run/munge"), 0o755); err != nil {
+		return fmt.Errorf("cannot create /run/munge: %w", err)
+	}
+	if err := h.c.chown(h.c.path("/run/munge"), uid, gid); err != nil {
+		return fmt.Errorf("cannot create /run/munge: %w", err)
+	}
+	st, err := m.Status(ctx, name)
+	if err == nil && st.State == service.StateActive && !restart {
+		return nil
+	}
+	spec := service.Spec{Name: name, Summary: "MUNGE authentication service",
+		Command: []string{MungedPath, "--foreground"}, User: "munge"}
+	if err := m.Configure(ctx, spec); err != nil {
+		return fmt.Errorf("cannot configure munged: %w", err)
+	}
+	if err := m.Enable(ctx, name); err != nil {
+		return fmt.Errorf("cannot enable munged: %w", err)
+	}
+	if err := m.Restart(ctx, name); err != nil {
+		return fmt.Errorf("cannot start munged: %w", err)
+	}
+	return nil
+}

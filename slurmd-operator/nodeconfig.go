@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/slurm"
+	"github.com/charmed-slurm/operators/libs/slurmconf"
+)
+
+// forbiddenNodeKeys are node parameters the charm manages: node-config refuses them.
+var forbiddenNodeKeys = []string{"NodeName", "NodeAddr", "NodeHostname", "State", "Reason", "Port"}
+
+// numericNodeKeys are node parameters whose value must be a whole number.
+var numericNodeKeys = []string{"CPUs", "Boards", "Sockets", "SocketsPerBoard", "CoresPerSocket",
+	"ThreadsPerCore", "RealMemory", "TmpDisk", "Weight", "CoreSpecCount", "MemSpecLimit"}
+
+// ParseNodeConfig parses and checks node-config parameters: slurm.conf node keys only, none
+// of the keys the charm manages, whole numbers where Slurm wants them. Errors name the key.
+func ParseNodeConfig(s string) (slurmconf.Params, error) {
+	p, err := slurmconf.ParseParams(s)
+	if err != nil {
+		return nil, err
+	}
+	for _, kv := range p {
+		for _, k := range forbiddenNodeKeys {
+			if strings.EqualFold(kv.Key, k) {
+				return nil, fmt.Errorf("key %q is managed by the charm and cannot be set", kv.Key)
+			}
+		}
+		for _, k := range numericNodeKeys {
+			if strings.EqualFold(kv.Key, k) {
+				if _, err := strconv.ParseUint(kv.Value, 10, 64); err != nil {
+					return nil, fmt.Errorf("key %q: value %q is not a whole number", kv.Key, kv.Value)
+				}
+			}
+		}
+	}
+	if err := slurmconf.ValidateNodeParams(p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+type nodeConfigParams struct {
+	Parameters string `json:"parameters"`
+	Reset      bool   `json:"reset"`
+	Timeout    string `json:"timeout"`
+}
+
+// nodeConfigAction sets the node's node-config: parse, merge with the saved one (or start
+// from the slurmd -C baseline with reset), re-register the node with the new --conf and
+// report its new configuration. Bad input and a timeout fail the action with the node as it
+// was and nothing saved.
+func (h *hook) nodeConfigAction(ctx context.Context) error {
+	act := h.hc.Actions
+	var p nodeConfigParams
+	if err := act.Params(ctx, &p); err != nil {
+		return fmt.Errorf("cannot read the action's parameters: %w", err)
+	}
+	timeout := DefaultActionTimeout
+	if p.Timeout != "" {
+		d, err := time.ParseDuration(p.Timeout)
+		if err != nil || d <= 0 {
+			return act.Fail(ctx, fmt.Sprintf("timeout: invalid duration %q (want e.g. 90s or 10m)", p.Timeout))
+		}
+		timeout = d
+	}
+	deadline := time.Now().Add(timeout)
+	params, err := ParseNodeConfig(p.Parameters)
+	if err != nil {
+		return act.Fail(ctx, "parameters: "+err.Error())
+	}
+	var merged slurmconf.Params
+	if !p.Reset {
+		if merged, err = slurmconf.ParseParams(h.st.NodeConfig); err != nil {
+			return fmt.Errorf("cannot read the saved node-config %q: %w", h.st.NodeConfig, err)
+		}
+	}
+	for _, kv := range params {
+		if strings.EqualFold(kv.Key, "Feature") {
+			merged.Delete("Features")
+		} else if strings.EqualFold(kv.Key, "Features") {
+			merged.Delete("Feature")
+		}
+		merged.Set(kv.Key, kv.Value)
+	}
+	newConfig := merged.String()
+
+	if h.st.Departed {
+		return act.Fail(ctx, fmt.Sprintf("node %s has left the cluster", h.node))
+	}
+	if h.st.Applied == nil {
+		// Not running yet: the node-config applies when slurmd first starts.
+		h.st.NodeConfig = newConfig
+		if err := h.saveState(ctx); err != nil {
+			return err
+		}
+		return act.Set(ctx, map[string]string{"node": h.node, "node-config": newConfig,
+			"result": "saved; applied when the node joins a controller"})
+	}
+
+	old := h.st.NodeConfig
+	h.st.NodeConfig = newConfig
+	conf, err := h.conf(ctx)
+	h.st.NodeConfig = old
+	if err != nil {
+		return err
+	}
+	if conf != h.st.Applied.Conf {
+		_ = act.Log(ctx, fmt.Sprintf("re-registering node %s with --conf %q", h.node, conf))
+		want := *h.st.Applied
+		want.Conf = conf
+		progress := func(n int) {
+			if n > 0 {
+				_ = act.Log(ctx, fmt.Sprintf("waiting for %d jobs on %s", n, h.node))
+				_ = h.setStatus(ctx, juju.StatusMaintenance, fmt.Sprintf("reconfiguring %s: waiting for %d jobs", h.node, n))
+			}
+		}
+		err := h.reregister(ctx, h.slurmdSpec(&want), deadline, progress)
+		var jr *JobsRemainError
+		if errors.As(err, &jr) {
+			_ = h.updateStatus(ctx)
+			return act.Fail(ctx, fmt.Sprintf("timed out after %s: %d jobs still running on %s; node left as it was, node-config unchanged",
+				timeout, jr.Jobs, h.node))
+		}
+		if err != nil {
+			return err
+		}
+		h.st.Applied = &want
+	}
+	h.st.NodeConfig = newConfig
+	if err := h.saveState(ctx); err != nil {
+		return err
+	}
+	n, err := h.slurm().ShowNode(ctx, h.node)
+	if err != nil {
+		return fmt.Errorf("cannot show node %s: %w", h.node, err)
+	}
+	if err := h.nodeStatus(ctx, n); err != nil {
+		return err
+	}
+	return act.Set(ctx, nodeResults(n, conf, newConfig))
+}
+
+// nodeResults are the action's results: the node's configuration as the controller has it.
+func nodeResults(n slurm.Node, conf, nodeConfig string) map[string]string {
+	r := map[string]string{
+		"node":        n.Name,
+		"conf":        conf,
+		"node-config": nodeConfig,
+		"state":       n.State.String(),
+		"features":    strings.Join(n.Features, ","),
+		"cpus":        strconv.Itoa(n.CPUs),
+		"real-memory": strconv.FormatInt(n.RealMemory, 10),
+	}
+	for _, k := range []string{"Weight", "Gres", "TmpDisk"} {
+		if v, ok := n.Get(k); ok && v != "" && v != "(null)" {
+			r[strings.ToLower(k)] = v
+		}
+	}
+	return r
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// State is what the charm remembers between hooks on this unit, in StateFile.
+type State struct {
+	// NodeConfig is the node-config set with the action (slurm.conf node parameters).
+	NodeConfig string `json:"node-config,omitempty"`
+	// Applied is what slurmd was last started with; nil when it was never started or stopped
+	// for good.
+	Applied *Applied `json:"applied,omitempty"`
+	// DefaultPending is set while default-node-state still has to be applied to a new node.
+	DefaultPending bool `json:"default-pending,omitempty"`
+	// Departed is set once the node left the cluster (departure done); cleared when the unit
+	// joins a controller again.
+	Departed bool `json:"departed,omitempty"`
+}
+
+// Applied is slurmd's running configuration.
+type Applied struct {
+	Controllers []string `json:"controllers"`
+	Conf        string   `json:"conf"`
+	KeyHash     string   `json:"key-hash"`
+	KeyID       string   `json:"key-id,omitempty"`
+}
+
+func (c *Charm) loadState(ctx context.Context) (State, error) {
+	var st State
+	data, err := os.ReadFile(c.path(StateFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("cannot read charm state: %w", err)
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		return st, fmt.Errorf("cannot read charm state %s: %w", c.path(StateFile), err)
+	}
+	return st, ctx.Err()
+}
+
+func (h *hook) saveState(ctx context.Context) error {
+	data, err := json.MarshalIndent(h.st, "", "  ")
+	if err != nil {
+		return fmt.Errorf("cannot save charm state: %w", err)
+	}
+	if err := h.c.writeFile(ctx, StateFile, append(data, '\n'), 0o600, nil); err != nil {
+		return fmt.Errorf("cannot save charm state: %w", err)
+	}
+	return nil
+}
+
+// owner is a file's owner.
+type owner struct{ uid, gid int }
+
+// writeFile writes data to path (under Root) atomically: a temporary file in the same
+// directory with mode and owner set, synced, then renamed over path. Missing parent
+// directories are created (0755).
+func (c *Charm) writeFile(ctx context.Context, path string, data []byte, mode os.FileMode, own *owner) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	full := c.path(path)
+	dir := filepath.Dir(full)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(full)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Chmod(mode); err != nil {
+		return err
+	}
+	if own != nil {
+		if err := c.chown(tmp, own.uid, own.gid); err != nil {
+			return err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, full); err != nil {
+		return err
+	}
+	ok = true
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
