@@ -182,9 +182,9 @@ func TestInstall(t *testing.T) {
 		name:      "present",
 		wantState: juju.WorkloadStatus{Code: juju.StatusWaiting, Message: "waiting for slurmctld relation"},
 	}, {
-		name:    "missing",
-		missing: []string{"slurmd", "munged"},
-		wantApt: []string{"apt-get update -q", "apt-get install -y -q --no-install-recommends slurmd munge"},
+		name:      "missing",
+		missing:   []string{"slurmd", "munged"},
+		wantApt:   []string{"apt-get update -q", "apt-get install -y -q --no-install-recommends slurmd munge"},
 		wantState: juju.WorkloadStatus{Code: juju.StatusWaiting, Message: "waiting for slurmctld relation"},
 	}, {
 		name:      "apt fails",
@@ -238,18 +238,18 @@ func TestPublishPartition(t *testing.T) {
 		wantStatus juju.WorkloadStatus
 		wantApp    juju.WorkloadStatus
 	}{{
-		name:    "valid on config-changed",
-		config:  "MaxTime=1:00:00 DefaultTime=10:00",
-		leader:  true,
-		event:   jujutest.Hook(juju.ConfigChanged),
-		wantBag: map[string]string{"version": "1", "nodeset": "NodeSet=slurmd Feature=slurmd", "partition": "PartitionName=slurmd Nodes=slurmd MaxTime=1:00:00 DefaultTime=10:00"},
+		name:       "valid on config-changed",
+		config:     "MaxTime=1:00:00 DefaultTime=10:00",
+		leader:     true,
+		event:      jujutest.Hook(juju.ConfigChanged),
+		wantBag:    map[string]string{"version": "1", "nodeset": "NodeSet=slurmd Feature=slurmd", "partition": "PartitionName=slurmd Nodes=slurmd MaxTime=1:00:00 DefaultTime=10:00"},
 		wantStatus: juju.WorkloadStatus{Code: juju.StatusWaiting, Message: "waiting for slurmctld data"},
 		wantApp:    juju.WorkloadStatus{Code: juju.StatusActive},
 	}, {
-		name:    "empty on leader-elected",
-		leader:  true,
-		event:   jujutest.Hook(juju.LeaderElected),
-		wantBag: map[string]string{"version": "1", "nodeset": "NodeSet=slurmd Feature=slurmd", "partition": "PartitionName=slurmd Nodes=slurmd"},
+		name:       "empty on leader-elected",
+		leader:     true,
+		event:      jujutest.Hook(juju.LeaderElected),
+		wantBag:    map[string]string{"version": "1", "nodeset": "NodeSet=slurmd Feature=slurmd", "partition": "PartitionName=slurmd Nodes=slurmd"},
 		wantStatus: juju.WorkloadStatus{Code: juju.StatusWaiting, Message: "waiting for slurmctld data"},
 		wantApp:    juju.WorkloadStatus{Code: juju.StatusActive},
 	}, {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -426,5 +425,3 @@ func (s *fakeServices) isActive(name string) bool {
 	defer s.mu.Unlock()
 	return s.active[name]
 }
-
-var _ = strconv.Itoa

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/charmed-slurm/operators/libs/slurm"
+	"github.com/charmed-slurm/operators/libs/slurmconf"
+)
+
+func TestNodeConfigBadInput(t *testing.T) {
+	tests := []struct {
+		name    string
+		params  map[string]any
+		wantMsg string
+	}{
+		{"NodeName", map[string]any{"parameters": "NodeName=x"}, `parameters: key "NodeName" is managed by the charm and cannot be set`},
+		{"NodeAddr", map[string]any{"parameters": "Weight=2 NodeAddr=10.0.0.1"}, `parameters: key "NodeAddr" is managed by the charm and cannot be set`},
+		{"NodeHostname", map[string]any{"parameters": "nodehostname=h"}, `parameters: key "nodehostname" is managed by the charm and cannot be set`},
+		{"State", map[string]any{"parameters": "State=idle"}, `parameters: key "State" is managed by the charm and cannot be set`},
+		{"Reason", map[string]any{"parameters": `Reason="a b"`}, `parameters: key "Reason" is managed by the charm and cannot be set`},
+		{"Port", map[string]any{"parameters": "Port=6818"}, `parameters: key "Port" is managed by the charm and cannot be set`},
+		{"unknown key", map[string]any{"parameters": "Wieght=10"}, `parameters: unknown node key "Wieght" (did you mean "Weight"?)`},
+		{"not a number", map[string]any{"parameters": "RealMemory=lots"}, `parameters: key "RealMemory": value "lots" is not a whole number`},
+		{"syntax", map[string]any{"parameters": "Weight=1 Weight=2"}, `parameters: line 1, column 10: duplicate key "Weight" (first given at column 1)`},
+		{"timeout", map[string]any{"parameters": "Weight=2", "timeout": "soon"}, `timeout: invalid duration "soon" (want e.g. 90s or 10m)`},
+		{"negative timeout", map[string]any{"parameters": "Weight=2", "timeout": "-1s"}, `timeout: invalid duration "-1s" (want e.g. 90s or 10m)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.join()
+			before := e.savedState()
+			svcBefore := len(e.svc.callLog())
+			a := e.action(tt.params)
+			if !a.Failed || a.Message != tt.wantMsg {
+				t.Errorf("action failed=%v message %q, want failure %q", a.Failed, a.Message, tt.wantMsg)
+			}
+			if len(e.slurmCalls()) != 0 {
+				t.Errorf("bad input touched the node: %q", e.slurmCalls())
+			}
+			for _, c := range e.svc.callLog()[svcBefore:] {
+				if !strings.HasPrefix(c, "status") {
+					t.Errorf("bad input ran service call %q", c)
+				}
+			}
+			if d := cmp.Diff(before, e.savedState()); d != "" {
+				t.Errorf("saved state changed (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestNodeConfigApply(t *testing.T) {
+	e := newEnv(t)
+	e.join()
+	// A job runs; it ends while the action waits.
+	e.slurm.mu.Lock()
+	e.slurm.nodes[node].jobs, e.slurm.nodes[node].endAfter = 2, 3
+	e.slurm.mu.Unlock()
+	a := e.action(map[string]any{"parameters": "Weight=10 Features=gpu,fast RealMemory=20000", "timeout": "1m"})
+	if a.Failed {
+		t.Fatalf("action failed: %s", a.Message)
+	}
+	wantConf := "CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=20000 Weight=10 Feature=slurmd,gpu,fast"
+	want := map[string]string{
+		"node":        node,
+		"conf":        wantConf,
+		"node-config": "Weight=10 Features=gpu,fast RealMemory=20000",
+		"state":       "IDLE+DYNAMIC_NORM",
+		"features":    "slurmd,gpu,fast",
+		"cpus":        "2",
+		"real-memory": "20000",
+		"weight":      "10",
+		"tmpdisk":     "0",
+	}
+	if d := cmp.Diff(want, a.Results); d != "" {
+		t.Errorf("results (-want +got):\n%s", d)
+	}
+	wantCalls := []string{
+		"scontrol update nodename=slurmd-3 state=drain reason=reconfiguring node slurmd-3",
+		"scontrol delete nodename=slurmd-3",
+	}
+	if d := cmp.Diff(wantCalls, e.slurmCalls()); d != "" {
+		t.Errorf("slurm calls (-want +got):\n%s", d)
+	}
+	if e.slurm.deletesWhileBusy != 0 {
+		t.Errorf("delete tried while jobs ran")
+	}
+	if n := e.slurm.node(node); n == nil || n.drain {
+		t.Errorf("node %+v: want re-registered and not drained (it was idle)", n)
+	}
+	if len(a.Logs) == 0 || !strings.Contains(strings.Join(a.Logs, "\n"), "waiting for 2 jobs on slurmd-3") {
+		t.Errorf("no progress logged: %q", a.Logs)
+	}
+	st := e.savedState()
+	if st.NodeConfig != "Weight=10 Features=gpu,fast RealMemory=20000" || st.Applied.Conf != wantConf {
+		t.Errorf("saved state %+v", st)
+	}
+	if d := cmp.Diff(active("node slurmd-3 idle"), e.status()); d != "" {
+		t.Errorf("status (-want +got):\n%s", d)
+	}
+
+	// Merged with the saved node-config; the node's down state is restored.
+	e.slurm.mu.Lock()
+	e.slurm.nodes[node].down, e.slurm.nodes[node].reason = true, "bad fan"
+	e.slurm.mu.Unlock()
+	a = e.action(map[string]any{"parameters": "Weight=20"})
+	if a.Failed {
+		t.Fatalf("action failed: %s", a.Message)
+	}
+	if got := a.Results["node-config"]; got != "Weight=20 Features=gpu,fast RealMemory=20000" {
+		t.Errorf("node-config %q, want merged", got)
+	}
+	if n := e.slurm.node(node); !n.down || n.reason != "bad fan" {
+		t.Errorf("down state not restored: %+v", n)
+	}
+
+	// reset returns to the slurmd -C baseline.
+	a = e.action(map[string]any{"reset": true})
+	if a.Failed {
+		t.Fatalf("action failed: %s", a.Message)
+	}
+	if got := a.Results["conf"]; got != "CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=24105 Feature=slurmd" {
+		t.Errorf("conf after reset %q", got)
+	}
+	if e.savedState().NodeConfig != "" {
+		t.Errorf("node-config not reset")
+	}
+}
+
+func TestNodeConfigUnchanged(t *testing.T) {
+	e := newEnv(t)
+	e.join()
+	a := e.action(map[string]any{"parameters": ""})
+	if a.Failed || a.Results["node"] != node {
+		t.Fatalf("action %+v", a)
+	}
+	if len(e.slurmCalls()) != 0 {
+		t.Errorf("unchanged node-config touched the node: %q", e.slurmCalls())
+	}
+}
+
+func TestNodeConfigTimeout(t *testing.T) {
+	for _, prev := range []string{"idle", "drained"} {
+		t.Run(prev, func(t *testing.T) {
+			e := newEnv(t)
+			e.join()
+			e.slurm.mu.Lock()
+			e.slurm.nodes[node].jobs, e.slurm.nodes[node].endAfter = 2, -1
+			if prev == "drained" {
+				e.slurm.nodes[node].drain, e.slurm.nodes[node].reason = true, "admin"
+			}
+			e.slurm.mu.Unlock()
+			before := e.savedState()
+			a := e.action(map[string]any{"parameters": "Weight=10", "timeout": "30ms"})
+			if !a.Failed || !strings.Contains(a.Message, "2 jobs still running on slurmd-3") {
+				t.Errorf("action failed=%v %q, want a timeout naming 2 jobs", a.Failed, a.Message)
+			}
+			n := e.slurm.node(node)
+			if prev == "idle" && n.drain {
+				t.Errorf("node left drained after the timeout")
+			}
+			if prev == "drained" && (!n.drain || n.reason != "admin") {
+				t.Errorf("admin drain lost: %+v", n)
+			}
+			if !e.svc.isActive(SlurmdService) {
+				t.Errorf("slurmd stopped")
+			}
+			if d := cmp.Diff(before, e.savedState()); d != "" {
+				t.Errorf("saved state changed (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestNodeConfigBeforeJoin(t *testing.T) {
+	e := newEnv(t)
+	a := e.action(map[string]any{"parameters": "Weight=5"})
+	if a.Failed {
+		t.Fatalf("action failed: %s", a.Message)
+	}
+	if e.savedState().NodeConfig != "Weight=5" {
+		t.Errorf("node-config not saved")
+	}
+	e.join()
+	if cmd := strings.Join(e.svc.command(SlurmdService), " "); !strings.Contains(cmd, "Weight=5 Feature=slurmd") {
+		t.Errorf("slurmd command %q lacks the saved node-config", cmd)
+	}
+}
+
+func TestBuildConf(t *testing.T) {
+	mi, err := slurm.ParseMachineInfo([]byte("NodeName=h CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=8000\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, nodeConfig, want string
+	}{
+		{"baseline", "", "CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=8000 Feature=app"},
+		{"override and add", "RealMemory=4000 Weight=3", "CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=4000 Weight=3 Feature=app"},
+		{"features merged", "Feature=gpu,app,,x", "CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=8000 Feature=app,gpu,x"},
+		{"quoted", `Gres="gpu:1"`, "CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=8000 Gres=gpu:1 Feature=app"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := slurmconf.ParseParams(tt.nodeConfig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := buildConf(mi, "app", p); got != tt.want {
+				t.Errorf("buildConf = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func FuzzParseNodeConfig(f *testing.F) {
+	for _, s := range []string{"", "Weight=10", "Features=a,b RealMemory=100", "NodeName=x", `Reason="a b"`, "Port=1", "Wieght=1", "CPUs=-1", `Gres="gpu:2" TmpDisk=5`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := ParseNodeConfig(s)
+		if err != nil {
+			return
+		}
+		for _, k := range forbiddenNodeKeys {
+			if p.Has(k) {
+				t.Fatalf("ParseNodeConfig(%q) accepted %s", s, k)
+			}
+		}
+		// What is accepted renders to a line that parses back to the same parameters.
+		again, err := ParseNodeConfig(p.String())
+		if err != nil {
+			t.Fatalf("ParseNodeConfig(%q) = %q, which does not parse again: %v", s, p.String(), err)
+		}
+		if again.String() != p.String() {
+			t.Fatalf("round trip %q → %q", p.String(), again.String())
+		}
+	})
+}
