@@ -12,17 +12,18 @@
 //   - Zero padding is kept: each range is printed with at least as many
 //     digits as its lower bound has ("[08-10]" gives 08 09 10, "[8-10]"
 //     gives 8 9 10).
-//   - Text may follow a bracket ("n[1-2]-ib" gives n1-ib n2-ib).
 //   - Several brackets in one name form a cartesian product, the leftmost
 //     bracket varying slowest: "rack[1-2]-node[01-02]" gives rack1-node01
 //     rack1-node02 rack2-node01 rack2-node02.
+//   - A name must end with its last bracket: Slurm 22.05 refuses
+//     "n[1-2]-ib", and so does Expand.
 //   - Order and duplicates are kept as written. Steps ("[1-9:2]") are not
 //     supported.
 //
 // [Expand] refuses expressions that would produce more than [MaxHosts]
 // names. [Compress] is the inverse: it turns a list of names back into an
 // expression such that Expand(Compress(names)) returns names unchanged,
-// merging runs of consecutive numbers that share a prefix and suffix, as
+// merging runs of consecutive numbers that share a prefix, as
 // `scontrol show hostlist` does. [CompressSorted] sorts and de-duplicates
 // first, like `scontrol show hostlistsorted`.
 package hostlist
@@ -111,6 +112,9 @@ func expandItem(item string, limit int) ([]string, error) {
 	for {
 		i := strings.IndexByte(rest, '[')
 		if i < 0 {
+			if len(brackets) > 0 && rest != "" {
+				return nil, fmt.Errorf("invalid hostlist name %q: text after the last bracket (Slurm 22.05 refuses it)", item)
+			}
 			parts = append(parts, rest)
 			break
 		}
@@ -212,17 +216,16 @@ func parseNum(s, r string) (uint64, error) {
 	return v, nil
 }
 
-// host is a name cut at its last run of digits.
+// host is a name cut before the digits it ends with.
 type host struct {
-	prefix, digits, suffix string
-	num                    uint64
+	prefix, digits string
+	num            uint64
 }
 
+// cut splits a name that ends with digits (Slurm 22.05 cannot read text
+// after a bracket, so only a final number is ever bracketed).
 func cut(name string) (host, bool) {
 	end := len(name)
-	for end > 0 && (name[end-1] < '0' || name[end-1] > '9') {
-		end--
-	}
 	start := end
 	for start > 0 && name[start-1] >= '0' && name[start-1] <= '9' {
 		start--
@@ -231,13 +234,14 @@ func cut(name string) (host, bool) {
 		return host{}, false
 	}
 	v, _ := strconv.ParseUint(name[start:end], 10, 64)
-	return host{prefix: name[:start], digits: name[start:end], suffix: name[end:], num: v}, true
+	return host{prefix: name[:start], digits: name[start:end], num: v}, true
 }
 
 // Compress returns a hostlist expression for names, keeping their order:
 // Expand(Compress(names)) equals names. Consecutive names that differ only in
-// their last number are merged into brackets ("n1 n2 n3 n5" gives
-// "n[1-3,5]"), with zero padding kept. Names that hold '[', ']', ',' or
+// the number they end with are merged into brackets ("n1 n2 n3 n5" gives
+// "n[1-3,5]"), with zero padding kept; names that do not end with a digit are
+// written as they are. The result is what `scontrol show hostlist` prints. Names that hold '[', ']', ',' or
 // white space cannot be expressed and are written as they are.
 func Compress(names []string) string {
 	var groups []string
@@ -248,13 +252,13 @@ func Compress(names []string) string {
 			i++
 			continue
 		}
-		// Collect the following names with the same prefix and suffix.
+		// Collect the following names with the same prefix.
 		var ranges []string
 		j := i
 		single := true
 		for j < len(names) {
 			hj, ok := cut(names[j])
-			if !ok || hj.prefix != h.prefix || hj.suffix != h.suffix {
+			if !ok || hj.prefix != h.prefix {
 				break
 			}
 			// One range: hj and the names that continue it.
@@ -262,7 +266,7 @@ func Compress(names []string) string {
 			k := j + 1
 			for k < len(names) {
 				hk, ok := cut(names[k])
-				if !ok || hk.prefix != h.prefix || hk.suffix != h.suffix || hk.num != hi.num+1 || pad(hk.num, len(lo.digits)) != hk.digits {
+				if !ok || hk.prefix != h.prefix || hk.num != hi.num+1 || pad(hk.num, len(lo.digits)) != hk.digits {
 					break
 				}
 				hi = hk
@@ -279,7 +283,7 @@ func Compress(names []string) string {
 		if len(ranges) == 1 && single {
 			groups = append(groups, names[i])
 		} else {
-			groups = append(groups, h.prefix+"["+strings.Join(ranges, ",")+"]"+h.suffix)
+			groups = append(groups, h.prefix+"["+strings.Join(ranges, ",")+"]")
 		}
 		i = j
 	}
@@ -300,7 +304,7 @@ func CompressSorted(names []string) string {
 	return Compress(out)
 }
 
-// less orders names by prefix, suffix, then number and width.
+// less orders names by prefix, then number, then width.
 func less(a, b string) bool {
 	ha, oka := cut(a)
 	hb, okb := cut(b)
@@ -309,9 +313,6 @@ func less(a, b string) bool {
 	}
 	if ha.prefix != hb.prefix {
 		return ha.prefix < hb.prefix
-	}
-	if ha.suffix != hb.suffix {
-		return ha.suffix < hb.suffix
 	}
 	if ha.num != hb.num {
 		return ha.num < hb.num

@@ -25,8 +25,9 @@ func TestExpand(t *testing.T) {
 		{"padding from lower bound", "n[8-10]", []string{"n8", "n9", "n10"}},
 		{"padding kept", "n[008-010]", []string{"n008", "n009", "n010"}},
 		{"single number", "n[5]", []string{"n5"}},
-		{"suffix", "n[1-2]-ib", []string{"n1-ib", "n2-ib"}},
-		{"digits around", "r1n[1-2]0", []string{"r1n10", "r1n20"}},
+		{"digits before", "r1n[1-2]", []string{"r1n1", "r1n2"}},
+		{"brackets side by side", "a[1-2][3-4]", []string{"a13", "a14", "a23", "a24"}},
+		{"padding from lower bound only", "n[1-02]", []string{"n1", "n2"}},
 		{"cartesian product", "rack[1-2]-node[01-02]", []string{"rack1-node01", "rack1-node02", "rack2-node01", "rack2-node02"}},
 		{"no prefix", "[1-3]", []string{"1", "2", "3"}},
 		{"order and duplicates kept", "b,a,b", []string{"b", "a", "b"}},
@@ -51,6 +52,7 @@ func TestExpandErrors(t *testing.T) {
 	tests := []struct {
 		name, in, want string
 	}{
+		{"text after bracket", "n[1-2]-ib", `invalid hostlist name "n[1-2]-ib": text after the last bracket (Slurm 22.05 refuses it)`},
 		{"unclosed", "n[1-2", `invalid hostlist "n[1-2": unclosed '['`},
 		{"unmatched", "n1-2]", `invalid hostlist "n1-2]": unmatched ']' at offset 4`},
 		{"nested", "n[1[2]]", `invalid hostlist "n[1[2]]": nested '[' at offset 3`},
@@ -105,7 +107,7 @@ func TestCompress(t *testing.T) {
 		{"padding mismatch splits", []string{"n8", "n09", "n10"}, "n[8,09-10]"},
 		{"order kept", []string{"n3", "n1", "n2"}, "n[3,1-2]"},
 		{"duplicates kept", []string{"n1", "n1"}, "n[1,1]"},
-		{"suffix", []string{"n1-ib", "n2-ib", "n3"}, "n[1-2]-ib,n3"},
+		{"no bracket before a suffix", []string{"n1-ib", "n2-ib", "n3"}, "n1-ib,n2-ib,n3"},
 		{"interleaved prefixes", []string{"a1", "b1", "a2"}, "a1,b1,a2"},
 		{"empty", nil, ""},
 		{"all digits", []string{"1", "2"}, "[1-2]"},
@@ -142,7 +144,7 @@ func TestCompressSorted(t *testing.T) {
 // FuzzExpand checks that Expand never panics and that Compress∘Expand is
 // stable: expanding the compressed form gives the same names.
 func FuzzExpand(f *testing.F) {
-	for _, s := range []string{"node[01-03,7],gpu[1-2]", "rack[1-2]-node[01-02]", "n[8-10]x", "a,b c", "[0-1]", "n[1-2", "a1,a01,a1", "n[99999-100001]"} {
+	for _, s := range []string{"node[01-03,7],gpu[1-2]", "rack[1-2]-node[01-02]", "n[8-10]", "r[1-2]n[1-2]", "a,b c", "[0-1]", "n[1-2", "a1,a01,a1", "n[99999-100001]"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, expr string) {

@@ -110,7 +110,7 @@ func TestEdit(t *testing.T) {
 			p, _ := d.Partition("p")
 			p.Params.Set("MaxTime", "10")
 			noErr(t, d.SetPartition(p))
-			noErr(t, d.Set("MaxNodeCount", "10"))
+			noErr(t, d.Set("MinJobAge", "10"))
 		},
 	}, {
 		name: "append-after-missing-newline",
@@ -163,6 +163,7 @@ func TestEdit(t *testing.T) {
 			noErr(t, d.SetNodeSet(slurmconf.NodeSet{Name: "p", Params: slurmconf.Params{{Key: "Feature", Value: "p"}}}))
 			noErr(t, d.SetNode(slurmconf.Node{Name: "n1", Params: slurmconf.Params{{Key: "CPUs", Value: "1"}}}))
 			noErr(t, d.Set("ClusterName", "new"))
+			noErr(t, d.Add("SlurmctldHost", "ctl"))
 		},
 	}}
 	for _, tt := range tests {
@@ -292,7 +293,7 @@ func TestEntryErrors(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	t.Parallel()
-	in := "ClusterName=x UnknownGlobal=1\n" +
+	in := "ClusterName=x SlurmctldHost=y\n" +
 		"PartitionName=p Nodes=n MaxTme=1\n" +
 		"PartitionName=p Nodes=n\n" +
 		"PartitionName=DEFAULT State=UP\n" +
@@ -311,6 +312,7 @@ func TestValidate(t *testing.T) {
 		got = append(got, pe.Error())
 	}
 	want := []string{
+		`line 1, column 15: only one global parameter per line: slurmctld refuses "SlurmctldHost" after "ClusterName"`,
 		`line 2, column 25: unknown partition key "MaxTme" (did you mean "MaxTime"?)`,
 		`line 3, column 15: partition "p" is already defined on line 2`,
 		`line 6, column 22: duplicate key "Features": it means the same as "Feature" given at column 12`,

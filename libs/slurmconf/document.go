@@ -535,8 +535,9 @@ func (d *Doc) FrontendNames() []string {
 
 // Validate checks the document the way slurmctld 22.05 would refuse it:
 // unknown or duplicate keys on NodeName, NodeSet, PartitionName and DownNodes
-// lines, and a partition or nodeset defined twice. Global keys are not
-// checked. It returns every problem found, each a *[ParseError] with the
+// lines, a partition or nodeset defined twice, and a line holding more than
+// one global parameter (Parse reads such lines, Slurm does not). Names of
+// global keys and all values are not checked. It returns every problem found, each a *[ParseError] with the
 // line and column in the current rendering, joined with errors.Join.
 func (d *Doc) Validate() error {
 	phys := splitLines(d.Bytes())
@@ -552,8 +553,15 @@ func (d *Doc) Validate() error {
 			continue
 		}
 		k, ok := entryKinds[strings.ToLower(lg.tokens[0].key)]
+		if !ok {
+			if len(lg.tokens) > 1 {
+				t := lg.tokens[1]
+				errs = append(errs, errorf(t.line, t.col, t.key, "only one global parameter per line: slurmctld refuses %q after %q", t.key, lg.tokens[0].key))
+			}
+			continue
+		}
 		spec := specFor(k)
-		if !ok || spec == nil {
+		if spec == nil {
 			continue
 		}
 		first := lg.tokens[0]

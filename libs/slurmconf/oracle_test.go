@@ -1,0 +1,128 @@
+package slurmconf_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/charmed-slurm/operators/libs/slurmconf"
+)
+
+// scontrol returns the path of the real scontrol. Without it the test is
+// skipped with a loud reason, or fails when CI=true.
+func scontrol(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("scontrol")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("scontrol (Slurm 22.05) is required in CI: %v", err)
+		}
+		t.Skipf("SKIPPED: scontrol not found (%v): install slurm-client to compare with real Slurm", err)
+	}
+	return path
+}
+
+var slurmParseError = regexp.MustCompile(`(?m)^.*(Parse error|Parsing error|unrecognized key).*$`)
+
+// slurmParse makes the real Slurm parser read text as slurm.conf and returns
+// the parse errors it reports. `scontrol show hostnames` reads slurm.conf and
+// exits without contacting any daemon.
+func slurmParse(t *testing.T, bin, text string) []string {
+	t.Helper()
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "slurm.conf")
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(context.Background(), bin, "show", "hostnames", "x")
+	cmd.Env = append(os.Environ(), "SLURM_CONF="+conf)
+	out, _ := cmd.CombinedOutput()
+	return slurmParseError.FindAllString(string(out), -1)
+}
+
+const oracleBase = "ClusterName=oracle\nSlurmctldHost=localhost\nNodeName=n1 CPUs=1\n"
+
+// TestKeysAgainstSlurm checks the key lists against the parser of the
+// installed Slurm: every key we accept is recognised, and keys we refuse
+// (including those of newer Slurm releases) are refused by Slurm too.
+func TestKeysAgainstSlurm(t *testing.T) {
+	t.Parallel()
+	bin := scontrol(t)
+	type probe struct {
+		line   string
+		accept bool
+	}
+	var probes []probe
+	for _, k := range slurmconf.PartitionKeys() {
+		probes = append(probes, probe{"PartitionName=p " + k + "=1", true})
+	}
+	for _, k := range slurmconf.NodeKeys() {
+		probes = append(probes, probe{"NodeName=n2 " + k + "=1", true})
+	}
+	for _, line := range []string{"NodeSet=s Feature=f", "NodeSet=s Nodes=n1", "DownNodes=n1 State=DOWN", "DownNodes=n1 Reason=x"} {
+		probes = append(probes, probe{line, true})
+	}
+	for _, line := range []string{
+		"PartitionName=p Nodes=n1 PowerDownOnIdle=YES", "PartitionName=p Nodes=n1 MaxCPUsPerSocket=1",
+		"PartitionName=p Nodes=n1 AllowUsers=a", "NodeName=n2 Extra=x", "NodeName=n2 Comment=x",
+		"NodeName=n2 Parameters=x", "NodeSet=s Features=f", "NodeSet=s Weight=1", "DownNodes=n1 CPUs=1",
+	} {
+		probes = append(probes, probe{line, false})
+	}
+	for _, p := range probes {
+		t.Run(p.line, func(t *testing.T) {
+			t.Parallel()
+			var ours error
+			switch {
+			case strings.HasPrefix(p.line, "PartitionName"):
+				_, ours = slurmconf.ParsePartition(p.line)
+			case strings.HasPrefix(p.line, "NodeName"):
+				_, ours = slurmconf.ParseNode(p.line)
+			case strings.HasPrefix(p.line, "NodeSet"):
+				_, ours = slurmconf.ParseNodeSet(p.line)
+			default:
+				_, ours = slurmconf.ParseDownNodes(p.line)
+			}
+			theirs := slurmParse(t, bin, oracleBase+p.line+"\n")
+			if (ours == nil) != p.accept || (len(theirs) == 0) != p.accept {
+				t.Errorf("want accepted=%v; this package: %v; Slurm: %q", p.accept, ours, theirs)
+			}
+		})
+	}
+}
+
+// TestDocsAgainstSlurm makes the real Slurm parser read every corpus file
+// and every edited golden output: Slurm reports a parse error exactly when
+// Doc.Validate does. Files with Include lines are left out (their targets
+// do not exist here).
+func TestDocsAgainstSlurm(t *testing.T) {
+	t.Parallel()
+	bin := scontrol(t)
+	files, err := filepath.Glob("testdata/edit/*.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, corpus(t)...)
+	for _, path := range files {
+		t.Run(path, func(t *testing.T) {
+			t.Parallel()
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := mustParse(t, data)
+			if len(d.Includes()) > 0 || len(d.FrontendNames()) > 0 || len(d.Params()) == 0 {
+				t.Skip("includes, front ends or no parameters: not a stand-alone slurm.conf")
+			}
+			ours := d.Validate()
+			theirs := slurmParse(t, bin, string(data))
+			if (ours == nil) != (len(theirs) == 0) {
+				t.Errorf("Validate: %v; Slurm: %q", ours, theirs)
+			}
+		})
+	}
+}
