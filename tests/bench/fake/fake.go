@@ -1,0 +1,263 @@
+// Package fake answers Juju's hook tools from a JSON fixture and stubs Slurm's, munge's and
+// apt's commands, for timing operator hooks without Juju or Slurm (see tests/bench). It uses
+// the standard library only, so that the binary built from it (tests/cmd/bench/faketool) starts
+// as fast as a Go program can.
+//
+// One binary answers under every name: Main looks at the base name of argv[0], so the binary
+// is installed as symlinks named after HookTools on PATH and bind-mounted over SlurmCommands.
+package fake
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+)
+
+// Environment variables read by Main.
+const (
+	// FixtureEnv names the JSON Fixture file the fake hook tools answer from.
+	FixtureEnv = "BENCH_FAKE_FIXTURE"
+	// LogEnv names a file every fake call appends one line to ("tool arg arg...").
+	LogEnv = "BENCH_FAKE_LOG"
+)
+
+// HookTools are the Juju hook tools Main answers.
+var HookTools = []string{
+	"relation-ids", "relation-list", "relation-get", "relation-set", "config-get", "is-leader",
+	"status-set", "status-get", "juju-log", "open-port", "close-port", "opened-ports",
+	"action-get", "action-set", "action-fail", "action-log", "secret-add", "secret-get",
+	"secret-set", "secret-grant", "secret-revoke", "secret-remove", "secret-info-get",
+	"secret-ids", "network-get", "unit-get", "application-version-set", "leader-get", "leader-set",
+}
+
+// SlurmCommands are the system commands Main stubs: Slurm's, munge's and apt's.
+var SlurmCommands = []string{
+	"scontrol", "sinfo", "squeue", "sbatch", "srun", "scancel", "slurmd", "slurmctld",
+	"munged", "mungekey", "munge", "unmunge", "apt-get", "dpkg-query",
+}
+
+// Answers reports whether argv0 (os.Args[0]) names a tool Main answers.
+func Answers(argv0 string) bool {
+	name := filepath.Base(argv0)
+	return slices.Contains(HookTools, name) || slices.Contains(SlurmCommands, name)
+}
+
+// Fixture is what the fake hook tools answer: one unit's view of its model.
+type Fixture struct {
+	Leader bool           `json:"leader"`
+	Config map[string]any `json:"config"`
+	// Relations by id ("slurmd:1").
+	Relations []Relation `json:"relations"`
+	// Secrets by id ("secret:..."); Labels maps a label to its secret id.
+	Secrets map[string]map[string]string `json:"secrets"`
+	Labels  map[string]string            `json:"labels"`
+	// Ingress is the address network-get and unit-get give.
+	Ingress string `json:"ingress"`
+	// Commands are the answers of the stubbed system commands, first matching prefix wins.
+	Commands []Command `json:"commands"`
+}
+
+// Relation is one relation as the unit sees it.
+type Relation struct {
+	ID        string   `json:"id"`
+	Endpoint  string   `json:"endpoint"`
+	RemoteApp string   `json:"remote-app"`
+	Units     []string `json:"units"`
+	// Data by unit or application name.
+	Data map[string]map[string]string `json:"data"`
+}
+
+// Command answers a stubbed command whose argv (without the program's directory) starts
+// with Argv. Block makes it run until SIGTERM (a daemon in the foreground).
+type Command struct {
+	Argv   []string `json:"argv"`
+	Stdout string   `json:"stdout,omitempty"`
+	Stderr string   `json:"stderr,omitempty"`
+	Exit   int      `json:"exit,omitempty"`
+	Block  bool     `json:"block,omitempty"`
+}
+
+// Main runs argv as the hook tool or stubbed command named by argv[0], answering from the
+// Fixture named by $BENCH_FAKE_FIXTURE, and returns the exit code. It accepts the command
+// lines libs/juju runs (docs/contracts.md) and is only as clever as a benchmark needs: writes
+// are accepted and forgotten, so every run of a hook sees the same model.
+func Main(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	name := filepath.Base(argv[0])
+	args := argv[1:]
+	if p := os.Getenv(LogEnv); p != "" {
+		if f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
+			fmt.Fprintln(f, strings.Join(append([]string{name}, args...), " "))
+			f.Close()
+		}
+	}
+	var fx Fixture
+	if p := os.Getenv(FixtureEnv); p != "" {
+		data, err := os.ReadFile(p)
+		if err == nil {
+			err = json.Unmarshal(data, &fx)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: cannot read fixture: %v\n", name, err)
+			return 2
+		}
+	}
+	if slices.Contains(SlurmCommands, name) {
+		return fx.command(name, args, stdout, stderr)
+	}
+	out, code, msg := fx.tool(name, args, stdin)
+	if msg != "" {
+		fmt.Fprintln(stderr, "ERROR "+msg)
+	}
+	if raw, ok := out.(rawOut); ok {
+		fmt.Fprintln(stdout, string(raw))
+	} else if out != nil {
+		data, _ := json.Marshal(out)
+		fmt.Fprintln(stdout, string(data))
+	}
+	return code
+}
+
+func (fx *Fixture) command(name string, args []string, stdout, stderr io.Writer) int {
+	argv := append([]string{name}, args...)
+	for _, c := range fx.Commands {
+		if len(c.Argv) <= len(argv) && slices.Equal(c.Argv, argv[:len(c.Argv)]) {
+			io.WriteString(stdout, c.Stdout)
+			io.WriteString(stderr, c.Stderr)
+			if c.Block {
+				ch := make(chan os.Signal, 1)
+				signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
+				<-ch
+			}
+			return c.Exit
+		}
+	}
+	return 0
+}
+
+// flagValue returns the value of flag (e.g. "-r") in args and args without it.
+func flagValue(args []string, flag string) (string, []string) {
+	for i, a := range args {
+		if a == flag && i+1 < len(args) {
+			return args[i+1], append(append([]string(nil), args[:i]...), args[i+2:]...)
+		}
+		if v, ok := strings.CutPrefix(a, flag+"="); ok {
+			return v, append(append([]string(nil), args[:i]...), args[i+1:]...)
+		}
+	}
+	return "", args
+}
+
+// positional returns the arguments that are not flags (a lone "-" counts as positional).
+func positional(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if a == "-" || !strings.HasPrefix(a, "-") {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// rawOut is tool output printed as is rather than as JSON.
+type rawOut string
+
+func (fx *Fixture) relation(id string) *Relation {
+	for i := range fx.Relations {
+		if fx.Relations[i].ID == id {
+			return &fx.Relations[i]
+		}
+	}
+	return nil
+}
+
+func (fx *Fixture) tool(name string, args []string, stdin io.Reader) (out any, code int, msg string) {
+	switch name {
+	case "relation-ids":
+		ids := []string{}
+		for _, r := range fx.Relations {
+			if slices.Contains(positional(args), r.Endpoint) {
+				ids = append(ids, r.ID)
+			}
+		}
+		return ids, 0, ""
+	case "relation-list":
+		id, rest := flagValue(args, "-r")
+		r := fx.relation(id)
+		if r == nil {
+			return nil, 2, fmt.Sprintf("invalid value %q for option -r: relation not found", id)
+		}
+		if slices.Contains(rest, "--app") {
+			return r.RemoteApp, 0, ""
+		}
+		return r.Units, 0, ""
+	case "relation-get":
+		id, rest := flagValue(args, "-r")
+		r := fx.relation(id)
+		if r == nil {
+			return nil, 2, fmt.Sprintf("invalid value %q for option -r: relation not found", id)
+		}
+		pos := positional(rest)
+		data := map[string]string{}
+		if len(pos) >= 2 {
+			for k, v := range r.Data[pos[1]] {
+				data[k] = v
+			}
+		}
+		return data, 0, ""
+	case "relation-set", "leader-set":
+		io.Copy(io.Discard, stdin)
+		return nil, 0, ""
+	case "config-get":
+		cfg := fx.Config
+		if cfg == nil {
+			cfg = map[string]any{}
+		}
+		return cfg, 0, ""
+	case "is-leader":
+		return fx.Leader, 0, ""
+	case "status-get":
+		return map[string]any{"status": "active", "message": "", "status-data": map[string]any{}}, 0, ""
+	case "opened-ports", "secret-ids":
+		return []string{}, 0, ""
+	case "action-get", "leader-get":
+		return map[string]any{}, 0, ""
+	case "secret-add":
+		return rawOut("secret:d3b5s2fmp25c7abcdef0"), 0, ""
+	case "secret-get", "secret-info-get":
+		id := ""
+		if label, _ := flagValue(args, "--label"); label != "" {
+			id = fx.Labels[label]
+		}
+		if pos := positional(args); len(pos) > 0 {
+			id = pos[0]
+		}
+		content, ok := fx.Secrets[id]
+		if !ok {
+			return nil, 1, fmt.Sprintf("secret %q not found", id)
+		}
+		if name == "secret-info-get" {
+			bare := strings.TrimPrefix(id, "secret:")
+			return map[string]any{bare: map[string]any{"revision": 1, "owner": "application"}}, 0, ""
+		}
+		return content, 0, ""
+	case "network-get":
+		if slices.Contains(args, "--ingress-address") {
+			return fx.Ingress, 0, ""
+		}
+		return map[string]any{
+			"bind-addresses":    []any{map[string]any{"interface-name": "eth0", "addresses": []any{map[string]any{"value": fx.Ingress, "cidr": fx.Ingress + "/24"}}}},
+			"egress-subnets":    []string{fx.Ingress + "/32"},
+			"ingress-addresses": []string{fx.Ingress},
+		}, 0, ""
+	case "unit-get":
+		return fx.Ingress, 0, ""
+	default: // writes: status-set, juju-log, ports, action-*, secret writes, application-version-set
+		return nil, 0, ""
+	}
+}

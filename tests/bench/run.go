@@ -1,0 +1,207 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/charmed-slurm/operators/tests/hosts"
+	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
+)
+
+// RunOptions configure Run.
+type RunOptions struct {
+	// Parts to run: "raw", "hooks", "join", "scale", "leave"; empty means all.
+	Parts []string
+	// Out is where WriteFiles puts the files (used for scratch only by Run: nothing).
+	Out string
+	// PebbleBin is the pebble binary for the hosts.
+	PebbleBin string
+	// Samples per join/leave figure (default 5); HookRuns per hook (default 20); ScaleOut is
+	// how many units are added at once (default 32).
+	Samples, HookRuns, ScaleOut int
+	// Command is the command line recorded in the report.
+	Command string
+	// Progress receives progress lines; nil discards them.
+	Progress func(format string, args ...any)
+}
+
+func (o *RunOptions) progress(format string, args ...any) {
+	if o.Progress != nil {
+		o.Progress(format, args...)
+	}
+}
+
+func (o *RunOptions) part(name string) bool {
+	return len(o.Parts) == 0 || slices.Contains(o.Parts, name)
+}
+
+// Run runs the benchmarks and returns the report. A part that fails is recorded in the
+// report's notes and the other parts still run; the error then names every failed part.
+func Run(ctx context.Context, opts RunOptions) (*Report, error) {
+	if opts.Samples <= 0 {
+		opts.Samples = 5
+	}
+	if opts.HookRuns <= 0 {
+		opts.HookRuns = 20
+	}
+	if opts.ScaleOut <= 0 {
+		opts.ScaleOut = 32
+	}
+	for _, p := range opts.Parts {
+		if !slices.Contains([]string{"raw", "hooks", "join", "scale", "leave"}, p) {
+			return nil, fmt.Errorf("unknown part %q (want raw, hooks, join, scale or leave)", p)
+		}
+	}
+	root, err := hoststest.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Started: time.Now(), Command: opts.Command, Machine: DescribeMachine(ctx)}
+	scratch, err := os.MkdirTemp("", "bench")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(scratch)
+	var failed []string
+	fail := func(part string, err error) {
+		failed = append(failed, part)
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%s: FAILED: %v", part, err))
+		opts.progress("%s failed: %v", part, err)
+	}
+	if opts.part("raw") {
+		opts.progress("raw join: %d nodes, one after the other", opts.Samples)
+		if err := runRaw(ctx, &opts, rep, scratch); err != nil {
+			fail("raw", err)
+		}
+	}
+	if opts.part("hooks") {
+		opts.progress("hooks: %d runs each", opts.HookRuns)
+		if err := runHooks(ctx, &opts, rep, root, scratch); err != nil {
+			fail("hooks", err)
+		}
+	}
+	if opts.part("join") || opts.part("scale") || opts.part("leave") {
+		if err := runOperators(ctx, &opts, rep, root, scratch); err != nil {
+			fail("operators", err)
+		}
+	}
+	derive(rep)
+	rep.Duration = time.Since(rep.Started)
+	if len(failed) > 0 {
+		return rep, fmt.Errorf("failed parts: %s", strings.Join(failed, ", "))
+	}
+	return rep, nil
+}
+
+// derive adds figures computed from others (join_ratio).
+func derive(rep *Report) {
+	raw, ok1 := rep.Figure("raw_join_s")
+	join, ok2 := rep.Figure("join_s.median")
+	if ok1 && ok2 && raw.Value > 0 {
+		rep.Add(Figure{Name: "join_ratio", Value: join.Value / raw.Value, Unit: "ratio", Target: Max(2.0),
+			Note: "join_s.median / raw_join_s"})
+	}
+}
+
+// newNetwork creates a hosts network for the benchmarks under scratch.
+func newNetwork(ctx context.Context, opts *RunOptions, scratch, name string) (*hosts.Network, error) {
+	if why := hoststest.Unavailable(); why != "" {
+		return nil, errors.New(why)
+	}
+	return hosts.NewNetwork(ctx, hosts.NetworkOptions{Prefix: "bench", Dir: filepath.Join(scratch, name), PebbleBin: opts.PebbleBin})
+}
+
+func runRaw(ctx context.Context, opts *RunOptions, rep *Report, scratch string) (err error) {
+	n, err := newNetwork(ctx, opts, scratch, "raw")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := n.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	res, err := RawJoin(ctx, RawOptions{Network: n, Nodes: opts.Samples})
+	if len(res.Join) > 0 {
+		s := Summarize(Seconds(res.Join))
+		rep.Add(Figure{Name: "raw_join_s", Value: s.Median, Unit: "s", Samples: s.N,
+			Note: "slurmd -Z started through Pebble on a prepared host → IDLE (median)"},
+			Figure{Name: "raw_join_s.p90", Value: s.P90, Unit: "s", Samples: s.N})
+		var pts []Point
+		for i, d := range res.Join {
+			pts = append(pts, Point{Nodes: i + 1, Seconds: d.Seconds()})
+		}
+		rep.Series = append(rep.Series, Series{Name: "raw slurmd -Z", Points: pts})
+	}
+	if len(res.HostCreate) > 0 {
+		s := Summarize(Seconds(res.HostCreate))
+		rep.Add(Figure{Name: "raw_host_prepare_s", Value: s.Median, Unit: "s", Samples: s.N,
+			Note: "host creation + munged start (not part of raw_join_s)"})
+	}
+	return err
+}
+
+// DescribeMachine reads the machine's CPUs, memory, kernel, OS and Slurm version.
+func DescribeMachine(ctx context.Context) Machine {
+	m := Machine{CPUs: runtime.NumCPU(), Go: runtime.Version()}
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kib int64
+		fmt.Sscanf(strings.TrimPrefix(strings.SplitN(string(data), "\n", 2)[0], "MemTotal:"), "%d", &kib)
+		m.MemoryMiB = kib / 1024
+	}
+	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(data))
+	}
+	if f, err := os.Open("/etc/os-release"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "PRETTY_NAME="); ok {
+				m.OS = strings.Trim(v, `"`)
+			}
+		}
+		f.Close()
+	}
+	if out, err := exec.CommandContext(ctx, "slurmd", "-V").Output(); err == nil {
+		m.Slurm = strings.TrimSpace(string(out))
+	}
+	return m
+}
+
+// WriteFiles writes rep to dir as bench.json, bench.md and bench-join.svg.
+func WriteFiles(rep *Report, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for name, write := range map[string]func(*os.File) error{
+		"bench.json": func(f *os.File) error { return rep.WriteJSON(f) },
+		"bench.md":   func(f *os.File) error { return rep.WriteTable(f) },
+		"bench-join.svg": func(f *os.File) error {
+			return Chart{Title: "Node join latency against cluster size", XLabel: "nodes in the cluster after the join",
+				YLabel: "seconds to IDLE", Series: rep.Series}.WriteSVG(f)
+		},
+	} {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		err = write(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("cannot write %s: %w", name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,69 @@
+package bench
+
+import (
+	"math"
+	"sort"
+	"time"
+)
+
+// Summary describes a set of samples.
+type Summary struct {
+	N                     int
+	Min, Median, P90, Max float64
+}
+
+// Summarize returns the summary of xs (zero for no samples). The median of an even count is
+// the mean of the two middle values; P90 is the nearest-rank 90th percentile.
+func Summarize(xs []float64) Summary {
+	if len(xs) == 0 {
+		return Summary{}
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return Summary{N: len(s), Min: s[0], Median: median(s), P90: nearestRank(s, 90), Max: s[len(s)-1]}
+}
+
+// Median returns the median of xs (0 for none).
+func Median(xs []float64) float64 { return Summarize(xs).Median }
+
+// Percentile returns the nearest-rank p-th percentile of xs (0 < p ≤ 100; 0 for no samples).
+func Percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return nearestRank(s, p)
+}
+
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
+
+func nearestRank(sorted []float64, p float64) float64 {
+	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
+	rank = min(max(rank, 1), len(sorted))
+	return sorted[rank-1]
+}
+
+// Seconds converts durations to seconds.
+func Seconds(ds []time.Duration) []float64 {
+	out := make([]float64, len(ds))
+	for i, d := range ds {
+		out[i] = d.Seconds()
+	}
+	return out
+}
+
+// Millis converts durations to milliseconds.
+func Millis(ds []time.Duration) []float64 {
+	out := make([]float64, len(ds))
+	for i, d := range ds {
+		out[i] = float64(d) / float64(time.Millisecond)
+	}
+	return out
+}

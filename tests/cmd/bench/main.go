@@ -1,0 +1,64 @@
+// Command bench runs the benchmarks of `make bench` (package tests/bench; docs/benchmarks.md).
+//
+//	go run ./tests/cmd/bench [-out build] [-only raw,hooks,join,scale,leave] [-samples 5]
+//
+// It prints one `name=value unit` line per figure and writes <out>/bench.json, <out>/bench.md
+// (a table) and <out>/bench-join.svg (join latency against cluster size). It needs root and
+// network namespaces for every figure except hooks. Run it from the repository root.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/charmed-slurm/operators/tests/bench"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	var opts bench.RunOptions
+	only := flag.String("only", "raw,hooks,join,scale,leave", "comma-separated parts to run: raw, hooks, join, scale, leave")
+	flag.StringVar(&opts.Out, "out", "build", "directory for bench.json, bench.md and bench-join.svg")
+	flag.StringVar(&opts.PebbleBin, "pebble", "build/bin/pebble", "pebble binary for the hosts")
+	flag.IntVar(&opts.Samples, "samples", 5, "joins and leaves measured per figure")
+	flag.IntVar(&opts.HookRuns, "hook-runs", 20, "runs per hook")
+	flag.IntVar(&opts.ScaleOut, "scale", 32, "units added at once for scale_out")
+	timeout := flag.Duration("timeout", 12*time.Minute, "bound on the whole run")
+	flag.Parse()
+	opts.Parts = strings.Split(*only, ",")
+	opts.Command = "go run ./tests/cmd/bench " + strings.Join(os.Args[1:], " ")
+	opts.Progress = func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, *timeout)
+	defer cancelT()
+	if abs, err := filepath.Abs(opts.PebbleBin); err == nil {
+		opts.PebbleBin = abs
+	}
+	rep, err := bench.Run(ctx, opts)
+	if rep != nil {
+		if werr := rep.WriteLines(os.Stdout); werr != nil && err == nil {
+			err = werr
+		}
+		if werr := bench.WriteFiles(rep, opts.Out); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	return 0
+}
