@@ -25,7 +25,7 @@
 // expression such that Expand(Compress(names)) returns names unchanged,
 // merging runs of consecutive numbers that share a prefix, as
 // `scontrol show hostlist` does. [CompressSorted] sorts and de-duplicates
-// first, like `scontrol show hostlistsorted`.
+// first (`scontrol show hostlistsorted` sorts but keeps duplicates).
 package hostlist
 
 import (
