@@ -3,8 +3,502 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/slurm"
+	"github.com/charmed-slurm/operators/tests/charmpack"
+	"github.com/charmed-slurm/operators/tests/hosts"
+	"github.com/charmed-slurm/operators/tests/model"
 )
 
-func runOperators(ctx context.Context, opts *RunOptions, rep *Report, root, scratch string) error {
-	return errors.New("not yet")
+// TimedProvisioner wraps a Provisioner and records how long each NewMachine took, by unit.
+type TimedProvisioner struct {
+	model.Provisioner
+	mu      sync.Mutex
+	created map[string]time.Duration
+	done    map[string]time.Time
+}
+
+// NewMachine implements model.Provisioner.
+func (p *TimedProvisioner) NewMachine(ctx context.Context, id, unit string) (model.Machine, error) {
+	t0 := time.Now()
+	m, err := p.Provisioner.NewMachine(ctx, id, unit)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.created == nil {
+		p.created, p.done = map[string]time.Duration{}, map[string]time.Time{}
+	}
+	p.created[unit], p.done[unit] = time.Since(t0), time.Now()
+	return m, err
+}
+
+// Created returns how long unit's machine took to create and when it was ready.
+func (p *TimedProvisioner) Created(unit string) (time.Duration, time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d, ok := p.created[unit]
+	return d, p.done[unit], ok
+}
+
+// tracer keeps the model's progress and log lines with their times.
+type tracer struct {
+	mu    sync.Mutex
+	lines []traceLine
+}
+
+type traceLine struct {
+	at   time.Time
+	text string
+}
+
+func (t *tracer) log(line string) {
+	t.mu.Lock()
+	t.lines = append(t.lines, traceLine{time.Now(), line})
+	t.mu.Unlock()
+}
+
+// since renders the lines logged since t0 that mention any of subjects, with their offsets.
+func (t *tracer) since(t0 time.Time, subjects ...string) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	for _, l := range t.lines {
+		if l.at.Before(t0) {
+			continue
+		}
+		for _, s := range subjects {
+			if strings.Contains(l.text, s) {
+				out = append(out, fmt.Sprintf("+%7.3fs %s", l.at.Sub(t0).Seconds(), l.text))
+				break
+			}
+		}
+	}
+	return out
+}
+
+// opCluster is a local model on real hosts running the two charms.
+type opCluster struct {
+	m     *model.Model
+	net   *hosts.Network
+	prov  *TimedProvisioner
+	trace *tracer
+	ctl   *hosts.Host
+	sc    *slurm.Client
+	poll  time.Duration
+}
+
+func (c *opCluster) host(unit string) (*hosts.Host, error) {
+	st := c.m.State()
+	u, ok := st.Units[unit]
+	if !ok {
+		return nil, fmt.Errorf("no unit %s", unit)
+	}
+	ms, ok := st.Machines[u.Machine]
+	if !ok || ms.Hostname == "" {
+		return nil, fmt.Errorf("unit %s has no machine yet", unit)
+	}
+	h := c.net.Host(ms.Hostname)
+	if h == nil {
+		return nil, fmt.Errorf("no host %s", ms.Hostname)
+	}
+	return h, nil
+}
+
+func (c *opCluster) wait(ctx context.Context, d time.Duration, until func(*model.Status) bool) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return c.m.Wait(ctx, model.WaitOptions{Until: until})
+}
+
+// waitIdle waits until node is IDLE.
+func (c *opCluster) waitIdle(ctx context.Context, node string) error {
+	return Poll(ctx, c.poll, func() (bool, string) {
+		n, err := c.sc.ShowNode(ctx, node)
+		if err != nil {
+			return false, err.Error()
+		}
+		return n.State.Base == slurm.StateIdle && !n.State.NotResponding() && !n.State.Drain(), n.State.String()
+	})
+}
+
+// waitGone waits until the controller has no record of node.
+func (c *opCluster) waitGone(ctx context.Context, node string) error {
+	return Poll(ctx, c.poll, func() (bool, string) {
+		n, err := c.sc.ShowNode(ctx, node)
+		if errors.Is(err, slurm.ErrUnknownNode) {
+			return true, ""
+		}
+		if err != nil {
+			return false, err.Error()
+		}
+		return false, n.State.String()
+	})
+}
+
+func (c *opCluster) ctlEvents() (ControllerEvents, string) {
+	log, _ := os.ReadFile(c.ctl.Path("/var/log/slurm/slurmctld.log"))
+	pid, _ := c.ctl.Run(context.Background(), "pidof", "slurmctld")
+	return CountControllerLog(log), strings.TrimSpace(string(pid))
+}
+
+// buildModelParts builds juju-local and packs both charms into dir.
+func buildModelParts(ctx context.Context, root, dir string) (tools, ctld, slurmdCharm string, err error) {
+	tools = filepath.Join(dir, "juju-local")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", tools, "./tests/cmd/juju-local")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", "", "", fmt.Errorf("cannot build juju-local: %v\n%s", err, out)
+	}
+	ctld, slurmdCharm = filepath.Join(dir, "slurmctld.charm"), filepath.Join(dir, "slurmd.charm")
+	for src, out := range map[string]string{"slurmctld-operator": ctld, "slurmd-operator": slurmdCharm} {
+		if err := charmpack.Pack(ctx, charmpack.Options{Dir: filepath.Join(root, src), Out: out}); err != nil {
+			return "", "", "", err
+		}
+	}
+	return tools, ctld, slurmdCharm, nil
+}
+
+func runOperators(ctx context.Context, opts *RunOptions, rep *Report, root, scratch string) (err error) {
+	opts.progress("operators: building juju-local and packing the charms")
+	tools, ctldCharm, slurmdCharm, err := buildModelParts(ctx, root, scratch)
+	if err != nil {
+		return err
+	}
+	n, err := newNetwork(ctx, opts, scratch, "op")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := n.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	// Unix socket paths are short: the model lives in a short temporary directory.
+	dir, err := os.MkdirTemp("", "bm")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	c := &opCluster{net: n, prov: &TimedProvisioner{Provisioner: &model.HostMachines{Network: n}}, trace: &tracer{}, poll: 20 * time.Millisecond}
+	c.m, err = model.New(ctx, model.Options{Dir: dir, Name: "bench", Tools: tools, Machines: c.prov,
+		UpdateStatusInterval: time.Minute, Log: c.trace.log})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := c.m.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+		if err != nil {
+			rep.Traces = appendTrace(rep.Traces, "failure (last 60 model lines)", c.trace.tail(60))
+		}
+	}()
+
+	opts.progress("operators: deploying slurmctld and 1 slurmd, integrating")
+	t0 := time.Now()
+	if _, err := c.m.Deploy(ctx, model.DeployOptions{Charm: ctldCharm, Name: "slurmctld"}); err != nil {
+		return err
+	}
+	if _, err := c.m.Deploy(ctx, model.DeployOptions{Charm: slurmdCharm, Name: "slurmd"}); err != nil {
+		return err
+	}
+	if _, err := c.m.Integrate(ctx, "slurmctld", "slurmd"); err != nil {
+		return err
+	}
+	if err := c.wait(ctx, 3*time.Minute, model.AllActive); err != nil {
+		return fmt.Errorf("cluster not active: %w", err)
+	}
+	rep.Add(Figure{Name: "deploy_s", Value: time.Since(t0).Seconds(), Unit: "s",
+		Note: "deploy slurmctld + 1 slurmd, integrate → all active (hosts included)"})
+	if c.ctl, err = c.host("slurmctld/0"); err != nil {
+		return err
+	}
+	c.sc = &slurm.Client{Runner: slurm.ExecRunner{Command: c.ctl.Command}, Conf: ControllerConf}
+	if err := c.waitIdle(withTimeout(ctx, time.Minute), slurmd.NodeName("slurmd/0")); err != nil {
+		return fmt.Errorf("slurmd/0 never idle: %w", err)
+	}
+
+	var errs []error
+	if opts.part("join") || opts.part("leave") {
+		if err := c.joinLeave(ctx, opts, rep); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if opts.part("leave") && len(errs) == 0 {
+		if err := c.leaveAfterJob(ctx, opts, rep); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if opts.part("scale") && len(errs) == 0 {
+		if err := c.scaleOut(ctx, opts, rep); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func withTimeout(ctx context.Context, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	_ = cancel // released when the parent ends; the waits here are short
+	return ctx
+}
+
+func appendTrace(m map[string][]string, name string, lines []string) map[string][]string {
+	if m == nil {
+		m = map[string][]string{}
+	}
+	m[name] = lines
+	return m
+}
+
+func (t *tracer) tail(n int) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	start := max(len(t.lines)-n, 0)
+	t0 := time.Time{}
+	if len(t.lines) > 0 {
+		t0 = t.lines[0].at
+	}
+	for _, l := range t.lines[start:] {
+		out = append(out, fmt.Sprintf("+%7.3fs %s", l.at.Sub(t0).Seconds(), l.text))
+	}
+	return out
+}
+
+// joinOne adds one slurmd unit and returns it, its join time from add-unit to IDLE, and its
+// host creation time.
+func (c *opCluster) joinOne(ctx context.Context) (unit string, total, host time.Duration, t0 time.Time, err error) {
+	t0 = time.Now()
+	units, err := c.m.AddUnit(ctx, "slurmd", 1)
+	if err != nil {
+		return "", 0, 0, t0, err
+	}
+	unit = units[0]
+	if err := c.waitIdle(withTimeout(ctx, 2*time.Minute), slurmd.NodeName(unit)); err != nil {
+		return unit, 0, 0, t0, fmt.Errorf("%s never idle: %w", unit, err)
+	}
+	total = time.Since(t0)
+	host, _, _ = c.prov.Created(unit)
+	return unit, total, host, t0, nil
+}
+
+func (c *opCluster) joinLeave(ctx context.Context, opts *RunOptions, rep *Report) error {
+	opts.progress("operators: %d joins one after the other", opts.Samples)
+	var joins, hostsC, totals []time.Duration
+	var units []string
+	var pts []Point
+	traces := map[string][]string{}
+	for i := 0; i < opts.Samples; i++ {
+		unit, total, host, t0, err := c.joinOne(ctx)
+		if err != nil {
+			return err
+		}
+		units = append(units, unit)
+		joins, hostsC, totals = append(joins, total-host), append(hostsC, host), append(totals, total)
+		pts = append(pts, Point{Nodes: i + 2, Seconds: (total - host).Seconds()})
+		if err := c.wait(ctx, 2*time.Minute, nil); err != nil {
+			return err
+		}
+		traces[unit] = c.trace.since(t0, unit+":", "slurmctld/0:")
+	}
+	js, hs, ts := Summarize(Seconds(joins)), Summarize(Seconds(hostsC)), Summarize(Seconds(totals))
+	rep.Add(
+		Figure{Name: "join_s.median", Value: js.Median, Unit: "s", Samples: js.N, Values: Seconds(joins),
+			Note: "add-unit → node IDLE through the operators, host creation excluded"},
+		Figure{Name: "join_s.p90", Value: js.P90, Unit: "s", Samples: js.N},
+		Figure{Name: "host_create_s", Value: hs.Median, Unit: "s", Samples: hs.N, Values: Seconds(hostsC),
+			Note: "the local model's host provisioning (netns, mounts, Pebble): excluded from join_s"},
+		Figure{Name: "join_total_s", Value: ts.Median, Unit: "s", Samples: ts.N, Note: "add-unit → IDLE including host creation"},
+	)
+	rep.Series = append(rep.Series, Series{Name: "add-unit (operators)", Points: pts})
+	// The trace of the median join says where the time goes.
+	med := medianIndex(Seconds(joins))
+	rep.Traces = appendTrace(rep.Traces, "join "+units[med]+" (median sample)", traces[units[med]])
+
+	if !opts.part("leave") {
+		return nil
+	}
+	opts.progress("operators: %d leaves of idle units", len(units))
+	var leaves []time.Duration
+	for i := len(units) - 1; i >= 0; i-- {
+		unit := units[i]
+		t0 := time.Now()
+		if err := c.m.RemoveUnit(ctx, unit); err != nil {
+			return err
+		}
+		if err := c.waitGone(withTimeout(ctx, 2*time.Minute), slurmd.NodeName(unit)); err != nil {
+			return fmt.Errorf("%s never gone: %w", unit, err)
+		}
+		leaves = append(leaves, time.Since(t0))
+		if err := c.wait(ctx, 2*time.Minute, nil); err != nil {
+			return err
+		}
+		if i == len(units)/2 {
+			rep.Traces = appendTrace(rep.Traces, "leave "+unit+" (idle)", c.trace.since(t0, unit+":", "slurmctld/0:"))
+		}
+	}
+	ls := Summarize(Seconds(leaves))
+	rep.Add(Figure{Name: "leave_idle_s", Value: ls.Median, Unit: "s", Samples: ls.N, Values: Seconds(leaves), Target: Max(1.0),
+		Note: "remove-unit of an idle unit → node record gone (median)"},
+		Figure{Name: "leave_idle_s.p90", Value: ls.P90, Unit: "s", Samples: ls.N})
+	return nil
+}
+
+func medianIndex(xs []float64) int {
+	idx := make([]int, len(xs))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool { return xs[idx[a]] < xs[idx[b]] })
+	return idx[(len(idx)-1)/2]
+}
+
+// leaveAfterJob measures job end → node gone for a unit removed while a job runs on it.
+func (c *opCluster) leaveAfterJob(ctx context.Context, opts *RunOptions, rep *Report) error {
+	samples := opts.Samples
+	opts.progress("operators: %d leaves with a running job", samples)
+	var leaves []time.Duration
+	for i := 0; i < samples; i++ {
+		unit, _, _, _, err := c.joinOne(ctx)
+		if err != nil {
+			return err
+		}
+		if err := c.wait(ctx, 2*time.Minute, nil); err != nil {
+			return err
+		}
+		node := slurmd.NodeName(unit)
+		h, err := c.host(unit)
+		if err != nil {
+			return err
+		}
+		out, err := c.ctl.RunEnv(ctx, []string{"SLURM_CONF=" + ControllerConf}, "sbatch", "--parsable", "-p", "slurmd", "-w", node,
+			"-o", "/dev/null", "--wrap", "while [ ! -e /var/lib/juju/bench-release ]; do sleep 0.02; done")
+		if err != nil {
+			return fmt.Errorf("cannot submit a job to %s: %w", node, err)
+		}
+		job := strings.TrimSpace(string(out))
+		if err := Poll(withTimeout(ctx, time.Minute), c.poll, func() (bool, string) {
+			jobs, err := c.sc.JobsOnNode(ctx, node)
+			if err != nil {
+				return false, err.Error()
+			}
+			return len(jobs) == 1 && jobs[0].State == "RUNNING", fmt.Sprint(jobs)
+		}); err != nil {
+			return fmt.Errorf("job %s never ran on %s: %w", job, node, err)
+		}
+		if err := c.m.RemoveUnit(ctx, unit); err != nil {
+			return err
+		}
+		// The operator drains the node and waits for the job.
+		if err := Poll(withTimeout(ctx, time.Minute), c.poll, func() (bool, string) {
+			n, err := c.sc.ShowNode(ctx, node)
+			if err != nil {
+				return false, err.Error()
+			}
+			return n.State.Drain(), n.State.String()
+		}); err != nil {
+			return fmt.Errorf("%s never drained: %w", node, err)
+		}
+		t0 := time.Now()
+		if err := os.WriteFile(h.Path("/var/lib/juju/bench-release"), nil, 0o644); err != nil {
+			return err
+		}
+		if err := c.waitGone(withTimeout(ctx, 2*time.Minute), node); err != nil {
+			return fmt.Errorf("%s never gone after its job ended: %w", node, err)
+		}
+		leaves = append(leaves, time.Since(t0))
+		if i == 0 {
+			rep.Traces = appendTrace(rep.Traces, "leave "+unit+" after its job", c.trace.since(t0.Add(-2*time.Second), unit+":", "slurmctld/0:"))
+		}
+		if err := c.wait(ctx, 2*time.Minute, nil); err != nil {
+			return err
+		}
+	}
+	ls := Summarize(Seconds(leaves))
+	rep.Add(Figure{Name: "leave_after_job_s", Value: ls.Median, Unit: "s", Samples: ls.N, Values: Seconds(leaves), Target: Max(1.0),
+		Note: "job end → node record gone, unit removed while the job ran (median)"},
+		Figure{Name: "leave_after_job_s.p90", Value: ls.P90, Unit: "s", Samples: ls.N})
+	return nil
+}
+
+// scaleOut adds opts.ScaleOut units at once and times until all are IDLE.
+func (c *opCluster) scaleOut(ctx context.Context, opts *RunOptions, rep *Report) error {
+	n := opts.ScaleOut
+	opts.progress("operators: scale-out of %d units at once", n)
+	before, pidBefore := c.ctlEvents()
+	t0 := time.Now()
+	units, err := c.m.AddUnit(ctx, "slurmd", n)
+	if err != nil {
+		return err
+	}
+	idleAt := map[string]time.Duration{}
+	sctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+	defer cancel()
+	werr := Poll(sctx, 100*time.Millisecond, func() (bool, string) {
+		nodes, err := c.sc.Nodes(sctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, nd := range nodes {
+			if nd.State.Base == slurm.StateIdle && !nd.State.NotResponding() {
+				if _, ok := idleAt[nd.Name]; !ok {
+					idleAt[nd.Name] = time.Since(t0)
+				}
+			}
+		}
+		done := 0
+		for _, u := range units {
+			if _, ok := idleAt[slurmd.NodeName(u)]; ok {
+				done++
+			}
+		}
+		return done == len(units), fmt.Sprintf("%d/%d idle", done, len(units))
+	})
+	total := time.Since(t0)
+	after, pidAfter := c.ctlEvents()
+	ev := after.Sub(before)
+	var times []float64
+	var lastHost time.Time
+	for _, u := range units {
+		if d, ok := idleAt[slurmd.NodeName(u)]; ok {
+			times = append(times, d.Seconds())
+		}
+		if _, done, ok := c.prov.Created(u); ok && done.After(lastHost) {
+			lastHost = done
+		}
+	}
+	sort.Float64s(times)
+	var pts []Point
+	for i, s := range times {
+		pts = append(pts, Point{Nodes: i + 1, Seconds: s})
+	}
+	rep.Series = append(rep.Series, Series{Name: fmt.Sprintf("%d added at once (incl. hosts)", n), Points: pts})
+	restarts := ev.Starts
+	if pidBefore != pidAfter && restarts == 0 {
+		restarts = 1
+	}
+	name := fmt.Sprintf("scale_out_%d_s", n)
+	f := Figure{Name: name, Value: total.Seconds(), Unit: "s", Samples: len(times), Target: Max(20),
+		Note: fmt.Sprintf("%d units added at once → all IDLE, host creation included (all hosts up after %.1fs); %d/%d idle",
+			n, lastHost.Sub(t0).Seconds(), len(times), n)}
+	if werr != nil {
+		f.Note = fmt.Sprintf("NOT ALL IDLE within the bound: %v; ", werr) + f.Note
+	}
+	rep.Add(f,
+		Figure{Name: "reconfigures", Value: float64(ev.Reconfigures), Unit: "count", Target: Max(0),
+			Note: "`scontrol reconfigure`s slurmctld handled during the scale-out (slurmctld.log)"},
+		Figure{Name: "slurmctld_restarts", Value: float64(restarts), Unit: "count", Target: Max(0),
+			Note: fmt.Sprintf("slurmctld starts during the scale-out (log start lines; PID %s → %s)", pidBefore, pidAfter)})
+	rep.Traces = appendTrace(rep.Traces, "scale-out (slurmctld lines)", c.trace.since(t0, "slurmctld/0:"))
+	return werr
 }

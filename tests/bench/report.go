@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +21,8 @@ type Figure struct {
 	Unit string `json:"unit"`
 	// Samples is how many runs the value summarises (0 for a single measurement).
 	Samples int `json:"samples,omitempty"`
+	// Values are the individual samples, when the figure summarises several.
+	Values []float64 `json:"values,omitempty"`
 	// Target is the upper bound aimed at, when there is one.
 	Target *float64 `json:"target,omitempty"`
 	// Note says what the figure is or why it is missing or unusual.
@@ -69,6 +72,9 @@ type Report struct {
 	Series   []Series      `json:"series,omitempty"`
 	// Notes are findings the run made (e.g. why a figure is missing).
 	Notes []string `json:"notes,omitempty"`
+	// Traces are timestamped model lines (hooks run, statuses) of chosen samples, by name:
+	// where the time of a join or leave goes.
+	Traces map[string][]string `json:"traces,omitempty"`
 }
 
 // Add appends figures, replacing any with the same name.
@@ -214,4 +220,23 @@ func validName(name string) error {
 		}
 	}
 	return nil
+}
+
+// WriteTraces writes the traces, sorted by name, each line under its name.
+func (r *Report) WriteTraces(w io.Writer) error {
+	names := make([]string, 0, len(r.Traces))
+	for n := range r.Traces {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&b, "== %s\n", n)
+		for _, l := range r.Traces[n] {
+			b.WriteString(l + "\n")
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }

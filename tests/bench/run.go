@@ -135,7 +135,7 @@ func runRaw(ctx context.Context, opts *RunOptions, rep *Report, scratch string) 
 	res, err := RawJoin(ctx, RawOptions{Network: n, Nodes: opts.Samples})
 	if len(res.Join) > 0 {
 		s := Summarize(Seconds(res.Join))
-		rep.Add(Figure{Name: "raw_join_s", Value: s.Median, Unit: "s", Samples: s.N,
+		rep.Add(Figure{Name: "raw_join_s", Value: s.Median, Unit: "s", Samples: s.N, Values: Seconds(res.Join),
 			Note: "slurmd -Z started through Pebble on a prepared host → IDLE (median)"},
 			Figure{Name: "raw_join_s.p90", Value: s.P90, Unit: "s", Samples: s.N})
 		var pts []Point
@@ -178,14 +178,15 @@ func DescribeMachine(ctx context.Context) Machine {
 	return m
 }
 
-// WriteFiles writes rep to dir as bench.json, bench.md and bench-join.svg.
+// WriteFiles writes rep to dir as bench.json, bench.md, bench-join.svg and bench-trace.txt.
 func WriteFiles(rep *Report, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	for name, write := range map[string]func(*os.File) error{
-		"bench.json": func(f *os.File) error { return rep.WriteJSON(f) },
-		"bench.md":   func(f *os.File) error { return rep.WriteTable(f) },
+		"bench.json":      func(f *os.File) error { return rep.WriteJSON(f) },
+		"bench.md":        func(f *os.File) error { return rep.WriteTable(f) },
+		"bench-trace.txt": func(f *os.File) error { return rep.WriteTraces(f) },
 		"bench-join.svg": func(f *os.File) error {
 			return Chart{Title: "Node join latency against cluster size", XLabel: "nodes in the cluster after the join",
 				YLabel: "seconds to IDLE", Series: rep.Series}.WriteSVG(f)
