@@ -1,0 +1,341 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/hostlist"
+	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/slurm"
+	"github.com/charmed-slurm/operators/libs/slurmconf"
+)
+
+// showCurrentConfig returns slurm.conf and its includes as results.
+func (c *Charm) showCurrentConfig(ctx context.Context, hc *juju.HookContext) error {
+	data, err := os.ReadFile(c.path(confPath))
+	if err != nil {
+		return fmt.Errorf("cannot read %s: %w", confPath, err)
+	}
+	res := map[string]string{"slurm-conf": string(data)}
+	doc, err := slurmconf.Parse(data)
+	if err != nil {
+		return fmt.Errorf("cannot parse %s: %w", confPath, err)
+	}
+	for _, inc := range doc.Includes() {
+		p := inc
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(confDir, p)
+		}
+		b, err := os.ReadFile(c.path(p))
+		if err != nil {
+			return fmt.Errorf("cannot read include %s: %w", p, err)
+		}
+		res["includes."+resultKey(strings.TrimSuffix(filepath.Base(inc), ".conf"))] = string(b)
+	}
+	return hc.Actions.Set(ctx, res)
+}
+
+var badKeyChars = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// resultKey turns a name into a valid action result key.
+func resultKey(s string) string {
+	k := strings.Trim(badKeyChars.ReplaceAllString(strings.ToLower(s), "-"), "-")
+	if k == "" {
+		return "x"
+	}
+	return k
+}
+
+// expandNodes expands the nodes parameter, naming it in errors.
+func expandNodes(expr string) ([]string, error) {
+	if strings.TrimSpace(expr) == "" {
+		return nil, errors.New(`nodes: no node given`)
+	}
+	nodes, err := hostlist.Expand(expr)
+	if err != nil {
+		return nil, fmt.Errorf("nodes: %w", err)
+	}
+	if len(nodes) == 0 {
+		return nil, fmt.Errorf("nodes: %q names no node", expr)
+	}
+	return nodes, nil
+}
+
+// nodeStates are set-node-state's states; those in needReason require a reason.
+var (
+	nodeStates = []string{"idle", "resume", "drain", "down", "undrain", "fail", "power_down", "power_up"}
+	needReason = []string{"drain", "down", "fail"}
+)
+
+type nodeStateParams struct {
+	Nodes  string `json:"nodes"`
+	State  string `json:"state"`
+	Reason string `json:"reason"`
+}
+
+// setNodeState runs scontrol update nodename=... state=... reason=... on each node.
+func (c *Charm) setNodeState(ctx context.Context, hc *juju.HookContext) error {
+	var p nodeStateParams
+	if err := hc.Actions.Params(ctx, &p); err != nil {
+		return err
+	}
+	state := strings.ToLower(p.State)
+	if !slices.Contains(nodeStates, state) {
+		return hc.Actions.Fail(ctx, fmt.Sprintf("state: %q is not one of %s", p.State, strings.Join(nodeStates, ", ")))
+	}
+	if slices.Contains(needReason, state) && strings.TrimSpace(p.Reason) == "" {
+		return hc.Actions.Fail(ctx, fmt.Sprintf("reason: required for state %s", state))
+	}
+	nodes, err := expandNodes(p.Nodes)
+	if err != nil {
+		return hc.Actions.Fail(ctx, err.Error())
+	}
+	return c.eachNode(ctx, hc, nodes, func(cl *slurm.Client, n string) error {
+		return cl.UpdateNode(ctx, n, slurm.NodeUpdate{State: state, Reason: p.Reason})
+	}, map[string]string{"state": state})
+}
+
+// drain drains nodes with a reason.
+func (c *Charm) drain(ctx context.Context, hc *juju.HookContext) error {
+	var p struct {
+		Nodes  string `json:"nodes"`
+		Reason string `json:"reason"`
+	}
+	if err := hc.Actions.Params(ctx, &p); err != nil {
+		return err
+	}
+	if strings.TrimSpace(p.Reason) == "" {
+		return hc.Actions.Fail(ctx, "reason: required to drain nodes")
+	}
+	nodes, err := expandNodes(p.Nodes)
+	if err != nil {
+		return hc.Actions.Fail(ctx, err.Error())
+	}
+	return c.eachNode(ctx, hc, nodes, func(cl *slurm.Client, n string) error {
+		return cl.Drain(ctx, n, p.Reason)
+	}, map[string]string{"state": "drain"})
+}
+
+// resume returns drained or down nodes to service.
+func (c *Charm) resume(ctx context.Context, hc *juju.HookContext) error {
+	var p struct {
+		Nodes string `json:"nodes"`
+	}
+	if err := hc.Actions.Params(ctx, &p); err != nil {
+		return err
+	}
+	nodes, err := expandNodes(p.Nodes)
+	if err != nil {
+		return hc.Actions.Fail(ctx, err.Error())
+	}
+	return c.eachNode(ctx, hc, nodes, func(cl *slurm.Client, n string) error {
+		err := cl.Resume(ctx, n)
+		if errors.Is(err, slurm.ErrInvalidNodeState) {
+			return fmt.Errorf("node %s is neither drained nor down", n)
+		}
+		return err
+	}, map[string]string{"state": "resume"})
+}
+
+// eachNode applies fn to every node, reports the nodes done and fails the action naming the
+// nodes that failed.
+func (c *Charm) eachNode(ctx context.Context, hc *juju.HookContext, nodes []string, fn func(*slurm.Client, string) error, res map[string]string) error {
+	cl := c.client()
+	var done, failed []string
+	var msgs []string
+	for _, n := range nodes {
+		if err := fn(cl, n); err != nil {
+			failed = append(failed, n)
+			msgs = append(msgs, nodeError(n, err))
+			continue
+		}
+		done = append(done, n)
+	}
+	res["nodes"] = hostlist.Compress(done)
+	if len(failed) > 0 {
+		res["failed"] = hostlist.Compress(failed)
+	}
+	if err := hc.Actions.Set(ctx, res); err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		return hc.Actions.Fail(ctx, strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+// nodeError words a Slurm error about node n for an operator.
+func nodeError(n string, err error) string {
+	switch {
+	case errors.Is(err, slurm.ErrUnknownNode):
+		return fmt.Sprintf("node %s: no such node", n)
+	case errors.Is(err, slurm.ErrNodeBusy):
+		return fmt.Sprintf("node %s: has running jobs", n)
+	case errors.Is(err, slurm.ErrControllerUnreachable):
+		return fmt.Sprintf("node %s: slurmctld unreachable", n)
+	}
+	msg := err.Error()
+	if strings.Contains(msg, n) {
+		return msg
+	}
+	return fmt.Sprintf("node %s: %s", n, msg)
+}
+
+// deleteNode deletes dynamic nodes; with force it drains them, cancels their jobs (reported
+// in the results) and waits for the jobs to end first.
+func (c *Charm) deleteNode(ctx context.Context, hc *juju.HookContext) error {
+	var p struct {
+		Nodes string `json:"nodes"`
+		Force bool   `json:"force"`
+	}
+	if err := hc.Actions.Params(ctx, &p); err != nil {
+		return err
+	}
+	nodes, err := expandNodes(p.Nodes)
+	if err != nil {
+		return hc.Actions.Fail(ctx, err.Error())
+	}
+	cl := c.client()
+	var cancelled []string
+	var deleted, failed, msgs []string
+	fail := func(n, msg string) {
+		failed = append(failed, n)
+		msgs = append(msgs, msg)
+	}
+	for _, n := range nodes {
+		jobs, err := cl.JobsOnNode(ctx, n)
+		if err != nil {
+			fail(n, nodeError(n, err))
+			continue
+		}
+		if len(jobs) > 0 && !p.Force {
+			fail(n, fmt.Sprintf("node %s has running jobs %s: not deleted (force=true cancels them)", n, strings.Join(jobIDs(jobs), ",")))
+			continue
+		}
+		if len(jobs) > 0 {
+			if err := cl.Drain(ctx, n, "deleted by the delete-node action"); err != nil && !errors.Is(err, slurm.ErrInvalidNodeState) {
+				fail(n, nodeError(n, err))
+				continue
+			}
+			ids := jobIDs(jobs)
+			_ = hc.Actions.Log(ctx, fmt.Sprintf("cancelling jobs %s on node %s", strings.Join(ids, ","), n))
+			if err := c.scancel(ctx, ids); err != nil {
+				fail(n, fmt.Sprintf("node %s: %v", n, err))
+				continue
+			}
+			cancelled = append(cancelled, ids...)
+		}
+		if err := c.deleteWhenFree(ctx, cl, n, p.Force); err != nil {
+			fail(n, nodeError(n, err))
+			continue
+		}
+		deleted = append(deleted, n)
+	}
+	res := map[string]string{"deleted": hostlist.Compress(deleted)}
+	if len(cancelled) > 0 {
+		res["cancelled-jobs"] = strings.Join(cancelled, ",")
+	}
+	if len(failed) > 0 {
+		res["failed"] = hostlist.Compress(failed)
+	}
+	if err := hc.Actions.Set(ctx, res); err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		return hc.Actions.Fail(ctx, strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+// deleteWhenFree deletes node n; with force it retries while cancelled jobs finish, for at
+// most DeleteWait.
+func (c *Charm) deleteWhenFree(ctx context.Context, cl *slurm.Client, n string, force bool) error {
+	budget := c.DeleteWait
+	if budget <= 0 {
+		budget = time.Minute
+	}
+	deadline := time.Now().Add(budget)
+	for {
+		err := cl.DeleteNode(ctx, n)
+		if err == nil || !force || !errors.Is(err, slurm.ErrNodeBusy) || !time.Now().Add(c.poll()).Before(deadline) {
+			return err
+		}
+		if werr := wait(ctx, c.poll()); werr != nil {
+			return err
+		}
+	}
+}
+
+func jobIDs(jobs []slurm.Job) []string {
+	ids := make([]string, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	return ids
+}
+
+// scancel cancels jobs.
+func (c *Charm) scancel(ctx context.Context, ids []string) error {
+	out, err := c.Slurm.Run(ctx, append([]string{"scancel"}, ids...), []string{"SLURM_CONF=" + confPath})
+	if err != nil {
+		return fmt.Errorf("cannot cancel jobs %s: %w", strings.Join(ids, ","), err)
+	}
+	if out.ExitCode != 0 {
+		return fmt.Errorf("cannot cancel jobs %s: scancel exited with %d: %s", strings.Join(ids, ","), out.ExitCode, strings.TrimSpace(string(out.Stderr)))
+	}
+	return nil
+}
+
+// rotateAuthKey publishes a new auth key revision (leader only), installs it here and
+// restarts munged; slurmd units follow on secret-changed.
+func (c *Charm) rotateAuthKey(ctx context.Context, hc *juju.HookContext) error {
+	h, err := c.begin(ctx, hc)
+	if err != nil {
+		return err
+	}
+	if !h.leader {
+		return hc.Actions.Fail(ctx, "rotate-auth-key must run on the leader unit")
+	}
+	id, content, err := h.readAuthSecret(ctx)
+	if err != nil {
+		return hc.Actions.Fail(ctx, fmt.Sprintf("no auth key secret yet: %v", err))
+	}
+	_, oldID, err := slurmd.DecodeAuthSecret(content)
+	if err != nil {
+		return fmt.Errorf("cannot read auth key secret %s: %w", id, err)
+	}
+	n, err := strconv.Atoi(oldID)
+	if err != nil {
+		n = 0
+	}
+	keyID := strconv.Itoa(n + 1)
+	key, err := c.newKey()
+	if err != nil {
+		return err
+	}
+	feat, err := h.features(ctx)
+	if err != nil {
+		return err
+	}
+	if err := hc.Secrets.Set(ctx, id, slurmd.EncodeAuthSecret(key, keyID), juju.SecretSetOptions{}); err != nil {
+		return fmt.Errorf("cannot publish the new auth key: %w", err)
+	}
+	h.st.SecretID = string(id)
+	if err := h.installKey(ctx, feat, key, keyID); err != nil {
+		return err
+	}
+	if err := h.save(ctx); err != nil {
+		return err
+	}
+	h.logf(ctx, juju.LevelInfo, "rotated the auth key to key id %s", keyID)
+	return hc.Actions.Set(ctx, map[string]string{"keyid": keyID, "secret-id": string(id)})
+}

@@ -1,0 +1,153 @@
+// Command slurmctld-operator is the slurmctld charm: the Slurm controller of a cluster whose
+// compute nodes are dynamic nodes (slurmd -Z).
+//
+// Juju runs the binary as the charm's dispatch program once per hook or action. It installs
+// Slurm when missing, owns the cluster's auth key (a Juju secret labelled "auth-key", granted
+// to every slurmd relation), writes /etc/slurm/slurm.conf (configless, MaxNodeCount, TreeWidth)
+// with one include per related slurmd application (/etc/slurm/partition-<app>.conf, its NodeSet
+// and PartitionName), runs munged and slurmctld through the host's service manager (Pebble or
+// systemd) and reconfigures slurmctld only when a partition changes. Adding or removing compute
+// units never touches slurm.conf: departed nodes are drained and deleted once idle, by the
+// departing unit itself and, as a safety net, by this charm's reconcile on relation-departed
+// and update-status. See README.md for the operator's view.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/service"
+	"github.com/charmed-slurm/operators/libs/slurm"
+)
+
+// Paths on the controller host (below Charm.Root).
+const (
+	confDir        = "/etc/slurm"
+	confPath       = "/etc/slurm/slurm.conf"
+	stateSaveDir   = "/var/spool/slurmctld"
+	logDir         = "/var/log/slurm"
+	slurmctldLog   = "/var/log/slurm/slurmctld.log"
+	slurmUser      = "slurm"
+	mungeUser      = "munge"
+	authSecretName = "auth-key"
+	// SlurmctldPort and SlurmdPort are the ports slurm.conf names.
+	SlurmctldPort = 6817
+	SlurmdPort    = 6818
+	// keySize is the size of a new munge key in bytes.
+	keySize = 1024
+)
+
+// Service names. Debian's systemd unit for munged is munge.service.
+const (
+	svcSlurmctld = "slurmctld"
+)
+
+// Charm holds the dependencies of every handler. Tests fill it with fakes.
+type Charm struct {
+	// Root is the file system root for every file the charm writes ("/" in production,
+	// a temporary directory in tests).
+	Root string
+	// Slurm runs Slurm's commands (scontrol, squeue, scancel) and apt-get.
+	Slurm slurm.Runner
+	// Services runs munged and slurmctld.
+	Services service.Manager
+	// MungeService is munged's service name: "munged" under Pebble, "munge" with systemd.
+	MungeService string
+	// Hostname returns this host's name (os.Hostname): SlurmctldHost must match it.
+	Hostname func() (string, error)
+	// LookPath finds a program (exec.LookPath); install uses it to skip apt when Slurm is there.
+	LookPath func(string) (string, error)
+	// Rand is the randomness for new keys (crypto/rand.Reader).
+	Rand io.Reader
+	// LookupUser returns a user's uid and gid (for file owners); nil uses os/user.
+	LookupUser func(name string) (uid, gid int, err error)
+	// PollInterval is the pause between checks in bounded waits.
+	PollInterval time.Duration
+	// DepartWait bounds the wait for a departed unit's node in relation-departed.
+	DepartWait time.Duration
+	// RemoveWait bounds the wait for a removed application's jobs in relation-broken.
+	RemoveWait time.Duration
+	// DeleteWait bounds delete-node force=true's wait for cancelled jobs to end.
+	DeleteWait time.Duration
+}
+
+// path is p below Root.
+func (c *Charm) path(p string) string {
+	root := c.Root
+	if root == "" {
+		root = "/"
+	}
+	return filepath.Join(root, p)
+}
+
+// client is the Slurm client over c.Slurm. SLURM_CONF is the real path: commands run on the
+// host, not below Root.
+func (c *Charm) client() *slurm.Client {
+	return &slurm.Client{Runner: c.Slurm, Conf: confPath, PollInterval: c.PollInterval}
+}
+
+func (c *Charm) lookupUser(name string) (int, int, error) {
+	if c.LookupUser != nil {
+		return c.LookupUser(name)
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return 0, 0, fmt.Errorf("cannot find user %q: %w", name, err)
+	}
+	uid, err := strconv.Atoi(u.Uid)
+	if err != nil {
+		return 0, 0, fmt.Errorf("cannot find user %q: bad uid %q", name, u.Uid)
+	}
+	gid, err := strconv.Atoi(u.Gid)
+	if err != nil {
+		return 0, 0, fmt.Errorf("cannot find user %q: bad gid %q", name, u.Gid)
+	}
+	return uid, gid, nil
+}
+
+// wait pauses for d or until ctx ends.
+func wait(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (c *Charm) poll() time.Duration {
+	if c.PollInterval > 0 {
+		return c.PollInterval
+	}
+	return 2 * time.Second
+}
+
+// Router routes every hook and action the charm handles.
+func (c *Charm) Router() *juju.Router {
+	r := juju.NewRouter()
+	r.Handle(juju.Install, c.install)
+	r.Handle(juju.LeaderElected, c.configure)
+	r.Handle(juju.LeaderSettingsChanged, c.configure)
+	r.Handle(juju.ConfigChanged, c.configure)
+	r.Handle(juju.Start, c.configure)
+	r.Handle(juju.UpgradeCharm, c.configure)
+	r.Handle(juju.UpdateStatus, c.updateStatus)
+	for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted, juju.RelationBroken} {
+		r.HandleRelation("slurmd", k, c.slurmdRelation)
+	}
+	r.HandleAction("show-current-config", c.showCurrentConfig)
+	r.HandleAction("set-node-state", c.setNodeState)
+	r.HandleAction("drain", c.drain)
+	r.HandleAction("resume", c.resume)
+	r.HandleAction("delete-node", c.deleteNode)
+	r.HandleAction("rotate-auth-key", c.rotateAuthKey)
+	return r
+}

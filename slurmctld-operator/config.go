@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/slurmconf"
+)
+
+// Config is the charm's configuration (charmcraft.yaml config.options).
+type Config struct {
+	ClusterName         string `json:"cluster-name"`
+	DefaultPartition    string `json:"default-partition"`
+	MaxNodeCount        int    `json:"max-node-count"`
+	SlurmConfParameters string `json:"slurm-conf-parameters"`
+}
+
+// defaultConfig mirrors the defaults in charmcraft.yaml, used for options config-get leaves null.
+func defaultConfig() Config {
+	return Config{ClusterName: "charmed-slurm", MaxNodeCount: 1024}
+}
+
+// ConfigError is a configuration option with a bad value; the charm shows it as blocked.
+type ConfigError struct {
+	Option string
+	Msg    string
+}
+
+func (e *ConfigError) Error() string { return e.Option + ": " + e.Msg }
+
+// managedKeys are the global slurm.conf keys the charm sets itself; slurm-conf-parameters
+// may not set them. Entry keys (NodeName, PartitionName, ...) are refused too.
+var managedKeys = []string{
+	"ClusterName", "SlurmctldHost", "ControlMachine", "ControlAddr", "BackupController",
+	"BackupAddr", "SlurmctldPort", "SlurmdPort", "SlurmUser", "SlurmdUser", "AuthType",
+	"CredType", "AuthAltTypes", "AuthInfo", "StateSaveLocation", "SlurmdSpoolDir",
+	"SlurmctldPidFile", "SlurmdPidFile", "SlurmctldLogFile", "SlurmdLogFile", "SelectType",
+	"ProctrackType", "TaskPlugin", "MpiDefault", "ReturnToService", "MaxNodeCount", "TreeWidth",
+	"SlurmctldParameters", "Include",
+	"NodeName", "NodeSet", "PartitionName", "DownNodes", "FrontendName", "SlurmctldAddr",
+}
+
+// managedKey returns the canonical spelling of key when the charm manages it.
+func managedKey(key string) (string, bool) {
+	for _, k := range managedKeys {
+		if strings.EqualFold(k, key) {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+var clusterNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,39}$`)
+var partitionNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// readConfig reads and validates the configuration. A bad value gives a *ConfigError naming
+// the option (and the key, for slurm-conf-parameters).
+func readConfig(ctx context.Context, hc *juju.HookContext) (Config, slurmconf.Params, error) {
+	cfg := defaultConfig()
+	if err := hc.Config.Decode(ctx, &cfg); err != nil {
+		return cfg, nil, fmt.Errorf("cannot read configuration: %w", err)
+	}
+	extra, err := cfg.Validate()
+	return cfg, extra, err
+}
+
+// Validate checks every option and returns the parsed slurm-conf-parameters.
+func (cfg Config) Validate() (slurmconf.Params, error) {
+	if !clusterNameRE.MatchString(cfg.ClusterName) {
+		return nil, &ConfigError{"cluster-name", fmt.Sprintf("%q is not a valid cluster name (lower case letters, digits, '-' and '_', at most 40 characters, starting with a letter)", cfg.ClusterName)}
+	}
+	if cfg.DefaultPartition != "" && !partitionNameRE.MatchString(cfg.DefaultPartition) {
+		return nil, &ConfigError{"default-partition", fmt.Sprintf("%q is not a valid partition name", cfg.DefaultPartition)}
+	}
+	if cfg.MaxNodeCount < 1 || cfg.MaxNodeCount > 65536 {
+		return nil, &ConfigError{"max-node-count", fmt.Sprintf("%d is out of range (1 to 65536)", cfg.MaxNodeCount)}
+	}
+	extra, err := slurmconf.ParseParams(cfg.SlurmConfParameters)
+	if err != nil {
+		return nil, &ConfigError{"slurm-conf-parameters", err.Error()}
+	}
+	seen := map[string]bool{}
+	for _, p := range extra {
+		if k, ok := managedKey(p.Key); ok {
+			return nil, &ConfigError{"slurm-conf-parameters", fmt.Sprintf("%s is managed by the charm and cannot be set", k)}
+		}
+		if seen[strings.ToLower(p.Key)] {
+			return nil, &ConfigError{"slurm-conf-parameters", fmt.Sprintf("%s is given twice", p.Key)}
+		}
+		seen[strings.ToLower(p.Key)] = true
+		if k, ok := knownGlobalKey(p.Key); !ok {
+			msg := fmt.Sprintf("unknown slurm.conf key %q", p.Key)
+			if k != "" {
+				msg += fmt.Sprintf(" (did you mean %s?)", k)
+			}
+			return nil, &ConfigError{"slurm-conf-parameters", msg}
+		}
+		if p.Value == "" {
+			return nil, &ConfigError{"slurm-conf-parameters", fmt.Sprintf("%s has no value", p.Key)}
+		}
+	}
+	return extra, nil
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/service"
+	"github.com/charmed-slurm/operators/libs/slurm"
+	"github.com/charmed-slurm/operators/libs/slurmconf"
+)
+
+// hook is what one hook reads once: the charm state, the configuration and leadership.
+type hook struct {
+	c      *Charm
+	hc     *juju.HookContext
+	st     *charmState
+	cfg    Config
+	extra  slurmconf.Params
+	cfgErr error // a *ConfigError, or nil
+	leader bool
+}
+
+// begin reads the state, configuration and leadership for a hook.
+func (c *Charm) begin(ctx context.Context, hc *juju.HookContext) (*hook, error) {
+	st, err := c.loadState()
+	if err != nil {
+		return nil, err
+	}
+	h := &hook{c: c, hc: hc, st: st}
+	cfg, extra, err := readConfig(ctx, hc)
+	var ce *ConfigError
+	switch {
+	case errors.As(err, &ce):
+		h.cfgErr = err
+	case err != nil:
+		return nil, err
+	}
+	h.cfg, h.extra = cfg, extra
+	if h.leader, err = hc.Leadership.IsLeader(ctx); err != nil {
+		return nil, fmt.Errorf("cannot check leadership: %w", err)
+	}
+	return h, nil
+}
+
+// logf writes to the unit's log; a failing juju-log is not worth failing the hook.
+func (h *hook) logf(ctx context.Context, level juju.LogLevel, format string, args ...any) {
+	_ = h.hc.Log.Logf(ctx, level, format, args...)
+}
+
+// save writes the charm state.
+func (h *hook) save(ctx context.Context) error { return h.c.saveState(ctx, h.st) }
+
+// running reports whether slurmctld runs.
+func (h *hook) running(ctx context.Context) bool {
+	st, err := h.c.Services.Status(ctx, svcSlurmctld)
+	return err == nil && st.State == service.StateActive
+}
+
+// clusterNameError is the refusal of a changed cluster-name, or nil.
+func (h *hook) clusterNameError() error {
+	if h.cfgErr == nil && h.st.ClusterName != "" && h.cfg.ClusterName != h.st.ClusterName {
+		return &ConfigError{"cluster-name", fmt.Sprintf("cannot change from %q to %q after slurmctld has started; set it back to %q", h.st.ClusterName, h.cfg.ClusterName, h.st.ClusterName)}
+	}
+	return nil
+}
+
+// setStatus sets the unit status from everything known in this hook.
+func (h *hook) setStatus(ctx context.Context) error {
+	code, msg := h.status(ctx)
+	return h.hc.Status.SetUnit(ctx, code, msg)
+}
+
+func (h *hook) status(ctx context.Context) (juju.StatusCode, string) {
+	if h.cfgErr != nil {
+		return juju.StatusBlocked, h.cfgErr.Error()
+	}
+	if err := h.clusterNameError(); err != nil {
+		return juju.StatusBlocked, err.Error()
+	}
+	if !h.leader {
+		return juju.StatusBlocked, "standby unit: only the leader runs slurmctld (controller high availability is not supported yet)"
+	}
+	if apps := sortedKeys(h.st.Problems); len(apps) > 0 {
+		return juju.StatusBlocked, fmt.Sprintf("slurmd application %s: %s", apps[0], h.st.Problems[apps[0]])
+	}
+	if !h.running(ctx) {
+		return juju.StatusMaintenance, "slurmctld is not running"
+	}
+	nodes, err := h.c.client().Nodes(ctx)
+	if err != nil {
+		if errors.Is(err, slurm.ErrControllerUnreachable) {
+			return juju.StatusWaiting, "slurmctld is not responding"
+		}
+		return juju.StatusWaiting, fmt.Sprintf("cannot list nodes: %v", err)
+	}
+	for _, app := range sortedKeys(h.st.Removing) {
+		return juju.StatusWaiting, fmt.Sprintf("waiting for %d jobs in partition %s to finish before removing it", h.st.Removing[app].Jobs, app)
+	}
+	var idle, alloc, drained, down int
+	for _, n := range nodes {
+		switch {
+		case n.State.Drain():
+			drained++
+		case n.State.Down():
+			down++
+		case n.State.Busy():
+			alloc++
+		case n.State.Base == slurm.StateIdle:
+			idle++
+		}
+	}
+	msg := fmt.Sprintf("slurmctld up, %d nodes (%d idle, %d allocated, %d drained", len(nodes), idle, alloc, drained)
+	if down > 0 {
+		msg += fmt.Sprintf(", %d down", down)
+	}
+	msg += ")"
+	if pend := sortedKeys(h.st.Pending); len(pend) > 0 {
+		msg += "; removing " + strings.Join(pend, ",") + " once idle"
+	}
+	if len(h.st.Apps) == 0 {
+		msg += "; waiting for a slurmd application"
+	}
+	return juju.StatusActive, msg
+}
+
+// defaultLookPath finds a program on PATH or in the sbin directories hooks may not have on PATH.
+func defaultLookPath(look func(string) (string, error)) func(string) (string, error) {
+	return func(name string) (string, error) {
+		if p, err := look(name); err == nil {
+			return p, nil
+		}
+		for _, dir := range []string{"/usr/sbin", "/usr/bin", "/sbin", "/bin"} {
+			p := dir + "/" + name
+			if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+				return p, nil
+			}
+		}
+		return "", fmt.Errorf("cannot find %s", name)
+	}
+}

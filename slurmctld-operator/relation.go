@@ -1,0 +1,355 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/slurm"
+)
+
+// slurmdRelation handles every hook of the slurmd endpoint through the interface's events.
+func (c *Charm) slurmdRelation(ctx context.Context, hc *juju.HookContext) error {
+	h, err := c.begin(ctx, hc)
+	if err != nil {
+		return err
+	}
+	ev, evErr := slurmd.Requirer{HookContext: hc}.Event(ctx)
+	if !h.leader {
+		// Only the leader manages the cluster; a standby only reports.
+		return h.setStatus(ctx)
+	}
+	switch ev := ev.(type) {
+	case slurmd.SlurmdJoined:
+		err = h.slurmdJoined(ctx, ev, evErr)
+	case slurmd.SlurmdReady:
+		err = h.slurmdReady(ctx, ev)
+	case slurmd.SlurmdDeparted:
+		err = h.slurmdDeparted(ctx, ev)
+	case slurmd.SlurmdDisconnected:
+		err = h.slurmdDisconnected(ctx, ev)
+	default:
+		err = evErr
+	}
+	if err != nil {
+		return err
+	}
+	if err := h.save(ctx); err != nil {
+		return err
+	}
+	return h.setStatus(ctx)
+}
+
+// slurmdJoined grants the auth secret to the relation and publishes ControllerData. evErr is a
+// decoding error of the application's data, shown as blocked naming the field.
+func (h *hook) slurmdJoined(ctx context.Context, ev slurmd.SlurmdJoined, evErr error) error {
+	if evErr != nil {
+		var de *slurmd.DataError
+		if !errors.As(evErr, &de) {
+			return evErr
+		}
+		h.st.setProblem(ev.App, evErr.Error())
+		h.logf(ctx, juju.LevelWarning, "refusing the partition of %s (previous partition kept): %v", ev.App, evErr)
+	}
+	if h.cfgErr != nil || h.clusterNameError() != nil {
+		return nil
+	}
+	if _, _, err := h.ensureAuthSecret(ctx); err != nil {
+		return err
+	}
+	if h.hc.Event.Kind != juju.RelationChanged {
+		if err := h.hc.Secrets.Grant(ctx, juju.SecretID(h.st.SecretID), ev.Relation, ""); err != nil {
+			return fmt.Errorf("cannot grant auth key secret to %s: %w", ev.Relation, err)
+		}
+	}
+	return h.publish(ctx, ev.Relation)
+}
+
+// slurmdReady writes the application's partition and reconfigures once if it changed.
+func (h *hook) slurmdReady(ctx context.Context, ev slurmd.SlurmdReady) error {
+	if h.cfgErr != nil || h.clusterNameError() != nil {
+		return nil
+	}
+	if err := h.publish(ctx, ev.Relation); err != nil {
+		return err
+	}
+	delete(h.st.Problems, ev.App)
+	delete(h.st.Removing, ev.App)
+	h.st.addApp(ev.App)
+	changed, err := h.syncPartitions(ctx, map[string]slurmd.ComputeData{ev.App: ev.Data})
+	if err != nil {
+		return err
+	}
+	if changed && h.running(ctx) {
+		h.logf(ctx, juju.LevelInfo, "partition %s changed: %s", ev.App, ev.Data.Partition)
+		return h.reconfigure(ctx)
+	}
+	return nil
+}
+
+// slurmdDeparted records the departed unit's node and reconciles for a short while: the unit
+// drains and deletes its own node; this is the safety net for when it could not.
+func (h *hook) slurmdDeparted(ctx context.Context, ev slurmd.SlurmdDeparted) error {
+	if h.st.Pending == nil {
+		h.st.Pending = map[string]pendingNode{}
+	}
+	h.st.Pending[ev.Node] = pendingNode{Unit: ev.Unit, App: ev.App}
+	h.logf(ctx, juju.LevelInfo, "unit %s left: its node %s is removed once it has no job", ev.Unit, ev.Node)
+	return h.reconcileNodes(ctx, h.c.DepartWait)
+}
+
+// slurmdDisconnected starts removing a slurmd application's partition: State=INACTIVE now (no
+// new jobs), removal once no job of the partition is left (job records included).
+func (h *hook) slurmdDisconnected(ctx context.Context, ev slurmd.SlurmdDisconnected) error {
+	apps, err := h.goneApps(ctx, ev.App)
+	if err != nil {
+		return err
+	}
+	for _, app := range apps {
+		if h.st.Removing == nil {
+			h.st.Removing = map[string]removal{}
+		}
+		if _, ok := h.st.Removing[app]; !ok {
+			h.st.Removing[app] = removal{Jobs: -1}
+		}
+		h.logf(ctx, juju.LevelInfo, "slurmd application %s removed: partition %s set INACTIVE, removed once its jobs are gone", app, app)
+	}
+	if len(apps) == 0 {
+		return nil
+	}
+	// The file says INACTIVE too, so that a reconfigure for another application keeps it so.
+	if _, err := h.syncPartitions(ctx, nil); err != nil {
+		return err
+	}
+	for _, app := range apps {
+		err := h.c.client().UpdatePartitionState(ctx, app, slurm.PartitionInactive)
+		if err != nil && !errors.Is(err, slurm.ErrUnknownPartition) {
+			return fmt.Errorf("cannot deactivate partition %s: %w", app, err)
+		}
+	}
+	return h.finishRemovals(ctx, h.c.RemoveWait)
+}
+
+// goneApps are the applications whose relation broke: app when known, else every application
+// with a partition but no relation any more.
+func (h *hook) goneApps(ctx context.Context, app string) ([]string, error) {
+	if app != "" {
+		if !slices.Contains(h.st.Apps, app) {
+			delete(h.st.Problems, app)
+			return nil, nil
+		}
+		return []string{app}, nil
+	}
+	rels, err := h.hc.Relations.IDs(ctx, slurmd.RequirerEndpoint)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list slurmd relations: %w", err)
+	}
+	live := map[string]bool{}
+	for _, rel := range rels {
+		if rel == h.hc.Event.Relation {
+			continue
+		}
+		a, err := h.hc.Relations.RemoteApp(ctx, rel)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read relation %s: %w", rel, err)
+		}
+		live[a] = true
+	}
+	var gone []string
+	for _, a := range h.st.Apps {
+		if !live[a] {
+			gone = append(gone, a)
+		}
+	}
+	return gone, nil
+}
+
+// reconcileNodes drains and deletes the nodes of departed units, for at most budget (one pass
+// when budget is zero). A node with running jobs is never deleted; it stays pending.
+func (h *hook) reconcileNodes(ctx context.Context, budget time.Duration) error {
+	cl := h.c.client()
+	deadline := time.Now().Add(budget)
+	for {
+		for _, node := range sortedKeys(h.st.Pending) {
+			p := h.st.Pending[node]
+			done, err := h.reconcileNode(ctx, cl, node, p)
+			if err != nil {
+				h.logf(ctx, juju.LevelWarning, "cannot remove node %s of departed unit %s yet: %v", node, p.Unit, err)
+			}
+			if done {
+				delete(h.st.Pending, node)
+			}
+		}
+		if len(h.st.Pending) == 0 || !time.Now().Add(h.c.poll()).Before(deadline) {
+			return nil
+		}
+		if err := wait(ctx, h.c.poll()); err != nil {
+			return nil
+		}
+	}
+}
+
+// reconcileNode makes one step for a departed unit's node and reports whether it is gone.
+func (h *hook) reconcileNode(ctx context.Context, cl *slurm.Client, node string, p pendingNode) (bool, error) {
+	n, err := cl.ShowNode(ctx, node)
+	if errors.Is(err, slurm.ErrUnknownNode) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if !n.State.Drain() {
+		// The unit could not drain its node (it may be gone already): do it for it.
+		reason := "unit " + p.Unit + " removed"
+		if err := cl.Drain(ctx, node, reason); err != nil {
+			return errors.Is(err, slurm.ErrUnknownNode), err
+		}
+		h.logf(ctx, juju.LevelInfo, "drained node %s: %s", node, reason)
+	}
+	if n.State.Busy() {
+		return false, nil
+	}
+	err = cl.DeleteNode(ctx, node)
+	switch {
+	case err == nil:
+		h.logf(ctx, juju.LevelInfo, "deleted node %s of departed unit %s", node, p.Unit)
+		return true, nil
+	case errors.Is(err, slurm.ErrUnknownNode):
+		return true, nil
+	case errors.Is(err, slurm.ErrNodeBusy):
+		return false, nil
+	}
+	return false, err
+}
+
+// squeueFormat is libs/slurm's squeue output format (ParseSqueue).
+const squeueFormat = "%i|%T|%P|%u|%N|%j"
+
+// partitionJobs lists every job squeue still knows in partition, in all states: finished jobs
+// are kept for MinJobAge and hold a reference to the partition until then.
+func (c *Charm) partitionJobs(ctx context.Context, partition string) ([]slurm.Job, error) {
+	out, err := c.Slurm.Run(ctx, []string{"squeue", "-h", "-t", "all", "-p", partition, "-o", squeueFormat}, []string{"SLURM_CONF=" + confPath})
+	if err != nil {
+		return nil, fmt.Errorf("cannot list the jobs of partition %s: %w", partition, err)
+	}
+	if out.ExitCode != 0 {
+		msg := strings.TrimSpace(string(out.Stderr))
+		if strings.Contains(msg, "Invalid partition name") {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("cannot list the jobs of partition %s: squeue exited with %d: %s", partition, out.ExitCode, msg)
+	}
+	return slurm.ParseSqueue(out.Stdout)
+}
+
+// finishRemovals removes the partitions being removed whose jobs are all gone, for at most
+// budget (one pass when zero), then reconfigures once. The wait is visible in the status.
+func (h *hook) finishRemovals(ctx context.Context, budget time.Duration) error {
+	c := h.c
+	deadline := time.Now().Add(budget)
+	for len(h.st.Removing) > 0 {
+		removed := false
+		for _, app := range sortedKeys(h.st.Removing) {
+			done, err := h.finishRemoval(ctx, app)
+			if err != nil {
+				h.logf(ctx, juju.LevelWarning, "cannot remove partition %s yet: %v", app, err)
+			}
+			if done {
+				removed = true
+			}
+		}
+		if removed {
+			if _, err := h.syncPartitions(ctx, nil); err != nil {
+				return err
+			}
+			if h.running(ctx) {
+				if err := h.reconfigure(ctx); err != nil {
+					return err
+				}
+			}
+			if err := h.save(ctx); err != nil {
+				return err
+			}
+		}
+		if len(h.st.Removing) == 0 || !time.Now().Add(c.poll()).Before(deadline) {
+			break
+		}
+		if err := h.setStatus(ctx); err != nil {
+			return err
+		}
+		if err := wait(ctx, c.poll()); err != nil {
+			break
+		}
+	}
+	return nil
+}
+
+// finishRemoval removes app's partition if no job of it is left, deleting the app's remaining
+// idle node records first. It reports whether the partition is gone.
+func (h *hook) finishRemoval(ctx context.Context, app string) (bool, error) {
+	jobs, err := h.c.partitionJobs(ctx, app)
+	if err != nil {
+		return false, err
+	}
+	h.st.Removing[app] = removal{Jobs: len(jobs)}
+	if len(jobs) > 0 {
+		return false, nil
+	}
+	cl := h.c.client()
+	nodes, err := cl.Nodes(ctx)
+	if err != nil {
+		return false, err
+	}
+	left := 0
+	for _, n := range nodes {
+		if !slices.Contains(n.Features, app) && !slices.Contains(n.Partitions, app) {
+			continue
+		}
+		err := cl.DeleteNode(ctx, n.Name)
+		switch {
+		case err == nil:
+			h.logf(ctx, juju.LevelInfo, "deleted node %s of removed application %s", n.Name, app)
+			delete(h.st.Pending, n.Name)
+		case errors.Is(err, slurm.ErrUnknownNode):
+			delete(h.st.Pending, n.Name)
+		default:
+			left++
+			h.logf(ctx, juju.LevelWarning, "cannot delete node %s of removed application %s yet: %v", n.Name, app, err)
+		}
+	}
+	if left > 0 {
+		return false, nil
+	}
+	if err := h.removePartition(ctx, app); err != nil {
+		return false, err
+	}
+	h.st.dropApp(app)
+	h.logf(ctx, juju.LevelInfo, "removed partition %s", app)
+	return true, nil
+}
+
+// updateStatus repeats the reconciles (one pass each) and refreshes the status.
+func (c *Charm) updateStatus(ctx context.Context, hc *juju.HookContext) error {
+	h, err := c.begin(ctx, hc)
+	if err != nil {
+		return err
+	}
+	if h.leader {
+		if err := h.reconcileNodes(ctx, 0); err != nil {
+			return err
+		}
+		if err := h.finishRemovals(ctx, 0); err != nil {
+			return err
+		}
+		if err := h.save(ctx); err != nil {
+			return err
+		}
+	}
+	return h.setStatus(ctx)
+}
+

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/slurm"
+	"github.com/charmed-slurm/operators/libs/slurmconf"
+)
+
+// confHeader starts a slurm.conf the charm creates. Comments an admin adds later survive
+// every edit (the file is edited losslessly, not regenerated).
+const confHeader = `# slurm.conf of the Slurm cluster, managed by the slurmctld charm.
+# Keys the charm manages are rewritten on every configuration change; set extra global keys
+# with the charm's slurm-conf-parameters option. Each related slurmd application has its
+# NodeSet and PartitionName in its own include file, partition-<application>.conf.
+# Compute nodes are dynamic nodes (slurmd -Z): there are no NodeName lines.
+`
+
+// defaultKeys are written when absent (and restored when slurm-conf-parameters stops
+// overriding them); slurm-conf-parameters may change them.
+var defaultKeys = slurmconf.Params{
+	{Key: "SchedulerType", Value: "sched/backfill"},
+	{Key: "SchedulerParameters", Value: "batch_sched_delay=0,sched_min_interval=0"},
+	{Key: "SelectTypeParameters", Value: "CR_Core"},
+	{Key: "JobAcctGatherType", Value: "jobacct_gather/none"},
+	{Key: "AccountingStorageType", Value: "accounting_storage/none"},
+	{Key: "JobCompType", Value: "jobcomp/none"},
+	{Key: "SlurmctldDebug", Value: "info"},
+	{Key: "SlurmdDebug", Value: "info"},
+	{Key: "SlurmdTimeout", Value: "300"},
+	{Key: "InactiveLimit", Value: "0"},
+	{Key: "KillWait", Value: "30"},
+	{Key: "MinJobAge", Value: "300"},
+	{Key: "MailProg", Value: "/bin/true"},
+}
+
+// managedValues are the values of the managed global keys, in file order.
+func (h *hook) managedValues(feat slurm.Features, host, addr string) slurmconf.Params {
+	return slurmconf.Params{
+		{Key: "ClusterName", Value: h.cfg.ClusterName},
+		{Key: "SlurmctldHost", Value: host + "(" + addr + ")"},
+		{Key: "SlurmctldPort", Value: strconv.Itoa(SlurmctldPort)},
+		{Key: "SlurmdPort", Value: strconv.Itoa(SlurmdPort)},
+		{Key: "SlurmUser", Value: slurmUser},
+		{Key: "SlurmdUser", Value: "root"},
+		{Key: "AuthType", Value: feat.AuthType},
+		{Key: "CredType", Value: feat.CredType},
+		{Key: "StateSaveLocation", Value: stateSaveDir},
+		{Key: "SlurmdSpoolDir", Value: "/var/spool/slurmd"},
+		{Key: "SlurmctldPidFile", Value: "/run/slurmctld.pid"},
+		{Key: "SlurmdPidFile", Value: "/run/slurmd.pid"},
+		{Key: "SlurmctldLogFile", Value: slurmctldLog},
+		{Key: "SlurmdLogFile", Value: "/var/log/slurm/slurmd.log"},
+		{Key: "SelectType", Value: "select/cons_tres"},
+		{Key: "ProctrackType", Value: "proctrack/linuxproc"},
+		{Key: "TaskPlugin", Value: "task/none"},
+		{Key: "MpiDefault", Value: "none"},
+		{Key: "ReturnToService", Value: "2"},
+		{Key: "MaxNodeCount", Value: strconv.Itoa(h.cfg.MaxNodeCount)},
+		{Key: "TreeWidth", Value: "65533"},
+		{Key: "SlurmctldParameters", Value: "enable_configless"},
+	}
+}
+
+// writeSlurmConf edits slurm.conf in place: managed keys set, defaults added when absent,
+// slurm-conf-parameters applied (and keys it no longer sets removed or reset). It reports
+// whether the file changed.
+func (h *hook) writeSlurmConf(ctx context.Context, feat slurm.Features) (bool, error) {
+	c := h.c
+	host, err := c.Hostname()
+	if err != nil {
+		return false, fmt.Errorf("cannot find the host name: %w", err)
+	}
+	addr, err := h.hc.Network.IngressAddress(ctx, slurmd.RequirerEndpoint)
+	if err != nil {
+		return false, fmt.Errorf("cannot find the controller's address: %w", err)
+	}
+	path := c.path(confPath)
+	created := false
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(c.path(confDir), 0o755); err != nil {
+			return false, fmt.Errorf("cannot create %s: %w", confDir, err)
+		}
+		if err := slurmconf.WriteFile(ctx, path, []byte(confHeader), slurmconf.EditOptions{Mode: 0o644}); err != nil {
+			return false, fmt.Errorf("cannot write %s: %w", confPath, err)
+		}
+		created = true
+	}
+	managed := h.managedValues(feat, host, addr)
+	prevExtra := h.st.ExtraKeys
+	changed, err := slurmconf.Edit(ctx, path, func(d *slurmconf.Doc) error {
+		for _, p := range managed {
+			if err := d.Set(p.Key, p.Value); err != nil {
+				return err
+			}
+		}
+		for _, p := range defaultKeys {
+			_, present := d.Get(p.Key)
+			if !present || (hasFold(prevExtra, p.Key) && !h.extra.Has(p.Key)) {
+				if err := d.Set(p.Key, p.Value); err != nil {
+					return err
+				}
+			}
+		}
+		for _, k := range prevExtra {
+			if !h.extra.Has(k) && !defaultKeys.Has(k) {
+				d.Delete(k)
+			}
+		}
+		for _, p := range h.extra {
+			if err := d.Set(p.Key, p.Value); err != nil {
+				return fmt.Errorf("slurm-conf-parameters: %w", err)
+			}
+		}
+		return nil
+	}, slurmconf.EditOptions{})
+	if err != nil {
+		return false, fmt.Errorf("cannot write %s: %w", confPath, err)
+	}
+	h.st.ExtraKeys = h.extra.Keys()
+	return changed || created, nil
+}
+
+func hasFold(list []string, s string) bool {
+	return slices.ContainsFunc(list, func(x string) bool { return strings.EqualFold(x, s) })
+}
+
+// placeholderPartition is in slurm.conf while no slurmd application has a partition.
+var placeholderPartition = slurmconf.Partition{Name: "unconfigured", Params: slurmconf.Params{
+	{Key: "State", Value: "INACTIVE"}, {Key: "Hidden", Value: "YES"},
+}}
+
+// partitionInclude is the include line's (relative) path for app's partition file.
+func partitionInclude(app string) string { return "partition-" + app + ".conf" }
+
+// partitionPath is the partition file of app on the host.
+func partitionPath(app string) string { return confDir + "/" + partitionInclude(app) }
+
+// defaultApp is the application whose partition is the default one: default-partition when it
+// names a related application, else the first one that is not being removed.
+func (h *hook) defaultApp() string {
+	live := slices.DeleteFunc(slices.Clone(h.st.Apps), func(a string) bool { _, rm := h.st.Removing[a]; return rm })
+	if h.cfgErr == nil && slices.Contains(live, h.cfg.DefaultPartition) {
+		return h.cfg.DefaultPartition
+	}
+	if len(live) > 0 {
+		return live[0]
+	}
+	return ""
+}
+
+// renderPartition is the content of app's partition file.
+func renderPartition(data slurmd.ComputeData) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# Partition of the slurmd application %q, managed by the slurmctld charm.\n", data.NodeSet.Name)
+	b.WriteString(data.NodeSet.String() + "\n")
+	b.WriteString(data.Partition.String() + "\n")
+	return b.Bytes()
+}
+
+// readPartition reads app's partition file back.
+func (c *Charm) readPartition(ctx context.Context, app string) (slurmd.ComputeData, error) {
+	doc, err := slurmconf.ReadFile(ctx, c.path(partitionPath(app)))
+	if err != nil {
+		return slurmd.ComputeData{}, err
+	}
+	ns, ok1 := doc.NodeSet(app)
+	p, ok2 := doc.Partition(app)
+	if !ok1 || !ok2 {
+		return slurmd.ComputeData{}, fmt.Errorf("%s has no NodeSet or PartitionName %s", partitionPath(app), app)
+	}
+	return slurmd.ComputeData{NodeSet: ns, Partition: p}, nil
+}
+
+// syncPartitions writes the partition file of every application in the state (with the data
+// in override, else the file's own), sets Default=YES on the default partition only and
+// State=INACTIVE on partitions being removed, and adds the include lines to slurm.conf. It
+// reports whether any file changed: the caller then reconfigures once.
+func (h *hook) syncPartitions(ctx context.Context, override map[string]slurmd.ComputeData) (bool, error) {
+	c := h.c
+	def := h.defaultApp()
+	changed := false
+	var includes []string
+	for _, app := range h.st.Apps {
+		data, ok := override[app]
+		if !ok {
+			var err error
+			if data, err = c.readPartition(ctx, app); err != nil {
+				h.logf(ctx, "WARNING", "cannot read the partition of %s: %v", app, err)
+				continue
+			}
+		}
+		data.Partition.Params = data.Partition.Params.Clone()
+		if app == def {
+			data.Partition.Params.Set("Default", "YES")
+		} else {
+			data.Partition.Params.Delete("Default")
+		}
+		if _, rm := h.st.Removing[app]; rm {
+			data.Partition.Params.Set("State", slurm.PartitionInactive)
+		}
+		content := renderPartition(data)
+		path := c.path(partitionPath(app))
+		if old, err := os.ReadFile(path); err != nil || !bytes.Equal(old, content) {
+			if err := slurmconf.WriteFile(ctx, path, content, slurmconf.EditOptions{Mode: 0o644}); err != nil {
+				return changed, fmt.Errorf("cannot write %s: %w", partitionPath(app), err)
+			}
+			changed = true
+		}
+		includes = append(includes, partitionInclude(app))
+	}
+	incChanged, err := slurmconf.Edit(ctx, c.path(confPath), func(d *slurmconf.Doc) error {
+		// slurmctld refuses to start without a partition: until a slurmd application
+		// brings one, a hidden, inactive placeholder without nodes stands in.
+		if len(includes) == 0 {
+			return d.SetPartition(placeholderPartition)
+		}
+		d.DeletePartition(placeholderPartition.Name)
+		have := d.Includes()
+		for _, inc := range includes {
+			if !slices.Contains(have, inc) {
+				if err := d.AddInclude(inc); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}, slurmconf.EditOptions{})
+	if err != nil {
+		return changed, fmt.Errorf("cannot add partition includes to %s: %w", confPath, err)
+	}
+	return changed || incChanged, nil
+}
+
+// removePartition deletes app's include line and partition file.
+func (h *hook) removePartition(ctx context.Context, app string) error {
+	c := h.c
+	_, err := slurmconf.Edit(ctx, c.path(confPath), func(d *slurmconf.Doc) error {
+		d.DeleteInclude(partitionInclude(app))
+		return nil
+	}, slurmconf.EditOptions{})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("cannot remove the include of %s from %s: %w", app, confPath, err)
+	}
+	if err := os.Remove(c.path(partitionPath(app))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("cannot remove %s: %w", partitionPath(app), err)
+	}
+	return nil
+}

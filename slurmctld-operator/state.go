@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/charmed-slurm/operators/libs/slurmconf"
+)
+
+// stateFile is the charm's private state on the unit's host, below Charm.Root.
+const stateFile = "/var/lib/slurmctld-operator/state.json"
+
+// charmState is what the charm remembers between hooks. It is written atomically after every
+// hook that changes it.
+type charmState struct {
+	// ClusterName is the ClusterName slurmctld was first started with; it cannot change.
+	ClusterName string `json:"cluster-name,omitempty"`
+	// SecretID is the auth key secret (leader only).
+	SecretID string `json:"secret-id,omitempty"`
+	// KeyID is the id of the auth key written to this host.
+	KeyID string `json:"key-id,omitempty"`
+	// ExtraKeys are the global keys last applied from slurm-conf-parameters.
+	ExtraKeys []string `json:"extra-keys,omitempty"`
+	// Apps are the slurmd applications with a partition include, in order of arrival
+	// (the first is the default partition unless default-partition says otherwise).
+	Apps []string `json:"apps,omitempty"`
+	// Problems holds, per slurmd application, why its relation data was refused.
+	Problems map[string]string `json:"problems,omitempty"`
+	// Pending are nodes of departed units waiting to be drained and deleted.
+	Pending map[string]pendingNode `json:"pending,omitempty"`
+	// Removing are slurmd applications whose partition is being removed (relation broken).
+	Removing map[string]removal `json:"removing,omitempty"`
+}
+
+// pendingNode is a node whose unit departed.
+type pendingNode struct {
+	Unit string `json:"unit"`
+	App  string `json:"app"`
+}
+
+// removal is a partition being removed; Jobs is the number of jobs last seen in it.
+type removal struct {
+	Jobs int `json:"jobs"`
+}
+
+func (s *charmState) addApp(app string) {
+	if !slices.Contains(s.Apps, app) {
+		s.Apps = append(s.Apps, app)
+	}
+}
+
+func (s *charmState) dropApp(app string) {
+	s.Apps = slices.DeleteFunc(s.Apps, func(a string) bool { return a == app })
+	delete(s.Problems, app)
+	delete(s.Removing, app)
+}
+
+func (s *charmState) setProblem(app, msg string) {
+	if s.Problems == nil {
+		s.Problems = map[string]string{}
+	}
+	s.Problems[app] = msg
+}
+
+// loadState reads the state; a missing file is the empty state.
+func (c *Charm) loadState() (*charmState, error) {
+	st := &charmState{}
+	data, err := os.ReadFile(c.path(stateFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read charm state: %w", err)
+	}
+	if err := json.Unmarshal(data, st); err != nil {
+		return nil, fmt.Errorf("cannot read charm state %s: %w", c.path(stateFile), err)
+	}
+	return st, nil
+}
+
+// saveState writes the state atomically.
+func (c *Charm) saveState(ctx context.Context, st *charmState) error {
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return fmt.Errorf("cannot encode charm state: %w", err)
+	}
+	path := c.path(stateFile)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("cannot write charm state: %w", err)
+	}
+	if err := slurmconf.WriteFile(ctx, path, append(data, '\n'), slurmconf.EditOptions{Mode: 0o600}); err != nil {
+		return fmt.Errorf("cannot write charm state: %w", err)
+	}
+	return nil
+}
