@@ -157,13 +157,33 @@ func (h *hook) logf(ctx context.Context, level juju.LogLevel, format string, arg
 	_ = h.hc.Log.Logf(ctx, level, format, args...)
 }
 
-// slurm returns a Slurm client pointed at the slurm.conf the node's slurmd cached.
-func (h *hook) slurm() *slurm.Client {
-	conf := h.c.path(SpoolConf)
-	if _, err := os.Stat(h.c.path(RunConf)); err == nil {
-		conf = h.c.path(RunConf)
+// errNoConf: the node's slurmd has not fetched slurm.conf from the controller yet, so Slurm's
+// clients cannot reach the controller (and, without the file, scontrol retries for a minute).
+var errNoConf = errors.New("slurmd has not fetched the cluster configuration yet")
+
+// confPath is the slurm.conf the node's slurmd cached, and whether it exists.
+func (h *hook) confPath() (string, bool) {
+	for _, p := range []string{RunConf, SpoolConf} {
+		if _, err := os.Stat(h.c.path(p)); err == nil {
+			return h.c.path(p), true
+		}
 	}
+	return h.c.path(SpoolConf), false
+}
+
+// slurm returns a Slurm client for commands that need no controller (slurmd -C, -V).
+func (h *hook) slurm() *slurm.Client {
+	conf, _ := h.confPath()
 	return &slurm.Client{Runner: h.c.Runner, Conf: conf, PollInterval: h.c.pollInterval()}
+}
+
+// ctl returns a Slurm client that talks to the controller, or errNoConf.
+func (h *hook) ctl() (*slurm.Client, error) {
+	conf, ok := h.confPath()
+	if !ok {
+		return nil, errNoConf
+	}
+	return &slurm.Client{Runner: h.c.Runner, Conf: conf, PollInterval: h.c.pollInterval()}, nil
 }
 
 func (c *Charm) path(p string) string {

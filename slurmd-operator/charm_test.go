@@ -665,3 +665,38 @@ func TestUpdateStatus(t *testing.T) {
 		}
 	})
 }
+
+// A controller that never serves the configuration: slurmd runs but cannot fetch slurm.conf.
+func TestNoConfiguration(t *testing.T) {
+	e := newEnv(t)
+	e.charm.RegisterTimeout = 20 * time.Millisecond
+	e.related()
+	e.slurm.unreachable = true
+	// Real slurmd writes no cache while it cannot reach the controller.
+	e.svc.noCache = true
+	if err := e.run(jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0")); err != nil {
+		t.Fatal(err)
+	}
+	want := juju.WorkloadStatus{Code: juju.StatusWaiting, Message: "waiting for node slurmd-3 to register"}
+	if d := cmp.Diff(want, e.status()); d != "" {
+		t.Errorf("status (-want +got):\n%s", d)
+	}
+	if err := e.run(jujutest.Hook(juju.UpdateStatus)); err != nil {
+		t.Fatal(err)
+	}
+	want = juju.WorkloadStatus{Code: juju.StatusWaiting, Message: "waiting for slurmd on slurmd-3 to fetch its configuration"}
+	if d := cmp.Diff(want, e.status()); d != "" {
+		t.Errorf("status (-want +got):\n%s", d)
+	}
+	for _, c := range e.slurm.callLog() {
+		if strings.HasPrefix(c, "scontrol") || strings.HasPrefix(c, "squeue") {
+			t.Errorf("ran %q without a slurm.conf (it would retry for a minute)", c)
+		}
+	}
+	if err := e.run(departed()); err != nil {
+		t.Fatal(err)
+	}
+	if e.svc.isActive(SlurmdService) || !e.savedState().Departed {
+		t.Errorf("departure without configuration: slurmd active %v, departed %v", e.svc.isActive(SlurmdService), e.savedState().Departed)
+	}
+}

@@ -117,6 +117,11 @@ func (f *fakeSlurm) slurmdStopped(argv []string) {
 	}
 }
 
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
 func out(stdout string) (slurm.Output, error) { return slurm.Output{Stdout: []byte(stdout)}, nil }
 func fail(stderr string) (slurm.Output, error) {
 	return slurm.Output{Stderr: []byte(stderr + "\n"), ExitCode: 1}, nil
@@ -142,8 +147,14 @@ func (f *fakeSlurm) Run(ctx context.Context, argv []string, env []string) (slurm
 		}
 		return out("")
 	}
-	if !slices.ContainsFunc(env, func(s string) bool { return strings.HasPrefix(s, "SLURM_CONF=") }) {
+	i := slices.IndexFunc(env, func(s string) bool { return strings.HasPrefix(s, "SLURM_CONF=") })
+	if i < 0 {
 		return slurm.Output{}, fmt.Errorf("%s run without SLURM_CONF", argv[0])
+	}
+	if conf := strings.TrimPrefix(env[i], "SLURM_CONF="); !fileExists(conf) {
+		// Real clients retry for a minute, then fail like this.
+		return fail(argv[0] + ": error: s_p_parse_file: cannot stat file " + conf + ": No such file or directory, retrying in 1sec up to 60sec\n" +
+			argv[0] + ": error: ClusterName needs to be specified\n" + argv[0] + ": fatal: Unable to process configuration file")
 	}
 	switch {
 	case len(argv) == 5 && cmd == "scontrol show node -o "+argv[4]:
@@ -284,6 +295,8 @@ type fakeServices struct {
 	active  map[string]bool
 	enabled map[string]bool
 	calls   []string
+	// noCache: slurmd cannot fetch the configuration (no controller), so writes no cache.
+	noCache bool
 }
 
 func newFakeServices(cluster *fakeSlurm, root string) *fakeServices {
@@ -346,6 +359,10 @@ func (s *fakeServices) start(name string) error {
 	if name == SlurmdService {
 		if err := s.cluster.register(spec.Command); err != nil {
 			return err
+		}
+		if s.noCache {
+			s.active[name] = true
+			return nil
 		}
 		path := filepath.Join(s.root, SpoolConf)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

@@ -29,7 +29,10 @@ func (e *JobsRemainError) Unwrap() error { return e.Err }
 // An unreachable controller is retried for UnreachableTimeout. When ctx ends first it returns
 // a *JobsRemainError.
 func (h *hook) waitJobs(ctx context.Context, progress func(jobs int)) error {
-	cl := h.slurm()
+	cl, err := h.ctl()
+	if err != nil {
+		return err
+	}
 	last := -1
 	var down time.Time // since when the controller is unreachable
 	for {
@@ -74,7 +77,10 @@ func (h *hook) waitJobs(ctx context.Context, progress func(jobs int)) error {
 // deleteNode deletes the node record, retrying while the node is busy or the controller
 // unreachable (for UnreachableTimeout). An unknown node is already gone.
 func (h *hook) deleteNode(ctx context.Context) error {
-	cl := h.slurm()
+	cl, err := h.ctl()
+	if err != nil {
+		return err
+	}
 	var down time.Time
 	for {
 		err := cl.DeleteNode(ctx, h.node)
@@ -100,7 +106,10 @@ func (h *hook) deleteNode(ctx context.Context) error {
 
 // drain drains the node with reason, retrying an unreachable controller for UnreachableTimeout.
 func (h *hook) drain(ctx context.Context, reason string) error {
-	cl := h.slurm()
+	cl, err := h.ctl()
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	for {
 		err := cl.Drain(ctx, h.node, reason)
@@ -149,8 +158,12 @@ func (h *hook) depart(ctx context.Context) error {
 				_ = h.setStatus(ctx, juju.StatusMaintenance, fmt.Sprintf("draining %s: waiting for %d jobs", h.node, n))
 			}
 		})
-	case errors.Is(err, slurm.ErrUnknownNode):
-		err = nil
+	case errors.Is(err, slurm.ErrUnknownNode), errors.Is(err, errNoConf):
+		// The node never registered (or is gone already): nothing to drain or delete.
+		if err := h.stopSlurmd(ctx); err != nil {
+			return err
+		}
+		return h.departed(ctx, nil)
 	}
 	if err != nil && !unreachable(err) {
 		return fmt.Errorf("cannot remove node %s: %w", h.node, err)
@@ -164,6 +177,12 @@ func (h *hook) depart(ctx context.Context) error {
 			return err
 		}
 	}
+	return h.departed(ctx, err)
+}
+
+// departed records that the node left; err is the unreachable controller that left the node
+// drained, if any.
+func (h *hook) departed(ctx context.Context, err error) error {
 	h.st.Departed = true
 	h.st.Applied = nil
 	h.st.DefaultPending = false
@@ -212,10 +231,13 @@ type prevState struct {
 // the node is restored and a *JobsRemainError returned), stop slurmd, delete the node, start
 // slurmd, wait for the registration and restore the state.
 func (h *hook) reregister(ctx context.Context, spec service.Spec, deadline time.Time, progress func(int)) error {
-	cl := h.slurm()
-	n, err := cl.ShowNode(ctx, h.node)
+	cl, err := h.ctl()
+	var n slurm.Node
+	if err == nil {
+		n, err = cl.ShowNode(ctx, h.node)
+	}
 	known := err == nil
-	if err != nil && !errors.Is(err, slurm.ErrUnknownNode) {
+	if err != nil && !errors.Is(err, slurm.ErrUnknownNode) && !errors.Is(err, errNoConf) {
 		return fmt.Errorf("cannot re-register node %s: %w", h.node, err)
 	}
 	var prev prevState
@@ -258,6 +280,9 @@ func (h *hook) reregister(ctx context.Context, spec service.Spec, deadline time.
 		return err
 	}
 	if _, err := h.waitRegistered(ctx); err != nil {
+		return err
+	}
+	if cl, err = h.ctl(); err != nil {
 		return err
 	}
 	switch {

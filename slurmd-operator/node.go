@@ -94,7 +94,7 @@ func (h *hook) settle(ctx context.Context) error {
 		if err := h.saveState(ctx); err != nil {
 			return err
 		}
-		if n, err = h.slurm().ShowNode(ctx, h.node); err != nil {
+		if n, err = h.showNode(ctx); err != nil {
 			return h.setStatus(ctx, juju.StatusWaiting, fmt.Sprintf("node %s: %v", h.node, err))
 		}
 	}
@@ -105,7 +105,11 @@ func (h *hook) applyDefaultState(ctx context.Context) error {
 	if h.cfg.nodeState() != "down" {
 		return nil
 	}
-	err := h.slurm().UpdateNode(ctx, h.node, slurm.NodeUpdate{State: "down", Reason: h.cfg.nodeReason()})
+	cl, err := h.ctl()
+	if err != nil {
+		return err
+	}
+	err = cl.UpdateNode(ctx, h.node, slurm.NodeUpdate{State: "down", Reason: h.cfg.nodeReason()})
 	if err != nil {
 		return fmt.Errorf("cannot set node %s down (default-node-state): %w", h.node, err)
 	}
@@ -119,7 +123,7 @@ func (h *hook) waitRegistered(ctx context.Context) (slurm.Node, error) {
 	defer cancel()
 	var last error
 	for {
-		n, err := h.slurm().ShowNode(ctx, h.node)
+		n, err := h.showNode(ctx)
 		if err == nil && n.Version != "" && !n.State.Has(slurm.StateFuture) {
 			return n, nil
 		}
@@ -132,6 +136,15 @@ func (h *hook) waitRegistered(ctx context.Context) (slurm.Node, error) {
 			return slurm.Node{}, fmt.Errorf("cannot wait for node %s to register: %w (last: %v)", h.node, err, last)
 		}
 	}
+}
+
+// showNode shows this unit's node.
+func (h *hook) showNode(ctx context.Context) (slurm.Node, error) {
+	cl, err := h.ctl()
+	if err != nil {
+		return slurm.Node{}, err
+	}
+	return cl.ShowNode(ctx, h.node)
 }
 
 // slurmdSpec is the slurmd service for applied.

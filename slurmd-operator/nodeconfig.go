@@ -138,7 +138,7 @@ func (h *hook) nodeConfigAction(ctx context.Context) error {
 	if err := h.saveState(ctx); err != nil {
 		return err
 	}
-	n, err := h.slurm().ShowNode(ctx, h.node)
+	n, err := h.showNode(ctx)
 	if err != nil {
 		return fmt.Errorf("cannot show node %s: %w", h.node, err)
 	}

@@ -32,7 +32,10 @@ func (h *hook) updateStatus(ctx context.Context) error {
 		}
 		return h.setStatus(ctx, juju.StatusWaiting, "waiting for slurmctld data")
 	}
-	n, err := h.slurm().ShowNode(ctx, h.node)
+	n, err := h.showNode(ctx)
+	if errors.Is(err, errNoConf) {
+		return h.setStatus(ctx, juju.StatusWaiting, fmt.Sprintf("waiting for slurmd on %s to fetch its configuration", h.node))
+	}
 	if err != nil {
 		if unreachable(err) {
 			return h.setStatus(ctx, juju.StatusWaiting, fmt.Sprintf("node %s: controller unreachable", h.node))
@@ -51,7 +54,7 @@ func (h *hook) updateStatus(ctx context.Context) error {
 		if err := h.saveState(ctx); err != nil {
 			return err
 		}
-		if n, err = h.slurm().ShowNode(ctx, h.node); err != nil {
+		if n, err = h.showNode(ctx); err != nil {
 			return h.setStatus(ctx, juju.StatusWaiting, fmt.Sprintf("node %s: %v", h.node, err))
 		}
 	}
