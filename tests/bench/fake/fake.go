@@ -231,10 +231,14 @@ func (fx *Fixture) tool(name string, args []string, stdin io.Reader) (out any, c
 		return rawOut("secret:d3b5s2fmp25c7abcdef0"), 0, ""
 	case "secret-get", "secret-info-get":
 		id := ""
-		if label, _ := flagValue(args, "--label"); label != "" {
+		label, rest := flagValue(args, "--label")
+		if label != "" {
 			id = fx.Labels[label]
+			if id == "" {
+				id = label
+			}
 		}
-		if pos := positional(args); len(pos) > 0 {
+		if pos := positional(rest); len(pos) > 0 {
 			id = pos[0]
 		}
 		content, ok := fx.Secrets[id]
