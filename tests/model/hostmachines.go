@@ -26,7 +26,8 @@ func (p *HostMachines) NewMachine(ctx context.Context, id, unit string) (Machine
 	if prefix == "" {
 		prefix = "juju"
 	}
-	h, err := p.Network.AddHost(ctx, hosts.HostOptions{Name: fmt.Sprintf("%s-%s", prefix, id)})
+	name := fmt.Sprintf("%s-%s", prefix, id)
+	h, err := p.Network.AddHost(ctx, hosts.HostOptions{Name: name})
 	if err != nil {
 		return nil, err
 	}

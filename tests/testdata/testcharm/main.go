@@ -12,7 +12,11 @@
 //     ("secret-token") or the error ("secret-error") in its unit databag.
 //   - a hook named in config fail-hooks makes its writes (unit data "failed-write", port
 //     9999/tcp) and then exits 1.
-//   - actions: echo, fail, rotate (new secret revision), bad-key, tools.
+//   - on config-changed the leader publishes the secret again to every source relation (so that
+//     granting it later reaches the sink side).
+//   - actions: echo, fail, rotate (new secret revision), bad-key, tools, and run-tool, which
+//     runs any hook tool (argv as a JSON list, optional stdin) and returns its stdout ("out"),
+//     stderr ("err") and exit code ("code").
 package main
 
 import (
@@ -80,6 +84,18 @@ func handle(ctx context.Context, hc *juju.HookContext) error {
 	case juju.Start:
 		if err := hc.Status.SetUnit(ctx, juju.StatusActive, "started"); err != nil {
 			return err
+		}
+	case juju.ConfigChanged:
+		if leader {
+			ids, err := hc.Relations.IDs(ctx, "source")
+			if err != nil {
+				return err
+			}
+			for _, id := range ids {
+				if err := publishSecret(ctx, hc, cfg, id); err != nil {
+					return err
+				}
+			}
 		}
 	case juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted:
 		if err := relation(ctx, hc, cfg, leader); err != nil {
@@ -154,20 +170,28 @@ func relation(ctx context.Context, hc *juju.HookContext, cfg config, leader bool
 	if !leader {
 		return nil
 	}
-	app := map[string]string{"leader": ev.Unit}
+	if err := hc.Relations.SetAppData(ctx, ev.Relation, map[string]string{"leader": ev.Unit}); err != nil {
+		return err
+	}
 	if ev.Endpoint == "source" {
-		id, err := sharedSecret(ctx, hc)
-		if err != nil {
+		return publishSecret(ctx, hc, cfg, ev.Relation)
+	}
+	return nil
+}
+
+// publishSecret makes sure the "shared" secret exists, grants it to rel when grant-secret is
+// true, and publishes its id and the grant in rel's application databag.
+func publishSecret(ctx context.Context, hc *juju.HookContext, cfg config, rel juju.RelationID) error {
+	id, err := sharedSecret(ctx, hc)
+	if err != nil {
+		return err
+	}
+	if cfg.GrantSecret {
+		if err := hc.Secrets.Grant(ctx, id, rel, ""); err != nil {
 			return err
 		}
-		if cfg.GrantSecret {
-			if err := hc.Secrets.Grant(ctx, id, ev.Relation, ""); err != nil {
-				return err
-			}
-		}
-		app["secret-id"] = string(id)
 	}
-	return hc.Relations.SetAppData(ctx, ev.Relation, app)
+	return hc.Relations.SetAppData(ctx, rel, map[string]string{"secret-id": string(id), "granted": fmt.Sprint(cfg.GrantSecret)})
 }
 
 // sharedSecret returns the leader's "shared" secret, creating it on first use.
@@ -212,6 +236,20 @@ func action(ctx context.Context, hc *juju.HookContext) error {
 			return fmt.Errorf("action-set Bad_Key=x: want a hook tool error, got %v", err)
 		}
 		return hc.Actions.Set(ctx, map[string]string{"error": strings.TrimSpace(te.Stderr), "exit-code": fmt.Sprint(te.ExitCode)})
+	case "run-tool":
+		var argv []string
+		if err := json.Unmarshal([]byte(fmt.Sprint(params["argv"])), &argv); err != nil || len(argv) == 0 {
+			return fmt.Errorf("argv must be a JSON list of strings: %v", err)
+		}
+		var stdin []byte
+		if s, ok := params["stdin"].(string); ok && s != "" {
+			stdin = []byte(s)
+		}
+		res, err := hc.Runner.Run(ctx, juju.Command{Args: argv, Stdin: stdin})
+		if err != nil {
+			return err
+		}
+		return hc.Actions.Set(ctx, map[string]string{"out": string(res.Stdout), "err": string(res.Stderr), "code": fmt.Sprint(res.ExitCode)})
 	case "tools":
 		results := map[string]string{}
 		for _, argv := range [][]string{
