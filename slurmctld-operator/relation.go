@@ -352,4 +352,3 @@ func (c *Charm) updateStatus(ctx context.Context, hc *juju.HookContext) error {
 	}
 	return h.setStatus(ctx)
 }
-

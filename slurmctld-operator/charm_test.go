@@ -1,0 +1,725 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/juju/jujutest"
+	"github.com/charmed-slurm/operators/libs/slurmconf"
+)
+
+// env is one charm with fakes, its files under a temporary root.
+type env struct {
+	t     *testing.T
+	c     *Charm
+	slurm *fakeSlurm
+	svc   *fakeServices
+	found map[string]bool // programs LookPath finds
+}
+
+// seqReader gives 0, 1, 2, ... so that keys are reproducible but differ.
+type seqReader struct{ n byte }
+
+func (r *seqReader) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = r.n
+		r.n++
+	}
+	return len(p), nil
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{t: t, slurm: newFakeSlurm(), svc: newFakeServices(), found: map[string]bool{}}
+	for _, p := range programs {
+		e.found[p.prog] = true
+	}
+	e.c = &Charm{
+		Root:         t.TempDir(),
+		Slurm:        e.slurm,
+		Services:     e.svc,
+		MungeService: "munged",
+		Hostname:     func() (string, error) { return "ctl", nil },
+		LookPath: func(p string) (string, error) {
+			if e.found[p] {
+				return "/usr/bin/" + p, nil
+			}
+			return "", errors.New("not found")
+		},
+		Rand:         &seqReader{},
+		LookupUser:   func(string) (int, int, error) { return os.Getuid(), os.Getgid(), nil },
+		PollInterval: time.Millisecond,
+		DepartWait:   0,
+		RemoveWait:   0,
+		DeleteWait:   time.Second,
+	}
+	return e
+}
+
+func (e *env) run(in jujutest.State, ev juju.Event) jujutest.State {
+	e.t.Helper()
+	out, err := jujutest.Run(e.t, in, ev, e.c.Router().Dispatch)
+	if err != nil && !errors.Is(err, juju.ErrNoHandler) {
+		e.t.Fatalf("%s: %v", ev.Name, err)
+	}
+	return out
+}
+
+func (e *env) read(p string) string {
+	e.t.Helper()
+	b, err := os.ReadFile(e.c.path(p))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return string(b)
+}
+
+func (e *env) exists(p string) bool {
+	_, err := os.Stat(e.c.path(p))
+	return err == nil
+}
+
+func baseState() jujutest.State {
+	return jujutest.State{
+		Unit:           "slurmctld/0",
+		Leader:         true,
+		PrivateAddress: "10.0.0.1",
+		Config: map[string]any{
+			"cluster-name": "charmed-slurm", "default-partition": "", "max-node-count": 1024,
+			"slurm-conf-parameters": "",
+		},
+	}
+}
+
+// started runs config-changed on a fresh controller and returns the state after it.
+func (e *env) started() jujutest.State {
+	e.t.Helper()
+	out := e.run(baseState(), jujutest.Hook(juju.ConfigChanged))
+	if out.UnitStatus.Code != juju.StatusActive {
+		e.t.Fatalf("controller not active: %+v", out.UnitStatus)
+	}
+	return out
+}
+
+func relation(id juju.RelationID, app string, bag map[string]string, units ...string) jujutest.Relation {
+	r := jujutest.Relation{ID: id, RemoteApp: app, RemoteAppData: bag, RemoteUnits: map[string]map[string]string{}}
+	for _, u := range units {
+		r.RemoteUnits[u] = map[string]string{}
+	}
+	return r
+}
+
+func compute(t *testing.T, app, extra string) map[string]string {
+	t.Helper()
+	p, err := slurmconf.ParseParams(extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := slurmd.NewComputeData(app, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Encode()
+}
+
+func TestInstall(t *testing.T) {
+	tests := []struct {
+		name    string
+		missing []string
+		aptFail bool
+		wantApt []string
+		wantErr string
+	}{
+		{name: "all present", wantApt: nil},
+		{name: "missing", missing: []string{"slurmctld", "scontrol", "munged"},
+			wantApt: []string{"apt-get", "install", "-y", "--no-install-recommends", "slurmctld", "slurm-client", "munge"}},
+		{name: "apt fails", missing: []string{"munged"}, aptFail: true, wantErr: "cannot install munge"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			for _, m := range tt.missing {
+				e.found[m] = false
+			}
+			e.slurm.aptFail = tt.aptFail
+			_, err := jujutest.Run(t, baseState(), jujutest.Hook(juju.Install), e.c.Router().Dispatch)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, c := range e.slurm.calls {
+				if c[0] == "apt-get" {
+					got = c
+				}
+			}
+			if d := cmp.Diff(tt.wantApt, got); d != "" {
+				t.Errorf("apt-get (-want +got):\n%s", d)
+			}
+			for _, d := range []string{confDir, stateSaveDir, logDir} {
+				if !e.exists(d) {
+					t.Errorf("%s not created", d)
+				}
+			}
+		})
+	}
+}
+
+func TestConfigureStartsController(t *testing.T) {
+	e := newEnv(t)
+	out := e.started()
+
+	if len(out.Secrets) != 1 || out.Secrets[0].Label != "auth-key" {
+		t.Fatalf("secrets: %+v", out.Secrets)
+	}
+	key, keyID, err := slurmd.DecodeAuthSecret(out.Secrets[0].Revisions[0])
+	if err != nil || keyID != "1" || len(key) != keySize {
+		t.Fatalf("auth secret: key %d bytes, id %q, %v", len(key), keyID, err)
+	}
+	if got := e.read("/etc/munge/munge.key"); got != string(key) {
+		t.Errorf("munge key differs from the secret")
+	}
+	if fi, _ := os.Stat(e.c.path("/etc/munge/munge.key")); fi.Mode().Perm() != 0o400 {
+		t.Errorf("munge key mode %v", fi.Mode())
+	}
+	conf := e.read(confPath)
+	for _, want := range []string{"SlurmctldHost=ctl(10.0.0.1)", "ClusterName=charmed-slurm", "AuthType=auth/munge",
+		"MaxNodeCount=1024", "TreeWidth=65533", "SlurmctldParameters=enable_configless", "ReturnToService=2",
+		"SelectType=select/cons_tres", "ProctrackType=proctrack/linuxproc", "PartitionName=unconfigured State=INACTIVE Hidden=YES"} {
+		if !strings.Contains(conf, want+"\n") {
+			t.Errorf("slurm.conf lacks %q:\n%s", want, conf)
+		}
+	}
+	if d := cmp.Diff([]string{"configure munged", "enable munged", "restart munged", "configure slurmctld", "enable slurmctld", "start slurmctld"}, e.svc.calls); d != "" {
+		t.Errorf("service calls (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]juju.Port{{Number: 6817, Protocol: "tcp"}}, out.Ports); d != "" {
+		t.Errorf("ports (-want +got):\n%s", d)
+	}
+	if !strings.HasPrefix(out.UnitStatus.Message, "slurmctld up, 0 nodes") {
+		t.Errorf("status %q", out.UnitStatus.Message)
+	}
+
+	// The same configuration again: nothing restarted, nothing reconfigured.
+	e.svc.calls = nil
+	out = e.run(out, jujutest.Hook(juju.Start))
+	if n := e.slurm.count("scontrol", "reconfigure"); n != 0 {
+		t.Errorf("%d reconfigures, want 0", n)
+	}
+	for _, c := range e.svc.calls {
+		if strings.HasPrefix(c, "restart") || strings.HasPrefix(c, "start") {
+			t.Errorf("unexpected %q", c)
+		}
+	}
+	if len(out.Secrets) != 1 {
+		t.Errorf("secret created again: %+v", out.Secrets)
+	}
+}
+
+func TestSlurmConfParameters(t *testing.T) {
+	e := newEnv(t)
+	out := e.started()
+	// An admin's comment survives the charm's edits.
+	conf := e.read(confPath)
+	conf = strings.Replace(conf, "MinJobAge=300\n", "# keep job records for a while\nMinJobAge=300\n", 1)
+	if err := os.WriteFile(e.c.path(confPath), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Config["slurm-conf-parameters"] = "MinJobAge=10 DebugFlags=Power"
+	out = e.run(out, jujutest.Hook(juju.ConfigChanged))
+	conf = e.read(confPath)
+	for _, want := range []string{"# keep job records for a while\nMinJobAge=10\n", "DebugFlags=Power\n"} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("slurm.conf lacks %q:\n%s", want, conf)
+		}
+	}
+	if n := e.slurm.count("scontrol", "reconfigure"); n != 1 {
+		t.Errorf("%d reconfigures, want 1", n)
+	}
+	// Dropping the parameters restores the default and removes the extra key.
+	out.Config["slurm-conf-parameters"] = ""
+	e.run(out, jujutest.Hook(juju.ConfigChanged))
+	conf = e.read(confPath)
+	if !strings.Contains(conf, "MinJobAge=300\n") || strings.Contains(conf, "DebugFlags") {
+		t.Errorf("parameters not reverted:\n%s", conf)
+	}
+	if n := e.slurm.count("scontrol", "reconfigure"); n != 2 {
+		t.Errorf("%d reconfigures, want 2", n)
+	}
+}
+
+func TestBadConfig(t *testing.T) {
+	tests := []struct {
+		name, option string
+		value        any
+		want         string
+	}{
+		{"managed key", "slurm-conf-parameters", "SlurmctldHost=x", "slurm-conf-parameters: SlurmctldHost is managed by the charm and cannot be set"},
+		{"managed key case", "slurm-conf-parameters", "maxnodecount=5", "slurm-conf-parameters: MaxNodeCount is managed by the charm"},
+		{"entry key", "slurm-conf-parameters", "PartitionName=x", "slurm-conf-parameters: PartitionName is managed"},
+		{"unknown key", "slurm-conf-parameters", "MinJobAg=10", `slurm-conf-parameters: unknown slurm.conf key "MinJobAg" (did you mean MinJobAge?)`},
+		{"syntax", "slurm-conf-parameters", `MinJobAge="10`, "slurm-conf-parameters: "},
+		{"twice", "slurm-conf-parameters", "MinJobAge=1 minjobage=2", `slurm-conf-parameters: line 1, column 13: duplicate key "minjobage"`},
+		{"no value", "slurm-conf-parameters", `MinJobAge=""`, "slurm-conf-parameters: MinJobAge has no value"},
+		{"empty", "slurm-conf-parameters", "MinJobAge=", `slurm-conf-parameters: line 1, column 11: empty value for key "MinJobAge"`},
+		{"cluster name", "cluster-name", "Bad Name", `cluster-name: "Bad Name" is not a valid cluster name`},
+		{"max nodes", "max-node-count", 0, "max-node-count: 0 is out of range"},
+		{"partition", "default-partition", "a b", `default-partition: "a b" is not a valid partition name`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			out := e.started()
+			before := e.read(confPath)
+			out.Config[tt.option] = tt.value
+			out = e.run(out, jujutest.Hook(juju.ConfigChanged))
+			if out.UnitStatus.Code != juju.StatusBlocked || !strings.HasPrefix(out.UnitStatus.Message, tt.want) {
+				t.Errorf("status %+v, want blocked %q", out.UnitStatus, tt.want)
+			}
+			if after := e.read(confPath); after != before {
+				t.Errorf("slurm.conf changed by a refused configuration")
+			}
+			if n := e.slurm.count("scontrol", "reconfigure"); n != 0 {
+				t.Errorf("%d reconfigures, want 0", n)
+			}
+		})
+	}
+}
+
+func TestClusterNameChangeRefused(t *testing.T) {
+	e := newEnv(t)
+	out := e.started()
+	out.Config["cluster-name"] = "other"
+	out = e.run(out, jujutest.Hook(juju.ConfigChanged))
+	want := `cluster-name: cannot change from "charmed-slurm" to "other" after slurmctld has started; set it back to "charmed-slurm"`
+	if d := cmp.Diff(jujuStatus(juju.StatusBlocked, want), out.UnitStatus); d != "" {
+		t.Errorf("status (-want +got):\n%s", d)
+	}
+	if !strings.Contains(e.read(confPath), "ClusterName=charmed-slurm\n") {
+		t.Errorf("ClusterName rewritten")
+	}
+	out.Config["cluster-name"] = "charmed-slurm"
+	out = e.run(out, jujutest.Hook(juju.ConfigChanged))
+	if out.UnitStatus.Code != juju.StatusActive {
+		t.Errorf("status %+v after reverting", out.UnitStatus)
+	}
+}
+
+func jujuStatus(code juju.StatusCode, msg string) juju.WorkloadStatus {
+	return juju.WorkloadStatus{Code: code, Message: msg}
+}
+
+func TestNonLeaderStandsBy(t *testing.T) {
+	e := newEnv(t)
+	in := baseState()
+	in.Unit, in.Leader = "slurmctld/1", false
+	out := e.run(in, jujutest.Hook(juju.ConfigChanged))
+	if out.UnitStatus.Code != juju.StatusBlocked || !strings.Contains(out.UnitStatus.Message, "only the leader runs slurmctld") {
+		t.Errorf("status %+v", out.UnitStatus)
+	}
+	if len(out.Secrets) != 0 || len(e.svc.calls) != 0 || e.exists(confPath) {
+		t.Errorf("a standby acted: secrets %v, services %v", out.Secrets, e.svc.calls)
+	}
+	in.Relations = []jujutest.Relation{relation("slurmd:1", "slurmd", compute(t, "slurmd", ""), "slurmd/0")}
+	out = e.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmd:1", "slurmd/0"))
+	if out.Relations[0].LocalAppData != nil || e.exists(partitionPath("slurmd")) {
+		t.Errorf("a standby published or wrote a partition")
+	}
+}
+
+func TestSlurmdRelation(t *testing.T) {
+	e := newEnv(t)
+	in := e.started()
+	in.Relations = []jujutest.Relation{relation("slurmd:1", "slurmd", nil, "slurmd/0")}
+
+	// Joined: the secret is granted and ControllerData published; no partition yet.
+	out := e.run(in, jujutest.RelationHook(juju.RelationJoined, "slurmd:1", "slurmd/0"))
+	if d := cmp.Diff([]jujutest.Grant{{Relation: "slurmd:1"}}, out.Secrets[0].Grants); d != "" {
+		t.Errorf("grants (-want +got):\n%s", d)
+	}
+	bag, err := slurmd.DecodeControllerBag(out.Relations[0].LocalAppData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slurmd.ControllerBag{Controllers: []string{"10.0.0.1:6817"}, AuthSecretID: string(out.Secrets[0].ID), ClusterName: "charmed-slurm"}
+	if d := cmp.Diff(want, bag); d != "" {
+		t.Errorf("controller bag (-want +got):\n%s", d)
+	}
+	if e.slurm.count("scontrol", "reconfigure") != 0 {
+		t.Errorf("reconfigured on join")
+	}
+
+	// Ready: the partition file and include are written, one reconfigure.
+	out.Relations[0].RemoteAppData = compute(t, "slurmd", "MaxTime=1:00:00")
+	out = e.run(out, jujutest.RelationHook(juju.RelationChanged, "slurmd:1", "slurmd/0"))
+	wantPart := "# Partition of the slurmd application \"slurmd\", managed by the slurmctld charm.\n" +
+		"NodeSet=slurmd Feature=slurmd\nPartitionName=slurmd Nodes=slurmd MaxTime=1:00:00 Default=YES\n"
+	if d := cmp.Diff(wantPart, e.read(partitionPath("slurmd"))); d != "" {
+		t.Errorf("partition file (-want +got):\n%s", d)
+	}
+	conf := e.read(confPath)
+	if !strings.Contains(conf, "Include partition-slurmd.conf\n") || strings.Contains(conf, "unconfigured") {
+		t.Errorf("slurm.conf:\n%s", conf)
+	}
+	if n := e.slurm.count("scontrol", "reconfigure"); n != 1 {
+		t.Errorf("%d reconfigures, want 1", n)
+	}
+
+	// The same data again (another unit's relation-changed): no reconfigure.
+	out = e.run(out, jujutest.RelationHook(juju.RelationChanged, "slurmd:1", "slurmd/0"))
+	if n := e.slurm.count("scontrol", "reconfigure"); n != 1 {
+		t.Errorf("%d reconfigures after unchanged data, want 1", n)
+	}
+
+	// Changed partition-config: exactly one more.
+	out.Relations[0].RemoteAppData = compute(t, "slurmd", "MaxTime=2:00:00")
+	out = e.run(out, jujutest.RelationHook(juju.RelationChanged, "slurmd:1", "slurmd/0"))
+	if n := e.slurm.count("scontrol", "reconfigure"); n != 2 {
+		t.Errorf("%d reconfigures after a change, want 2", n)
+	}
+
+	// A second application is not the default; default-partition moves Default=YES with one
+	// reconfigure.
+	out.Relations = append(out.Relations, relation("slurmd:2", "gpu", compute(t, "gpu", ""), "gpu/0"))
+	out = e.run(out, jujutest.RelationHook(juju.RelationChanged, "slurmd:2", "gpu/0"))
+	if got := e.read(partitionPath("gpu")); strings.Contains(got, "Default") {
+		t.Errorf("gpu partition is default:\n%s", got)
+	}
+	if n := e.slurm.count("scontrol", "reconfigure"); n != 3 {
+		t.Errorf("%d reconfigures, want 3", n)
+	}
+	out.Config["default-partition"] = "gpu"
+	out = e.run(out, jujutest.Hook(juju.ConfigChanged))
+	if !strings.Contains(e.read(partitionPath("gpu")), "Default=YES") || strings.Contains(e.read(partitionPath("slurmd")), "Default") {
+		t.Errorf("default not moved to gpu")
+	}
+	if n := e.slurm.count("scontrol", "reconfigure"); n != 4 {
+		t.Errorf("%d reconfigures, want 4", n)
+	}
+	if out.UnitStatus.Code != juju.StatusActive {
+		t.Errorf("status %+v", out.UnitStatus)
+	}
+}
+
+func TestBadComputeData(t *testing.T) {
+	e := newEnv(t)
+	in := e.started()
+	in.Relations = []jujutest.Relation{relation("slurmd:1", "slurmd", compute(t, "slurmd", "MaxTime=1:00:00"), "slurmd/0")}
+	out := e.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmd:1", "slurmd/0"))
+	before := e.read(partitionPath("slurmd"))
+
+	tests := []struct {
+		name  string
+		bag   map[string]string
+		field string
+	}{
+		{"bad partition key", map[string]string{"version": "1", "nodeset": "NodeSet=slurmd Feature=slurmd", "partition": "PartitionName=slurmd Nodes=slurmd MaxTme=1"}, `"partition"`},
+		{"other app", map[string]string{"version": "1", "nodeset": "NodeSet=gpu Feature=gpu", "partition": "PartitionName=gpu Nodes=gpu"}, `"nodeset"`},
+		{"bad version", map[string]string{"version": "9", "nodeset": "NodeSet=slurmd Feature=slurmd", "partition": "PartitionName=slurmd Nodes=slurmd"}, `"version"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := out
+			in.Relations = []jujutest.Relation{relation("slurmd:1", "slurmd", tt.bag, "slurmd/0")}
+			got := e.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmd:1", "slurmd/0"))
+			if got.UnitStatus.Code != juju.StatusBlocked || !strings.HasPrefix(got.UnitStatus.Message, "slurmd application slurmd: invalid "+tt.field) {
+				t.Errorf("status %+v, want blocked naming %s", got.UnitStatus, tt.field)
+			}
+			if after := e.read(partitionPath("slurmd")); after != before {
+				t.Errorf("partition changed:\n%s", after)
+			}
+			if n := e.slurm.count("scontrol", "reconfigure"); n != 1 {
+				t.Errorf("%d reconfigures, want 1", n)
+			}
+		})
+	}
+	// Fixed data clears the problem.
+	in = out
+	in.Relations = []jujutest.Relation{relation("slurmd:1", "slurmd", compute(t, "slurmd", "MaxTime=1:00:00"), "slurmd/0")}
+	got := e.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmd:1", "slurmd/0"))
+	if got.UnitStatus.Code != juju.StatusActive {
+		t.Errorf("status %+v after fixing the data", got.UnitStatus)
+	}
+}
+
+// withApp returns a started controller with application app related and its partition written.
+func (e *env) withApp(app string, units ...string) jujutest.State {
+	e.t.Helper()
+	in := e.started()
+	in.Relations = []jujutest.Relation{relation("slurmd:1", app, compute(e.t, app, ""), units...)}
+	return e.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmd:1", units[0]))
+}
+
+func TestDepartedIdleNodeDrainedAndDeleted(t *testing.T) {
+	e := newEnv(t)
+	in := e.withApp("slurmd", "slurmd/0", "slurmd/1")
+	e.slurm.addNode("slurmd-0", "slurmd", "IDLE", false)
+	e.slurm.addNode("slurmd-1", "slurmd", "IDLE", false)
+	delete(in.Relations[0].RemoteUnits, "slurmd/1")
+	out := e.run(in, jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", "slurmd/1"))
+	if e.slurm.hasNode("slurmd-1") || !e.slurm.hasNode("slurmd-0") {
+		t.Errorf("nodes: %v", sortedKeys(e.slurm.nodes))
+	}
+	if n := e.slurm.count("scontrol", "update", "nodename=slurmd-1", "state=drain", "reason=unit slurmd/1 removed"); n != 1 {
+		t.Errorf("%d drains with the removal reason, want 1: %v", n, e.slurm.calls)
+	}
+	if n := e.slurm.count("scontrol", "reconfigure"); n != 1 {
+		t.Errorf("%d reconfigures, want 1 (the partition's)", n)
+	}
+	if out.UnitStatus.Code != juju.StatusActive || strings.Contains(out.UnitStatus.Message, "removing") {
+		t.Errorf("status %+v", out.UnitStatus)
+	}
+}
+
+func TestDepartedBusyNodeWaitsForItsJobs(t *testing.T) {
+	e := newEnv(t)
+	in := e.withApp("slurmd", "slurmd/0", "slurmd/1")
+	e.slurm.addNode("slurmd-1", "slurmd", "IDLE", true) // drained by the unit itself
+	e.slurm.addJob("7", "RUNNING", "slurmd", "slurmd-1")
+	delete(in.Relations[0].RemoteUnits, "slurmd/1")
+	out := e.run(in, jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", "slurmd/1"))
+	if !e.slurm.hasNode("slurmd-1") {
+		t.Fatal("a node with a running job was deleted")
+	}
+	if e.slurm.count("scontrol", "delete") != 0 {
+		t.Errorf("delete attempted on a busy node")
+	}
+	if !strings.Contains(out.UnitStatus.Message, "removing slurmd-1 once idle") {
+		t.Errorf("status %q", out.UnitStatus.Message)
+	}
+	// update-status while the job runs: still there; once it ends: deleted.
+	out = e.run(out, jujutest.Hook(juju.UpdateStatus))
+	if !e.slurm.hasNode("slurmd-1") {
+		t.Fatal("deleted while busy")
+	}
+	e.slurm.mu.Lock()
+	e.slurm.finishJobs()
+	e.slurm.mu.Unlock()
+	out = e.run(out, jujutest.Hook(juju.UpdateStatus))
+	if e.slurm.hasNode("slurmd-1") {
+		t.Errorf("node not deleted after its job ended")
+	}
+	if strings.Contains(out.UnitStatus.Message, "removing") {
+		t.Errorf("status %q", out.UnitStatus.Message)
+	}
+}
+
+func TestDepartedWaitIsBounded(t *testing.T) {
+	e := newEnv(t)
+	e.c.DepartWait = time.Second
+	in := e.withApp("slurmd", "slurmd/0", "slurmd/1")
+	e.slurm.addNode("slurmd-1", "slurmd", "IDLE", true)
+	e.slurm.addJob("7", "RUNNING", "slurmd", "slurmd-1")
+	polls := 0
+	e.slurm.tick = func(f *fakeSlurm) {
+		polls++
+		if polls == 3 { // the job ends while the hook waits
+			f.mu.Lock()
+			f.finishJobs()
+			f.mu.Unlock()
+		}
+	}
+	delete(in.Relations[0].RemoteUnits, "slurmd/1")
+	e.run(in, jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", "slurmd/1"))
+	if e.slurm.hasNode("slurmd-1") {
+		t.Errorf("node not deleted once its job ended during the bounded wait")
+	}
+}
+
+func TestDepartedUnknownNodeAndUnreachable(t *testing.T) {
+	e := newEnv(t)
+	in := e.withApp("slurmd", "slurmd/0", "slurmd/1")
+	// The unit deleted its node itself: nothing to do.
+	out := e.run(in, jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", "slurmd/1"))
+	if strings.Contains(out.UnitStatus.Message, "removing") || e.slurm.count("scontrol", "delete") != 0 {
+		t.Errorf("status %q, calls %v", out.UnitStatus.Message, e.slurm.calls)
+	}
+	// slurmctld unreachable: the node stays pending, the hook does not fail.
+	e.slurm.down = true
+	out = e.run(out, jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", "slurmd/0"))
+	st, _ := e.c.loadState()
+	if _, ok := st.Pending["slurmd-0"]; !ok {
+		t.Errorf("pending: %v", st.Pending)
+	}
+	if out.UnitStatus.Code != juju.StatusWaiting {
+		t.Errorf("status %+v", out.UnitStatus)
+	}
+}
+
+func TestApplicationRemoved(t *testing.T) {
+	e := newEnv(t)
+	in := e.withApp("gpu", "gpu/0")
+	e.slurm.addNode("gpu-0", "gpu", "IDLE", false)
+	e.slurm.addJob("9", "RUNNING", "gpu", "gpu-0")
+	ctld := e.svc.count("start slurmctld") + e.svc.count("restart slurmctld")
+
+	out := e.run(in, jujutest.RelationHook(juju.RelationBroken, "slurmd:1", ""))
+	if e.slurm.count("scontrol", "update", "partitionname=gpu", "state=INACTIVE") != 1 {
+		t.Errorf("partition not set INACTIVE: %v", e.slurm.calls)
+	}
+	if d := cmp.Diff(jujuStatus(juju.StatusWaiting, "waiting for 1 jobs in partition gpu to finish before removing it"), out.UnitStatus); d != "" {
+		t.Errorf("status (-want +got):\n%s", d)
+	}
+	if !strings.Contains(e.read(partitionPath("gpu")), "State=INACTIVE") || !strings.Contains(e.read(confPath), "Include partition-gpu.conf") {
+		t.Errorf("partition removed while a job runs")
+	}
+	if n := e.slurm.count("scontrol", "reconfigure"); n != 1 {
+		t.Errorf("%d reconfigures, want 1 (the partition's creation)", n)
+	}
+
+	// The job completed but its record is kept (MinJobAge): still waiting.
+	e.slurm.mu.Lock()
+	e.slurm.finishJobs()
+	e.slurm.mu.Unlock()
+	out = e.run(out, jujutest.Hook(juju.UpdateStatus))
+	if out.UnitStatus.Code != juju.StatusWaiting || !e.exists(partitionPath("gpu")) {
+		t.Errorf("removed while a job record remains: %+v", out.UnitStatus)
+	}
+
+	// The record is purged: nodes deleted, include and file removed, one reconfigure.
+	e.slurm.mu.Lock()
+	e.slurm.jobs = nil
+	e.slurm.mu.Unlock()
+	out = e.run(out, jujutest.Hook(juju.UpdateStatus))
+	if e.exists(partitionPath("gpu")) || strings.Contains(e.read(confPath), "partition-gpu") {
+		t.Errorf("partition not removed:\n%s", e.read(confPath))
+	}
+	if !strings.Contains(e.read(confPath), "PartitionName=unconfigured") {
+		t.Errorf("placeholder partition not back")
+	}
+	if e.slurm.hasNode("gpu-0") {
+		t.Errorf("node record of the removed application left")
+	}
+	if n := e.slurm.count("scontrol", "reconfigure"); n != 2 {
+		t.Errorf("%d reconfigures, want 2", n)
+	}
+	if got := e.svc.count("start slurmctld") + e.svc.count("restart slurmctld"); got != ctld {
+		t.Errorf("slurmctld restarted")
+	}
+	if out.UnitStatus.Code != juju.StatusActive {
+		t.Errorf("status %+v", out.UnitStatus)
+	}
+	st, _ := e.c.loadState()
+	if len(st.Apps) != 0 || len(st.Removing) != 0 {
+		t.Errorf("state: %+v", st)
+	}
+}
+
+func TestApplicationRemovedKeepsOthers(t *testing.T) {
+	e := newEnv(t)
+	in := e.withApp("slurmd", "slurmd/0")
+	in.Relations = append(in.Relations, relation("slurmd:2", "gpu", compute(t, "gpu", ""), "gpu/0"))
+	in = e.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmd:2", "gpu/0"))
+	// Removing the default partition's application makes the next one the default.
+	e.run(in, jujutest.RelationHook(juju.RelationBroken, "slurmd:1", ""))
+	if e.exists(partitionPath("slurmd")) {
+		t.Errorf("idle partition not removed at once")
+	}
+	if !strings.Contains(e.read(partitionPath("gpu")), "Default=YES") {
+		t.Errorf("gpu not made default:\n%s", e.read(partitionPath("gpu")))
+	}
+	if n := e.slurm.count("scontrol", "reconfigure"); n != 3 {
+		t.Errorf("%d reconfigures, want 3", n)
+	}
+}
+
+func TestRemoveWaitIsBounded(t *testing.T) {
+	e := newEnv(t)
+	e.c.RemoveWait = time.Second
+	in := e.withApp("gpu", "gpu/0")
+	e.slurm.addJob("9", "RUNNING", "gpu", "")
+	polls := 0
+	e.slurm.tick = func(f *fakeSlurm) {
+		polls++
+		if polls == 3 {
+			f.mu.Lock()
+			f.jobs = nil
+			f.mu.Unlock()
+		}
+	}
+	out := e.run(in, jujutest.RelationHook(juju.RelationBroken, "slurmd:1", ""))
+	if e.exists(partitionPath("gpu")) {
+		t.Errorf("partition not removed when its jobs ended during the hook")
+	}
+	if out.UnitStatus.Code != juju.StatusActive {
+		t.Errorf("status %+v", out.UnitStatus)
+	}
+}
+
+func TestUpdateStatusCounts(t *testing.T) {
+	e := newEnv(t)
+	in := e.withApp("slurmd", "slurmd/0")
+	e.slurm.addNode("slurmd-0", "slurmd", "IDLE", false)
+	e.slurm.addNode("slurmd-1", "slurmd", "IDLE", false)
+	e.slurm.addNode("slurmd-2", "slurmd", "IDLE", true)
+	e.slurm.addJob("1", "RUNNING", "slurmd", "slurmd-1")
+	out := e.run(in, jujutest.Hook(juju.UpdateStatus))
+	if d := cmp.Diff(jujuStatus(juju.StatusActive, "slurmctld up, 3 nodes (1 idle, 1 allocated, 1 drained)"), out.UnitStatus); d != "" {
+		t.Errorf("status (-want +got):\n%s", d)
+	}
+	e.svc.mu.Lock()
+	e.svc.active[svcSlurmctld] = false
+	e.svc.mu.Unlock()
+	out = e.run(out, jujutest.Hook(juju.UpdateStatus))
+	if d := cmp.Diff(jujuStatus(juju.StatusMaintenance, "slurmctld is not running"), out.UnitStatus); d != "" {
+		t.Errorf("status (-want +got):\n%s", d)
+	}
+}
+
+func TestStartFailure(t *testing.T) {
+	e := newEnv(t)
+	e.svc.startErr = errors.New("exited quickly with code 1")
+	_, err := jujutest.Run(t, baseState(), jujutest.Hook(juju.ConfigChanged), e.c.Router().Dispatch)
+	if err == nil || !strings.Contains(err.Error(), "cannot restart munged") {
+		t.Errorf("error %v", err)
+	}
+}
+
+func TestAuthSlurmKey(t *testing.T) {
+	e := newEnv(t)
+	e.slurm.version = "slurm 23.11.4"
+	e.started()
+	conf := e.read(confPath)
+	if !strings.Contains(conf, "AuthType=auth/slurm\n") || !strings.Contains(conf, "CredType=cred/slurm\n") {
+		t.Errorf("slurm.conf:\n%s", conf)
+	}
+	if !e.exists("/etc/slurm/slurm.key") || e.exists("/etc/munge/munge.key") {
+		t.Errorf("key files wrong")
+	}
+	if e.svc.count("restart munged") != 0 {
+		t.Errorf("munged started with auth/slurm")
+	}
+}
+
+func TestStateFileIsPrivate(t *testing.T) {
+	e := newEnv(t)
+	e.started()
+	fi, err := os.Stat(e.c.path(stateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("state mode %v", fi.Mode())
+	}
+	if err := os.WriteFile(e.c.path(stateFile), []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = jujutest.Run(t, baseState(), jujutest.Hook(juju.UpdateStatus), e.c.Router().Dispatch)
+	if err == nil || !strings.Contains(err.Error(), filepath.Base(stateFile)) {
+		t.Errorf("corrupt state: error %v", err)
+	}
+}
+

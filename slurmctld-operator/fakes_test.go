@@ -1,0 +1,388 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/charmed-slurm/operators/libs/service"
+	"github.com/charmed-slurm/operators/libs/slurm"
+)
+
+// fakeNode is a node of fakeSlurm's cluster.
+type fakeNode struct {
+	Base     string // IDLE, ALLOCATED, DOWN
+	Drain    bool
+	Features []string
+	Reason   string
+}
+
+// fakeJob is a job of fakeSlurm's cluster.
+type fakeJob struct {
+	ID, State, Partition, Node string
+}
+
+// fakeSlurm is a small Slurm controller in memory answering the commands the charm runs
+// (scontrol, squeue, scancel, slurmctld -V, apt-get) with the outputs and error messages real
+// Slurm 22.05 prints (see libs/slurm/slurmtest/real), and recording every call.
+type fakeSlurm struct {
+	mu      sync.Mutex
+	calls   [][]string
+	nodes   map[string]*fakeNode
+	jobs    []fakeJob
+	parts   map[string]string // partition → state set by scontrol update
+	down    bool              // slurmctld unreachable
+	version string
+	aptFail bool
+	// tick runs before every squeue and show node: tests use it to let jobs finish.
+	tick func(f *fakeSlurm)
+}
+
+func newFakeSlurm() *fakeSlurm {
+	return &fakeSlurm{nodes: map[string]*fakeNode{}, parts: map[string]string{}, version: "slurm-wlm 22.05.8"}
+}
+
+func (f *fakeSlurm) addNode(name, app, base string, drain bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nodes[name] = &fakeNode{Base: base, Drain: drain, Features: []string{app}}
+}
+
+func (f *fakeSlurm) addJob(id, state, part, node string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.jobs = append(f.jobs, fakeJob{id, state, part, node})
+	if n := f.nodes[node]; n != nil && (state == "RUNNING" || state == "COMPLETING") {
+		n.Base = "ALLOCATED"
+	}
+}
+
+// finishJobs ends every job (COMPLETED) and frees the nodes.
+func (f *fakeSlurm) finishJobs() {
+	for i := range f.jobs {
+		f.jobs[i].State = "COMPLETED"
+	}
+	for _, n := range f.nodes {
+		if n.Base == "ALLOCATED" {
+			n.Base = "IDLE"
+		}
+	}
+}
+
+// count returns how many calls started with prefix.
+func (f *fakeSlurm) count(prefix ...string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.calls {
+		if len(c) >= len(prefix) && slices.Equal(c[:len(prefix)], prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func (f *fakeSlurm) hasNode(name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.nodes[name]
+	return ok
+}
+
+func ok(stdout string) slurm.Output { return slurm.Output{Stdout: []byte(stdout)} }
+func fail(msg string) slurm.Output  { return slurm.Output{Stderr: []byte(msg + "\n"), ExitCode: 1} }
+
+const unreachable = "Unable to contact slurm controller (connect failure)"
+
+func (f *fakeSlurm) Run(ctx context.Context, argv []string, env []string) (slurm.Output, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, slices.Clone(argv))
+	switch argv[0] {
+	case "slurmctld":
+		return ok(f.version + "\n"), nil
+	case "apt-get":
+		if f.aptFail {
+			return fail("E: Unable to locate package"), nil
+		}
+		return ok(""), nil
+	case "scontrol", "squeue", "scancel":
+		if !slices.Contains(env, "SLURM_CONF=/etc/slurm/slurm.conf") {
+			return slurm.Output{}, fmt.Errorf("fake: %v run without SLURM_CONF", argv)
+		}
+		if f.tick != nil && (argv[0] == "squeue" || (len(argv) > 1 && argv[1] == "show")) {
+			f.mu.Unlock()
+			f.tick(f)
+			f.mu.Lock()
+		}
+		if f.down {
+			if len(argv) > 1 && argv[1] == "ping" {
+				return fail("Slurmctld(primary) at ctl is DOWN"), nil
+			}
+			return fail("slurm_load_node error: " + unreachable), nil
+		}
+	}
+	switch {
+	case argv[0] == "scontrol" && argv[1] == "ping":
+		return ok("Slurmctld(primary) at ctl is UP\n"), nil
+	case argv[0] == "scontrol" && argv[1] == "reconfigure":
+		return ok(""), nil
+	case argv[0] == "scontrol" && argv[1] == "show" && argv[2] == "node":
+		if len(argv) == 5 {
+			n, ok2 := f.nodes[argv[4]]
+			if !ok2 {
+				return fail("Node " + argv[4] + " not found"), nil
+			}
+			return ok(f.nodeLine(argv[4], n)), nil
+		}
+		if len(f.nodes) == 0 {
+			return ok("No nodes in the system\n"), nil
+		}
+		var b strings.Builder
+		for _, name := range sortedKeys(f.nodes) {
+			b.WriteString(f.nodeLine(name, f.nodes[name]))
+		}
+		return ok(b.String()), nil
+	case argv[0] == "scontrol" && argv[1] == "update" && strings.HasPrefix(argv[2], "nodename="):
+		n, ok2 := f.nodes[strings.TrimPrefix(argv[2], "nodename=")]
+		if !ok2 {
+			return fail("slurm_update error: Invalid node name specified"), nil
+		}
+		for _, a := range argv[3:] {
+			k, v, _ := strings.Cut(a, "=")
+			switch k {
+			case "state":
+				switch v {
+				case "drain":
+					n.Drain = true
+				case "resume", "undrain":
+					if !n.Drain && n.Base != "DOWN" {
+						return fail("slurm_update error: Invalid node state specified"), nil
+					}
+					n.Drain = false
+					if n.Base == "DOWN" {
+						n.Base = "IDLE"
+					}
+				case "down":
+					n.Base = "DOWN"
+				case "idle":
+					n.Base = "IDLE"
+				}
+			case "reason":
+				n.Reason = v
+			}
+		}
+		return ok(""), nil
+	case argv[0] == "scontrol" && argv[1] == "update" && strings.HasPrefix(argv[2], "partitionname="):
+		p := strings.TrimPrefix(argv[2], "partitionname=")
+		if !f.partitionKnown(p) {
+			return fail("slurm_update error: Invalid partition name specified"), nil
+		}
+		f.parts[p] = strings.TrimPrefix(argv[3], "state=")
+		return ok(""), nil
+	case argv[0] == "scontrol" && argv[1] == "delete":
+		name := strings.TrimPrefix(argv[2], "nodename=")
+		n, ok2 := f.nodes[name]
+		if !ok2 {
+			return fail("scontrol: error: failed to delete nodes " + name + "\ndelete_node nodename=" + name + ": Invalid node name specified"), nil
+		}
+		if n.Base == "ALLOCATED" {
+			return fail("scontrol: error: failed to delete nodes " + name + "\ndelete_node nodename=" + name + ": Requested nodes are busy"), nil
+		}
+		delete(f.nodes, name)
+		return ok(""), nil
+	case argv[0] == "squeue":
+		return f.squeue(argv)
+	case argv[0] == "scancel":
+		for _, id := range argv[1:] {
+			for i := range f.jobs {
+				if f.jobs[i].ID == id {
+					f.jobs[i].State = "CANCELLED"
+					if n := f.nodes[f.jobs[i].Node]; n != nil {
+						n.Base = "IDLE"
+					}
+				}
+			}
+		}
+		return ok(""), nil
+	}
+	return slurm.Output{}, fmt.Errorf("fake slurm: unexpected command %q", argv)
+}
+
+func (f *fakeSlurm) partitionKnown(p string) bool {
+	for _, n := range f.nodes {
+		if slices.Contains(n.Features, p) {
+			return true
+		}
+	}
+	for _, j := range f.jobs {
+		if j.Partition == p {
+			return true
+		}
+	}
+	_, ok := f.parts[p]
+	return ok
+}
+
+func (f *fakeSlurm) nodeLine(name string, n *fakeNode) string {
+	state := n.Base
+	if n.Drain {
+		state += "+DRAIN"
+	}
+	state += "+DYNAMIC_NORM"
+	feat := strings.Join(n.Features, ",")
+	line := fmt.Sprintf("NodeName=%s Arch=x86_64 CoresPerSocket=1  CPUAlloc=0 CPUEfctv=1 CPUTot=1 AvailableFeatures=%s ActiveFeatures=%s NodeAddr=10.0.0.2 NodeHostName=%s Version=22.05.8 RealMemory=1000 AllocMem=0 State=%s Partitions=%s", name, feat, feat, name, state, feat)
+	if n.Reason != "" {
+		line += " Reason=" + n.Reason + " [root@2026-11-22T22:19:43]"
+	}
+	return line + "\n"
+}
+
+func (f *fakeSlurm) squeue(argv []string) (slurm.Output, error) {
+	var node, part, states string
+	for i := 1; i+1 < len(argv); i++ {
+		switch argv[i] {
+		case "-w":
+			node = argv[i+1]
+		case "-p":
+			part = argv[i+1]
+		case "-t":
+			states = argv[i+1]
+		}
+	}
+	if node != "" {
+		if _, ok2 := f.nodes[node]; !ok2 {
+			return fail("squeue: error: Invalid node name " + node), nil
+		}
+	}
+	var b strings.Builder
+	for _, j := range f.jobs {
+		active := j.State == "RUNNING" || j.State == "COMPLETING" || j.State == "PENDING"
+		switch {
+		case node != "" && (j.Node != node || (j.State != "RUNNING" && j.State != "COMPLETING")):
+			continue
+		case part != "" && j.Partition != part:
+			continue
+		case states != "all" && !active:
+			continue
+		}
+		fmt.Fprintf(&b, "%s|%s|%s|root|%s|wrap\n", j.ID, j.State, j.Partition, j.Node)
+	}
+	return ok(b.String()), nil
+}
+
+// fakeServices is a service.Manager in memory that records every call.
+type fakeServices struct {
+	mu       sync.Mutex
+	calls    []string // "restart munged", ...
+	specs    map[string]service.Spec
+	active   map[string]bool
+	enabled  map[string]bool
+	startErr error
+}
+
+func newFakeServices() *fakeServices {
+	return &fakeServices{specs: map[string]service.Spec{}, active: map[string]bool{}, enabled: map[string]bool{}}
+}
+
+func (s *fakeServices) record(op, name string) error {
+	s.calls = append(s.calls, op+" "+name)
+	if _, ok := s.specs[name]; !ok {
+		return fmt.Errorf("cannot %s %q: %w", op, name, service.ErrUnknownService)
+	}
+	return nil
+}
+
+func (s *fakeServices) Configure(ctx context.Context, spec service.Spec) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	s.specs[spec.Name] = spec
+	s.calls = append(s.calls, "configure "+spec.Name)
+	return nil
+}
+
+func (s *fakeServices) Enable(ctx context.Context, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.record("enable", name); err != nil {
+		return err
+	}
+	s.enabled[name] = true
+	return nil
+}
+
+func (s *fakeServices) Disable(ctx context.Context, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.record("disable", name); err != nil {
+		return err
+	}
+	s.enabled[name] = false
+	return nil
+}
+
+func (s *fakeServices) Start(ctx context.Context, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.record("start", name); err != nil {
+		return err
+	}
+	if s.startErr != nil {
+		return s.startErr
+	}
+	s.active[name] = true
+	return nil
+}
+
+func (s *fakeServices) Stop(ctx context.Context, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.record("stop", name); err != nil {
+		return err
+	}
+	s.active[name] = false
+	return nil
+}
+
+func (s *fakeServices) Restart(ctx context.Context, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.record("restart", name); err != nil {
+		return err
+	}
+	if s.startErr != nil {
+		return s.startErr
+	}
+	s.active[name] = true
+	return nil
+}
+
+func (s *fakeServices) Status(ctx context.Context, name string) (service.Status, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.specs[name]; !ok {
+		return service.Status{}, fmt.Errorf("cannot get status of %q: %w", name, service.ErrUnknownService)
+	}
+	st := service.StateInactive
+	if s.active[name] {
+		st = service.StateActive
+	}
+	return service.Status{Name: name, State: st, Enabled: s.enabled[name]}, nil
+}
+
+func (s *fakeServices) count(call string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.calls {
+		if c == call {
+			n++
+		}
+	}
+	return n
+}
