@@ -53,6 +53,9 @@ type Charm struct {
 	// Root is the file system root for every file the charm writes ("/" in production,
 	// a temporary directory in tests).
 	Root string
+	// StateFile is the charm state's path (in the unit's charm directory); empty means
+	// /var/lib/slurmctld-operator/state.json below Root.
+	StateFile string
 	// Slurm runs Slurm's commands (scontrol, squeue, scancel) and apt-get.
 	Slurm slurm.Runner
 	// Services runs munged and slurmctld.

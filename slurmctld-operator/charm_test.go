@@ -723,3 +723,15 @@ func TestStateFileIsPrivate(t *testing.T) {
 		t.Errorf("corrupt state: error %v", err)
 	}
 }
+
+func TestStateInCharmDir(t *testing.T) {
+	e := newEnv(t)
+	e.c.StateFile = filepath.Join(t.TempDir(), stateFileName)
+	e.started()
+	if _, err := os.Stat(e.c.StateFile); err != nil {
+		t.Errorf("state not in the charm dir: %v", err)
+	}
+	if e.exists(stateFile) {
+		t.Errorf("state written below root too")
+	}
+}

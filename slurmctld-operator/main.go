@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -30,8 +31,14 @@ func main() {
 	}
 	mgr := &lazyManager{backend: backend, socket: socket}
 	defer mgr.close()
+	stateFilePath := ""
+	if ev.CharmDir != "" {
+		// Per unit, also when several units share a file system.
+		stateFilePath = filepath.Join(ev.CharmDir, stateFileName)
+	}
 	c := &Charm{
 		Root:         "/",
+		StateFile:    stateFilePath,
 		Slurm:        slurm.ExecRunner{},
 		Services:     mgr,
 		MungeService: mungeService,

@@ -13,8 +13,20 @@ import (
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
-// stateFile is the charm's private state on the unit's host, below Charm.Root.
+// stateFile is the charm's state below Charm.Root when Charm.StateFile is not set.
 const stateFile = "/var/lib/slurmctld-operator/state.json"
+
+// stateFileName is the state's name in the unit's charm directory (where Juju keeps per-unit
+// charm data; the ops framework keeps .unit-state.db there too).
+const stateFileName = ".slurmctld-operator-state.json"
+
+// statePath is where the state lives.
+func (c *Charm) statePath() string {
+	if c.StateFile != "" {
+		return c.StateFile
+	}
+	return c.path(stateFile)
+}
 
 // charmState is what the charm remembers between hooks. It is written atomically after every
 // hook that changes it.
@@ -71,7 +83,7 @@ func (s *charmState) setProblem(app, msg string) {
 // loadState reads the state; a missing file is the empty state.
 func (c *Charm) loadState() (*charmState, error) {
 	st := &charmState{}
-	data, err := os.ReadFile(c.path(stateFile))
+	data, err := os.ReadFile(c.statePath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil
 	}
@@ -79,7 +91,7 @@ func (c *Charm) loadState() (*charmState, error) {
 		return nil, fmt.Errorf("cannot read charm state: %w", err)
 	}
 	if err := json.Unmarshal(data, st); err != nil {
-		return nil, fmt.Errorf("cannot read charm state %s: %w", c.path(stateFile), err)
+		return nil, fmt.Errorf("cannot read charm state %s: %w", c.statePath(), err)
 	}
 	return st, nil
 }
@@ -90,7 +102,7 @@ func (c *Charm) saveState(ctx context.Context, st *charmState) error {
 	if err != nil {
 		return fmt.Errorf("cannot encode charm state: %w", err)
 	}
-	path := c.path(stateFile)
+	path := c.statePath()
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("cannot write charm state: %w", err)
 	}
