@@ -565,6 +565,7 @@ func (a *agent) env(hc *hookContext) []string {
 	if h.Kind == "action" {
 		env["JUJU_ACTION_NAME"] = h.ActionName
 		env["JUJU_ACTION_UUID"] = h.ActionID
+		delete(env, "JUJU_HOOK_NAME") // actions have no hook name
 	}
 	out := make([]string, 0, len(env))
 	for _, k := range sortedKeys(env) {

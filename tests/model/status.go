@@ -264,22 +264,28 @@ func (m *Model) Wait(ctx context.Context, opts WaitOptions) error {
 	for {
 		m.mu.Lock()
 		changed := m.changed
-		if m.idle() {
-			st := m.status()
+		idle := m.idle()
+		var st *Status
+		var uerr error
+		if idle {
+			st = m.status()
 			if !opts.AllowErrors {
 				for _, name := range sortedKeys(m.state.Units) {
 					if u := m.state.Units[name]; u.Agent.Status == "error" {
-						m.mu.Unlock()
-						return &UnitError{Unit: name, Message: u.Agent.Message}
+						uerr = &UnitError{Unit: name, Message: u.Agent.Message}
+						break
 					}
 				}
 			}
-			if opts.Until == nil || opts.Until(st) {
-				m.mu.Unlock()
-				return nil
-			}
 		}
 		m.mu.Unlock()
+		if uerr != nil {
+			return uerr
+		}
+		// Until runs without the model's lock: it may call the model.
+		if idle && (opts.Until == nil || opts.Until(st)) {
+			return nil
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("cannot wait for the model: %w", ctx.Err())
