@@ -43,6 +43,7 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -65,7 +66,10 @@ const (
 	SlurmdService = "slurmd"
 	SlurmdPath    = "/usr/sbin/slurmd"
 	MungedPath    = "/usr/sbin/munged"
-	StateFile     = "/var/lib/slurmd-operator/state.json"
+	// StateFile is the charm's state file in the unit's charm directory: private to the unit
+	// (on the local model /var/lib is shared by every host, but /var/lib/juju is not) and kept
+	// by Juju across hooks and upgrades.
+	StateFile = ".slurmd-operator-state.json"
 	// SpoolConf is where a configless slurmd caches the controller's slurm.conf; /run/slurm/conf
 	// is tried first (newer releases link it there).
 	SpoolConf = "/var/spool/slurmd/conf-cache/slurm.conf"
@@ -82,6 +86,8 @@ type Charm struct {
 	// MungeService is munged's service name: "munged" under Pebble, "munge" (Debian's unit)
 	// under systemd. Empty means "munged".
 	MungeService string
+	// StateDir holds StateFile; empty means the unit's charm directory (JUJU_CHARM_DIR).
+	StateDir string
 	// Root is prepended to every file the charm reads or writes ("/" or empty in production,
 	// a temporary directory in tests).
 	Root string
@@ -126,6 +132,8 @@ type hook struct {
 	node string // this unit's Slurm node name
 	// cfgErr is the configuration problem to show as blocked, if any.
 	cfgErr error
+	// stateFile is where st is saved.
+	stateFile string
 }
 
 func (c *Charm) handler(fn func(ctx context.Context, h *hook) error) juju.Handler {
@@ -135,7 +143,14 @@ func (c *Charm) handler(fn func(ctx context.Context, h *hook) error) juju.Handle
 			return fmt.Errorf("cannot read config: %w", err)
 		}
 		h.cfgErr = h.cfg.validate(hc.Event.App)
-		st, err := c.loadState(ctx)
+		h.stateFile = filepath.Join(c.StateDir, StateFile)
+		if c.StateDir == "" {
+			if hc.Event.CharmDir == "" {
+				return errors.New("cannot find the charm directory: JUJU_CHARM_DIR is not set")
+			}
+			h.stateFile = filepath.Join(hc.Event.CharmDir, StateFile)
+		}
+		st, err := loadState(ctx, h.stateFile)
 		if err != nil {
 			return err
 		}

@@ -49,6 +49,7 @@ func newEnv(t *testing.T) *env {
 		Runner:             fs,
 		Services:           svc,
 		Root:               root,
+		StateDir:           filepath.Join(root, "charm"),
 		PollInterval:       time.Millisecond,
 		RegisterTimeout:    5 * time.Second,
 		UnreachableTimeout: 20 * time.Millisecond,
@@ -132,7 +133,7 @@ func (e *env) status() juju.WorkloadStatus {
 func (e *env) savedState() State {
 	e.t.Helper()
 	var st State
-	data, err := os.ReadFile(filepath.Join(e.root, StateFile))
+	data, err := os.ReadFile(filepath.Join(e.root, "charm", StateFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return st
 	}

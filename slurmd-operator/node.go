@@ -234,7 +234,7 @@ func (h *hook) writeAuthKey(ctx context.Context, f slurm.Features, key []byte) (
 		if err != nil {
 			return false, fmt.Errorf("cannot write %s: user %s: %w", f.AuthKeyFile, usr, err)
 		}
-		if err := h.c.writeFile(ctx, f.AuthKeyFile, key, mode, &owner{uid, gid}); err != nil {
+		if err := writeFile(ctx, h.c.path(f.AuthKeyFile), key, mode, &owner{uid, gid}, h.c.chown); err != nil {
 			return false, fmt.Errorf("cannot write %s: %w", f.AuthKeyFile, err)
 		}
 	}

@@ -32,9 +32,9 @@ type Applied struct {
 	KeyID       string   `json:"key-id,omitempty"`
 }
 
-func (c *Charm) loadState(ctx context.Context) (State, error) {
+func loadState(ctx context.Context, path string) (State, error) {
 	var st State
-	data, err := os.ReadFile(c.path(StateFile))
+	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil
 	}
@@ -42,7 +42,7 @@ func (c *Charm) loadState(ctx context.Context) (State, error) {
 		return st, fmt.Errorf("cannot read charm state: %w", err)
 	}
 	if err := json.Unmarshal(data, &st); err != nil {
-		return st, fmt.Errorf("cannot read charm state %s: %w", c.path(StateFile), err)
+		return st, fmt.Errorf("cannot read charm state %s: %w", path, err)
 	}
 	return st, ctx.Err()
 }
@@ -52,7 +52,7 @@ func (h *hook) saveState(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cannot save charm state: %w", err)
 	}
-	if err := h.c.writeFile(ctx, StateFile, append(data, '\n'), 0o600, nil); err != nil {
+	if err := writeFile(ctx, h.stateFile, append(data, '\n'), 0o600, nil, nil); err != nil {
 		return fmt.Errorf("cannot save charm state: %w", err)
 	}
 	return nil
@@ -61,14 +61,13 @@ func (h *hook) saveState(ctx context.Context) error {
 // owner is a file's owner.
 type owner struct{ uid, gid int }
 
-// writeFile writes data to path (under Root) atomically: a temporary file in the same
-// directory with mode and owner set, synced, then renamed over path. Missing parent
-// directories are created (0755).
-func (c *Charm) writeFile(ctx context.Context, path string, data []byte, mode os.FileMode, own *owner) error {
+// writeFile writes data to path atomically: a temporary file in the same directory with mode
+// and owner (through chown) set, synced, then renamed over path. Missing parent directories
+// are created (0755).
+func writeFile(ctx context.Context, full string, data []byte, mode os.FileMode, own *owner, chown func(string, int, int) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	full := c.path(path)
 	dir := filepath.Dir(full)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -92,7 +91,7 @@ func (c *Charm) writeFile(ctx context.Context, path string, data []byte, mode os
 		return err
 	}
 	if own != nil {
-		if err := c.chown(tmp, own.uid, own.gid); err != nil {
+		if err := chown(tmp, own.uid, own.gid); err != nil {
 			return err
 		}
 	}
