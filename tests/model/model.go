@@ -561,6 +561,9 @@ func (m *Model) Integrate(ctx context.Context, a, b string) (int, error) {
 		return 0, fmt.Errorf("cannot integrate %s %s: ambiguous relation: could refer to %s", a, b, strings.Join(opts, "; "))
 	}
 	x, y := matches[0][0], matches[0][1]
+	if x.app == y.app {
+		return 0, fmt.Errorf("cannot integrate %s %s: an application cannot be related to itself (use a peer endpoint)", a, b)
+	}
 	if x.role == "requirer" {
 		x, y = y, x
 	}

@@ -22,6 +22,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -156,6 +157,7 @@ func runCLI(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cwd, _ := os.Getwd()
+	pid := readPid(modelDir())
 	code, err := model.Call(ctx, filepath.Join(modelDir(), "model.sock"), model.Request{Argv: args, Dir: cwd}, os.Stdout, os.Stderr)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -164,7 +166,28 @@ func runCLI(args []string) int {
 		fmt.Fprintf(os.Stderr, "ERROR %v (is the model bootstrapped? run juju-local bootstrap)\n", err)
 		return 1
 	}
+	if verb == "destroy" && code == 0 && pid > 0 {
+		// The daemon tears the hosts down and exits: wait for it.
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for syscall.Kill(pid, 0) == nil {
+			select {
+			case <-ctx.Done():
+				return 130
+			case <-tick.C:
+			}
+		}
+	}
 	return code
+}
+
+func readPid(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, "daemon.pid"))
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return n
 }
 
 func daemonFlags(fs *pflag.FlagSet) {
@@ -300,6 +323,9 @@ func daemon(args []string) int {
 		fmt.Fprintf(os.Stderr, "ERROR %v\n", err)
 		return 1
 	}
+	pidFile := filepath.Join(dir, "daemon.pid")
+	os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
+	defer os.Remove(pidFile)
 	fmt.Fprintf(os.Stderr, "model %s running in %s with %s machines\n", name, dir, machines)
 	destroyed := false
 	select {
