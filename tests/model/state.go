@@ -149,18 +149,17 @@ type SecretConsumer struct {
 
 // ActionRun is one queued, running or finished action.
 type ActionRun struct {
-	ID        string            `json:"id"`
-	Unit      string            `json:"unit"`
-	Name      string            `json:"name"`
-	Params    map[string]any    `json:"params"`
-	Status    string            `json:"status"` // pending, running, completed, failed
-	Message   string            `json:"message,omitempty"`
-	Results   map[string]any    `json:"results,omitempty"`
-	Log       []string          `json:"log,omitempty"`
-	Output    string            `json:"output,omitempty"`
-	Enqueued  time.Time         `json:"enqueued"`
-	Completed time.Time         `json:"completed,omitzero"`
-	Extra     map[string]string `json:"-"`
+	ID        string         `json:"id"`
+	Unit      string         `json:"unit"`
+	Name      string         `json:"name"`
+	Params    map[string]any `json:"params"`
+	Status    string         `json:"status"` // pending, running, completed, failed
+	Message   string         `json:"message,omitempty"`
+	Results   map[string]any `json:"results,omitempty"`
+	Log       []string       `json:"log,omitempty"`
+	Output    string         `json:"output,omitempty"`
+	Enqueued  time.Time      `json:"enqueued"`
+	Completed time.Time      `json:"completed,omitzero"`
 }
 
 func newState(name, uuid string) *State {

@@ -1,0 +1,101 @@
+// Package model is the local model: Juju's part played faithfully on one machine, so that real
+// charm binaries run exactly as Juju 3.6 drives them, on real hosts, with no controller.
+//
+// # What it does
+//
+// A Model owns the state of one Juju model (state.json in its directory, written atomically
+// after every change): applications with their charm, config and leader; units and the
+// machines they run on; relations with their application and unit databags; secrets with
+// their owner, revisions, grants, labels and the revision each consumer tracks; unit and
+// application statuses, opened ports, action runs and their results; and the juju-log lines
+// (DebugLog). Each unit gets its own machine from a Provisioner: HostMachines makes a real
+// host of package tests/hosts (network, UTS and mount namespaces, Pebble as supervisor,
+// private /var/lib/juju); LocalMachines makes a plain directory and runs processes on this
+// machine, for fast tests of the model itself.
+//
+// One unit agent (a goroutine) per unit installs the charm in
+// /var/lib/juju/agents/unit-<app>-<n>/charm on the unit's machine, the hook tools in
+// /var/lib/juju/tools/unit-<app>-<n>, and runs hooks one at a time by executing the charm's
+// dispatch inside the machine with Juju's environment: JUJU_DISPATCH_PATH (hooks/<hook> or
+// actions/<action>), JUJU_UNIT_NAME, JUJU_MODEL_NAME, JUJU_MODEL_UUID, JUJU_CHARM_DIR,
+// JUJU_CONTEXT_ID, JUJU_AGENT_SOCKET_ADDRESS, JUJU_VERSION, JUJU_HOOK_NAME, JUJU_MACHINE_ID, the
+// relation variables (JUJU_RELATION, JUJU_RELATION_ID, JUJU_REMOTE_UNIT, JUJU_REMOTE_APP,
+// JUJU_DEPARTING_UNIT), the action variables (JUJU_ACTION_NAME, JUJU_ACTION_UUID) and the
+// secret ones (JUJU_SECRET_ID, JUJU_SECRET_LABEL), with the tools directory first on PATH.
+//
+// Like Juju's uniter, the agent derives the next hook by comparing the model with what the
+// unit has already been told (Unit.Seen), in Juju's order:
+//
+//	install → <ep>-relation-created (relations existing at deploy, peers included)
+//	  → leader-elected (leader) or leader-settings-changed → config-changed → start
+//	per relation: created → joined (per remote unit) → changed (after joined, when a remote
+//	  unit's or the remote application's data changes; JUJU_REMOTE_UNIT is empty for the latter)
+//	  → departed (per remote unit leaving: JUJU_REMOTE_UNIT and JUJU_DEPARTING_UNIT name it)
+//	  → broken (relation removed, or the other application gone)
+//	unit removal: departed for every remote unit (JUJU_DEPARTING_UNIT = the leaving unit itself)
+//	  → broken for every relation → stop → remove → the machine is destroyed
+//	secret-changed on a consumer when the owner publishes a revision newer than it tracks
+//	leader-elected on the next unit when the leader is removed
+//	update-status every Options.UpdateStatusInterval (5m by default, as in Juju)
+//
+// Remote units see a leaving unit depart as soon as it is dying, while it still runs its own
+// departed hooks (Juju's scope handling). Actions queue behind the running hook and go before
+// other pending hooks once the unit has started.
+//
+// # Commit on success
+//
+// Every hook runs against a copy of the model taken when it starts, so remote data read in a
+// hook is stable, as Juju caches it. Relation data, secrets (add, set, grant, revoke, remove,
+// consumer tracking), ports, leader data and charm state written by the hook are applied to
+// the model only when dispatch exits 0. A hook that fails is discarded and puts the unit in
+// error (agent status error, shown by Status as workload "error" with message
+// `hook failed: "<hook>"`, as juju status shows it); nothing else runs on the unit (actions
+// included) until Resolve (the failed hook runs again; with retry=false it is skipped), or
+// after Options.HookRetry when set (doubling up to 5 minutes, Juju's automatic retry).
+// status-set, application-version-set, juju-log and action-set/-log/-fail take effect at once,
+// as in Juju.
+//
+// # Hook tools
+//
+// The hook tools are one binary, juju-local (tests/cmd/juju-local), installed under each tool
+// name (ToolNames). The tool sends its argv, with JUJU_CONTEXT_ID and any --file content, to
+// the model's unix socket (Dir/agent.sock, a filesystem path, reachable from inside hosts since
+// they share the root filesystem), and the model parses and runs it (runTool) with the same
+// flags, outputs (--format smart, json or yaml) and exit codes as Juju's: 0 on success, 1 with
+// "ERROR <message>" on stderr when a rule is broken, 2 for a usage error. The rules enforced:
+// only the leader writes (or, outside peer relations, reads) its application databag, sets
+// application status, creates or changes application-owned secrets and uses leader-set; a
+// secret is readable by its owner, or by a consumer it was granted to through a relation (the
+// grant goes with the relation); action-set keys are lowercase alphanumerics and hyphens,
+// dotted for nesting, never stdout/stderr; action tools work only in actions.
+//
+// # Using it
+//
+// From Go (integration tests, the demo):
+//
+//	m, err := model.New(ctx, model.Options{
+//		Dir:      dir,                             // keep it short: unix socket paths
+//		Tools:    jujuLocalBinary,                 // go build ./tests/cmd/juju-local
+//		Machines: &model.HostMachines{Network: n}, // n from hoststest.New(t)
+//	})
+//	defer m.Close()
+//	m.Deploy(ctx, model.DeployOptions{Charm: "slurmctld.charm"})
+//	m.Deploy(ctx, model.DeployOptions{Charm: "slurmd.charm", Units: 2})
+//	m.Integrate(ctx, "slurmctld", "slurmd")
+//	err = m.Wait(ctx, model.WaitOptions{Until: model.AllActive})
+//	act, err := m.Run(ctx, "slurmd/0", "node-config", map[string]string{"parameters": "Weight=10"})
+//	m.RemoveUnit(ctx, "slurmd/1")
+//	st := m.Status(ctx) // the shape of juju status --format=json
+//
+// From the shell, juju-local's CLI verbs (bootstrap, deploy, integrate, add-unit, remove-unit,
+// remove-application, remove-relation, config, run, exec, status, debug-log, wait, resolve,
+// actions, destroy) are served by RunCLI on Dir/model.sock; see `juju-local --help`.
+//
+// # Limits
+//
+// A model directory belongs to one running Model: hosts do not survive the process, so New
+// refuses a directory whose state still lists units. Not played: subordinates, storage,
+// containers (Pebble notices), secret expiry and rotation, secret-remove hooks for obsolete
+// revisions, leader-settings-changed on leader-set, upgrade-charm, goal-state and
+// credential-get, juju exec of hook tools outside hooks.
+package model
