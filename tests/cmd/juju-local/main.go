@@ -163,6 +163,12 @@ func runCLI(args []string) int {
 		if ctx.Err() != nil {
 			return 130
 		}
+		if verb == "destroy" && readPid(modelDir()) == 0 {
+			// No daemon: its hosts died with it; forget its state so that bootstrap works again.
+			removeState(modelDir())
+			fmt.Fprintf(os.Stderr, "no model running in %s: removed its state\n", modelDir())
+			return 0
+		}
 		fmt.Fprintf(os.Stderr, "ERROR %v (is the model bootstrapped? run juju-local bootstrap)\n", err)
 		return 1
 	}
@@ -181,12 +187,23 @@ func runCLI(args []string) int {
 	return code
 }
 
+// removeState removes a model's state, keeping daemon.log.
+func removeState(dir string) {
+	for _, f := range []string{"state.json", "debug.log", "tools", "charms", "machines", "hosts", "agent.sock", "model.sock"} {
+		os.RemoveAll(filepath.Join(dir, f))
+	}
+}
+
+// readPid returns the pid of the model's daemon if it is alive, else 0.
 func readPid(dir string) int {
 	b, err := os.ReadFile(filepath.Join(dir, "daemon.pid"))
 	if err != nil {
 		return 0
 	}
 	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if n <= 0 || syscall.Kill(n, 0) != nil {
+		return 0
+	}
 	return n
 }
 
@@ -335,9 +352,7 @@ func daemon(args []string) int {
 	}
 	err = m.Close()
 	if destroyed {
-		for _, f := range []string{"state.json", "debug.log", "tools", "charms", "machines", "hosts"} {
-			os.RemoveAll(filepath.Join(dir, f))
-		}
+		removeState(dir)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "ERROR %v\n", err)

@@ -159,4 +159,7 @@ func TestCLI(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "state.json")); !os.IsNotExist(err) {
 		t.Errorf("state.json left after destroy: %v", err)
 	}
+	if _, errOut, code := run("destroy"); code != 0 || !strings.Contains(errOut, "no model running") {
+		t.Errorf("destroy without a daemon: exit %d %q", code, errOut)
+	}
 }
