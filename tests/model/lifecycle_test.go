@@ -3,9 +3,11 @@ package model_test
 import (
 	"context"
 	"errors"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -129,6 +131,37 @@ func TestIntegrate(t *testing.T) {
 		}
 		if n := len(find(h["alpha/0"], "secret-changed")); n != 0 {
 			t.Errorf("the owner ran secret-changed %d times", n)
+		}
+
+		// add-unit: the new unit starts up, joins both relations, and reads the secret (granted
+		// to its application); the others see it join.
+		if _, err := m.AddUnit(ctx, "beta", 1); err != nil {
+			t.Fatal(err)
+		}
+		waitIdle(t, m)
+		h = hooks(m)
+		nu := h["beta/1"]
+		want := []string{"install", "peer-relation-created", "sink-relation-created", "leader-settings-changed", "config-changed", "start"}
+		if len(nu) < len(want) {
+			t.Fatalf("beta/1 hooks: %v", names(nu))
+		}
+		if d := cmp.Diff(want, names(nu)[:len(want)]); d != "" {
+			t.Errorf("beta/1 start-up hooks (-want +got):\n%s", d)
+		}
+		for _, c := range []struct{ unit, hook, remote string }{
+			{"beta/1", "sink-relation-joined", "alpha/0"},
+			{"beta/1", "sink-relation-changed", "alpha/0"},
+			{"beta/1", "peer-relation-joined", "beta/0"},
+			{"beta/0", "peer-relation-joined", "beta/1"},
+			{"alpha/0", "source-relation-joined", "beta/1"},
+			{"alpha/0", "source-relation-changed", "beta/1"},
+		} {
+			if index(h[c.unit], c.hook, map[string]string{"JUJU_REMOTE_UNIT": c.remote}) < 0 {
+				t.Errorf("%s did not run %s for %s: %v", c.unit, c.hook, c.remote, names(h[c.unit]))
+			}
+		}
+		if got := relationOf(t, m, "beta", "sink").UnitData["beta/1"]["secret-token"]; got != "v2" {
+			t.Errorf("beta/1 secret token = %q, want v2", got)
 		}
 	})
 }
@@ -322,4 +355,38 @@ func TestRemoveApp(t *testing.T) {
 			t.Errorf("machines left: %v", st.Machines)
 		}
 	})
+}
+
+func TestHookRetry(t *testing.T) {
+	dir, err := os.MkdirTemp("", "jlm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	m, err := model.New(ctx, model.Options{Dir: dir, Tools: toolsBin, UpdateStatusInterval: time.Hour, HookRetry: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	deploy(t, m, "alpha", 1, map[string]string{"fail-hooks": "install"})
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	// Juju retries the failed hook by itself...
+	if err := m.Wait(wctx, model.WaitOptions{AllowErrors: true, Until: func(*model.Status) bool {
+		return len(find(hooks(m)["alpha/0"], "install")) >= 3
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	// ...until it succeeds.
+	if err := m.SetConfig(ctx, "alpha", nil, []string{"fail-hooks"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Wait(wctx, model.WaitOptions{AllowErrors: true, Until: model.AllActive}); err != nil {
+		t.Fatal(err)
+	}
+	rs := hooks(m)["alpha/0"]
+	if n := len(find(rs, "start")); n != 1 || index(rs, "start", nil) < indexLast(rs, "install") {
+		t.Errorf("hooks: %v", names(rs))
+	}
 }
