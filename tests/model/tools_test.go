@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/charmed-slurm/operators/tests/model"
 )
 
@@ -183,5 +185,46 @@ func TestUpdateStatus(t *testing.T) {
 	rs := hooks(m)["alpha/0"]
 	if i := index(rs, "update-status", nil); i < index(rs, "start", nil) {
 		t.Errorf("update-status before start: %v", names(rs))
+	}
+}
+
+// TestClients checks libs/juju's clients against the real hook tools, and secret revocation.
+func TestClients(t *testing.T) {
+	m := newModel(t, modelOptions{})
+	ctx := context.Background()
+	deploy(t, m, "alpha", 2, nil)
+	deploy(t, m, "beta", 1, nil)
+	if _, err := m.Integrate(ctx, "alpha:source", "beta:sink"); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, m)
+	act, err := m.Run(ctx, "alpha/0", "clients", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if act.Status != "completed" {
+		t.Fatalf("clients: %s: %s\n%s", act.Status, act.Message, act.Output)
+	}
+	addr := m.Status(ctx).Applications["alpha"].Units["alpha/0"].PublicAddress
+	want := map[string]any{
+		"ingress": addr, "bind": addr, "private": addr, "unit-status": "active started",
+		"app-units": "2", "ports": "[8080/tcp]", "remote": "beta beta/0",
+		"shared": "shared rev 1 owner application", "owned": "2",
+	}
+	if d := cmp.Diff(want, act.Results); d != "" {
+		t.Errorf("clients results (-want +got):\n%s", d)
+	}
+	if n := len(m.State().Secrets); n != 1 {
+		t.Errorf("%d secrets after secret-remove, want 1", n)
+	}
+	secret := relationOf(t, m, "alpha", "source").AppData["alpha"]["secret-id"]
+	if _, _, code := runTool(t, m, "beta/0", "secret-get", secret); code != "0" {
+		t.Fatalf("granted secret not readable")
+	}
+	if act, err := m.Run(ctx, "alpha/0", "revoke", nil); err != nil || act.Status != "completed" {
+		t.Fatalf("revoke: %v %+v", err, act)
+	}
+	if _, stderr, code := runTool(t, m, "beta/0", "secret-get", secret); code != "1" || !strings.Contains(stderr, "permission denied") {
+		t.Errorf("revoked secret-get: exit %s %q", code, stderr)
 	}
 }

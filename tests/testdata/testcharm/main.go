@@ -236,6 +236,23 @@ func action(ctx context.Context, hc *juju.HookContext) error {
 			return fmt.Errorf("action-set Bad_Key=x: want a hook tool error, got %v", err)
 		}
 		return hc.Actions.Set(ctx, map[string]string{"error": strings.TrimSpace(te.Stderr), "exit-code": fmt.Sprint(te.ExitCode)})
+	case "clients":
+		return clients(ctx, hc)
+	case "revoke":
+		info, err := hc.Secrets.InfoByLabel(ctx, "shared")
+		if err != nil {
+			return err
+		}
+		ids, err := hc.Relations.IDs(ctx, "source")
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if err := hc.Secrets.Revoke(ctx, info.ID, id); err != nil {
+				return err
+			}
+		}
+		return hc.Actions.Set(ctx, map[string]string{"revoked": fmt.Sprint(len(ids))})
 	case "run-tool":
 		var argv []string
 		if err := json.Unmarshal([]byte(fmt.Sprint(params["argv"])), &argv); err != nil || len(argv) == 0 {
@@ -286,4 +303,79 @@ func keysSafe(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// clients exercises libs/juju's read clients and a unit-owned secret's life, returning what
+// they decoded.
+func clients(ctx context.Context, hc *juju.HookContext) error {
+	res := map[string]string{}
+	ingress, err := hc.Network.IngressAddress(ctx, "source")
+	if err != nil {
+		return err
+	}
+	res["ingress"] = ingress
+	info, err := hc.Network.Get(ctx, "source")
+	if err != nil {
+		return err
+	}
+	if len(info.BindAddresses) == 0 || len(info.BindAddresses[0].Addresses) == 0 {
+		return fmt.Errorf("network-get: no bind address in %+v", info)
+	}
+	res["bind"] = info.BindAddresses[0].Addresses[0].Value
+	priv, err := hc.Network.PrivateAddress(ctx)
+	if err != nil {
+		return err
+	}
+	res["private"] = priv
+	st, err := hc.Status.Unit(ctx)
+	if err != nil {
+		return err
+	}
+	res["unit-status"] = string(st.Code) + " " + st.Message
+	app, err := hc.Status.App(ctx)
+	if err != nil {
+		return err
+	}
+	res["app-units"] = fmt.Sprint(len(app.Units))
+	ports, err := hc.Ports.Opened(ctx)
+	if err != nil {
+		return err
+	}
+	res["ports"] = fmt.Sprint(ports)
+	ids, err := hc.Relations.IDs(ctx, "source")
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		units, err := hc.Relations.Units(ctx, id)
+		if err != nil {
+			return err
+		}
+		remote, err := hc.Relations.RemoteApp(ctx, id)
+		if err != nil {
+			return err
+		}
+		res["remote"] = remote + " " + strings.Join(units, ",")
+	}
+	shared, err := hc.Secrets.InfoByLabel(ctx, "shared")
+	if err != nil {
+		return err
+	}
+	res["shared"] = fmt.Sprintf("%s rev %d owner %s", shared.Label, shared.Revision, shared.Owner)
+	mine, err := hc.Secrets.Add(ctx, map[string]string{"value": "x"}, juju.SecretAddOptions{Label: "mine", Owner: "unit"})
+	if err != nil {
+		return err
+	}
+	owned, err := hc.Secrets.IDs(ctx)
+	if err != nil {
+		return err
+	}
+	res["owned"] = fmt.Sprint(len(owned))
+	if err := hc.Secrets.Remove(ctx, mine, 0); err != nil {
+		return err
+	}
+	if _, err := hc.Secrets.Info(ctx, mine); err == nil {
+		return fmt.Errorf("secret %s still there after secret-remove", mine)
+	}
+	return hc.Actions.Set(ctx, res)
 }
