@@ -249,6 +249,7 @@ var verbs = []*Verb{
 		Flags: func(fs *pflag.FlagSet) {
 			fs.IntP("num-units", "n", 1, "number of units")
 			fs.StringArray("config", nil, "option value, key=value (repeatable)")
+			fs.Bool("wait", false, "print progress until the model is idle")
 		},
 		run: func(c *cliCall) error {
 			if err := c.want(1, 2); err != nil {
@@ -262,13 +263,23 @@ var verbs = []*Verb{
 			if len(c.args) == 2 {
 				name = c.args[1]
 			}
-			units, err := c.m.Deploy(c.ctx, DeployOptions{Charm: c.path(c.args[0]), Name: name, Units: c.integer("num-units"), Config: cfg})
-			if err != nil {
-				return err
+			deploy := func() error {
+				units, err := c.m.Deploy(c.ctx, DeployOptions{Charm: c.path(c.args[0]), Name: name, Units: c.integer("num-units"), Config: cfg})
+				if err != nil {
+					return err
+				}
+				app, _, _ := strings.Cut(units[0], "/")
+				fmt.Fprintf(c.stderr, "Deployed %q from local charm %q with %d unit(s)\n", app, filepath.Base(c.args[0]), len(units))
+				if c.boolean("wait") {
+					return c.m.Wait(c.ctx, WaitOptions{})
+				}
+				return nil
 			}
-			app, _, _ := strings.Cut(units[0], "/")
-			fmt.Fprintf(c.stderr, "Deployed %q from local charm %q with %d unit(s)\n", app, filepath.Base(c.args[0]), len(units))
-			return nil
+			if c.boolean("wait") {
+				// Subscribe first, so that no progress line is missed.
+				return c.withProgress(deploy)
+			}
+			return deploy()
 		},
 	},
 	{
@@ -377,14 +388,16 @@ var verbs = []*Verb{
 				ctx, cancel = context.WithTimeout(ctx, d)
 				defer cancel()
 			}
-			id, err := c.m.EnqueueAction(ctx, c.args[0], c.args[1], params)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(c.stderr, "Running operation %s with 1 task\n  - task %s on %s\n\nWaiting for task %s...\n", id, id, unitTag(c.args[0]), id)
 			var act *ActionRun
+			var id string
+			// Subscribe before queueing, so that no action-log line is missed.
 			err = c.withProgress(func() error {
 				var err error
+				id, err = c.m.EnqueueAction(ctx, c.args[0], c.args[1], params)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(c.stderr, "Running operation %s with 1 task\n  - task %s on %s\n\nWaiting for task %s...\n", id, id, unitTag(c.args[0]), id)
 				act, err = c.m.WaitAction(ctx, id)
 				return err
 			})

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -87,6 +88,16 @@ func (m *Model) runTool(ctx context.Context, req Request, stdout, stderr io.Writ
 		fmt.Fprintln(stderr, "ERROR no command")
 		return 2
 	}
+	// The tool runs under the model's lock, writing to buffers: a client that does not read its
+	// output cannot stall the model.
+	var outBuf, errBuf bytes.Buffer
+	code := m.runToolLocked(req, &outBuf, &errBuf)
+	stdout.Write(outBuf.Bytes())
+	stderr.Write(errBuf.Bytes())
+	return code
+}
+
+func (m *Model) runToolLocked(req Request, stdout, stderr io.Writer) int {
 	name := filepath.Base(req.Argv[0])
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -91,12 +91,13 @@ func TestCLI(t *testing.T) {
 	if _, errOut, code := run("bootstrap", "--machines", "local"); code == 0 || !strings.Contains(errOut, "already running") {
 		t.Errorf("second bootstrap: exit %d %q", code, errOut)
 	}
-	must("deploy", charm, "alpha", "-n", "2", "--config", "greeting=hey")
+	if _, progress, code := run("deploy", charm, "alpha", "-n", "2", "--config", "greeting=hey", "--wait"); code != 0 || !strings.Contains(progress, "alpha/1: running start hook") {
+		t.Errorf("deploy --wait: exit %d, progress:\n%s", code, progress)
+	}
 	must("deploy", charm, "beta")
 	must("integrate", "alpha:source", "beta:sink")
-	_, progress, code := run("wait", "--timeout", "3m")
-	if code != 0 || !strings.Contains(progress, "alpha/1: running start hook") {
-		t.Fatalf("wait: exit %d, progress:\n%s", code, progress)
+	if _, errOut, code := run("wait", "--timeout", "3m"); code != 0 {
+		t.Fatalf("wait: exit %d:\n%s", code, errOut)
 	}
 
 	var st struct {
