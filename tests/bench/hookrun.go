@@ -61,10 +61,11 @@ func runHooks(ctx context.Context, opts *RunOptions, rep *Report, root, scratch 
 			note := map[string]string{
 				"interpreter_floor": `python3 -c "import json, subprocess", run the same way: the floor under any Python hook`,
 				"exec_floor":        "true(1) run the same way (nsenter + exec): included in every hook figure",
-				"fake_tool_floor":   "one fake hook-tool call (the bench binary): included per tool call",
+				"fake_tool_floor":   "one fake hook-tool call (tests/cmd/bench/faketool) run the same way: each hook pays about this minus exec_floor per tool call",
 			}[r.Hook]
 			rep.Add(Figure{Name: r.Hook + "_ms", Value: w.Median, Unit: "ms", Samples: w.N, Note: note},
-				Figure{Name: r.Hook + "_cpu_ms", Value: c.Median, Unit: "ms", Samples: c.N})
+				Figure{Name: r.Hook + "_cpu_ms", Value: c.Median, Unit: "ms", Samples: c.N},
+				Figure{Name: r.Hook + "_rss_kib", Value: m.Max, Unit: "KiB", Samples: m.N})
 			continue
 		}
 		note := fmt.Sprintf("p90 %s ms; %d hook-tool + %d stubbed calls: %s", FormatValue(w.P90), r.ToolCalls, r.SlurmCalls, r.CallSummary())
@@ -90,7 +91,7 @@ func runHooks(ctx context.Context, opts *RunOptions, rep *Report, root, scratch 
 	sort.Strings(names)
 	for _, n := range names {
 		rep.Add(Figure{Name: "memory_kib." + n, Value: maxRSS[n], Unit: "KiB",
-			Note: "peak RSS of the operator binary over its hooks (rusage maxrss)"})
+			Note: "peak RSS over its hooks (rusage maxrss: the operator binary, or a hook tool it waited for if larger)"})
 	}
 	return nil
 }

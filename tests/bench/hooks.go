@@ -87,6 +87,28 @@ func (s *Sandbox) Command(ctx context.Context, argv, env []string) *exec.Cmd {
 	return cmd
 }
 
+// WriteFile writes a file at path inside the sandbox, creating its directory.
+func (s *Sandbox) WriteFile(ctx context.Context, path string, data []byte) error {
+	tmp, err := os.CreateTemp(s.dir, "file")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	for _, argv := range [][]string{{"mkdir", "-p", filepath.Dir(path)}, {"cp", tmp.Name(), path}} {
+		if out, err := s.Command(ctx, argv, []string{"PATH=" + hosts.DefaultPath}).CombinedOutput(); err != nil {
+			return &hosts.CommandError{Argv: argv, Output: out, Err: err}
+		}
+	}
+	return nil
+}
+
 // Close kills the namespace's holder; the namespace and its mounts go with it.
 func (s *Sandbox) Close() error {
 	if s.holder.Process == nil {
@@ -142,6 +164,10 @@ type Operator struct {
 	Dispatch string
 	Fixture  fake.Fixture
 	Hooks    []Hook
+	// Files are written in the sandbox before the hooks run (path inside → content): what the
+	// stubbed daemons would have left, such as the configless slurm.conf a started slurmd
+	// fetched.
+	Files map[string]string
 }
 
 // HookOptions configure HookBench.
@@ -242,6 +268,11 @@ func HookBench(ctx context.Context, opts HookOptions) ([]HookResult, error) {
 		}
 		if err := os.WriteFile(fixture, data, 0o644); err != nil {
 			return nil, err
+		}
+		for path, content := range op.Files {
+			if err := sb.WriteFile(ctx, path, []byte(content)); err != nil {
+				return nil, err
+			}
 		}
 		app, _, _ := strings.Cut(op.Unit, "/")
 		for _, h := range op.Hooks {

@@ -116,6 +116,9 @@ func OperatorHooks(root string, dispatch map[string]string) ([]Operator, error) 
 			},
 		}
 		if c.name == "slurmd" {
+			// What the (stubbed) slurmd leaves once it fetched its configuration.
+			conf := "ClusterName=bench\nSlurmctldHost=slurmctld-0(10.203.0.10)\nAuthType=auth/munge\n"
+			op.Files = map[string]string{"/var/spool/slurmd/conf-cache/slurm.conf": conf, "/run/slurm/conf/slurm.conf": conf}
 			op.Hooks = append(op.Hooks, Hook{Name: "secret-changed", Env: map[string]string{"JUJU_SECRET_ID": benchSecret, "JUJU_SECRET_LABEL": "", "JUJU_SECRET_REVISION": "2"}})
 		}
 		ops = append(ops, op)
