@@ -53,6 +53,7 @@ type Model struct {
 	agents   map[string]*agent
 	contexts map[string]*hookContext
 	changed  chan struct{}
+	subsMu   sync.Mutex // guards subs only; taken with or without mu
 	subs     map[chan string]struct{}
 	logLines []string
 	closed   bool
@@ -226,11 +227,9 @@ func (m *Model) progress(format string, args ...any) {
 	m.broadcast(line)
 }
 
-var subsMu sync.Mutex // guards Model.subs only (never held with m.mu waiting on it)
-
 func (m *Model) broadcast(line string) {
-	subsMu.Lock()
-	defer subsMu.Unlock()
+	m.subsMu.Lock()
+	defer m.subsMu.Unlock()
 	for ch := range m.subs {
 		select {
 		case ch <- line:
@@ -243,13 +242,13 @@ func (m *Model) broadcast(line string) {
 // subscription. Lines are dropped when the reader falls behind by more than 1000.
 func (m *Model) Subscribe() (<-chan string, func()) {
 	ch := make(chan string, 1000)
-	subsMu.Lock()
+	m.subsMu.Lock()
 	m.subs[ch] = struct{}{}
-	subsMu.Unlock()
+	m.subsMu.Unlock()
 	return ch, func() {
-		subsMu.Lock()
+		m.subsMu.Lock()
 		delete(m.subs, ch)
-		subsMu.Unlock()
+		m.subsMu.Unlock()
 	}
 }
 
