@@ -70,9 +70,9 @@ type cluster struct {
 	m *model.Model
 }
 
-// newCluster deploys slurmctld and n units of slurmd (application "slurmd"), integrates them and
+// newCluster deploys slurmctld (with ctlConfig, if given) and n units of slurmd (application "slurmd"), integrates them and
 // waits until every unit is active.
-func newCluster(t *testing.T, n int) *cluster {
+func newCluster(t *testing.T, n int, ctlConfig ...map[string]string) *cluster {
 	t.Helper()
 	net := hoststest.New(t)
 	dir, err := os.MkdirTemp("", "e2e")
@@ -97,7 +97,11 @@ func newCluster(t *testing.T, n int) *cluster {
 		}
 		os.RemoveAll(dir)
 	})
-	c.deploy(slurmctldPath, "slurmctld", 1, nil)
+	var cfg map[string]string
+	if len(ctlConfig) > 0 {
+		cfg = ctlConfig[0]
+	}
+	c.deploy(slurmctldPath, "slurmctld", 1, cfg)
 	if n > 0 {
 		c.deploy(slurmdPath, "slurmd", n, nil)
 		c.integrate("slurmctld", "slurmd")
@@ -254,9 +258,10 @@ func (c *cluster) reconfigures() (reconfigures, starts int) {
 		strings.Count(log, "slurmctld version ")
 }
 
-// ctlPID is slurmctld's PID on the controller host.
+// ctlPID is the main slurmctld's PID on the controller host (its pid file: slurmctld also forks
+// a helper, slurmscriptd, under the same name).
 func (c *cluster) ctlPID() string {
-	return strings.TrimSpace(c.exec("slurmctld/0", "pidof", "slurmctld"))
+	return strings.TrimSpace(c.exec("slurmctld/0", "cat", "/run/slurmctld.pid"))
 }
 
 // sbatch submits a batch job to partition p and returns its id.

@@ -2,6 +2,8 @@ package e2e_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +14,8 @@ import (
 // remove-application (the partition goes only after its jobs end; slurmctld keeps running).
 func TestPartitions(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, 1)
+	// Completed job records are kept for MinJobAge; keep it short so removal does not wait 5 min.
+	c := newCluster(t, 1, map[string]string{"slurm-conf-parameters": "MinJobAge=2"})
 	c.eventually(30*time.Second, "partition slurmd", func() (bool, string) {
 		p := c.partition("slurmd")
 		return strings.Contains(p, "TotalNodes=1"), p
@@ -61,7 +64,9 @@ func TestPartitions(t *testing.T) {
 
 	// remove-application while a job runs in its partition → the partition stays until the job
 	// ends, then goes; slurmctld is never restarted.
-	job := c.sbatch("gpu", "--wrap", "sleep 4")
+	// The job runs until the test lets it go (hosts share /tmp's filesystem with the test).
+	release := filepath.Join(t.TempDir(), "release")
+	job := c.sbatch("gpu", "--wrap", "while [ ! -e "+release+" ]; do sleep 0.1; done")
 	c.waitJobState(job, "RUNNING", 30*time.Second)
 	removed := make(chan error, 1)
 	go func() { removed <- c.m.RemoveApplication(context.Background(), "gpu") }()
@@ -71,6 +76,12 @@ func TestPartitions(t *testing.T) {
 	})
 	if s := c.jobState(job); s != "RUNNING" {
 		t.Errorf("job %s is %s while its partition is being removed, want RUNNING", job, s)
+	}
+	if p := c.partition("gpu"); p == "" {
+		t.Errorf("partition gpu removed while its job %s runs", job)
+	}
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	c.waitJobState(job, "COMPLETED", time.Minute)
 	if err := <-removed; err != nil {
