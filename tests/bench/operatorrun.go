@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/canonical/pebble/client"
+
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/tests/charmpack"
@@ -309,7 +311,7 @@ func (c *opCluster) joinLeave(ctx context.Context, opts *RunOptions, rep *Report
 		if err := c.wait(ctx, 2*time.Minute, nil); err != nil {
 			return err
 		}
-		traces[unit] = c.trace.since(t0, unit+":", "slurmctld/0:")
+		traces[unit] = append(c.trace.since(t0, subjects(unit, "slurmctld/0")...), pebbleChanges(c, unit, t0)...)
 	}
 	js, hs, ts := Summarize(Seconds(joins)), Summarize(Seconds(hostsC)), Summarize(Seconds(totals))
 	rep.Add(
@@ -343,8 +345,9 @@ func (c *opCluster) joinLeave(ctx context.Context, opts *RunOptions, rep *Report
 		if err := c.wait(ctx, 2*time.Minute, nil); err != nil {
 			return err
 		}
+		c.checkGone(ctx, rep, slurmd.NodeName(unit), "an idle leave")
 		if i == len(units)/2 {
-			rep.Traces = appendTrace(rep.Traces, "leave "+unit+" (idle)", c.trace.since(t0, unit+":", "slurmctld/0:"))
+			rep.Traces = appendTrace(rep.Traces, "leave "+unit+" (idle)", c.trace.since(t0, subjects(unit, "slurmctld/0")...))
 		}
 	}
 	ls := Summarize(Seconds(leaves))
@@ -352,6 +355,47 @@ func (c *opCluster) joinLeave(ctx context.Context, opts *RunOptions, rep *Report
 		Note: "remove-unit of an idle unit → node record gone (median)"},
 		Figure{Name: "leave_idle_s.p90", Value: ls.P90, Unit: "s", Samples: ls.N})
 	return nil
+}
+
+// pebbleChanges renders the Pebble changes (service starts) on unit's host with their spawn
+// and ready times relative to t0: how long the operator waited on Pebble.
+func pebbleChanges(c *opCluster, unit string, t0 time.Time) []string {
+	h, err := c.host(unit)
+	if err != nil {
+		return []string{"pebble: " + err.Error()}
+	}
+	pc, err := client.New(&client.Config{Socket: h.PebbleSocket()})
+	if err != nil {
+		return []string{"pebble: " + err.Error()}
+	}
+	chs, err := pc.Changes(&client.ChangesOptions{Selector: client.ChangesAll})
+	if err != nil {
+		return []string{"pebble: " + err.Error()}
+	}
+	sort.Slice(chs, func(i, j int) bool { return chs[i].SpawnTime.Before(chs[j].SpawnTime) })
+	var out []string
+	for _, ch := range chs {
+		out = append(out, fmt.Sprintf("+%7.3fs pebble change %q spawned; ready at +%.3fs (%s)",
+			ch.SpawnTime.Sub(t0).Seconds(), ch.Summary, ch.ReadyTime.Sub(t0).Seconds(), ch.Status))
+	}
+	return out
+}
+
+// subjects are the trace prefixes of units: progress lines ("slurmd/1: ...") and debug-log
+// lines ("unit-slurmd-1: ...").
+func subjects(units ...string) []string {
+	var out []string
+	for _, u := range units {
+		out = append(out, u+":", "unit-"+strings.ReplaceAll(u, "/", "-")+":")
+	}
+	return out
+}
+
+// checkGone notes in rep when node has come back after it was deleted.
+func (c *opCluster) checkGone(ctx context.Context, rep *Report, node, when string) {
+	if n, err := c.sc.ShowNode(ctx, node); err == nil {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("node %s came back after %s (state %s): it was deleted while its slurmd still ran", node, when, n.State))
+	}
 }
 
 func medianIndex(xs []float64) int {
@@ -418,11 +462,12 @@ func (c *opCluster) leaveAfterJob(ctx context.Context, opts *RunOptions, rep *Re
 		}
 		leaves = append(leaves, time.Since(t0))
 		if i == 0 {
-			rep.Traces = appendTrace(rep.Traces, "leave "+unit+" after its job", c.trace.since(t0.Add(-2*time.Second), unit+":", "slurmctld/0:"))
+			rep.Traces = appendTrace(rep.Traces, "leave "+unit+" after its job", c.trace.since(t0.Add(-time.Second), subjects(unit, "slurmctld/0")...))
 		}
 		if err := c.wait(ctx, 2*time.Minute, nil); err != nil {
 			return err
 		}
+		c.checkGone(ctx, rep, node, "a leave after a job")
 	}
 	ls := Summarize(Seconds(leaves))
 	rep.Add(Figure{Name: "leave_after_job_s", Value: ls.Median, Unit: "s", Samples: ls.N, Values: Seconds(leaves), Target: Max(1.0),
@@ -499,6 +544,6 @@ func (c *opCluster) scaleOut(ctx context.Context, opts *RunOptions, rep *Report)
 			Note: "`scontrol reconfigure`s slurmctld handled during the scale-out (slurmctld.log)"},
 		Figure{Name: "slurmctld_restarts", Value: float64(restarts), Unit: "count", Target: Max(0),
 			Note: fmt.Sprintf("slurmctld starts during the scale-out (log start lines; PID %s → %s)", pidBefore, pidAfter)})
-	rep.Traces = appendTrace(rep.Traces, "scale-out (slurmctld lines)", c.trace.since(t0, "slurmctld/0:"))
+	rep.Traces = appendTrace(rep.Traces, "scale-out (slurmctld lines)", c.trace.since(t0, subjects("slurmctld/0")...))
 	return werr
 }
