@@ -735,3 +735,25 @@ func TestStateInCharmDir(t *testing.T) {
 		t.Errorf("state written below root too")
 	}
 }
+
+// A node belongs to an application by its name, never by its features: node-config may give a
+// slurmd node the feature "gpu", and removing the gpu application must not delete it.
+func TestApplicationRemovedKeepsNodesWithItsFeature(t *testing.T) {
+	e := newEnv(t)
+	in := e.withApp("slurmd", "slurmd/0")
+	in.Relations = append(in.Relations, relation("slurmd:2", "gpu", compute(t, "gpu", ""), "gpu/0"))
+	in = e.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmd:2", "gpu/0"))
+	e.slurm.addNode("slurmd-0", "slurmd", "IDLE", false)
+	e.slurm.nodes["slurmd-0"].Features = []string{"slurmd", "gpu"}
+	e.slurm.addNode("gpu-0", "gpu", "IDLE", false)
+	e.slurm.addNode("admin-node", "gpu", "IDLE", false)
+	e.run(in, jujutest.RelationHook(juju.RelationBroken, "slurmd:2", ""))
+	if e.slurm.hasNode("gpu-0") {
+		t.Errorf("node gpu-0 of the removed application was kept")
+	}
+	for _, n := range []string{"slurmd-0", "admin-node"} {
+		if !e.slurm.hasNode(n) {
+			t.Errorf("node %s deleted with application gpu: it is not one of gpu's units", n)
+		}
+	}
+}

@@ -307,7 +307,9 @@ func (h *hook) finishRemoval(ctx context.Context, app string) (bool, error) {
 	}
 	left := 0
 	for _, n := range nodes {
-		if !slices.Contains(n.Features, app) && !slices.Contains(n.Partitions, app) {
+		// A node belongs to app by its name (the unit's), never by its features: node-config
+		// may give a node any feature, and a node an administrator added by hand is not ours.
+		if owner, ok := slurmd.NodeApp(n.Name); !ok || owner != app {
 			continue
 		}
 		err := cl.DeleteNode(ctx, n.Name)

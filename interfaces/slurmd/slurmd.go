@@ -281,3 +281,19 @@ func DecodeComputeData(app string, bag map[string]string) (ComputeData, error) {
 func NodeName(unit string) string {
 	return strings.ReplaceAll(unit, "/", "-")
 }
+
+// NodeApp is the application whose unit a node named by NodeName belongs to:
+// slurmd-gpu-12 → slurmd-gpu. ok is false for a name NodeName cannot have made (no "-N" suffix),
+// such as a node an administrator added by hand: such nodes belong to no application.
+func NodeApp(node string) (app string, ok bool) {
+	i := strings.LastIndexByte(node, '-')
+	if i <= 0 || i == len(node)-1 {
+		return "", false
+	}
+	for _, r := range node[i+1:] {
+		if r < '0' || r > '9' {
+			return "", false
+		}
+	}
+	return node[:i], true
+}

@@ -183,6 +183,12 @@ func TestNodeName(t *testing.T) {
 	if got := slurmd.NodeName("slurmd-gpu/12"); got != "slurmd-gpu-12" {
 		t.Errorf("NodeName = %q", got)
 	}
+	for node, want := range map[string]string{"slurmd-gpu-12": "slurmd-gpu", "gpu-0": "gpu", "gpu": "", "gpu-": "", "-1": "", "gpu-1a": "", "node[1-2]": ""} {
+		app, ok := slurmd.NodeApp(node)
+		if app != want || ok != (want != "") {
+			t.Errorf("NodeApp(%q) = %q, %v; want %q", node, app, ok, want)
+		}
+	}
 }
 
 // FuzzDecode feeds arbitrary databags to both decoders: they must not panic, and whatever they
