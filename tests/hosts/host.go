@@ -57,6 +57,9 @@ type Host struct {
 
 var hostnameRE = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$`)
 
+// maxSocketPath is the size of sun_path in struct sockaddr_un, NUL included.
+const maxSocketPath = 108
+
 // AddHost creates a host on the network and starts its Pebble. It returns once
 // Pebble's socket answers.
 func (n *Network) AddHost(ctx context.Context, opts HostOptions) (h *Host, err error) {
@@ -92,6 +95,8 @@ func (n *Network) AddHost(ctx context.Context, opts HostOptions) (h *Host, err e
 	n.adding.Add(1)
 	n.mu.Unlock()
 
+	// The deferred cleanup uses host, not the named result h, which a `return nil, err` clears.
+	host := h
 	defer func() {
 		n.mu.Lock()
 		delete(n.reserved, name)
@@ -99,17 +104,20 @@ func (n *Network) AddHost(ctx context.Context, opts HostOptions) (h *Host, err e
 			err = errors.New("network closed meanwhile")
 		}
 		if err == nil {
-			n.hosts[name] = h
+			n.hosts[name] = host
 		}
 		n.mu.Unlock()
 		if err != nil {
-			h.destroy(n.opts.StopTimeout)
+			host.destroy(n.opts.StopTimeout)
 			err = fmt.Errorf("cannot add host %q: %w", name, err)
 			h = nil
 		}
 		n.adding.Done()
 	}()
 
+	if sock := h.PebbleSocket(); len(sock) >= maxSocketPath {
+		return nil, fmt.Errorf("pebble socket path %q is %d bytes, over the %d-byte limit of unix sockets: use a shorter NetworkOptions.Dir", sock, len(sock), maxSocketPath-1)
+	}
 	if err := h.makeDirs(); err != nil {
 		return nil, err
 	}

@@ -308,3 +308,36 @@ func TestMunge(t *testing.T) {
 		t.Errorf("short key: %v", err)
 	}
 }
+
+// A host that cannot be added (here: a Pebble socket path over the unix limit) gives an error
+// naming the cause, leaves nothing behind, and does not keep Close waiting.
+func TestAddHostFailure(t *testing.T) {
+	t.Parallel()
+	if reason := hoststest.Unavailable(); reason != "" {
+		hoststest.Skip(t, reason)
+	}
+	pebble, err := hoststest.PebbleBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	long := filepath.Join(t.TempDir(), strings.Repeat("d", 100))
+	n, err := hosts.NewNetwork(ctx, hosts.NetworkOptions{Prefix: hoststest.Prefix, Dir: long, PebbleBin: pebble})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = n.AddHost(ctx, hosts.HostOptions{Name: "h"})
+	if err == nil || !strings.Contains(err.Error(), "unix sockets") {
+		t.Errorf("AddHost with a %d-byte dir: got %v, want the socket limit named", len(long), err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- n.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Close still waiting for the failed AddHost after a minute")
+	}
+}

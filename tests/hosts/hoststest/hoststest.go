@@ -49,18 +49,26 @@ func New(t testing.TB) *hosts.Network {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// Not t.TempDir(): its path holds the test's name, and Pebble's unix socket under a host's
+	// directory must stay within the 108-byte limit of socket paths.
+	dir, err := os.MkdirTemp("", "ht")
+	if err != nil {
+		t.Fatal(err)
+	}
 	n, err := hosts.NewNetwork(ctx, hosts.NetworkOptions{
 		Prefix:    Prefix,
-		Dir:       t.TempDir(),
+		Dir:       dir,
 		PebbleBin: pebble,
 	})
 	if err != nil {
+		os.RemoveAll(dir)
 		t.Fatalf("cannot create test network: %v", err)
 	}
 	t.Cleanup(func() {
 		if err := n.Close(); err != nil {
 			t.Errorf("cannot clean up test network: %v", err)
 		}
+		os.RemoveAll(dir)
 	})
 	return n
 }
