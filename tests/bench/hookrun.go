@@ -46,7 +46,7 @@ func runHooks(ctx context.Context, opts *RunOptions, rep *Report, root, scratch 
 		Dir: filepath.Join(scratch, "hooks"), FakeTool: tool, Operators: ops, Runs: opts.HookRuns,
 		Floors: map[string][]string{
 			"interpreter_floor": {"python3", "-c", "import json, subprocess"},
-			"exec_floor":        {"true"},
+			"exec_floor":        {"/bin/true"},
 			"fake_tool_floor":   {"is-leader", "--format=json"},
 		},
 	})
@@ -60,7 +60,7 @@ func runHooks(ctx context.Context, opts *RunOptions, rep *Report, root, scratch 
 		if r.Operator == "floor" {
 			note := map[string]string{
 				"interpreter_floor": `python3 -c "import json, subprocess", run the same way: the floor under any Python hook`,
-				"exec_floor":        "true(1) run the same way (nsenter + exec): included in every hook figure",
+				"exec_floor":        "true(1) run the same way: the cost of starting any process; its RSS is the launcher's floor under every memory figure",
 				"fake_tool_floor":   "one fake hook-tool call (tests/cmd/bench/faketool) run the same way: each hook pays about this minus exec_floor per tool call",
 			}[r.Hook]
 			rep.Add(Figure{Name: r.Hook + "_ms", Value: w.Median, Unit: "ms", Samples: w.N, Note: note},

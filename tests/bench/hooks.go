@@ -237,7 +237,7 @@ func HookBench(ctx context.Context, opts HookOptions) ([]HookResult, error) {
 	if err := os.MkdirAll(tools, 0o755); err != nil {
 		return nil, err
 	}
-	for _, name := range append(append([]string(nil), fake.HookTools...), fake.SlurmCommands...) {
+	for _, name := range append(append([]string{fake.MeasureName}, fake.HookTools...), fake.SlurmCommands...) {
 		if err := os.Symlink(opts.FakeTool, filepath.Join(tools, name)); err != nil {
 			return nil, err
 		}
@@ -302,7 +302,7 @@ func HookBench(ctx context.Context, opts HookOptions) ([]HookResult, error) {
 			for k, v := range env {
 				envList = append(envList, k+"="+v)
 			}
-			res, err := runTimed(ctx, sb, []string{op.Dispatch}, envList, opts.Runs, logPath)
+			res, err := runTimed(ctx, sb, tools, []string{op.Dispatch}, envList, opts.Runs, logPath)
 			if err != nil {
 				return results, fmt.Errorf("cannot run %s hook %s: %w", op.Name, h.Name, err)
 			}
@@ -312,7 +312,7 @@ func HookBench(ctx context.Context, opts HookOptions) ([]HookResult, error) {
 	}
 	for name, argv := range opts.Floors {
 		env := []string{"PATH=" + tools + ":" + hosts.DefaultPath, "HOME=/root", "LANG=C.UTF-8", fake.LogEnv + "=" + logPath}
-		res, err := runTimed(ctx, sb, argv, env, opts.Runs, logPath)
+		res, err := runTimed(ctx, sb, tools, argv, env, opts.Runs, logPath)
 		if err != nil {
 			return results, fmt.Errorf("cannot run floor %s: %w", name, err)
 		}
@@ -322,18 +322,32 @@ func HookBench(ctx context.Context, opts HookOptions) ([]HookResult, error) {
 	return results, nil
 }
 
-// runTimed runs argv once to warm up, then runs times, counting the fake calls of the last run.
-func runTimed(ctx context.Context, sb *Sandbox, argv, env []string, runs int, logPath string) (HookResult, error) {
+// runTimed runs argv once to warm up, then runs times, each through the bench-measure launcher
+// (fake.MeasureName), counting the fake calls of the last run.
+func runTimed(ctx context.Context, sb *Sandbox, tools string, argv, env []string, runs int, logPath string) (HookResult, error) {
 	var res HookResult
+	out := filepath.Join(filepath.Dir(logPath), "measure.json")
+	env = append(append([]string(nil), env...), fake.MeasureOutEnv+"="+out)
+	argv = append([]string{filepath.Join(tools, fake.MeasureName)}, argv...)
 	for i := 0; i <= runs; i++ {
 		os.Remove(logPath)
-		r, err := Measure(sb.Command(ctx, argv, env))
+		os.Remove(out)
+		outer, err := Measure(sb.Command(ctx, argv, env))
 		if err != nil {
 			return res, err
+		}
+		data, err := os.ReadFile(out)
+		if err != nil {
+			return res, fmt.Errorf("no measurement of %q: %v (output: %s)", argv, err, outer.Output)
+		}
+		var m fake.Measurement
+		if err := json.Unmarshal(data, &m); err != nil {
+			return res, fmt.Errorf("bad measurement of %q: %w", argv, err)
 		}
 		if i == 0 {
 			continue
 		}
+		r := Sample{Wall: time.Duration(m.WallNS), CPU: time.Duration(m.UserNS + m.SysNS), MaxRSSKiB: m.MaxRSSKiB, ExitCode: m.Exit, Output: outer.Output}
 		if r.ExitCode != 0 {
 			if res.Failed == 0 {
 				res.FirstFailure = strings.TrimSpace(r.Output)

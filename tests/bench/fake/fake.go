@@ -9,14 +9,17 @@ package fake
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Environment variables read by Main.
@@ -26,6 +29,54 @@ const (
 	// LogEnv names a file every fake call appends one line to ("tool arg arg...").
 	LogEnv = "BENCH_FAKE_LOG"
 )
+
+// MeasureName is the name under which Main runs its arguments as a command and writes the
+// command's Measurement as JSON to the file named by $BENCH_MEASURE_OUT.
+const MeasureName = "bench-measure"
+
+// MeasureOutEnv names the file a bench-measure run writes its Measurement to.
+const MeasureOutEnv = "BENCH_MEASURE_OUT"
+
+// Measurement is one command's cost as its parent saw it. The command is started from this
+// small process, so its peak RSS is its own (or this launcher's few MiB, whichever is larger),
+// not that of a large parent whose memory a vfork-started child inherits in the kernel's count.
+type Measurement struct {
+	WallNS    int64 `json:"wall_ns"`
+	UserNS    int64 `json:"user_ns"`
+	SysNS     int64 `json:"sys_ns"`
+	MaxRSSKiB int64 `json:"maxrss_kib"`
+	Exit      int   `json:"exit"`
+}
+
+func measure(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, MeasureName+": no command")
+		return 2
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	t0 := time.Now()
+	err := cmd.Run()
+	wall := time.Since(t0)
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		fmt.Fprintf(stderr, "%s: %v\n", MeasureName, err)
+		return 2
+	}
+	ps := cmd.ProcessState
+	m := Measurement{WallNS: int64(wall), UserNS: int64(ps.UserTime()), SysNS: int64(ps.SystemTime()), Exit: ps.ExitCode()}
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		m.MaxRSSKiB = ru.Maxrss
+	}
+	data, _ := json.Marshal(m)
+	if p := os.Getenv(MeasureOutEnv); p != "" {
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", MeasureName, err)
+			return 2
+		}
+	}
+	return m.Exit
+}
 
 // HookTools are the Juju hook tools Main answers.
 var HookTools = []string{
@@ -90,6 +141,9 @@ type Command struct {
 func Main(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	name := filepath.Base(argv[0])
 	args := argv[1:]
+	if name == MeasureName {
+		return measure(args, stdin, stdout, stderr)
+	}
 	if p := os.Getenv(LogEnv); p != "" {
 		if f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
 			fmt.Fprintln(f, strings.Join(append([]string{name}, args...), " "))

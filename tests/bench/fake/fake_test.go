@@ -92,3 +92,41 @@ func TestBadFixture(t *testing.T) {
 		t.Errorf("code %d, stderr %q", code, stderr.String())
 	}
 }
+
+func TestMeasure(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "m.json")
+	t.Setenv(fake.MeasureOutEnv, out)
+	t.Setenv(fake.LogEnv, "")
+	t.Setenv(fake.FixtureEnv, "")
+	for _, tt := range []struct {
+		name string
+		argv []string
+		code int
+	}{
+		{"success", []string{"bench-measure", "/bin/true"}, 0},
+		{"failure", []string{"/tools/bench-measure", "/bin/false"}, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			os.Remove(out)
+			var stdout, stderr bytes.Buffer
+			if code := fake.Main(tt.argv, nil, &stdout, &stderr); code != tt.code {
+				t.Fatalf("exit %d, want %d (stderr %q)", code, tt.code, stderr.String())
+			}
+			data, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m fake.Measurement
+			if err := json.Unmarshal(data, &m); err != nil {
+				t.Fatal(err)
+			}
+			if m.Exit != tt.code || m.WallNS <= 0 || m.MaxRSSKiB <= 0 {
+				t.Errorf("measurement %+v", m)
+			}
+		})
+	}
+	var stderr bytes.Buffer
+	if code := fake.Main([]string{"bench-measure", "/nonexistent/cmd"}, nil, &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), "/nonexistent/cmd") {
+		t.Errorf("missing command: exit %d, stderr %q", code, stderr.String())
+	}
+}
