@@ -510,6 +510,10 @@ func (c *opCluster) scaleOut(ctx context.Context, opts *RunOptions, rep *Report)
 		return done == len(units), fmt.Sprintf("%d/%d idle", done, len(units))
 	})
 	total := time.Since(t0)
+	// Reconfigures and restarts are counted until every hook the scale-out caused has run
+	// (the controller's relation hooks for the new units come after the nodes are IDLE).
+	settleErr := c.wait(ctx, 3*time.Minute, nil)
+	settle := time.Since(t0)
 	after, pidAfter := c.ctlEvents()
 	ev := after.Sub(before)
 	var times []float64
@@ -539,11 +543,16 @@ func (c *opCluster) scaleOut(ctx context.Context, opts *RunOptions, rep *Report)
 	if werr != nil {
 		f.Note = fmt.Sprintf("NOT ALL IDLE within the bound: %v; ", werr) + f.Note
 	}
+	settleNote := "add-unit → every hook of the scale-out has run (the model is idle)"
+	if settleErr != nil {
+		settleNote = fmt.Sprintf("NOT SETTLED: %v", settleErr)
+	}
 	rep.Add(f,
+		Figure{Name: fmt.Sprintf("scale_out_%d_settle_s", n), Value: settle.Seconds(), Unit: "s", Note: settleNote},
 		Figure{Name: "reconfigures", Value: float64(ev.Reconfigures), Unit: "count", Target: Max(0),
 			Note: "`scontrol reconfigure`s slurmctld handled during the scale-out (slurmctld.log)"},
 		Figure{Name: "slurmctld_restarts", Value: float64(restarts), Unit: "count", Target: Max(0),
-			Note: fmt.Sprintf("slurmctld starts during the scale-out (log start lines; PID %s → %s)", pidBefore, pidAfter)})
-	rep.Traces = appendTrace(rep.Traces, "scale-out (slurmctld lines)", c.trace.since(t0, subjects("slurmctld/0")...))
+			Note: fmt.Sprintf("slurmctld starts from add-unit until the model settled (log start lines; PID %s → %s)", pidBefore, pidAfter)})
+	rep.Traces = appendTrace(rep.Traces, "scale-out: slurmctld/0 until settled", c.trace.since(t0, subjects("slurmctld/0")...))
 	return werr
 }
