@@ -63,6 +63,9 @@ func runHooks(ctx context.Context, opts *RunOptions, rep *Report, root, scratch 
 				"exec_floor":        "true(1) run the same way: the cost of starting any process; its RSS is the launcher's floor under every memory figure",
 				"fake_tool_floor":   "one fake hook-tool call (tests/cmd/bench/faketool) run the same way: each hook pays about this minus exec_floor per tool call",
 			}[r.Hook]
+			if r.Failed > 0 {
+				note = fmt.Sprintf("%d/%d runs FAILED (%s); ", r.Failed, len(r.Runs), truncate(r.FirstFailure, 200)) + note
+			}
 			rep.Add(Figure{Name: r.Hook + "_ms", Value: w.Median, Unit: "ms", Samples: w.N, Note: note},
 				Figure{Name: r.Hook + "_cpu_ms", Value: c.Median, Unit: "ms", Samples: c.N},
 				Figure{Name: r.Hook + "_rss_kib", Value: m.Max, Unit: "KiB", Samples: m.N})

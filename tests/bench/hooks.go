@@ -310,7 +310,13 @@ func HookBench(ctx context.Context, opts HookOptions) ([]HookResult, error) {
 			results = append(results, res)
 		}
 	}
-	for name, argv := range opts.Floors {
+	floors := make([]string, 0, len(opts.Floors))
+	for name := range opts.Floors {
+		floors = append(floors, name)
+	}
+	sort.Strings(floors)
+	for _, name := range floors {
+		argv := opts.Floors[name]
 		env := []string{"PATH=" + tools + ":" + hosts.DefaultPath, "HOME=/root", "LANG=C.UTF-8", fake.LogEnv + "=" + logPath}
 		res, err := runTimed(ctx, sb, tools, argv, env, opts.Runs, logPath)
 		if err != nil {
