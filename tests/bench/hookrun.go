@@ -57,6 +57,10 @@ func runHooks(ctx context.Context, opts *RunOptions, rep *Report, root, scratch 
 	maxRSS := map[string]float64{}
 	for _, r := range results {
 		w, c, m := Summarize(r.Wall()), Summarize(r.CPU()), Summarize(r.RSS())
+		if r.Operator == "floor" && r.Failed == len(r.Runs) {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s not measured: %s", r.Hook, truncate(r.FirstFailure, 200)))
+			continue
+		}
 		if r.Operator == "floor" {
 			note := map[string]string{
 				"interpreter_floor": `python3 -c "import json, subprocess", run the same way: the floor under any Python hook`,

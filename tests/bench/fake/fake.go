@@ -59,14 +59,17 @@ func measure(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	err := cmd.Run()
 	wall := time.Since(t0)
 	var ee *exec.ExitError
+	var m Measurement
 	if err != nil && !errors.As(err, &ee) {
+		// The command did not start (not installed, say): exit 127 as a shell would.
 		fmt.Fprintf(stderr, "%s: %v\n", MeasureName, err)
-		return 2
-	}
-	ps := cmd.ProcessState
-	m := Measurement{WallNS: int64(wall), UserNS: int64(ps.UserTime()), SysNS: int64(ps.SystemTime()), Exit: ps.ExitCode()}
-	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		m.MaxRSSKiB = ru.Maxrss
+		m = Measurement{WallNS: int64(wall), Exit: 127}
+	} else {
+		ps := cmd.ProcessState
+		m = Measurement{WallNS: int64(wall), UserNS: int64(ps.UserTime()), SysNS: int64(ps.SystemTime()), Exit: ps.ExitCode()}
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+			m.MaxRSSKiB = ru.Maxrss
+		}
 	}
 	data, _ := json.Marshal(m)
 	if p := os.Getenv(MeasureOutEnv); p != "" {

@@ -126,7 +126,7 @@ func TestMeasure(t *testing.T) {
 		})
 	}
 	var stderr bytes.Buffer
-	if code := fake.Main([]string{"bench-measure", "/nonexistent/cmd"}, nil, &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), "/nonexistent/cmd") {
+	if code := fake.Main([]string{"bench-measure", "/nonexistent/cmd"}, nil, &bytes.Buffer{}, &stderr); code != 127 || !strings.Contains(stderr.String(), "/nonexistent/cmd") {
 		t.Errorf("missing command: exit %d, stderr %q", code, stderr.String())
 	}
 }
