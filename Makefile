@@ -6,7 +6,7 @@ PKGS    := $(foreach m,$(MODULES),./$(m)/...)
 # Unit-test modules run under the race detector; tests/ drives real daemons and runs without it.
 RACE_PKGS := $(foreach m,libs interfaces slurmctld-operator slurmd-operator,./$(m)/...)
 
-.PHONY: deps build charms tools demo test test-unit test-integration lint fmt clean
+.PHONY: deps build charms tools demo bench test test-unit test-integration lint fmt clean
 
 deps:
 	@scripts/deps.sh
@@ -26,6 +26,11 @@ charms:
 # The main job: a real Slurm cluster run by the operators under the local model (needs root).
 demo: deps tools charms
 	scripts/demo.sh
+
+# Benchmarks (docs/benchmarks.md), on real Slurm through the local model (needs root): prints
+# name=value lines and writes build/bench.json, build/bench.md, build/bench-join.svg.
+bench: deps
+	$(GO) run ./tests/cmd/bench -out build
 
 # The README's test command: unit tests (race), then the integration tests on real hosts.
 test: deps lint test-unit test-integration
