@@ -362,6 +362,12 @@ func (s *fakeServices) Restart(ctx context.Context, name string) error {
 	return nil
 }
 
+// Spawn is Start: the fake has no stay-up check to skip.
+func (s *fakeServices) Spawn(ctx context.Context, name string) error { return s.Start(ctx, name) }
+
+// Respawn is Restart (see Spawn).
+func (s *fakeServices) Respawn(ctx context.Context, name string) error { return s.Restart(ctx, name) }
+
 func (s *fakeServices) Status(ctx context.Context, name string) (service.Status, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -59,6 +59,7 @@ const (
 	DefaultRegisterTimeout    = 30 * time.Second
 	DefaultUnreachableTimeout = 30 * time.Second
 	DefaultActionTimeout      = 10 * time.Minute
+	DefaultMungeTimeout       = 10 * time.Second
 )
 
 // Service names and paths the charm uses.
@@ -66,6 +67,7 @@ const (
 	SlurmdService = "slurmd"
 	SlurmdPath    = "/usr/sbin/slurmd"
 	MungedPath    = "/usr/sbin/munged"
+	MungePath     = "/usr/bin/munge"
 	// StateFile is the charm's state file in the unit's charm directory: private to the unit
 	// (on the local model /var/lib is shared by every host, but /var/lib/juju is not) and kept
 	// by Juju across hooks and upgrades.
@@ -95,6 +97,8 @@ type Charm struct {
 	PollInterval time.Duration
 	// RegisterTimeout bounds the wait for a started slurmd to register.
 	RegisterTimeout time.Duration
+	// MungeTimeout bounds the wait for a started munged to answer.
+	MungeTimeout time.Duration
 	// UnreachableTimeout is how long a departing unit retries an unreachable controller before
 	// leaving its node drained for the controller to delete.
 	UnreachableTimeout time.Duration
@@ -110,6 +114,7 @@ type Charm struct {
 func (c *Charm) Router() *juju.Router {
 	r := juju.NewRouter()
 	r.Handle(juju.Install, c.handler(func(ctx context.Context, h *hook) error { return h.install(ctx) }))
+	r.Handle(juju.UpgradeCharm, c.handler(func(ctx context.Context, h *hook) error { return h.upgrade(ctx) }))
 	r.Handle(juju.ConfigChanged, c.handler(func(ctx context.Context, h *hook) error { return h.configChanged(ctx) }))
 	r.Handle(juju.LeaderElected, c.handler(func(ctx context.Context, h *hook) error { return h.configChanged(ctx) }))
 	r.Handle(juju.Start, c.handler(func(ctx context.Context, h *hook) error { return h.updateStatus(ctx) }))
@@ -134,6 +139,14 @@ type hook struct {
 	cfgErr error
 	// stateFile is where st is saved.
 	stateFile string
+	// dirty: st changed (a status cache) and is saved when the handler returns.
+	dirty bool
+	// published is what this hook wrote to the relation, recorded in st.Published only when
+	// the hook succeeds (Juju discards a failed hook's relation-set).
+	published *Published
+	// rel and relKnown memoize the slurmctld relation id.
+	rel      juju.RelationID
+	relKnown bool
 }
 
 func (c *Charm) handler(fn func(ctx context.Context, h *hook) error) juju.Handler {
@@ -155,7 +168,16 @@ func (c *Charm) handler(fn func(ctx context.Context, h *hook) error) juju.Handle
 			return err
 		}
 		h.st = st
-		return fn(ctx, h)
+		err = fn(ctx, h)
+		if err == nil && h.published != nil {
+			h.st.Published, h.dirty = h.published, true
+		}
+		if h.dirty {
+			if serr := h.saveState(ctx); serr != nil && err == nil {
+				err = serr
+			}
+		}
+		return err
 	}
 }
 
@@ -164,7 +186,72 @@ func (h *hook) setStatus(ctx context.Context, code juju.StatusCode, msg string) 
 	if h.cfgErr != nil {
 		code, msg = juju.StatusBlocked, h.cfgErr.Error()
 	}
-	return h.hc.Status.SetUnit(ctx, code, msg)
+	return h.unitStatus(ctx, code, msg)
+}
+
+// unitStatus sets the unit status unless this unit set the same one last.
+func (h *hook) unitStatus(ctx context.Context, code juju.StatusCode, msg string) error {
+	s := string(code) + ": " + msg
+	if h.st.UnitStatus == s {
+		return nil
+	}
+	if err := h.hc.Status.SetUnit(ctx, code, msg); err != nil {
+		return err
+	}
+	h.st.UnitStatus, h.dirty = s, true
+	return nil
+}
+
+// appStatus sets the application status (leader) unless this unit set the same one last;
+// force sets it anyway (a new leader cannot trust what it set in an earlier term).
+func (h *hook) appStatus(ctx context.Context, code juju.StatusCode, msg string, force bool) error {
+	s := string(code) + ": " + msg
+	if h.st.AppStatus == s && !force {
+		return nil
+	}
+	if err := h.hc.Status.SetApp(ctx, code, msg); err != nil {
+		return err
+	}
+	h.st.AppStatus, h.dirty = s, true
+	return nil
+}
+
+// relation returns the slurmctld relation id ("" when there is none): the event's own on a
+// relation hook, else one relation-ids call per hook.
+func (h *hook) relationID(ctx context.Context) (juju.RelationID, error) {
+	ev := h.hc.Event
+	if ev.Kind.IsRelation() && ev.Endpoint == slurmd.ProviderEndpoint && ev.Kind != juju.RelationBroken && ev.Relation != "" {
+		return ev.Relation, nil
+	}
+	if !h.relKnown {
+		id, err := slurmd.Provider{HookContext: h.hc}.Relation(ctx)
+		if err != nil {
+			return "", err
+		}
+		h.rel, h.relKnown = id, true
+	}
+	return h.rel, nil
+}
+
+// facts returns this machine's Slurm version and `slurmd -C` facts, from the state cache or
+// read (and cached) when missing.
+func (h *hook) facts(ctx context.Context) (slurm.Version, slurm.MachineInfo, error) {
+	if f := h.st.Facts; f != nil {
+		if v, err := slurm.ParseVersion(f.Version); err == nil {
+			return v, f.Machine, nil
+		}
+	}
+	cl := h.slurm()
+	v, err := cl.SlurmdVersion(ctx)
+	if err != nil {
+		return slurm.Version{}, slurm.MachineInfo{}, fmt.Errorf("cannot find the Slurm version: %w", err)
+	}
+	mi, err := cl.MachineInfo(ctx)
+	if err != nil {
+		return slurm.Version{}, slurm.MachineInfo{}, fmt.Errorf("cannot read this machine's facts (slurmd -C): %w", err)
+	}
+	h.st.Facts, h.dirty = &Facts{Version: v.String(), Machine: mi}, true
+	return v, mi, nil
 }
 
 func (h *hook) logf(ctx context.Context, level juju.LogLevel, format string, args ...any) {
@@ -220,6 +307,13 @@ func (c *Charm) registerTimeout() time.Duration {
 		return c.RegisterTimeout
 	}
 	return DefaultRegisterTimeout
+}
+
+func (c *Charm) mungeTimeout() time.Duration {
+	if c.MungeTimeout > 0 {
+		return c.MungeTimeout
+	}
+	return DefaultMungeTimeout
 }
 
 func (c *Charm) unreachableTimeout() time.Duration {

@@ -45,6 +45,7 @@ func newEnv(t *testing.T) *env {
 	root := t.TempDir()
 	fs := newFakeSlurm()
 	svc := newFakeServices(fs, root)
+	fs.mungeUp = func() bool { return svc.isActive("munged") }
 	c := &Charm{
 		Runner:             fs,
 		Services:           svc,
@@ -333,14 +334,19 @@ func TestJoin(t *testing.T) {
 	if d := cmp.Diff([]string{"/usr/sbin/munged", "--foreground"}, e.svc.command("munged")); d != "" {
 		t.Errorf("munged command (-want +got):\n%s", d)
 	}
-	if d := cmp.Diff([]string{"configure", "enable", "restart"}, e.svcCalls("munged")); d != "" {
+	if d := cmp.Diff([]string{"configure", "enable", "respawn"}, e.svcCalls("munged")); d != "" {
 		t.Errorf("munged calls (-want +got):\n%s", d)
 	}
-	if d := cmp.Diff([]string{"configure", "enable", "start"}, e.svcCalls(SlurmdService)); d != "" {
+	if d := cmp.Diff([]string{"configure", "enable", "spawn"}, e.svcCalls(SlurmdService)); d != "" {
 		t.Errorf("slurmd calls (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff(active("node slurmd-3 idle"), e.status()); d != "" {
 		t.Errorf("status (-want +got):\n%s", d)
+	}
+	// munged's readiness was checked with a credential (munge -n).
+	calls := e.slurm.callLog()
+	if i := slices.Index(calls, MungePath+" -n"); i < 0 {
+		t.Errorf("munged's readiness never checked: %q", calls)
 	}
 	if len(e.slurmCalls()) != 0 {
 		t.Errorf("idle default state changed the node: %q", e.slurmCalls())
@@ -443,11 +449,11 @@ func TestKeyRotation(t *testing.T) {
 	}
 	var got []string
 	for _, c := range e.svc.callLog()[before:] {
-		if strings.HasPrefix(c, "restart") || strings.HasPrefix(c, "start") || strings.HasPrefix(c, "stop") {
+		if strings.HasPrefix(c, "respawn") || strings.HasPrefix(c, "spawn") || strings.HasPrefix(c, "stop") {
 			got = append(got, c)
 		}
 	}
-	if d := cmp.Diff([]string{"restart munged", "restart slurmd"}, got); d != "" {
+	if d := cmp.Diff([]string{"respawn munged", "respawn slurmd"}, got); d != "" {
 		t.Errorf("service calls (-want +got):\n%s", d)
 	}
 	if len(e.slurmCalls()) != 0 {
@@ -467,7 +473,7 @@ func TestControllersChanged(t *testing.T) {
 	if err := e.run(jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0")); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.svc.callLog()[before:]; !slices.Contains(got, "restart slurmd") || slices.Contains(got, "restart munged") {
+	if got := e.svc.callLog()[before:]; !slices.Contains(got, "respawn slurmd") || slices.Contains(got, "respawn munged") {
 		t.Errorf("service calls %q, want slurmd restarted and munged not", got)
 	}
 	if cmd := strings.Join(e.svc.command(SlurmdService), " "); !strings.Contains(cmd, "--conf-server 10.0.0.9:6817,10.0.0.1:6817") {
@@ -481,12 +487,20 @@ func TestControllersChanged(t *testing.T) {
 func TestConfChangedReregisters(t *testing.T) {
 	e := newEnv(t)
 	e.join()
-	// The machine changed (more memory): the record must be replaced, not kept.
+	// The machine changed (more memory): the record must be replaced, not kept. The
+	// machine's facts are cached: a relation hook alone does not re-read them,
+	// upgrade-charm does and applies them.
 	e.slurm.machine = strings.Replace(e.slurm.machine, "RealMemory=24105", "RealMemory=32000", 1)
 	e.slurm.mu.Lock()
 	e.slurm.nodes[node].drain, e.slurm.nodes[node].reason = true, "admin maintenance"
 	e.slurm.mu.Unlock()
 	if err := e.run(jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0")); err != nil {
+		t.Fatal(err)
+	}
+	if calls := e.slurmCalls(); len(calls) != 0 {
+		t.Errorf("relation-changed with cached facts touched the node: %q", calls)
+	}
+	if err := e.run(jujutest.Hook(juju.UpgradeCharm)); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"scontrol delete nodename=slurmd-3", "scontrol update nodename=slurmd-3 state=drain reason=admin maintenance"}
@@ -501,7 +515,7 @@ func TestConfChangedReregisters(t *testing.T) {
 		t.Errorf("node state not restored: %+v", n)
 	}
 	calls := e.svcCalls(SlurmdService)
-	if i, j := slices.Index(calls, "stop"), slices.Index(calls, "restart"); i < 0 || j < i {
+	if i, j := slices.Index(calls, "stop"), slices.Index(calls, "respawn"); i < 0 || j < i {
 		t.Errorf("slurmd calls %q: want stop before the restart", calls)
 	}
 }
@@ -699,5 +713,19 @@ func TestNoConfiguration(t *testing.T) {
 	}
 	if e.svc.isActive(SlurmdService) || !e.savedState().Departed {
 		t.Errorf("departure without configuration: slurmd active %v, departed %v", e.svc.isActive(SlurmdService), e.savedState().Departed)
+	}
+}
+
+func TestMungedNotAnswering(t *testing.T) {
+	e := newEnv(t)
+	e.charm.MungeTimeout = 20 * time.Millisecond
+	e.slurm.mungeUp = func() bool { return false }
+	e.related()
+	err := e.run(jujutest.RelationHook(juju.RelationCreated, relID, ""))
+	if err == nil || !strings.Contains(err.Error(), "cannot wait for munged to answer") {
+		t.Fatalf("got %v, want an error about munged", err)
+	}
+	if e.svc.isActive(SlurmdService) {
+		t.Error("slurmd started although munged does not answer")
 	}
 }

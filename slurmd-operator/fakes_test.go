@@ -32,6 +32,8 @@ type fakeSlurm struct {
 	deletesWhileBusy int
 	// failApt makes apt-get exit 100.
 	failApt bool
+	// mungeUp reports whether munged runs: `munge -n` fails as real munge does otherwise.
+	mungeUp func() bool
 }
 
 type fakeNode struct {
@@ -129,6 +131,15 @@ func fail(stderr string) (slurm.Output, error) {
 
 // Run implements slurm.Runner.
 func (f *fakeSlurm) Run(ctx context.Context, argv []string, env []string) (slurm.Output, error) {
+	if len(argv) == 2 && argv[0] == MungePath && argv[1] == "-n" {
+		f.mu.Lock()
+		f.calls = append(f.calls, strings.Join(argv, " "))
+		f.mu.Unlock()
+		if f.mungeUp == nil || !f.mungeUp() {
+			return slurm.Output{Stderr: []byte("munge: Error: Failed to access \"/run/munge/munge.socket.2\": No such file or directory\n"), ExitCode: 1}, nil
+		}
+		return out("MUNGE:AwQFAAC7fake==:\n")
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, strings.Join(argv, " "))
@@ -411,6 +422,32 @@ func (s *fakeServices) Restart(ctx context.Context, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.record("restart", name)
+	if err := s.known(name); err != nil {
+		return err
+	}
+	s.stop(name)
+	return s.start(name)
+}
+
+// Spawn is Start: the fake has no stay-up check to skip.
+func (s *fakeServices) Spawn(ctx context.Context, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.record("spawn", name)
+	if err := s.known(name); err != nil {
+		return err
+	}
+	if s.active[name] {
+		return nil
+	}
+	return s.start(name)
+}
+
+// Respawn is Restart (see Spawn).
+func (s *fakeServices) Respawn(ctx context.Context, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.record("respawn", name)
 	if err := s.known(name); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os/exec"
 	"strings"
 
@@ -30,7 +31,7 @@ func (h *hook) install(ctx context.Context) error {
 		}
 	}
 	if len(missing) > 0 {
-		if err := h.hc.Status.SetUnit(ctx, juju.StatusMaintenance, "installing "+strings.Join(missing, ", ")); err != nil {
+		if err := h.unitStatus(ctx, juju.StatusMaintenance, "installing "+strings.Join(missing, ", ")); err != nil {
 			return err
 		}
 		env := []string{"DEBIAN_FRONTEND=noninteractive"}
@@ -48,7 +49,36 @@ func (h *hook) install(ctx context.Context) error {
 			}
 		}
 	}
+	// Read this machine's Slurm facts now, so that the relation hooks that start slurmd need
+	// not.
+	h.st.Facts = nil
+	if _, _, err := h.facts(ctx); err != nil {
+		return err
+	}
 	return h.setStatus(ctx, juju.StatusWaiting, "waiting for slurmctld relation")
+}
+
+// upgrade (upgrade-charm) re-reads the machine's Slurm facts (a new package, new hardware)
+// and, when slurmd runs and the controller's data is there, applies them as a relation hook
+// would (a changed --conf re-registers the node); otherwise it reports the status.
+func (h *hook) upgrade(ctx context.Context) error {
+	h.st.Facts = nil
+	if _, _, err := h.facts(ctx); err != nil {
+		return err
+	}
+	if h.st.Applied == nil || h.st.Departed {
+		return h.updateStatus(ctx)
+	}
+	id, err := h.relationID(ctx)
+	if err != nil || id == "" {
+		return errors.Join(err, h.updateStatus(ctx))
+	}
+	data, err := slurmd.Provider{HookContext: h.hc}.Controller(ctx, id)
+	if err != nil {
+		h.logf(ctx, juju.LevelWarning, "cannot read the controller's data: %v", err)
+		return h.updateStatus(ctx)
+	}
+	return h.ready(ctx, data)
 }
 
 // configChanged (also leader-elected): the leader publishes the partition; a new
@@ -63,46 +93,93 @@ func (h *hook) configChanged(ctx context.Context) error {
 // publish writes the application's ComputeData when this unit leads and the partition-config
 // is valid. An invalid one leaves the databag untouched and sets the application status to
 // blocked (the unit status follows from cfgErr).
+//
+// What it last published and the application status it set are kept in the state: when
+// neither would change, the hook skips the leadership check and the writes. leader-elected
+// always writes (a new leader cannot trust what it wrote in an earlier term).
 func (h *hook) publish(ctx context.Context) error {
+	ev := h.hc.Event
+	force := ev.Kind == juju.LeaderElected
+	data, cerr := h.cfg.computeData(ev.App)
+	code, msg := juju.StatusActive, ""
+	switch {
+	case cerr != nil:
+		code, msg = juju.StatusBlocked, cerr.Error()
+	case h.cfgErr != nil:
+		code, msg = juju.StatusBlocked, h.cfgErr.Error()
+	}
+	var bag map[string]string
+	if cerr == nil {
+		bag = data.Encode()
+	}
+	if !force && h.st.AppStatus == string(code)+": "+msg {
+		if cerr != nil {
+			return nil
+		}
+		if p := h.st.Published; p != nil && maps.Equal(p.Data, bag) && h.samePublishedRelation(p.Relation) {
+			return nil
+		}
+	}
 	leader, err := h.hc.Leadership.IsLeader(ctx)
 	if err != nil || !leader {
 		return err
 	}
-	id, err := slurmd.Provider{HookContext: h.hc}.Relation(ctx)
+	if cerr != nil {
+		h.logf(ctx, juju.LevelWarning, "not publishing the partition: %v", cerr)
+		return h.appStatus(ctx, code, msg, force)
+	}
+	id, err := h.relationID(ctx)
 	if err != nil {
 		return fmt.Errorf("cannot find the slurmctld relation: %w", err)
 	}
-	data, cerr := h.cfg.computeData(h.hc.Event.App)
-	if cerr != nil {
-		h.logf(ctx, juju.LevelWarning, "not publishing the partition: %v", cerr)
-		return h.hc.Status.SetApp(ctx, juju.StatusBlocked, cerr.Error())
-	}
 	if id != "" {
-		if err := (slurmd.Provider{HookContext: h.hc}).PublishCompute(ctx, id, data); err != nil {
-			return fmt.Errorf("cannot publish partition %s: %w", h.hc.Event.App, err)
+		p := h.st.Published
+		if force || p == nil || p.Relation != id || !maps.Equal(p.Data, bag) {
+			if err := (slurmd.Provider{HookContext: h.hc}).PublishCompute(ctx, id, data); err != nil {
+				return fmt.Errorf("cannot publish partition %s: %w", ev.App, err)
+			}
+			h.published = &Published{Relation: id, Data: bag}
 		}
 	}
-	if h.cfgErr != nil {
-		return h.hc.Status.SetApp(ctx, juju.StatusBlocked, h.cfgErr.Error())
+	return h.appStatus(ctx, code, msg, force)
+}
+
+// samePublishedRelation reports whether rel, where the data was last published, is the
+// current relation as far as this hook knows without asking: on a hook of the slurmctld
+// relation, the event's; otherwise rel (st.Published is cleared when the relation breaks).
+func (h *hook) samePublishedRelation(rel juju.RelationID) bool {
+	ev := h.hc.Event
+	if ev.Kind.IsRelation() && ev.Endpoint == slurmd.ProviderEndpoint {
+		return ev.Relation == rel && ev.Kind != juju.RelationBroken
 	}
-	return h.hc.Status.SetApp(ctx, juju.StatusActive, "")
+	return true
 }
 
 // relation handles the slurmctld relation's hooks and secret-changed.
 func (h *hook) relation(ctx context.Context) error {
 	ev := h.hc.Event
-	switch ev.Kind {
-	case juju.RelationCreated, juju.RelationJoined, juju.RelationChanged:
-		if ev.Kind == juju.RelationCreated && h.st.Departed {
-			h.st.Departed = false
-			if err := h.saveState(ctx); err != nil {
-				return err
-			}
-		}
-		if err := h.publish(ctx); err != nil {
+	if ev.Kind == juju.RelationCreated && h.st.Departed {
+		h.st.Departed = false
+		if err := h.saveState(ctx); err != nil {
 			return err
 		}
 	}
+	if ev.Kind == juju.RelationBroken && h.st.Published != nil {
+		h.st.Published, h.dirty = nil, true
+	}
+	// The node first (slurmd starts as early as the data allows), then the partition.
+	if err := h.controllerEvent(ctx); err != nil {
+		return err
+	}
+	switch ev.Kind {
+	case juju.RelationCreated, juju.RelationJoined, juju.RelationChanged:
+		return h.publish(ctx)
+	}
+	return nil
+}
+
+// controllerEvent acts on the controller's side of the relation: its data, or its departure.
+func (h *hook) controllerEvent(ctx context.Context) error {
 	pev, err := slurmd.Provider{HookContext: h.hc}.Event(ctx)
 	switch pev := pev.(type) {
 	case slurmd.SlurmctldConnected:

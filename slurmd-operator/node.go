@@ -25,16 +25,15 @@ func (h *hook) ready(ctx context.Context, data slurmd.ControllerData) error {
 	if len(data.Controllers) == 0 {
 		return h.setStatus(ctx, juju.StatusWaiting, "waiting for slurmctld: no controller address")
 	}
-	cl := h.slurm()
-	version, err := cl.SlurmdVersion(ctx)
+	version, mi, err := h.facts(ctx)
 	if err != nil {
-		return fmt.Errorf("cannot find the Slurm version: %w", err)
+		return err
 	}
 	keyChanged, err := h.writeAuthKey(ctx, slurm.FeaturesOf(version), data.AuthKey)
 	if err != nil {
 		return err
 	}
-	conf, err := h.conf(ctx)
+	conf, err := h.conf(mi)
 	if err != nil {
 		return err
 	}
@@ -46,10 +45,8 @@ func (h *hook) ready(ctx context.Context, data slurmd.ControllerData) error {
 
 	switch {
 	case prev == nil:
-		// First start: a new node record.
-		if err := h.setStatus(ctx, juju.StatusMaintenance, "starting slurmd"); err != nil {
-			return err
-		}
+		// First start: a new node record. No status before: slurmd registers within
+		// milliseconds and settle reports the node.
 		if err := h.startSlurmd(ctx, spec, false); err != nil {
 			return err
 		}
@@ -117,11 +114,13 @@ func (h *hook) applyDefaultState(ctx context.Context) error {
 }
 
 // waitRegistered polls until the node's record shows its slurmd registered, bounded by
-// RegisterTimeout.
+// RegisterTimeout. A slurmd registers within tens of milliseconds: the polls start 10 ms
+// apart and back off to PollInterval.
 func (h *hook) waitRegistered(ctx context.Context) (slurm.Node, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.c.registerTimeout())
 	defer cancel()
 	var last error
+	every := min(10*time.Millisecond, h.c.pollInterval())
 	for {
 		n, err := h.showNode(ctx)
 		if err == nil && n.Version != "" && !n.State.Has(slurm.StateFuture) {
@@ -132,9 +131,10 @@ func (h *hook) waitRegistered(ctx context.Context) (slurm.Node, error) {
 		} else {
 			last = fmt.Errorf("node %s is %s", h.node, n.State)
 		}
-		if err := sleep(ctx, h.c.pollInterval()); err != nil {
+		if err := sleep(ctx, every); err != nil {
 			return slurm.Node{}, fmt.Errorf("cannot wait for node %s to register: %w (last: %v)", h.node, err, last)
 		}
+		every = min(2*every, h.c.pollInterval())
 	}
 }
 
@@ -157,7 +157,8 @@ func (h *hook) slurmdSpec(a *Applied) service.Spec {
 	}
 }
 
-// startSlurmd configures slurmd and starts it (restart restarts a running one).
+// startSlurmd configures slurmd and starts it (restart restarts a running one). It returns
+// once the process runs; callers wait for the node's registration (waitRegistered).
 func (h *hook) startSlurmd(ctx context.Context, spec service.Spec, restart bool) error {
 	m := h.c.Services
 	if err := m.Configure(ctx, spec); err != nil {
@@ -166,9 +167,9 @@ func (h *hook) startSlurmd(ctx context.Context, spec service.Spec, restart bool)
 	if err := m.Enable(ctx, SlurmdService); err != nil {
 		return fmt.Errorf("cannot enable slurmd: %w", err)
 	}
-	do, verb := m.Start, "start"
+	do, verb := m.Spawn, "start"
 	if restart {
-		do, verb = m.Restart, "restart"
+		do, verb = m.Respawn, "restart"
 	}
 	if err := do(ctx, SlurmdService); err != nil {
 		return fmt.Errorf("cannot %s slurmd: %w", verb, err)
@@ -176,13 +177,9 @@ func (h *hook) startSlurmd(ctx context.Context, spec service.Spec, restart bool)
 	return nil
 }
 
-// conf builds the node's --conf: `slurmd -C` without NodeName, the application's feature and
-// the node-config.
-func (h *hook) conf(ctx context.Context) (string, error) {
-	mi, err := h.slurm().MachineInfo(ctx)
-	if err != nil {
-		return "", fmt.Errorf("cannot read this machine's facts (slurmd -C): %w", err)
-	}
+// conf builds the node's --conf: `slurmd -C` (mi) without NodeName, the application's
+// feature and the node-config.
+func (h *hook) conf(mi slurm.MachineInfo) (string, error) {
 	nc, err := slurmconf.ParseParams(h.st.NodeConfig)
 	if err != nil {
 		return "", fmt.Errorf("cannot read the saved node-config %q: %w", h.st.NodeConfig, err)
@@ -244,7 +241,9 @@ func (h *hook) writeAuthKey(ctx context.Context, f slurm.Features, key []byte) (
 	return changed, h.ensureMunged(ctx, changed)
 }
 
-// ensureMunged configures munged and starts it, restarting it when restart is set.
+// ensureMunged configures munged and starts it, restarting it when restart is set (the key
+// changed), then waits until it answers. A running munged with an unchanged key is left
+// alone.
 func (h *hook) ensureMunged(ctx context.Context, restart bool) error {
 	m, name := h.c.Services, h.c.mungeService()
 	uid, gid, err := h.c.lookupUser("munge")
@@ -270,8 +269,31 @@ func (h *hook) ensureMunged(ctx context.Context, restart bool) error {
 	if err := m.Enable(ctx, name); err != nil {
 		return fmt.Errorf("cannot enable munged: %w", err)
 	}
-	if err := m.Restart(ctx, name); err != nil {
+	if err := m.Respawn(ctx, name); err != nil {
 		return fmt.Errorf("cannot start munged: %w", err)
 	}
-	return nil
+	return h.waitMunge(ctx)
+}
+
+// waitMunge waits until munged answers: `munge -n` gets a credential encoded by munged
+// (its socket accepts requests and its key is loaded). Polls start 2 ms apart and back off
+// to PollInterval, bounded by MungeTimeout.
+func (h *hook) waitMunge(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, h.c.mungeTimeout())
+	defer cancel()
+	every := min(2*time.Millisecond, h.c.pollInterval())
+	for {
+		out, err := h.c.Runner.Run(ctx, []string{MungePath, "-n"}, nil)
+		if err == nil && out.ExitCode == 0 {
+			return nil
+		}
+		last := err
+		if err == nil {
+			last = fmt.Errorf("munge -n exited %d: %s", out.ExitCode, bytes.TrimSpace(out.Stderr))
+		}
+		if err := sleep(ctx, every); err != nil {
+			return fmt.Errorf("cannot wait for munged to answer: %w (last: %v)", err, last)
+		}
+		every = min(2*every, h.c.pollInterval())
+	}
 }

@@ -105,9 +105,13 @@ func (h *hook) nodeConfigAction(ctx context.Context) error {
 			"result": "saved; applied when the node joins a controller"})
 	}
 
+	_, mi, err := h.facts(ctx)
+	if err != nil {
+		return err
+	}
 	old := h.st.NodeConfig
 	h.st.NodeConfig = newConfig
-	conf, err := h.conf(ctx)
+	conf, err := h.conf(mi)
 	h.st.NodeConfig = old
 	if err != nil {
 		return err

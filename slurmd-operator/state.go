@@ -8,6 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
 // State is what the charm remembers between hooks on this unit, in StateFile.
@@ -22,6 +25,28 @@ type State struct {
 	// Departed is set once the node left the cluster (departure done); cleared when the unit
 	// joins a controller again.
 	Departed bool `json:"departed,omitempty"`
+	// Facts caches this machine's Slurm facts (`slurmd -V`, `slurmd -C`): read on install
+	// and upgrade-charm, or when missing.
+	Facts *Facts `json:"facts,omitempty"`
+	// Published is the ComputeData this unit last published as leader, and where; a hook
+	// whose data is the same skips the write.
+	Published *Published `json:"published,omitempty"`
+	// UnitStatus and AppStatus are the statuses this unit last set ("code: message"); the
+	// same status is not set again.
+	UnitStatus string `json:"unit-status,omitempty"`
+	AppStatus  string `json:"app-status,omitempty"`
+}
+
+// Facts are this machine's Slurm facts.
+type Facts struct {
+	Version string            `json:"version"`
+	Machine slurm.MachineInfo `json:"machine"`
+}
+
+// Published is what the leader last wrote to the relation's application databag.
+type Published struct {
+	Relation juju.RelationID   `json:"relation"`
+	Data     map[string]string `json:"data"`
 }
 
 // Applied is slurmd's running configuration.

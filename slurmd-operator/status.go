@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
@@ -23,7 +22,7 @@ func (h *hook) updateStatus(ctx context.Context) error {
 		return h.setStatus(ctx, juju.StatusMaintenance, "node "+h.node+" removed")
 	}
 	if h.st.Applied == nil {
-		id, err := slurmd.Provider{HookContext: h.hc}.Relation(ctx)
+		id, err := h.relationID(ctx)
 		if err != nil {
 			return err
 		}

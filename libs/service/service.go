@@ -20,6 +20,7 @@
 //	})
 //	err = m.Enable(ctx, "slurmd")   // start at boot / when the supervisor starts
 //	err = m.Restart(ctx, "slurmd")  // apply the new command line
+//	err = m.Spawn(ctx, "munged")    // start, return once the process runs; check readiness
 //	st, err := m.Status(ctx, "slurmd")
 //
 // Configure only records the service definition; a running service keeps its old command
@@ -129,6 +130,15 @@ var ErrUnknownService = errors.New("unknown service")
 // operation (or ctx ends). Stopping a stopped service and starting a running one are not
 // errors. Methods other than Configure need the service to be configured first (with
 // systemd: its unit installed) and return an error wrapping ErrUnknownService otherwise.
+//
+// Two ways to start: Start and Restart wait for the supervisor's whole start operation,
+// including any check it makes that the process stays up (Pebble keeps a start change
+// open for 1 s to see the service survive; a command that exits at once is an error).
+// Spawn and Respawn return as soon as the supervisor reports the service active, that is
+// its process was started (with systemd's Type=simple units this is what a start job
+// waits for anyway); a process that dies right after may go unnoticed, so the caller
+// checks readiness itself (a socket answering, a node registering). Use them on paths
+// where the caller waits for the daemon's own readiness.
 type Manager interface {
 	// Configure creates or replaces the service definition. It does not start, stop or
 	// restart the service.
@@ -141,6 +151,12 @@ type Manager interface {
 	Stop(ctx context.Context, name string) error
 	// Restart stops (if running) and starts the service with its current definition.
 	Restart(ctx context.Context, name string) error
+	// Spawn starts the service like Start but returns once the supervisor reports it
+	// active (its process started), without the supervisor's stay-up check.
+	Spawn(ctx context.Context, name string) error
+	// Respawn restarts the service like Restart but returns once the supervisor reports
+	// the new process active, without the supervisor's stay-up check.
+	Respawn(ctx context.Context, name string) error
 	Status(ctx context.Context, name string) (Status, error)
 }
 

@@ -6,10 +6,15 @@
 // merges `startup: enabled` (or disabled) on top, so re-configuring a service keeps
 // whether it is enabled. Start, stop and restart wait for Pebble's change to finish;
 // a failed change (for example a command that exits at once) is returned as an error.
+// Pebble finishes a start change only once the service has stayed up for 1 s; Spawn and
+// Respawn do not wait for that: they poll the change and the services API (every
+// PollInterval) and return as soon as the change's start task runs and the service is
+// active, or with the change's error if it failed first.
 //
 //	m, err := pebble.New("/var/lib/pebble/default/.pebble.socket")
 //	err = m.Configure(ctx, service.Spec{Name: "slurmd", Command: argv})
 //	err = m.Start(ctx, "slurmd")
+//	err = m.Spawn(ctx, "munged") // returns within milliseconds; check readiness yourself
 package pebble
 
 import (
@@ -18,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/canonical/pebble/client"
 
@@ -27,7 +33,13 @@ import (
 // Manager is a service.Manager backed by a Pebble daemon.
 type Manager struct {
 	Client *client.Client
+	// PollInterval is how often Spawn and Respawn poll Pebble; zero means
+	// DefaultPollInterval.
+	PollInterval time.Duration
 }
+
+// DefaultPollInterval is Spawn's and Respawn's default poll interval.
+const DefaultPollInterval = 2 * time.Millisecond
 
 var _ service.Manager = (*Manager)(nil)
 
@@ -129,6 +141,99 @@ func (m *Manager) Stop(ctx context.Context, name string) error {
 // Restart implements service.Manager.
 func (m *Manager) Restart(ctx context.Context, name string) error {
 	return m.act(ctx, "restart", name, m.Client.Restart)
+}
+
+// Spawn implements service.Manager: Start without Pebble's 1 s stay-up check.
+func (m *Manager) Spawn(ctx context.Context, name string) error {
+	return m.spawn(ctx, "start", name, m.Client.Start)
+}
+
+// Respawn implements service.Manager: Restart without Pebble's 1 s stay-up check.
+func (m *Manager) Respawn(ctx context.Context, name string) error {
+	return m.spawn(ctx, "restart", name, m.Client.Restart)
+}
+
+func (m *Manager) spawn(ctx context.Context, verb, name string, do func(*client.ServiceOptions) (string, error)) error {
+	if _, err := m.info(ctx, name); err != nil {
+		return fmt.Errorf("cannot %s service %q: %w", verb, name, err)
+	}
+	id, err := do(&client.ServiceOptions{Names: []string{name}})
+	if err != nil {
+		return fmt.Errorf("cannot %s service %q: %w", verb, name, err)
+	}
+	if err := m.waitSpawned(ctx, id, name); err != nil {
+		return fmt.Errorf("cannot %s service %q: %w", verb, name, err)
+	}
+	return nil
+}
+
+// waitSpawned polls change id until it is ready (its error, if any, is returned) or its
+// start task is running (or done) with the service active: the process of this change
+// was started. A restart's stop task runs first, so the old process does not count.
+func (m *Manager) waitSpawned(ctx context.Context, id, name string) error {
+	every := m.PollInterval
+	if every <= 0 {
+		every = DefaultPollInterval
+	}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("change %s not started: %w", id, ctx.Err())
+		case <-timer.C:
+		}
+		chg, err := m.change(ctx, id)
+		if err != nil {
+			return err
+		}
+		if chg.Err != "" {
+			return errors.New(chg.Err)
+		}
+		if chg.Ready {
+			return nil
+		}
+		if startRunning(chg) {
+			info, err := m.info(ctx, name)
+			if err != nil {
+				return err
+			}
+			if info.Current == client.StatusActive {
+				return nil
+			}
+		}
+		timer.Reset(every)
+	}
+}
+
+// startRunning reports whether chg has a start task that runs or ran.
+func startRunning(chg *client.Change) bool {
+	for _, t := range chg.Tasks {
+		if t.Kind == "start" && (t.Status == "Doing" || t.Status == "Done") {
+			return true
+		}
+	}
+	return false
+}
+
+// change gets change id.
+func (m *Manager) change(ctx context.Context, id string) (*client.Change, error) {
+	resp, err := m.Client.Requester().Do(ctx, &client.RequestOptions{
+		Type:   client.SyncRequest,
+		Method: "GET",
+		Path:   "/v1/changes/" + id,
+	})
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, fmt.Errorf("change %s not started: %w", id, ctxErr)
+		}
+		return nil, err
+	}
+	var chg client.Change
+	if err := resp.DecodeResult(&chg); err != nil {
+		return nil, fmt.Errorf("cannot read change %s: %w", id, err)
+	}
+	return &chg, nil
 }
 
 func (m *Manager) act(ctx context.Context, verb, name string, do func(*client.ServiceOptions) (string, error)) error {

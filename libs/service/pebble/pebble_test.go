@@ -297,3 +297,105 @@ func TestErrors(t *testing.T) {
 		}
 	})
 }
+
+func TestSpawn(t *testing.T) {
+	m, dir := startPebble(t)
+	ctx := context.Background()
+	file := filepath.Join(dir, "argv")
+	if err := m.Configure(ctx, argvRecorder("svc", file, "first")); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Spawn(ctx, "svc"); err != nil {
+		t.Fatal(err)
+	}
+	first, err := m.Status(ctx, "svc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.State != service.StateActive || first.Since.IsZero() {
+		t.Fatalf("after spawn: %+v, want active with a since time", first)
+	}
+	if err := m.Spawn(ctx, "svc"); err != nil {
+		t.Errorf("spawning a running service: %v", err)
+	}
+	if st, err := m.Status(ctx, "svc"); err != nil || !st.Since.Equal(first.Since) {
+		t.Errorf("spawning a running service restarted it: %+v, %v (was %+v)", st, err, first)
+	}
+
+	// Respawn returns once the new process runs: its since is later, and it runs the
+	// new command line.
+	if err := m.Configure(ctx, argvRecorder("svc", file, "second")); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Respawn(ctx, "svc"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := m.Status(ctx, "svc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != service.StateActive || !st.Since.After(first.Since) {
+		t.Errorf("after respawn: %+v, want active since after %v", st, first.Since)
+	}
+	// The new process writes its argv once it runs.
+	if got := waitFile(t, file, "second\nFOO=foo bar\n"); got != "second\nFOO=foo bar\n" {
+		t.Errorf("after respawn the service saw %q", got)
+	}
+	if err := m.Stop(ctx, "svc"); err != nil {
+		t.Fatal(err)
+	}
+	// Respawn of a stopped service starts it.
+	if err := m.Respawn(ctx, "svc"); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := m.Status(ctx, "svc"); err != nil || st.State != service.StateActive {
+		t.Errorf("after respawn of a stopped service: %+v, %v", st, err)
+	}
+}
+
+func TestSpawnErrors(t *testing.T) {
+	m, dir := startPebble(t)
+	ctx := context.Background()
+	// A command that cannot be started fails the change before the service is active.
+	if err := m.Configure(ctx, service.Spec{Name: "missing", Command: []string{filepath.Join(dir, "no-such-program")}}); err != nil {
+		t.Fatal(err)
+	}
+	for verb, spawn := range map[string]func(context.Context, string) error{"start": m.Spawn, "restart": m.Respawn} {
+		err := spawn(ctx, "missing")
+		if err == nil || !strings.Contains(err.Error(), `cannot `+verb+` service "missing"`) {
+			t.Errorf("%s: got %v, want an error naming the service", verb, err)
+		}
+		if err := spawn(ctx, "nope"); !errors.Is(err, service.ErrUnknownService) {
+			t.Errorf("%s: got %v, want ErrUnknownService", verb, err)
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := m.Configure(ctx, service.Spec{Name: "a", Command: []string{"/bin/sleep", "1000"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Spawn(cctx, "a"); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: got %v, want context.Canceled", err)
+	}
+}
+
+// waitFile waits (up to 30 s) until file holds want and returns what it last held.
+func waitFile(t *testing.T, file, want string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			got, _ := os.ReadFile(file)
+			return string(got)
+		case <-timer.C:
+		}
+		if got, err := os.ReadFile(file); err == nil && string(got) == want {
+			return want
+		}
+		timer.Reset(5 * time.Millisecond)
+	}
+}

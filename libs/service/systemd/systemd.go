@@ -17,7 +17,9 @@
 //
 // The packaged unit (<name>.service) must exist: for an unknown unit every method returns
 // an error wrapping service.ErrUnknownService. Start, stop and restart enqueue a job in
-// "replace" mode and wait for its result; a result other than "done" is an error.
+// "replace" mode and wait for its result; a result other than "done" is an error. With
+// Type=simple the result comes once the process is forked, so Spawn and Respawn are Start
+// and Restart.
 //
 // The few D-Bus calls used are behind the [Conn] interface, which *dbus.Conn satisfies.
 package systemd
@@ -233,6 +235,13 @@ func (m *Manager) Stop(ctx context.Context, name string) error {
 func (m *Manager) Restart(ctx context.Context, name string) error {
 	return m.job(ctx, "restart", name, m.Conn.RestartUnitContext)
 }
+
+// Spawn implements service.Manager. It is Start: the drop-in makes the unit Type=simple,
+// whose start job is done once the process is forked, with no stay-up check.
+func (m *Manager) Spawn(ctx context.Context, name string) error { return m.Start(ctx, name) }
+
+// Respawn implements service.Manager. It is Restart (see Spawn).
+func (m *Manager) Respawn(ctx context.Context, name string) error { return m.Restart(ctx, name) }
 
 func (m *Manager) job(ctx context.Context, verb, name string, do func(context.Context, string, string, chan<- string) (int, error)) error {
 	if _, err := m.props(ctx, name); err != nil {
