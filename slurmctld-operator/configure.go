@@ -88,20 +88,20 @@ func (c *Charm) openPort(ctx context.Context, hc *juju.HookContext) error {
 	return nil
 }
 
-// features are the version-dependent choices for the installed Slurm.
+// features are the version-dependent choices for the installed Slurm. The version
+// (`slurmctld -V`, which needs no slurm.conf) is cached in the state and read again on
+// upgrade-charm.
 func (h *hook) features(ctx context.Context) (slurm.Features, error) {
-	// `slurmctld -V` needs no slurm.conf; `scontrol -V` (slurm.Client.Version) fails without one.
-	out, err := h.c.Slurm.Run(ctx, []string{"slurmctld", "-V"}, nil)
-	if err == nil && out.ExitCode != 0 {
-		err = fmt.Errorf("slurmctld -V exited with %d: %s", out.ExitCode, bytes.TrimSpace(out.Stderr))
+	if h.st.SlurmVersion != "" && h.hc.Event.Kind != juju.UpgradeCharm {
+		if v, err := slurm.ParseVersion(h.st.SlurmVersion); err == nil {
+			return slurm.FeaturesOf(v), nil
+		}
 	}
+	v, err := (&slurm.Client{Runner: h.c.Slurm}).SlurmctldVersion(ctx)
 	if err != nil {
 		return slurm.Features{}, fmt.Errorf("cannot find the Slurm version: %w", err)
 	}
-	v, err := slurm.ParseVersion(string(out.Stdout))
-	if err != nil {
-		return slurm.Features{}, fmt.Errorf("cannot find the Slurm version: %w", err)
-	}
+	h.st.SlurmVersion = v.String()
 	return slurm.FeaturesOf(v), nil
 }
 
@@ -239,8 +239,8 @@ func (c *Charm) restart(ctx context.Context, name string) error {
 
 // startSlurmctld defines, enables and starts slurmctld and waits (bounded) until it answers.
 func (h *hook) startSlurmctld(ctx context.Context) error {
-	c, hc := h.c, h.hc
-	if err := hc.Status.SetUnit(ctx, juju.StatusMaintenance, "starting slurmctld"); err != nil {
+	c := h.c
+	if err := h.progress(ctx, "starting slurmctld"); err != nil {
 		return err
 	}
 	spec := service.Spec{Name: svcSlurmctld, Summary: "Slurm controller", Command: []string{"/usr/sbin/slurmctld", "-D", "-f", confPath}}
@@ -269,7 +269,7 @@ func (h *hook) startSlurmctld(ctx context.Context) error {
 
 // reconfigure runs one `scontrol reconfigure`.
 func (h *hook) reconfigure(ctx context.Context) error {
-	if err := h.hc.Status.SetUnit(ctx, juju.StatusMaintenance, "reconfiguring"); err != nil {
+	if err := h.progress(ctx, "reconfiguring"); err != nil {
 		return err
 	}
 	if err := h.c.client().Reconfigure(ctx); err != nil {
@@ -295,9 +295,9 @@ func (h *hook) publishAll(ctx context.Context) error {
 
 // publish writes ControllerData to relation rel (leader only).
 func (h *hook) publish(ctx context.Context, rel juju.RelationID) error {
-	addr, err := h.hc.Network.IngressAddress(ctx, slurmd.RequirerEndpoint)
+	addr, err := h.ingress(ctx)
 	if err != nil {
-		return fmt.Errorf("cannot find the controller's address: %w", err)
+		return err
 	}
 	bag := slurmd.ControllerBag{
 		Controllers:  []string{hostPort(addr, SlurmctldPort)},

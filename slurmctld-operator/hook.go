@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
@@ -22,6 +23,7 @@ type hook struct {
 	extra  slurmconf.Params
 	cfgErr error // a *ConfigError, or nil
 	leader bool
+	addr   string // ingress address, once read
 }
 
 // begin reads the state, configuration and leadership for a hook.
@@ -68,10 +70,40 @@ func (h *hook) clusterNameError() error {
 	return nil
 }
 
-// setStatus sets the unit status from everything known in this hook.
+// setStatus sets the unit status from everything known in this hook, unless this unit set
+// the same status last (the cache is saved with the state).
 func (h *hook) setStatus(ctx context.Context) error {
 	code, msg := h.status(ctx)
-	return h.hc.Status.SetUnit(ctx, code, msg)
+	s := string(code) + ": " + msg
+	if h.st.UnitStatus == s {
+		return nil
+	}
+	if err := h.hc.Status.SetUnit(ctx, code, msg); err != nil {
+		return err
+	}
+	h.st.UnitStatus = s
+	return h.save(ctx)
+}
+
+// progress shows a step in maintenance status; setStatus replaces it at the end of the hook.
+func (h *hook) progress(ctx context.Context, msg string) error {
+	if err := h.hc.Status.SetUnit(ctx, juju.StatusMaintenance, msg); err != nil {
+		return err
+	}
+	h.st.UnitStatus = string(juju.StatusMaintenance) + ": " + msg
+	return nil
+}
+
+// ingress is the controller's ingress address on the slurmd endpoint, read once per hook.
+func (h *hook) ingress(ctx context.Context) (string, error) {
+	if h.addr == "" {
+		addr, err := h.hc.Network.IngressAddress(ctx, slurmd.RequirerEndpoint)
+		if err != nil {
+			return "", fmt.Errorf("cannot find the controller's address: %w", err)
+		}
+		h.addr = addr
+	}
+	return h.addr, nil
 }
 
 func (h *hook) status(ctx context.Context) (juju.StatusCode, string) {

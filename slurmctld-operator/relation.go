@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
@@ -227,24 +226,14 @@ func (h *hook) reconcileNode(ctx context.Context, cl *slurm.Client, node string,
 	return false, err
 }
 
-// squeueFormat is libs/slurm's squeue output format (ParseSqueue).
-const squeueFormat = "%i|%T|%P|%u|%N|%j"
-
-// partitionJobs lists every job squeue still knows in partition, in all states: finished jobs
-// are kept for MinJobAge and hold a reference to the partition until then.
+// partitionJobs lists every job record slurmctld still holds in partition, in all states:
+// finished jobs are kept for MinJobAge and hold a reference to the partition until then.
 func (c *Charm) partitionJobs(ctx context.Context, partition string) ([]slurm.Job, error) {
-	out, err := c.Slurm.Run(ctx, []string{"squeue", "-h", "-t", "all", "-p", partition, "-o", squeueFormat}, []string{"SLURM_CONF=" + confPath})
+	jobs, err := c.client().PartitionJobRecords(ctx, partition)
 	if err != nil {
 		return nil, fmt.Errorf("cannot list the jobs of partition %s: %w", partition, err)
 	}
-	if out.ExitCode != 0 {
-		msg := strings.TrimSpace(string(out.Stderr))
-		if strings.Contains(msg, "Invalid partition name") {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("cannot list the jobs of partition %s: squeue exited with %d: %s", partition, out.ExitCode, msg)
-	}
-	return slurm.ParseSqueue(out.Stdout)
+	return jobs, nil
 }
 
 // finishRemovals removes the partitions being removed whose jobs are all gone, for at most

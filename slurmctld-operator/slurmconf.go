@@ -80,9 +80,9 @@ func (h *hook) writeSlurmConf(ctx context.Context, feat slurm.Features) (bool, e
 	if err != nil {
 		return false, fmt.Errorf("cannot find the host name: %w", err)
 	}
-	addr, err := h.hc.Network.IngressAddress(ctx, slurmd.RequirerEndpoint)
+	addr, err := h.ingress(ctx)
 	if err != nil {
-		return false, fmt.Errorf("cannot find the controller's address: %w", err)
+		return false, err
 	}
 	path := c.path(confPath)
 	created := false

@@ -35,6 +35,11 @@ type charmState struct {
 	ClusterName string `json:"cluster-name,omitempty"`
 	// SecretID is the auth key secret (leader only).
 	SecretID string `json:"secret-id,omitempty"`
+	// SlurmVersion caches `slurmctld -V` (read again on upgrade-charm).
+	SlurmVersion string `json:"slurm-version,omitempty"`
+	// UnitStatus is the unit status this unit last set ("code: message"); the same status is
+	// not set again.
+	UnitStatus string `json:"unit-status,omitempty"`
 	// KeyID is the id of the auth key written to this host.
 	KeyID string `json:"key-id,omitempty"`
 	// ExtraKeys are the global keys last applied from slurm-conf-parameters.

@@ -127,9 +127,17 @@ func (c *Client) Version(ctx context.Context) (Version, error) {
 	return c.version(ctx, "scontrol")
 }
 
-// SlurmdVersion runs `slurmd -V` (on compute nodes, where scontrol may be absent).
+// SlurmdVersion runs `slurmd -V` (on compute nodes, where scontrol may be absent). It needs
+// no slurm.conf.
 func (c *Client) SlurmdVersion(ctx context.Context) (Version, error) {
 	return c.version(ctx, "slurmd")
+}
+
+// SlurmctldVersion runs `slurmctld -V`. Unlike Version (`scontrol -V`, which reads
+// slurm.conf and fails without one) it needs no slurm.conf: use it on a controller before
+// its configuration is written.
+func (c *Client) SlurmctldVersion(ctx context.Context) (Version, error) {
+	return c.version(ctx, "slurmctld")
 }
 
 func (c *Client) version(ctx context.Context, prog string) (Version, error) {
@@ -316,6 +324,25 @@ func (c *Client) JobsInPartition(ctx context.Context, partition string) ([]Job, 
 		return nil, err
 	}
 	out, err := c.run(ctx, true, "squeue", "-h", "-p", partition, "-o", squeueFormat)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSqueue(out)
+}
+
+// PartitionJobRecords lists every job record slurmctld still holds in partition, in all
+// states (`squeue -t all`): besides the jobs JobsInPartition lists, the finished ones
+// (COMPLETED, CANCELLED, FAILED, ...) kept for MinJobAge. A partition cannot be removed
+// from slurm.conf while such records reference it. An unknown partition gives no jobs.
+func (c *Client) PartitionJobRecords(ctx context.Context, partition string) ([]Job, error) {
+	if err := checkName("partition", partition); err != nil {
+		return nil, err
+	}
+	out, err := c.run(ctx, true, "squeue", "-h", "-t", "all", "-p", partition, "-o", squeueFormat)
+	var ce *CommandError
+	if errors.As(err, &ce) && strings.Contains(ce.Stderr, "Invalid partition name") {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -323,3 +323,56 @@ func (n notifyRunner) Run(ctx context.Context, argv, env []string) (slurm.Output
 	n.ran <- struct{}{}
 	return out, err
 }
+
+func TestSlurmctldVersion(t *testing.T) {
+	// Recorded without any slurm.conf: slurmctld -V, unlike scontrol -V, needs none.
+	c, r := newClient(slurmtest.Real("slurmctld-V"))
+	v, err := c.SlurmctldVersion(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(slurm.Version{Major: 22, Minor: 5, Micro: 8}, v); d != "" {
+		t.Errorf("version (-want +got):\n%s", d)
+	}
+	if len(r.Calls()) != 1 {
+		t.Errorf("calls %v", r.Calls())
+	}
+}
+
+func TestPartitionJobRecords(t *testing.T) {
+	argv := []string{"squeue", "-h", "-t", "all", "-p", "ns1", "-o", "%i|%T|%P|%u|%N|%j"}
+	tests := []struct {
+		name    string
+		out     slurm.Output
+		want    []slurm.Job
+		wantErr bool
+	}{
+		// squeue's -o format is that of the real squeue-partition capture; -t all adds the
+		// finished records (capture.sh records partition-records on a lab cluster).
+		{"finished records", slurm.Output{Stdout: []byte("4|PENDING|ns1|root||wrap\n3|COMPLETED|ns1|root|node1|wrap\n2|CANCELLED|ns1|root|node1|sleep|pipe job\n")},
+			[]slurm.Job{
+				{ID: "4", State: "PENDING", Partition: "ns1", User: "root", Name: "wrap"},
+				{ID: "3", State: "COMPLETED", Partition: "ns1", User: "root", Nodes: "node1", Name: "wrap"},
+				{ID: "2", State: "CANCELLED", Partition: "ns1", User: "root", Nodes: "node1", Name: "sleep|pipe job"},
+			}, false},
+		{"none", slurm.Output{}, nil, false},
+		{"unknown partition", slurm.Output{Stderr: []byte("squeue: error: Invalid partition name specified\n"), ExitCode: 1}, nil, false},
+		{"unreachable", slurm.Output{Stderr: []byte("slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n"), ExitCode: 1}, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _ := newClient(slurmtest.Case{Argv: argv, Output: tt.out})
+			got, err := c.PartitionJobRecords(context.Background(), "ns1")
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("error %v, want error %v", err, tt.wantErr)
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("jobs (-want +got):\n%s", d)
+			}
+		})
+	}
+	c, r := newClient()
+	if _, err := c.PartitionJobRecords(context.Background(), "a b"); err == nil || len(r.Calls()) != 0 {
+		t.Errorf("bad partition name: %v, calls %v", err, r.Calls())
+	}
+}

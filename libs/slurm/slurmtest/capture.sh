@@ -25,6 +25,7 @@ Q='%i|%T|%P|%u|%N|%j'; ACTIVE=RUNNING,COMPLETING,CONFIGURING,SUSPENDED
 
 cap scontrol-V scontrol -V
 cap slurmd-V slurmd -V
+cap slurmctld-V slurmctld -V
 printf '%s\n' slurmd -C > "$OUT/slurmd-C.argv"
 "$L"/bin/nsexec.sh ${NODE_NS}1 node1 slurmd -C > "$OUT/slurmd-C.stdout" 2> "$OUT/slurmd-C.stderr"; echo $? > "$OUT/slurmd-C.rc"
 cap ping-up scontrol ping
@@ -36,6 +37,7 @@ ctl sbatch --parsable -p ns1 -w node1 -o /dev/null --wrap 'sleep 1' > /dev/null 
 cap show-node-allocated scontrol show node -o node1
 cap squeue-node-running squeue -h -w node1 -t $ACTIVE -o "$Q"
 cap squeue-partition squeue -h -p ns1 -o "$Q"
+cap partition-records squeue -h -t all -p ns1 -o "$Q"
 cap drain-busy scontrol update nodename=node1 state=drain "reason=unit slurmd/1 removed"
 cap show-node-draining scontrol show node -o node1
 cap delete-busy scontrol delete nodename=node1
