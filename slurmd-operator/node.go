@@ -83,19 +83,7 @@ func (h *hook) settle(ctx context.Context) error {
 		h.logf(ctx, juju.LevelWarning, "node %s did not register: %v", h.node, err)
 		return h.setStatus(ctx, juju.StatusWaiting, fmt.Sprintf("waiting for node %s to register", h.node))
 	}
-	if h.st.DefaultPending {
-		if err := h.applyDefaultState(ctx); err != nil {
-			return err
-		}
-		h.st.DefaultPending = false
-		if err := h.saveState(ctx); err != nil {
-			return err
-		}
-		if n, err = h.showNode(ctx); err != nil {
-			return h.setStatus(ctx, juju.StatusWaiting, fmt.Sprintf("node %s: %v", h.node, err))
-		}
-	}
-	return h.nodeStatus(ctx, n)
+	return h.reportNode(ctx, n)
 }
 
 func (h *hook) applyDefaultState(ctx context.Context) error {

@@ -45,17 +45,25 @@ func (h *hook) updateStatus(ctx context.Context) error {
 		h.logf(ctx, juju.LevelWarning, "cannot show node %s: %v", h.node, err)
 		return h.setStatus(ctx, juju.StatusWaiting, fmt.Sprintf("node %s: cannot read its state", h.node))
 	}
-	if h.st.DefaultPending {
-		if err := h.applyDefaultState(ctx); err != nil {
-			return err
-		}
-		h.st.DefaultPending = false
-		if err := h.saveState(ctx); err != nil {
-			return err
-		}
-		if n, err = h.showNode(ctx); err != nil {
-			return h.setStatus(ctx, juju.StatusWaiting, fmt.Sprintf("node %s: %v", h.node, err))
-		}
+	return h.reportNode(ctx, n)
+}
+
+// reportNode applies a default-node-state still pending to the registered node n, then
+// shows the node's state.
+func (h *hook) reportNode(ctx context.Context, n slurm.Node) error {
+	if !h.st.DefaultPending {
+		return h.nodeStatus(ctx, n)
+	}
+	if err := h.applyDefaultState(ctx); err != nil {
+		return err
+	}
+	h.st.DefaultPending = false
+	if err := h.saveState(ctx); err != nil {
+		return err
+	}
+	n, err := h.showNode(ctx)
+	if err != nil {
+		return h.setStatus(ctx, juju.StatusWaiting, fmt.Sprintf("node %s: %v", h.node, err))
 	}
 	return h.nodeStatus(ctx, n)
 }
