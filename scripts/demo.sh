@@ -13,6 +13,9 @@ step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 status() { "$JL" status; }
 sl() { "$JL" exec slurmctld/0 -- env SLURM_CONF=/etc/slurm/slurm.conf "$@"; }
 jobstate() { sl scontrol show job -o "$1" | grep -o 'JobState=[A-Z]*' | cut -d= -f2; }
+job_is() { test "$(jobstate "$1")" = "$2"; }     # job_is ID STATE
+node_draining() { sl sinfo -h -n "$1" -o %T | grep -q drain; }
+node_gone() { ! sl scontrol show node "$1"; }
 wait_for() { # wait_for SECONDS DESCRIPTION COMMAND... : poll until COMMAND succeeds
   local limit=$1 what=$2; shift 2
   local end=$((SECONDS + limit))
@@ -50,7 +53,7 @@ sl srun -p slurmd -N3 hostname
 
 step "sbatch a job"
 job=$(sl sbatch --parsable -p slurmd -N2 -o /dev/null --wrap 'srun hostname')
-wait_for 60 "job $job to complete" test "$(jobstate "$job")" = COMPLETED
+wait_for 60 "job $job to complete" job_is "$job" COMPLETED
 echo "job $job: $(jobstate "$job")"
 
 step "juju-local add-unit slurmd (no reconfigure, no controller restart)"
@@ -70,14 +73,14 @@ sl sinfo -N -o '%N %T %P %f %w'
 
 step "juju-local remove-unit slurmd/3 while a job runs on it"
 job=$(sl sbatch --parsable -p slurmd -w slurmd-3 -o /dev/null --wrap 'sleep 5')
-wait_for 60 "job $job to run" test "$(jobstate "$job")" = RUNNING
+wait_for 60 "job $job to run" job_is "$job" RUNNING
 "$JL" remove-unit slurmd/3
-wait_for 30 "slurmd-3 to drain" sh -c "\"$JL\" exec slurmctld/0 -- env SLURM_CONF=/etc/slurm/slurm.conf sinfo -h -n slurmd-3 -o %T | grep -q drain"
+wait_for 30 "slurmd-3 to drain" node_draining slurmd-3
 sl sinfo -N -o '%N %T %P %E'
 status
-wait_for 60 "job $job to complete" test "$(jobstate "$job")" = COMPLETED
+wait_for 60 "job $job to complete" job_is "$job" COMPLETED
 echo "job $job: $(jobstate "$job") (it ran to the end on the node being removed)"
-wait_for 60 "slurmd-3 to be deleted" sh -c "! \"$JL\" exec slurmctld/0 -- env SLURM_CONF=/etc/slurm/slurm.conf scontrol show node slurmd-3"
+wait_for 60 "slurmd-3 to be deleted" node_gone slurmd-3
 "$JL" wait --timeout 5m
 echo "slurmd-3 is gone:"
 sl sinfo -N -o '%N %T %P %f'
