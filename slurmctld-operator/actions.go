@@ -337,5 +337,5 @@ func (c *Charm) rotateAuthKey(ctx context.Context, hc *juju.HookContext) error {
 		return err
 	}
 	h.logf(ctx, juju.LevelInfo, "rotated the auth key to key id %s", keyID)
-	return hc.Actions.Set(ctx, map[string]string{"keyid": keyID, "secret-id": string(id)})
+	return h.finish(ctx, hc.Actions.Set(ctx, map[string]string{"keyid": keyID, "secret-id": string(id)}))
 }

@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -31,7 +35,7 @@ func (c *Charm) configure(ctx context.Context, hc *juju.HookContext) error {
 	}
 	if h.cfgErr != nil || h.clusterNameError() != nil || !h.leader {
 		// Nothing is changed: a running slurmctld keeps its configuration.
-		return h.setStatus(ctx)
+		return h.finish(ctx, h.setStatus(ctx))
 	}
 	if err := h.ensureController(ctx); err != nil {
 		return err
@@ -42,22 +46,17 @@ func (c *Charm) configure(ctx context.Context, hc *juju.HookContext) error {
 	if err := h.save(ctx); err != nil {
 		return err
 	}
-	return h.setStatus(ctx)
+	return h.finish(ctx, h.setStatus(ctx))
 }
 
 // ensureController writes the key, slurm.conf and partitions and makes sure munged and
 // slurmctld run, reconfiguring a running slurmctld once if its configuration changed.
 func (h *hook) ensureController(ctx context.Context) error {
-	c := h.c
 	feat, err := h.features(ctx)
 	if err != nil {
 		return err
 	}
-	key, keyID, err := h.ensureAuthSecret(ctx)
-	if err != nil {
-		return err
-	}
-	if err := h.installKey(ctx, feat, key, keyID); err != nil {
+	if err := h.ensureKey(ctx, feat); err != nil {
 		return err
 	}
 	confChanged, err := h.writeSlurmConf(ctx, feat)
@@ -78,14 +77,75 @@ func (h *hook) ensureController(ctx context.Context) error {
 		return err
 	}
 	h.st.ClusterName = h.cfg.ClusterName
-	return c.openPort(ctx, h.hc)
+	return h.openPort(ctx)
 }
 
-func (c *Charm) openPort(ctx context.Context, hc *juju.HookContext) error {
-	if err := hc.Ports.Open(ctx, juju.Port{Number: SlurmctldPort, Protocol: "tcp"}); err != nil {
+// openPort opens SlurmctldPort unless a successful hook of this leadership term did.
+func (h *hook) openPort(ctx context.Context) error {
+	if h.pub.PortOpen {
+		return nil
+	}
+	if err := h.hc.Ports.Open(ctx, juju.Port{Number: SlurmctldPort, Protocol: "tcp"}); err != nil {
 		return fmt.Errorf("cannot open port %d: %w", SlurmctldPort, err)
 	}
+	h.pub.PortOpen = true
 	return nil
+}
+
+// ensureKey installs the auth key of the secret on this host and makes sure munged runs.
+// The secret is read only when the record of the key installed from it does not match the
+// key file any more (or there is no record: a new leadership term, upgrade-charm).
+func (h *hook) ensureKey(ctx context.Context, feat slurm.Features) error {
+	if h.keyInstalled(feat) {
+		return h.ensureKeyService(ctx, feat, false)
+	}
+	key, keyID, err := h.ensureAuthSecret(ctx)
+	if err != nil {
+		return err
+	}
+	return h.installKey(ctx, feat, key, keyID)
+}
+
+// keyInstalled reports whether the key file is the one recorded as installed from the
+// current auth key secret.
+func (h *hook) keyInstalled(feat slurm.Features) bool {
+	p := h.pub
+	if p.SecretID == "" || p.KeyHash == "" || p.SecretID != h.st.SecretID {
+		return false
+	}
+	data, err := os.ReadFile(h.c.path(feat.AuthKeyFile))
+	return err == nil && hashKey(data) == p.KeyHash
+}
+
+// authSecret makes sure the auth key secret exists (creating it when there is none) and
+// returns its id, without reading it when the record has it.
+func (h *hook) authSecret(ctx context.Context) (juju.SecretID, error) {
+	if h.pub.SecretID != "" && h.pub.SecretID == h.st.SecretID {
+		return juju.SecretID(h.st.SecretID), nil
+	}
+	if _, _, err := h.ensureAuthSecret(ctx); err != nil {
+		return "", err
+	}
+	h.pub.SecretID = h.st.SecretID
+	return juju.SecretID(h.st.SecretID), nil
+}
+
+// grant grants the auth key secret to relation rel unless the record says it was.
+func (h *hook) grant(ctx context.Context, id juju.SecretID, rel juju.RelationID) error {
+	r := h.pub.relation(rel)
+	if r.Granted == string(id) {
+		return nil
+	}
+	if err := h.hc.Secrets.Grant(ctx, id, rel, ""); err != nil {
+		return fmt.Errorf("cannot grant auth key secret to %s: %w", rel, err)
+	}
+	r.Granted = string(id)
+	return nil
+}
+
+func hashKey(key []byte) string {
+	sum := sha256.Sum256(key)
+	return hex.EncodeToString(sum[:])
 }
 
 // features are the version-dependent choices for the installed Slurm. The version
@@ -133,13 +193,13 @@ func (h *hook) ensureAuthSecret(ctx context.Context) ([]byte, string, error) {
 	h.st.SecretID = string(id)
 	h.logf(ctx, juju.LevelInfo, "created auth key secret %s", id)
 	// Relations that joined before the secret existed get it now.
-	rels, err := hc.Relations.IDs(ctx, slurmd.RequirerEndpoint)
+	rels, err := h.relations(ctx)
 	if err != nil {
-		return nil, "", fmt.Errorf("cannot list slurmd relations: %w", err)
+		return nil, "", err
 	}
 	for _, rel := range rels {
-		if err := hc.Secrets.Grant(ctx, id, rel, ""); err != nil {
-			return nil, "", fmt.Errorf("cannot grant auth key secret to %s: %w", rel, err)
+		if err := h.grant(ctx, id, rel); err != nil {
+			return nil, "", err
 		}
 	}
 	return key, "1", nil
@@ -206,6 +266,15 @@ func (h *hook) installKey(ctx context.Context, feat slurm.Features, key []byte, 
 		h.logf(ctx, juju.LevelInfo, "wrote auth key %s (key id %s)", feat.AuthKeyFile, keyID)
 	}
 	h.st.KeyID = keyID
+	h.pub.SecretID, h.pub.KeyID, h.pub.KeyHash = h.st.SecretID, keyID, hashKey(key)
+	return h.ensureKeyService(ctx, feat, changed)
+}
+
+// ensureKeyService makes sure the service using the auth key runs with it: munged before
+// Slurm 23.11 ((re)started when changed or not running); from 23.11 slurmctld itself,
+// restarted when the key changed.
+func (h *hook) ensureKeyService(ctx context.Context, feat slurm.Features, changed bool) error {
+	c := h.c
 	if !feat.Munge {
 		if changed && h.running(ctx) {
 			return c.restart(ctx, svcSlurmctld)
@@ -279,11 +348,11 @@ func (h *hook) reconfigure(ctx context.Context) error {
 	return nil
 }
 
-// publishAll grants the auth secret to and publishes ControllerData on every slurmd relation.
+// publishAll publishes ControllerData on every slurmd relation.
 func (h *hook) publishAll(ctx context.Context) error {
-	rels, err := h.hc.Relations.IDs(ctx, slurmd.RequirerEndpoint)
+	rels, err := h.relations(ctx)
 	if err != nil {
-		return fmt.Errorf("cannot list slurmd relations: %w", err)
+		return err
 	}
 	for _, rel := range rels {
 		if err := h.publish(ctx, rel); err != nil {
@@ -293,7 +362,30 @@ func (h *hook) publishAll(ctx context.Context) error {
 	return nil
 }
 
-// publish writes ControllerData to relation rel (leader only).
+// relations lists the slurmd relations: from the record when it has them all, else with
+// relation-ids (relations the record has but Juju no longer lists are dropped from it).
+func (h *hook) relations(ctx context.Context) ([]juju.RelationID, error) {
+	if h.pub.RelationsKnown {
+		return sortedKeys(h.pub.Relations), nil
+	}
+	rels, err := h.hc.Relations.IDs(ctx, slurmd.RequirerEndpoint)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list slurmd relations: %w", err)
+	}
+	for id := range h.pub.Relations {
+		if !slices.Contains(rels, id) {
+			delete(h.pub.Relations, id)
+		}
+	}
+	for _, rel := range rels {
+		h.pub.relation(rel)
+	}
+	h.pub.RelationsKnown = true
+	return rels, nil
+}
+
+// publish writes ControllerData to relation rel (leader only) unless the record says the
+// same data was written there.
 func (h *hook) publish(ctx context.Context, rel juju.RelationID) error {
 	addr, err := h.ingress(ctx)
 	if err != nil {
@@ -304,9 +396,18 @@ func (h *hook) publish(ctx context.Context, rel juju.RelationID) error {
 		AuthSecretID: h.st.SecretID,
 		ClusterName:  h.cfg.ClusterName,
 	}
+	data, err := bag.Encode()
+	if err != nil {
+		return fmt.Errorf("cannot publish controller data on %s: %w", rel, err)
+	}
+	r := h.pub.relation(rel)
+	if r.Data != nil && maps.Equal(r.Data, data) {
+		return nil
+	}
 	if err := (slurmd.Requirer{HookContext: h.hc}).PublishController(ctx, rel, bag); err != nil {
 		return fmt.Errorf("cannot publish controller data on %s: %w", rel, err)
 	}
+	r.Data = data
 	return nil
 }
 

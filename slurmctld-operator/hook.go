@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
@@ -24,6 +25,9 @@ type hook struct {
 	cfgErr error // a *ConfigError, or nil
 	leader bool
 	addr   string // ingress address, once read
+	// pub is this hook's copy of st.Published, updated as the hook writes to Juju; it
+	// replaces st.Published only when the hook succeeds (finish).
+	pub *published
 }
 
 // begin reads the state, configuration and leadership for a hook.
@@ -45,7 +49,42 @@ func (c *Charm) begin(ctx context.Context, hc *juju.HookContext) (*hook, error) 
 	if h.leader, err = hc.Leadership.IsLeader(ctx); err != nil {
 		return nil, fmt.Errorf("cannot check leadership: %w", err)
 	}
+	switch k := hc.Event.Kind; {
+	case !h.leader, k == juju.LeaderElected, k == juju.UpgradeCharm:
+		// Only a leader keeps a record, and a new term or charm trusts no earlier one.
+		h.pub = &published{}
+	default:
+		h.pub = st.Published.clone()
+	}
 	return h, nil
+}
+
+// finish ends a handler whose outcome is err: when the hook succeeds, the record of what it
+// wrote to Juju replaces the saved one. A failed hook's writes are discarded by Juju, so its
+// record is dropped too and the next hook writes again.
+func (h *hook) finish(ctx context.Context, err error) error {
+	if err != nil {
+		return err
+	}
+	pub := h.pub
+	if pub.empty() {
+		pub = nil
+	}
+	if reflect.DeepEqual(pub, h.st.Published) {
+		return nil
+	}
+	h.st.Published = pub
+	return h.save(ctx)
+}
+
+// configureHook reports whether the hook is one of the configure hooks, which read the
+// ingress address afresh (Juju fires config-changed when the address changes).
+func (h *hook) configureHook() bool {
+	switch h.hc.Event.Kind {
+	case juju.LeaderElected, juju.LeaderSettingsChanged, juju.ConfigChanged, juju.Start, juju.UpgradeCharm:
+		return true
+	}
+	return false
 }
 
 // logf writes to the unit's log; a failing juju-log is not worth failing the hook.
@@ -94,14 +133,18 @@ func (h *hook) progress(ctx context.Context, msg string) error {
 	return nil
 }
 
-// ingress is the controller's ingress address on the slurmd endpoint, read once per hook.
+// ingress is the controller's ingress address on the slurmd endpoint, read once per
+// configure hook; other hooks use the address the last configure hook read.
 func (h *hook) ingress(ctx context.Context) (string, error) {
+	if h.addr == "" && !h.configureHook() {
+		h.addr = h.pub.Addr
+	}
 	if h.addr == "" {
 		addr, err := h.hc.Network.IngressAddress(ctx, slurmd.RequirerEndpoint)
 		if err != nil {
 			return "", fmt.Errorf("cannot find the controller's address: %w", err)
 		}
-		h.addr = addr
+		h.addr, h.pub.Addr = addr, addr
 	}
 	return h.addr, nil
 }

@@ -21,7 +21,15 @@ func (c *Charm) slurmdRelation(ctx context.Context, hc *juju.HookContext) error 
 	ev, evErr := slurmd.Requirer{HookContext: hc}.Event(ctx)
 	if !h.leader {
 		// Only the leader manages the cluster; a standby only reports.
-		return h.setStatus(ctx)
+		return h.finish(ctx, h.setStatus(ctx))
+	}
+	if ev != nil {
+		// The record follows the relations as they come and go.
+		if hc.Event.Kind == juju.RelationBroken {
+			delete(h.pub.Relations, hc.Event.Relation)
+		} else {
+			h.pub.relation(hc.Event.Relation)
+		}
 	}
 	switch ev := ev.(type) {
 	case slurmd.SlurmdJoined:
@@ -41,7 +49,7 @@ func (c *Charm) slurmdRelation(ctx context.Context, hc *juju.HookContext) error 
 	if err := h.save(ctx); err != nil {
 		return err
 	}
-	return h.setStatus(ctx)
+	return h.finish(ctx, h.setStatus(ctx))
 }
 
 // slurmdJoined grants the auth secret to the relation and publishes ControllerData. evErr is a
@@ -58,13 +66,12 @@ func (h *hook) slurmdJoined(ctx context.Context, ev slurmd.SlurmdJoined, evErr e
 	if h.cfgErr != nil || h.clusterNameError() != nil {
 		return nil
 	}
-	if _, _, err := h.ensureAuthSecret(ctx); err != nil {
+	id, err := h.authSecret(ctx)
+	if err != nil {
 		return err
 	}
-	if h.hc.Event.Kind != juju.RelationChanged {
-		if err := h.hc.Secrets.Grant(ctx, juju.SecretID(h.st.SecretID), ev.Relation, ""); err != nil {
-			return fmt.Errorf("cannot grant auth key secret to %s: %w", ev.Relation, err)
-		}
+	if err := h.grant(ctx, id, ev.Relation); err != nil {
+		return err
 	}
 	return h.publish(ctx, ev.Relation)
 }
@@ -341,5 +348,5 @@ func (c *Charm) updateStatus(ctx context.Context, hc *juju.HookContext) error {
 			return err
 		}
 	}
-	return h.setStatus(ctx)
+	return h.finish(ctx, h.setStatus(ctx))
 }

@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 
+	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
@@ -53,6 +56,76 @@ type charmState struct {
 	Pending map[string]pendingNode `json:"pending,omitempty"`
 	// Removing are slurmd applications whose partition is being removed (relation broken).
 	Removing map[string]removal `json:"removing,omitempty"`
+	// Published is what this unit, as leader, last wrote to Juju in hooks that succeeded;
+	// see published.
+	Published *published `json:"published,omitempty"`
+}
+
+// published records what the leader wrote to Juju (ports, relation data, secret grants) and
+// which auth key revision it installed, so that a hook whose outcome is the same writes
+// nothing and reads no secret. It is updated only when the hook that wrote it succeeds: Juju
+// discards a failed hook's relation data, secret and port changes, so a record of them would
+// then be wrong and the retry must write again. A unit that is not the leader keeps none; a
+// new leader (leader-elected) and upgrade-charm start from an empty record, because another
+// unit may have led (and rotated the key or written the databags) in between.
+type published struct {
+	// PortOpen: SlurmctldPort was opened.
+	PortOpen bool `json:"port-open,omitempty"`
+	// SecretID, KeyID and KeyHash are the auth key secret, the key id of the revision whose
+	// key was written to this host and the SHA-256 of that key file. While the file still
+	// has that hash, the secret is not read again.
+	SecretID string `json:"secret-id,omitempty"`
+	KeyID    string `json:"key-id,omitempty"`
+	KeyHash  string `json:"key-hash,omitempty"`
+	// Addr is the ingress address last read with network-get on a configure hook; relation
+	// hooks use it (an address change fires config-changed, which reads it again).
+	Addr string `json:"addr,omitempty"`
+	// RelationsKnown: Relations holds every slurmd relation (read with relation-ids, then
+	// kept up to date by the relation hooks), so configure hooks need not list them.
+	RelationsKnown bool `json:"relations-known,omitempty"`
+	// Relations are the slurmd relations with what was written to each.
+	Relations map[juju.RelationID]*publishedRel `json:"relations,omitempty"`
+}
+
+// publishedRel is what was written to one slurmd relation.
+type publishedRel struct {
+	// Data is the ControllerData databag written; nil when none yet.
+	Data map[string]string `json:"data,omitempty"`
+	// Granted is the auth key secret granted to the relation, or "".
+	Granted string `json:"granted,omitempty"`
+}
+
+// clone is a deep copy of p (nil gives an empty record).
+func (p *published) clone() *published {
+	if p == nil {
+		return &published{}
+	}
+	q := *p
+	q.Relations = make(map[juju.RelationID]*publishedRel, len(p.Relations))
+	for id, r := range p.Relations {
+		rc := *r
+		rc.Data = maps.Clone(r.Data)
+		q.Relations[id] = &rc
+	}
+	return &q
+}
+
+// relation returns the record of relation id, adding an empty one.
+func (p *published) relation(id juju.RelationID) *publishedRel {
+	if p.Relations == nil {
+		p.Relations = map[juju.RelationID]*publishedRel{}
+	}
+	r := p.Relations[id]
+	if r == nil {
+		r = &publishedRel{}
+		p.Relations[id] = r
+	}
+	return r
+}
+
+// empty reports whether p records nothing.
+func (p *published) empty() bool {
+	return p == nil || reflect.DeepEqual(*p, published{}) || reflect.DeepEqual(*p, published{Relations: map[juju.RelationID]*publishedRel{}})
 }
 
 // pendingNode is a node whose unit departed.
