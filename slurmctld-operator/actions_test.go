@@ -171,7 +171,7 @@ func TestRotateAuthKey(t *testing.T) {
 	if newKey == oldKey || newKey != string(key) {
 		t.Errorf("munge key not replaced by the new revision")
 	}
-	if d := cmp.Diff([]string{"configure munged", "enable munged", "restart munged"}, e.svc.calls); d != "" {
+	if d := cmp.Diff([]string{"configure munged", "enable munged", "respawn munged"}, e.svc.calls); d != "" {
 		t.Errorf("service calls (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff(map[string]string{"keyid": "2", "secret-id": string(sec.ID)}, out.Action.Results); d != "" {
@@ -184,7 +184,7 @@ func TestRotateAuthKey(t *testing.T) {
 	}
 	e.svc.calls = nil
 	e.run(out, jujutest.Hook(juju.ConfigChanged))
-	if e.svc.count("restart munged") != 0 {
+	if e.svc.count("respawn munged") != 0 {
 		t.Errorf("munged restarted by config-changed after a rotation")
 	}
 }

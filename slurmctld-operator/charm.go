@@ -78,6 +78,9 @@ type Charm struct {
 	RemoveWait time.Duration
 	// DeleteWait bounds delete-node force=true's wait for cancelled jobs to end.
 	DeleteWait time.Duration
+	// MungeWait bounds the wait for a (re)started munged to answer `munge -n`; zero means
+	// 10 s.
+	MungeWait time.Duration
 }
 
 // path is p below Root.

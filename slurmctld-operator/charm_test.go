@@ -40,6 +40,7 @@ func (r *seqReader) Read(p []byte) (int, error) {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	e := &env{t: t, slurm: newFakeSlurm(), svc: newFakeServices(), found: map[string]bool{}}
+	e.slurm.mungeUp = func() bool { return e.svc.isActive("munged") }
 	for _, p := range programs {
 		e.found[p.prog] = true
 	}
@@ -204,7 +205,7 @@ func TestConfigureStartsController(t *testing.T) {
 			t.Errorf("slurm.conf lacks %q:\n%s", want, conf)
 		}
 	}
-	if d := cmp.Diff([]string{"configure munged", "enable munged", "restart munged", "configure slurmctld", "enable slurmctld", "start slurmctld"}, e.svc.calls); d != "" {
+	if d := cmp.Diff([]string{"configure munged", "enable munged", "respawn munged", "configure slurmctld", "enable slurmctld", "start slurmctld"}, e.svc.calls); d != "" {
 		t.Errorf("service calls (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff([]juju.Port{{Number: 6817, Protocol: "tcp"}}, out.Ports); d != "" {
@@ -755,5 +756,27 @@ func TestApplicationRemovedKeepsNodesWithItsFeature(t *testing.T) {
 		if !e.slurm.hasNode(n) {
 			t.Errorf("node %s deleted with application gpu: it is not one of gpu's units", n)
 		}
+	}
+}
+
+// TestMungedReadiness: munged is respawned (no supervisor stay-up wait) and its readiness is a
+// credential from `munge -n`; a munged that never answers fails the hook, naming it, before
+// slurmctld starts.
+func TestMungedReadiness(t *testing.T) {
+	e := newEnv(t)
+	e.started()
+	if n := e.slurm.count(mungePath, "-n"); n == 0 {
+		t.Errorf("munged's readiness never checked")
+	}
+
+	e = newEnv(t)
+	e.c.MungeWait = 20 * time.Millisecond
+	e.slurm.mungeUp = func() bool { return false }
+	_, err := jujutest.Run(t, baseState(), jujutest.Hook(juju.ConfigChanged), e.c.Router().Dispatch)
+	if err == nil || !strings.Contains(err.Error(), "cannot wait for munged to answer") {
+		t.Fatalf("got %v, want an error about munged", err)
+	}
+	if e.svc.isActive(svcSlurmctld) {
+		t.Error("slurmctld started although munged does not answer")
 	}
 }

@@ -25,6 +25,16 @@ import (
 // startWait bounds the wait for a freshly started slurmctld to answer `scontrol ping`.
 const startWait = 30 * time.Second
 
+// defaultMungeWait bounds the wait for a (re)started munged to answer, unless
+// Charm.MungeWait says otherwise.
+const defaultMungeWait = 10 * time.Second
+
+// munged and its client, for the readiness check.
+const (
+	mungedPath = "/usr/sbin/munged"
+	mungePath  = "/usr/bin/munge"
+)
+
 // configure brings the controller to its configured state: auth key, munged, slurm.conf,
 // partitions, slurmctld running, port open, ControllerData published. It runs on
 // leader-elected, config-changed, start and upgrade-charm.
@@ -281,22 +291,59 @@ func (h *hook) ensureKeyService(ctx context.Context, feat slurm.Features, change
 		}
 		return nil
 	}
-	m := c.Services
-	spec := service.Spec{Name: c.MungeService, Summary: "MUNGE authentication service", Command: []string{"/usr/sbin/munged", "--foreground"}, User: mungeUser}
+	return h.ensureMunged(ctx, changed)
+}
+
+// ensureMunged makes sure munged runs, (re)starting it when restart is set (the key changed)
+// or it is not running, then waits until it answers. A running munged with an unchanged key
+// is left alone.
+func (h *hook) ensureMunged(ctx context.Context, restart bool) error {
+	c := h.c
+	m, name := c.Services, c.MungeService
+	if st, err := m.Status(ctx, name); err == nil && st.State == service.StateActive && !restart {
+		return nil
+	}
+	spec := service.Spec{Name: name, Summary: "MUNGE authentication service", Command: []string{mungedPath, "--foreground"}, User: mungeUser}
 	if err := m.Configure(ctx, spec); err != nil {
-		return fmt.Errorf("cannot configure %s: %w", c.MungeService, err)
+		return fmt.Errorf("cannot configure %s: %w", name, err)
 	}
-	if err := m.Enable(ctx, c.MungeService); err != nil {
-		return fmt.Errorf("cannot enable %s: %w", c.MungeService, err)
+	if err := m.Enable(ctx, name); err != nil {
+		return fmt.Errorf("cannot enable %s: %w", name, err)
 	}
-	st, err := m.Status(ctx, c.MungeService)
-	if err != nil {
-		return fmt.Errorf("cannot check %s: %w", c.MungeService, err)
+	// Respawn returns once the process runs (no supervisor stay-up check); readiness is
+	// checked by a credential round trip.
+	if err := m.Respawn(ctx, name); err != nil {
+		return fmt.Errorf("cannot restart %s: %w", name, err)
 	}
-	if changed || st.State != service.StateActive {
-		return c.restart(ctx, c.MungeService)
+	return h.waitMunge(ctx)
+}
+
+// waitMunge waits until munged answers: `munge -n` gets a credential encoded by munged (its
+// socket accepts requests and its key is loaded). Polls start 2 ms apart and back off to
+// PollInterval, bounded by MungeWait.
+func (h *hook) waitMunge(ctx context.Context) error {
+	c := h.c
+	bound := c.MungeWait
+	if bound <= 0 {
+		bound = defaultMungeWait
 	}
-	return nil
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	every := min(2*time.Millisecond, c.poll())
+	for {
+		out, err := c.Slurm.Run(ctx, []string{mungePath, "-n"}, nil)
+		if err == nil && out.ExitCode == 0 {
+			return nil
+		}
+		last := err
+		if err == nil {
+			last = fmt.Errorf("munge -n exited %d: %s", out.ExitCode, bytes.TrimSpace(out.Stderr))
+		}
+		if err := wait(ctx, every); err != nil {
+			return fmt.Errorf("cannot wait for munged to answer: %w (last: %v)", err, last)
+		}
+		every = min(2*every, c.poll())
+	}
 }
 
 func (c *Charm) restart(ctx context.Context, name string) error {

@@ -38,6 +38,8 @@ type fakeSlurm struct {
 	aptFail bool
 	// tick runs before every squeue and show node: tests use it to let jobs finish.
 	tick func(f *fakeSlurm)
+	// mungeUp reports whether munged runs: `munge -n` fails as real munge does otherwise.
+	mungeUp func() bool
 }
 
 func newFakeSlurm() *fakeSlurm {
@@ -101,6 +103,11 @@ func (f *fakeSlurm) Run(ctx context.Context, argv []string, env []string) (slurm
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, slices.Clone(argv))
 	switch argv[0] {
+	case "/usr/bin/munge":
+		if f.mungeUp == nil || !f.mungeUp() {
+			return fail("munge: Error: Failed to access \"/run/munge/munge.socket.2\": No such file or directory"), nil
+		}
+		return ok("MUNGE:AwQFAAB=:\n"), nil
 	case "slurmctld":
 		return ok(f.version + "\n"), nil
 	case "apt-get":
@@ -365,8 +372,26 @@ func (s *fakeServices) Restart(ctx context.Context, name string) error {
 // Spawn is Start: the fake has no stay-up check to skip.
 func (s *fakeServices) Spawn(ctx context.Context, name string) error { return s.Start(ctx, name) }
 
-// Respawn is Restart (see Spawn).
-func (s *fakeServices) Respawn(ctx context.Context, name string) error { return s.Restart(ctx, name) }
+// Respawn is Restart (see Spawn), recorded as "respawn".
+func (s *fakeServices) Respawn(ctx context.Context, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.record("respawn", name); err != nil {
+		return err
+	}
+	if s.startErr != nil {
+		return s.startErr
+	}
+	s.active[name] = true
+	return nil
+}
+
+// isActive reports whether service name runs.
+func (s *fakeServices) isActive(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.active[name]
+}
 
 func (s *fakeServices) Status(ctx context.Context, name string) (service.Status, error) {
 	s.mu.Lock()
