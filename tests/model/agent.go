@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -467,19 +468,15 @@ func (a *agent) provision(ctx context.Context) error {
 	m.mu.Unlock()
 
 	tag := unitTag(a.unit)
-	root := mach.Root()
-	a.charmDir = filepath.Join(root, "/var/lib/juju/agents", tag, "charm")
-	a.toolsDir = filepath.Join(root, "/var/lib/juju/tools", tag)
-	for _, argv := range [][]string{
-		{"mkdir", "-p", filepath.Dir(a.charmDir), a.toolsDir},
-		{"rm", "-rf", a.charmDir},
-		{"cp", "-a", charmSrc, a.charmDir},
-		{"cp", "-a", m.toolsDir + "/.", a.toolsDir},
-	} {
-		cmd := mach.Command(ctx, argv)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("cannot install charm on machine %s: %v: %w: %s", a.machineID, argv, err, bytes.TrimSpace(out))
-		}
+	charmIn := path.Join("/var/lib/juju/agents", tag, "charm")
+	toolsIn := path.Join("/var/lib/juju/tools", tag)
+	a.charmDir = filepath.Join(mach.Root(), charmIn)
+	a.toolsDir = filepath.Join(mach.Root(), toolsIn)
+	if err := installCharm(charmSrc, mach.Path(charmIn)); err != nil {
+		return fmt.Errorf("cannot install charm on machine %s: %w", a.machineID, err)
+	}
+	if err := linkUnitTools(m.toolsDir, mach.Path(toolsIn)); err != nil {
+		return fmt.Errorf("cannot install hook tools on machine %s: %w", a.machineID, err)
 	}
 	m.mu.Lock()
 	u.Ready = true

@@ -14,8 +14,11 @@
 // machine, for fast tests of the model itself.
 //
 // One unit agent (a goroutine) per unit installs the charm in
-// /var/lib/juju/agents/unit-<app>-<n>/charm on the unit's machine, the hook tools in
-// /var/lib/juju/tools/unit-<app>-<n>, and runs hooks one at a time by executing the charm's
+// /var/lib/juju/agents/unit-<app>-<n>/charm on the unit's machine (from the model's process,
+// through Machine.Path: the charm's files are hard links to the model's unpacked copy when on
+// the same filesystem, so a charm must not rewrite its shipped files in place), makes
+// /var/lib/juju/tools/unit-<app>-<n> a link to the model's hook tools (as Juju links it to the
+// agent's tools), and runs hooks one at a time by executing the charm's
 // dispatch inside the machine with Juju's environment: JUJU_DISPATCH_PATH (hooks/<hook> or
 // actions/<action>), JUJU_UNIT_NAME, JUJU_MODEL_NAME, JUJU_MODEL_UUID, JUJU_CHARM_DIR,
 // JUJU_CONTEXT_ID, JUJU_AGENT_SOCKET_ADDRESS, JUJU_VERSION, JUJU_HOOK_NAME, JUJU_MACHINE_ID, the

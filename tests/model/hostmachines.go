@@ -53,6 +53,10 @@ func (m *hostMachine) Command(ctx context.Context, argv []string) *exec.Cmd {
 func (m *hostMachine) Hostname() string { return m.h.Name }
 func (m *hostMachine) Addr() netip.Addr { return m.h.Addr }
 func (m *hostMachine) Root() string     { return "" }
+
+// Path is the host-side directory behind the host's private /var/lib/juju (and its other
+// private directories, hosts.PrivateDirs).
+func (m *hostMachine) Path(inside string) string { return m.h.Path(inside) }
 func (m *hostMachine) Destroy(ctx context.Context) error {
 	return m.n.RemoveHost(m.h.Name)
 }

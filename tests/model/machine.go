@@ -21,6 +21,11 @@ type Machine interface {
 	// Root is prepended to the machine's paths (/var/lib/juju/...) to name them in commands run
 	// on the machine: "" for a host with its own mount namespace.
 	Root() string
+	// Path is the path, in the model's own process, of the machine's file or directory inside
+	// (an absolute path as seen on the machine). The model installs each unit's charm and hook
+	// tools through it, with no process started on the machine. It must reach at least
+	// /var/lib/juju.
+	Path(inside string) string
 	// Destroy stops everything on the machine and removes it.
 	Destroy(ctx context.Context) error
 }
@@ -63,6 +68,9 @@ func (m *localMachine) Command(ctx context.Context, argv []string) *exec.Cmd {
 func (m *localMachine) Hostname() string { return m.name }
 func (m *localMachine) Addr() netip.Addr { return netip.AddrFrom4([4]byte{127, 0, 0, 1}) }
 func (m *localMachine) Root() string     { return m.root }
+func (m *localMachine) Path(inside string) string {
+	return filepath.Join(m.root, filepath.Clean("/"+inside))
+}
 func (m *localMachine) Destroy(ctx context.Context) error {
 	if err := os.RemoveAll(m.root); err != nil {
 		return fmt.Errorf("cannot destroy machine %s: %w", m.name, err)

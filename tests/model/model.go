@@ -150,14 +150,8 @@ func (m *Model) installTools() error {
 	if err != nil {
 		return fmt.Errorf("cannot install hook tools: %w", err)
 	}
-	os.RemoveAll(m.toolsDir)
-	if err := os.MkdirAll(m.toolsDir, 0o755); err != nil {
+	if err := installToolLinks(tools, m.toolsDir); err != nil {
 		return fmt.Errorf("cannot install hook tools: %w", err)
-	}
-	for _, name := range ToolNames() {
-		if err := os.Symlink(tools, filepath.Join(m.toolsDir, name)); err != nil {
-			return fmt.Errorf("cannot install hook tools: %w", err)
-		}
 	}
 	return nil
 }
