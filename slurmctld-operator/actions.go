@@ -150,25 +150,38 @@ func (c *Charm) resume(ctx context.Context, hc *juju.HookContext) error {
 // nodes that failed.
 func (c *Charm) eachNode(ctx context.Context, hc *juju.HookContext, nodes []string, fn func(*slurm.Client, string) error, res map[string]string) error {
 	cl := c.client()
-	var done, failed []string
-	var msgs []string
+	var done []string
+	var o nodeOutcome
 	for _, n := range nodes {
 		if err := fn(cl, n); err != nil {
-			failed = append(failed, n)
-			msgs = append(msgs, nodeError(n, err))
+			o.fail(n, nodeError(n, err))
 			continue
 		}
 		done = append(done, n)
 	}
 	res["nodes"] = hostlist.Compress(done)
-	if len(failed) > 0 {
-		res["failed"] = hostlist.Compress(failed)
+	return o.report(ctx, hc, res)
+}
+
+// nodeOutcome collects the nodes an action failed on, and why.
+type nodeOutcome struct{ failed, msgs []string }
+
+func (o *nodeOutcome) fail(n, msg string) {
+	o.failed = append(o.failed, n)
+	o.msgs = append(o.msgs, msg)
+}
+
+// report sets the action's results res, with the failed nodes under "failed", and fails the
+// action naming every failure.
+func (o *nodeOutcome) report(ctx context.Context, hc *juju.HookContext, res map[string]string) error {
+	if len(o.failed) > 0 {
+		res["failed"] = hostlist.Compress(o.failed)
 	}
 	if err := hc.Actions.Set(ctx, res); err != nil {
 		return err
 	}
-	if len(failed) > 0 {
-		return hc.Actions.Fail(ctx, strings.Join(msgs, "; "))
+	if len(o.failed) > 0 {
+		return hc.Actions.Fail(ctx, strings.Join(o.msgs, "; "))
 	}
 	return nil
 }
@@ -205,12 +218,9 @@ func (c *Charm) deleteNode(ctx context.Context, hc *juju.HookContext) error {
 		return hc.Actions.Fail(ctx, err.Error())
 	}
 	cl := c.client()
-	var cancelled []string
-	var deleted, failed, msgs []string
-	fail := func(n, msg string) {
-		failed = append(failed, n)
-		msgs = append(msgs, msg)
-	}
+	var cancelled, deleted []string
+	var o nodeOutcome
+	fail := o.fail
 	for _, n := range nodes {
 		jobs, err := cl.JobsOnNode(ctx, n)
 		if err != nil {
@@ -244,16 +254,7 @@ func (c *Charm) deleteNode(ctx context.Context, hc *juju.HookContext) error {
 	if len(cancelled) > 0 {
 		res["cancelled-jobs"] = strings.Join(cancelled, ",")
 	}
-	if len(failed) > 0 {
-		res["failed"] = hostlist.Compress(failed)
-	}
-	if err := hc.Actions.Set(ctx, res); err != nil {
-		return err
-	}
-	if len(failed) > 0 {
-		return hc.Actions.Fail(ctx, strings.Join(msgs, "; "))
-	}
-	return nil
+	return o.report(ctx, hc, res)
 }
 
 // deleteWhenFree deletes node n; with force it retries while cancelled jobs finish, for at

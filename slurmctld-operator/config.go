@@ -91,7 +91,7 @@ func (cfg Config) Validate() (slurmconf.Params, error) {
 			return nil, &ConfigError{"slurm-conf-parameters", fmt.Sprintf("%s is given twice", p.Key)}
 		}
 		seen[strings.ToLower(p.Key)] = true
-		if k, ok := knownGlobalKey(p.Key); !ok {
+		if k, ok := slurmconf.GlobalKey(p.Key); !ok {
 			msg := fmt.Sprintf("unknown slurm.conf key %q", p.Key)
 			if k != "" {
 				msg += fmt.Sprintf(" (did you mean %s?)", k)

@@ -2,6 +2,7 @@ package slurmconf_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,7 +49,8 @@ const oracleBase = "ClusterName=oracle\nSlurmctldHost=localhost\nNodeName=n1 CPU
 
 // TestKeysAgainstSlurm checks the key lists against the parser of the
 // installed Slurm: every key we accept is recognised, and keys we refuse
-// (including those of newer Slurm releases) are refused by Slurm too.
+// (including those of newer Slurm releases) are refused by Slurm too. Global
+// keys are probed as "Key=1" lines.
 func TestKeysAgainstSlurm(t *testing.T) {
 	t.Parallel()
 	bin := scontrol(t)
@@ -62,6 +64,12 @@ func TestKeysAgainstSlurm(t *testing.T) {
 	}
 	for _, k := range slurmconf.NodeKeys() {
 		probes = append(probes, probe{"NodeName=n2 " + k + "=1", true})
+	}
+	for _, k := range slurmconf.GlobalKeys() {
+		probes = append(probes, probe{k + "=1", true})
+	}
+	for _, line := range []string{"MinJobAg=1", "SlurmctldPortt=1", "AuthKey=1", "TRESBillingWeights=CPU=1", "UsePss=1"} {
+		probes = append(probes, probe{line, false})
 	}
 	for _, line := range []string{"NodeSet=s Feature=f", "NodeSet=s Nodes=n1", "DownNodes=n1 State=DOWN", "DownNodes=n1 Reason=x"} {
 		probes = append(probes, probe{line, true})
@@ -84,8 +92,13 @@ func TestKeysAgainstSlurm(t *testing.T) {
 				_, ours = slurmconf.ParseNode(p.line)
 			case strings.HasPrefix(p.line, "NodeSet"):
 				_, ours = slurmconf.ParseNodeSet(p.line)
-			default:
+			case strings.HasPrefix(p.line, "DownNodes"):
 				_, ours = slurmconf.ParseDownNodes(p.line)
+			default:
+				key, _, _ := strings.Cut(p.line, "=")
+				if _, ok := slurmconf.GlobalKey(key); !ok {
+					ours = errors.New("unknown global key " + key)
+				}
 			}
 			theirs := slurmParse(t, bin, oracleBase+p.line+"\n")
 			if (ours == nil) != p.accept || (len(theirs) == 0) != p.accept {
