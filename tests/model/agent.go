@@ -288,7 +288,7 @@ func (a *agent) run(ctx context.Context) {
 			if ms := m.state.Machines[a.machineID]; ms != nil {
 				ms.Status, ms.Message = "error", err.Error()
 			}
-			m.save()
+			m.saveLater()
 			m.notify()
 		}
 		m.mu.Unlock()
@@ -343,7 +343,7 @@ func (a *agent) run(ctx context.Context) {
 				m.mu.Lock()
 				if u := m.state.Units[a.unit]; u != nil && u.Failed != nil {
 					u.Failed = nil
-					m.save()
+					m.saveLater()
 				}
 				m.mu.Unlock()
 			}
@@ -400,7 +400,7 @@ func (a *agent) run(ctx context.Context) {
 			hc.finishAction(m.state, err)
 		}
 		m.cleanup()
-		m.save()
+		m.saveLater()
 		m.notify()
 		m.mu.Unlock()
 		if err != nil && hook.Kind != "action" {
@@ -438,7 +438,7 @@ func (a *agent) finish(ctx context.Context) {
 		m.electLeader(u.App)
 	}
 	m.cleanup()
-	m.save()
+	m.saveLater()
 	m.notify()
 	m.progress("%s: removed", a.unit)
 }
@@ -463,7 +463,7 @@ func (a *agent) provision(ctx context.Context) error {
 	}
 	ms.Status = "started"
 	u.Workload = StatusInfo{Status: "waiting", Message: "agent initialising", Since: time.Now()}
-	m.save()
+	m.saveLater()
 	m.notify()
 	m.mu.Unlock()
 
@@ -481,7 +481,7 @@ func (a *agent) provision(ctx context.Context) error {
 	m.mu.Lock()
 	u.Ready = true
 	u.Agent = StatusInfo{Status: "idle", Since: time.Now()}
-	m.save()
+	m.saveLater()
 	m.notify()
 	m.mu.Unlock()
 	return nil

@@ -4,7 +4,9 @@
 // # What it does
 //
 // A Model owns the state of one Juju model (state.json in its directory, written atomically
-// after every change): applications with their charm, config and leader; units and the
+// and synced after every change: a verb returns once its change is on disk; the unit agents'
+// changes are written by a writer goroutine, the latest state replacing one not yet written,
+// so no hook waits for the disk; Close waits for the last): applications with their charm, config and leader; units and the
 // machines they run on; relations with their application and unit databags; secrets with
 // their owner, revisions, grants, labels and the revision each consumer tracks; unit and
 // application statuses, opened ports, action runs and their results; and the juju-log lines

@@ -45,6 +45,7 @@ type Options struct {
 type Model struct {
 	opts     Options
 	statePth string
+	writer   *stateWriter
 	toolsDir string
 	sockPath string
 
@@ -98,6 +99,7 @@ func New(ctx context.Context, opts Options) (*Model, error) {
 	m := &Model{
 		opts:     opts,
 		statePth: filepath.Join(dir, "state.json"),
+		writer:   newStateWriter(filepath.Join(dir, "state.json")),
 		toolsDir: filepath.Join(dir, "tools"),
 		sockPath: filepath.Join(dir, "agent.sock"),
 		agents:   map[string]*agent{},
@@ -203,8 +205,27 @@ func (m *Model) Close() error {
 	return errors.Join(errs...)
 }
 
-// save writes the state; callers hold m.mu (or own m exclusively).
-func (m *Model) save() error { return m.state.save(m.statePth) }
+// save writes the state and returns once it is on disk; callers hold m.mu (or own m
+// exclusively).
+func (m *Model) save() error {
+	data, err := m.state.encode()
+	if err != nil {
+		return err
+	}
+	return m.writer.wait(m.writer.put(data))
+}
+
+// saveLater queues the state to be written; callers hold m.mu. The unit agents save this way
+// after each hook: the model's lock is not held while the file is written and synced, and a
+// later save (or Close) waits for it.
+func (m *Model) saveLater() {
+	data, err := m.state.encode()
+	if err != nil {
+		m.progress("%v", err)
+		return
+	}
+	m.writer.put(data)
+}
 
 // notify wakes every agent and waiter; callers hold m.mu.
 func (m *Model) notify() {
