@@ -357,9 +357,13 @@ func (a *agent) run(ctx context.Context) {
 		if hook.Kind == "install" {
 			u.Workload = StatusInfo{Status: "maintenance", Message: "installing charm software", Since: time.Now()}
 		}
-		hc := a.newContext(hook)
-		m.contexts[hc.id] = hc
+		hc, snap := a.newContext(hook)
 		msg := u.Agent.Message
+		m.mu.Unlock()
+		view := fromSnapshot(snap)
+		m.mu.Lock()
+		hc.view = view
+		m.contexts[hc.id] = hc
 		m.mu.Unlock()
 
 		m.progress("%s: %s", a.unit, msg)

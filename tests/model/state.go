@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -175,11 +176,20 @@ func newState(name, uuid string) *State {
 	}
 }
 
-func (s *State) clone() *State {
+func (s *State) clone() *State { return fromSnapshot(s.snapshot()) }
+
+// snapshot encodes s: the cheaper half of a deep copy, done under the model's lock; the
+// decoding (fromSnapshot) can be done without it.
+func (s *State) snapshot() []byte {
 	data, err := json.Marshal(s)
 	if err != nil {
 		panic(fmt.Sprintf("cannot copy model state: %v", err))
 	}
+	return data
+}
+
+// fromSnapshot decodes a snapshot into a new State.
+func fromSnapshot(data []byte) *State {
 	c := &State{}
 	if err := json.Unmarshal(data, c); err != nil {
 		panic(fmt.Sprintf("cannot copy model state: %v", err))
@@ -281,8 +291,9 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 	return os.Rename(tmp, path)
 }
 
+// encode encodes s compactly (the writer indents it, outside the model's lock).
 func (s *State) encode() ([]byte, error) {
-	data, err := json.MarshalIndent(s, "", "  ")
+	data, err := json.Marshal(s)
 	if err != nil {
 		return nil, fmt.Errorf("cannot encode model state: %w", err)
 	}
@@ -331,7 +342,11 @@ func (w *stateWriter) loop() {
 		data, gen := w.data, w.gen
 		w.data = nil
 		w.mu.Unlock()
-		err := writeFileAtomic(w.path, data, 0o600)
+		var buf bytes.Buffer
+		err := json.Indent(&buf, data, "", "  ")
+		if err == nil {
+			err = writeFileAtomic(w.path, buf.Bytes(), 0o600)
+		}
 		w.mu.Lock()
 		w.done, w.err = gen, err
 		w.cond.Broadcast()

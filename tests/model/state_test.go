@@ -25,18 +25,18 @@ func TestStateWriter(t *testing.T) {
 				mu.Lock()
 				defer mu.Unlock()
 				last++
-				w.put([]byte(fmt.Sprint(last)))
+				w.put([]byte(fmt.Sprintf(`{"n":%d}`, last)))
 			}()
 		}
 		wg.Wait()
-		if err := w.wait(w.put([]byte("final"))); err != nil {
+		if err := w.wait(w.put([]byte(`{"final":true}`))); err != nil {
 			t.Fatal(err)
 		}
 		got, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := cmp.Diff("final", string(got)); d != "" {
+		if d := cmp.Diff("{\n  \"final\": true\n}", string(got)); d != "" {
 			t.Errorf("state file differs (-want +got):\n%s", d)
 		}
 		st, err := os.Stat(path)
@@ -54,15 +54,15 @@ func TestStateWriter(t *testing.T) {
 	t.Run("write error", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "missing", "state.json")
 		w := newStateWriter(path)
-		err := w.wait(w.put([]byte("x")))
+		err := w.wait(w.put([]byte("{}")))
 		if err == nil || !strings.Contains(err.Error(), "cannot save model state") {
 			t.Fatalf("wait = %v, want a save error", err)
 		}
 	})
 	t.Run("wait for an older generation", func(t *testing.T) {
 		w := newStateWriter(filepath.Join(t.TempDir(), "state.json"))
-		g := w.put([]byte("a"))
-		if err := w.wait(w.put([]byte("b"))); err != nil {
+		g := w.put([]byte(`{"a":1}`))
+		if err := w.wait(w.put([]byte(`{"b":2}`))); err != nil {
 			t.Fatal(err)
 		}
 		if err := w.wait(g); err != nil {
