@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 need_apt=()
 for pair in slurmctld:slurmctld slurmd:slurmd scontrol:slurm-client munged:munge \
-            ip:iproute2 nsenter:util-linux unshare:util-linux; do
+            ip:iproute2 nsenter:util-linux unshare:util-linux curl:curl pgrep:procps; do
   cmd=${pair%%:*} pkg=${pair#*:}
   command -v "$cmd" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
