@@ -37,8 +37,10 @@ trap teardown EXIT
 step "juju-local bootstrap (model in $JUJU_LOCAL_DIR)"
 "$JL" bootstrap --update-status-interval 1m
 
-step "juju-local deploy build/slurmctld.charm; deploy build/slurmd.charm -n 3"
-"$JL" deploy build/slurmctld.charm
+# MinJobAge: finished job records are kept that long, and a partition is removed only once its
+# records are gone; a short value keeps the teardown at the end quick.
+step "juju-local deploy build/slurmctld.charm --config slurm-conf-parameters=MinJobAge=10; deploy build/slurmd.charm -n 3"
+"$JL" deploy build/slurmctld.charm --config slurm-conf-parameters=MinJobAge=10
 "$JL" deploy build/slurmd.charm -n 3
 status
 
