@@ -14,11 +14,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/charmed-slurm/operators/libs/juju"
@@ -102,19 +99,7 @@ func (c *Charm) lookupUser(name string) (int, int, error) {
 	if c.LookupUser != nil {
 		return c.LookupUser(name)
 	}
-	u, err := user.Lookup(name)
-	if err != nil {
-		return 0, 0, fmt.Errorf("cannot find user %q: %w", name, err)
-	}
-	uid, err := strconv.Atoi(u.Uid)
-	if err != nil {
-		return 0, 0, fmt.Errorf("cannot find user %q: bad uid %q", name, u.Uid)
-	}
-	gid, err := strconv.Atoi(u.Gid)
-	if err != nil {
-		return 0, 0, fmt.Errorf("cannot find user %q: bad gid %q", name, u.Gid)
-	}
-	return uid, gid, nil
+	return service.UserIDs(name)
 }
 
 // wait pauses for d or until ctx ends.

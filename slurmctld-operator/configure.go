@@ -32,7 +32,7 @@ const defaultMungeWait = 10 * time.Second
 // munged and its client, for the readiness check.
 const (
 	mungedPath = "/usr/sbin/munged"
-	mungePath  = "/usr/bin/munge"
+	mungePath  = slurm.MungePath
 )
 
 // configure brings the controller to its configured state: auth key, munged, slurm.conf,
@@ -329,21 +329,7 @@ func (h *hook) waitMunge(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	every := min(2*time.Millisecond, c.poll())
-	for {
-		out, err := c.Slurm.Run(ctx, []string{mungePath, "-n"}, nil)
-		if err == nil && out.ExitCode == 0 {
-			return nil
-		}
-		last := err
-		if err == nil {
-			last = fmt.Errorf("munge -n exited %d: %s", out.ExitCode, bytes.TrimSpace(out.Stderr))
-		}
-		if err := wait(ctx, every); err != nil {
-			return fmt.Errorf("cannot wait for munged to answer: %w (last: %v)", err, last)
-		}
-		every = min(2*every, c.poll())
-	}
+	return slurm.WaitMunge(ctx, c.Slurm, c.poll())
 }
 
 func (c *Charm) restart(ctx context.Context, name string) error {

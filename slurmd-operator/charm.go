@@ -42,9 +42,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
@@ -67,7 +65,7 @@ const (
 	SlurmdService = "slurmd"
 	SlurmdPath    = "/usr/sbin/slurmd"
 	MungedPath    = "/usr/sbin/munged"
-	MungePath     = "/usr/bin/munge"
+	MungePath     = slurm.MungePath
 	// StateFile is the charm's state file in the unit's charm directory: private to the unit
 	// (on the local model /var/lib is shared by every host, but /var/lib/juju is not) and kept
 	// by Juju across hooks and upgrades.
@@ -334,19 +332,7 @@ func (c *Charm) lookupUser(name string) (int, int, error) {
 	if c.LookupUser != nil {
 		return c.LookupUser(name)
 	}
-	u, err := user.Lookup(name)
-	if err != nil {
-		return 0, 0, err
-	}
-	uid, err := strconv.Atoi(u.Uid)
-	if err != nil {
-		return 0, 0, fmt.Errorf("user %q has a non-numeric uid %q", name, u.Uid)
-	}
-	gid, err := strconv.Atoi(u.Gid)
-	if err != nil {
-		return 0, 0, fmt.Errorf("user %q has a non-numeric gid %q", name, u.Gid)
-	}
-	return uid, gid, nil
+	return service.UserIDs(name)
 }
 
 func (c *Charm) chown(path string, uid, gid int) error {

@@ -269,19 +269,5 @@ func (h *hook) ensureMunged(ctx context.Context, restart bool) error {
 func (h *hook) waitMunge(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, h.c.mungeTimeout())
 	defer cancel()
-	every := min(2*time.Millisecond, h.c.pollInterval())
-	for {
-		out, err := h.c.Runner.Run(ctx, []string{MungePath, "-n"}, nil)
-		if err == nil && out.ExitCode == 0 {
-			return nil
-		}
-		last := err
-		if err == nil {
-			last = fmt.Errorf("munge -n exited %d: %s", out.ExitCode, bytes.TrimSpace(out.Stderr))
-		}
-		if err := sleep(ctx, every); err != nil {
-			return fmt.Errorf("cannot wait for munged to answer: %w (last: %v)", err, last)
-		}
-		every = min(2*every, h.c.pollInterval())
-	}
+	return slurm.WaitMunge(ctx, h.c.Runner, h.c.pollInterval())
 }
