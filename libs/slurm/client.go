@@ -339,8 +339,7 @@ func (c *Client) PartitionJobRecords(ctx context.Context, partition string) ([]J
 		return nil, err
 	}
 	out, err := c.run(ctx, true, "squeue", "-h", "-t", "all", "-p", partition, "-o", squeueFormat)
-	var ce *CommandError
-	if errors.As(err, &ce) && strings.Contains(ce.Stderr, "Invalid partition name") {
+	if errors.Is(err, ErrUnknownPartition) {
 		return nil, nil
 	}
 	if err != nil {
