@@ -347,8 +347,8 @@ func TestPartitionJobRecords(t *testing.T) {
 		want    []slurm.Job
 		wantErr bool
 	}{
-		// squeue's -o format is that of the real squeue-partition capture; -t all adds the
-		// finished records (capture.sh records partition-records on a lab cluster).
+		// Written by hand in the format of the real squeue-partition capture; -t all adds the
+		// finished records. capture.sh has a partition-records case, not recorded yet.
 		{"finished records", slurm.Output{Stdout: []byte("4|PENDING|ns1|root||wrap\n3|COMPLETED|ns1|root|node1|wrap\n2|CANCELLED|ns1|root|node1|sleep|pipe job\n")},
 			[]slurm.Job{
 				{ID: "4", State: "PENDING", Partition: "ns1", User: "root", Name: "wrap"},

@@ -35,7 +35,7 @@
 // Failed commands return a *[CommandError] holding the argv, exit code and stderr. Callers
 // branch with errors.Is on [ErrNodeBusy], [ErrUnknownNode], [ErrUnknownPartition],
 // [ErrInvalidNodeState] and [ErrControllerUnreachable]; the classification follows the
-// messages Slurm 22.05 really prints (recorded in testdata/).
+// messages Slurm 22.05 really prints (recorded in slurmtest/real/).
 //
 // # Versions
 //

@@ -46,7 +46,7 @@ func (e *CommandError) Error() string {
 func (e *CommandError) Unwrap() error { return e.Kind }
 
 // classify maps Slurm's error messages to an error kind. The messages are those printed
-// by Slurm 22.05 (see testdata/errors.txt); later versions keep them.
+// by Slurm 22.05 (recorded in slurmtest/real/*.stderr); later versions keep them.
 func classify(msg string) error {
 	m := strings.ToLower(msg)
 	switch {

@@ -22,7 +22,7 @@ type Job struct {
 // contain the separator.
 const squeueFormat = "%i|%T|%P|%u|%N|%j"
 
-// ActiveJobStates are the job states that occupy a node: a node with such a job must not
+// activeJobStates are the job states that occupy a node: a node with such a job must not
 // be deleted.
 var activeJobStates = []string{"RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED"}
 

@@ -9,7 +9,7 @@
 //	c := &slurm.Client{Runner: r, Conf: "/etc/slurm/slurm.conf"}
 //	err := c.DeleteNode(ctx, "node1")                // errors.Is(err, slurm.ErrNodeBusy)
 //
-// Recorded cases (real/<case>.argv): scontrol-V, slurmd-V, slurmd-C, ping-up, ping-down,
+// Recorded cases (real/<case>.argv): scontrol-V, slurmd-V, slurmctld-V, slurmd-C, ping-up, ping-down,
 // show-node-{idle,allocated,draining,completing,drained,down,notresponding,all,none,
 // unknown,deleted,unreachable}, squeue-node-{running,completing,empty,unknown,unreachable},
 // squeue-partition, drain-busy, delete-{busy,drained,unknown,unreachable},
