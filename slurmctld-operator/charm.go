@@ -40,10 +40,8 @@ const (
 	keySize = 1024
 )
 
-// Service names. Debian's systemd unit for munged is munge.service.
-const (
-	svcSlurmctld = "slurmctld"
-)
+// svcSlurmctld is slurmctld's service name (munged's is Charm.MungeService).
+const svcSlurmctld = "slurmctld"
 
 // Charm holds the dependencies of every handler. Tests fill it with fakes.
 type Charm struct {

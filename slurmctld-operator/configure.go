@@ -10,7 +10,9 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
@@ -263,7 +265,7 @@ func (h *hook) installKey(ctx context.Context, feat slurm.Features, key []byte, 
 	old, err := os.ReadFile(path)
 	changed := err != nil || !bytes.Equal(old, key)
 	if changed {
-		if err := os.MkdirAll(c.path(dirOf(feat.AuthKeyFile)), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return fmt.Errorf("cannot write auth key: %w", err)
 		}
 		// Remove first: WriteFile keeps an existing file's owner and mode.
@@ -425,7 +427,7 @@ func (h *hook) publish(ctx context.Context, rel juju.RelationID) error {
 		return err
 	}
 	bag := slurmd.ControllerBag{
-		Controllers:  []string{hostPort(addr, SlurmctldPort)},
+		Controllers:  []string{net.JoinHostPort(addr, strconv.Itoa(SlurmctldPort))},
 		AuthSecretID: h.st.SecretID,
 		ClusterName:  h.cfg.ClusterName,
 	}
@@ -442,20 +444,4 @@ func (h *hook) publish(ctx context.Context, rel juju.RelationID) error {
 	}
 	r.Data = data
 	return nil
-}
-
-func hostPort(addr string, port int) string {
-	if bytes.ContainsRune([]byte(addr), ':') {
-		return "[" + addr + "]:" + strconv.Itoa(port)
-	}
-	return addr + ":" + strconv.Itoa(port)
-}
-
-func dirOf(p string) string {
-	for i := len(p) - 1; i > 0; i-- {
-		if p[i] == '/' {
-			return p[:i]
-		}
-	}
-	return "/"
 }

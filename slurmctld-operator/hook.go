@@ -172,8 +172,12 @@ func (h *hook) status(ctx context.Context) (juju.StatusCode, string) {
 		}
 		return juju.StatusWaiting, fmt.Sprintf("cannot list nodes: %v", err)
 	}
-	for _, app := range sortedKeys(h.st.Removing) {
-		return juju.StatusWaiting, fmt.Sprintf("waiting for %d jobs in partition %s to finish before removing it", h.st.Removing[app].Jobs, app)
+	if apps := sortedKeys(h.st.Removing); len(apps) > 0 {
+		jobs := "the jobs" // not counted yet (removal.Jobs is -1 until squeue answers)
+		if n := h.st.Removing[apps[0]].Jobs; n >= 0 {
+			jobs = fmt.Sprintf("%d jobs", n)
+		}
+		return juju.StatusWaiting, fmt.Sprintf("waiting for %s in partition %s to finish before removing it", jobs, apps[0])
 	}
 	var idle, alloc, drained, down int
 	for _, n := range nodes {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/charmed-slurm/operators/libs/juju"
@@ -23,7 +24,7 @@ var programs = []struct{ prog, pkg string }{
 func (c *Charm) install(ctx context.Context, hc *juju.HookContext) error {
 	var pkgs []string
 	for _, p := range programs {
-		if _, err := c.LookPath(p.prog); err != nil && !contains(pkgs, p.pkg) {
+		if _, err := c.LookPath(p.prog); err != nil && !slices.Contains(pkgs, p.pkg) {
 			pkgs = append(pkgs, p.pkg)
 		}
 	}
@@ -85,13 +86,4 @@ func (c *Charm) makeDirs() error {
 		}
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

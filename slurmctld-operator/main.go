@@ -22,7 +22,6 @@ func main() {
 	}
 	hc := juju.NewHookContext(ev, juju.ExecRunner{})
 	mgr := auto.Detect(os.LookupEnv) // connects on first use
-	defer mgr.Close()
 	stateFilePath := ""
 	if ev.CharmDir != "" {
 		// Per unit, also when several units share a file system.

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
@@ -195,7 +196,7 @@ func (h *hook) syncPartitions(ctx context.Context, override map[string]slurmd.Co
 		if !ok {
 			var err error
 			if data, err = c.readPartition(ctx, app); err != nil {
-				h.logf(ctx, "WARNING", "cannot read the partition of %s: %v", app, err)
+				h.logf(ctx, juju.LevelWarning, "cannot read the partition of %s: %v", app, err)
 				continue
 			}
 		}

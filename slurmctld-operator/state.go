@@ -134,7 +134,8 @@ type pendingNode struct {
 	App  string `json:"app"`
 }
 
-// removal is a partition being removed; Jobs is the number of jobs last seen in it.
+// removal is a partition being removed; Jobs is the number of jobs last seen in it (-1 before
+// the first count).
 type removal struct {
 	Jobs int `json:"jobs"`
 }
