@@ -61,10 +61,7 @@ func Edit(ctx context.Context, path string, fn func(*Doc) error, opts EditOption
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	target := path
-	if resolved, err := filepath.EvalSymlinks(path); err == nil {
-		target = resolved
-	}
+	target := resolve(path)
 	var (
 		orig   []byte
 		exists = true
@@ -80,10 +77,7 @@ func Edit(ctx context.Context, path string, fn func(*Doc) error, opts EditOption
 		if orig, err = os.ReadFile(target); err != nil {
 			return false, fmt.Errorf("cannot read %s: %w", path, err)
 		}
-		mode = st.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
-		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-			owner = &Owner{UID: int(sys.Uid), GID: int(sys.Gid)}
-		}
+		mode, owner = keptMeta(st, owner)
 	case errors.Is(err, fs.ErrNotExist) && opts.Create:
 		exists = false
 	default:
@@ -109,18 +103,31 @@ func Edit(ctx context.Context, path string, fn func(*Doc) error, opts EditOption
 // WriteFile writes data to path atomically, like [Edit]: an existing file
 // keeps its mode and owner, a new one gets those of opts.
 func WriteFile(ctx context.Context, path string, data []byte, opts EditOptions) error {
-	target := path
-	if resolved, err := filepath.EvalSymlinks(path); err == nil {
-		target = resolved
-	}
+	target := resolve(path)
 	mode, owner := opts.Mode, opts.Owner
 	if st, err := os.Stat(target); err == nil {
-		mode = st.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
-		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-			owner = &Owner{UID: int(sys.Uid), GID: int(sys.Gid)}
-		}
+		mode, owner = keptMeta(st, owner)
 	}
 	return writeAtomic(ctx, target, data, mode, owner)
+}
+
+// resolve returns the target of path when it is a symbolic link that
+// resolves, else path itself.
+func resolve(path string) string {
+	if resolved, err := filepath.EvalSymlinks(path); err == nil {
+		return resolved
+	}
+	return path
+}
+
+// keptMeta returns the mode and owner an existing file keeps when it is
+// rewritten; owner is returned as is when st carries no owner.
+func keptMeta(st fs.FileInfo, owner *Owner) (fs.FileMode, *Owner) {
+	mode := st.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		owner = &Owner{UID: int(sys.Uid), GID: int(sys.Gid)}
+	}
+	return mode, owner
 }
 
 func writeAtomic(ctx context.Context, path string, data []byte, mode fs.FileMode, owner *Owner) (err error) {
@@ -150,9 +157,13 @@ func writeAtomic(ctx context.Context, path string, data []byte, mode fs.FileMode
 		return err
 	}
 	if owner != nil {
-		st, serr := f.Stat()
-		sys, ok := st.Sys().(*syscall.Stat_t)
-		if serr != nil || !ok || int(sys.Uid) != owner.UID || int(sys.Gid) != owner.GID {
+		// Chown only when needed: an unprivileged caller may rewrite a
+		// file it owns.
+		var sys *syscall.Stat_t
+		if st, serr := f.Stat(); serr == nil {
+			sys, _ = st.Sys().(*syscall.Stat_t)
+		}
+		if sys == nil || int(sys.Uid) != owner.UID || int(sys.Gid) != owner.GID {
 			if err = f.Chown(owner.UID, owner.GID); err != nil {
 				return err
 			}
