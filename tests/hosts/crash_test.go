@@ -87,6 +87,30 @@ func TestSweepAfterCrash(t *testing.T) {
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
+	// A test that stops before its own sweep below (or a child that failed half-way) would leave
+	// the child's namespaces and processes behind: sweep them here then, as the next network on
+	// the registry would.
+	swept := false
+	t.Cleanup(func() {
+		if swept {
+			return
+		}
+		pebbleBin, err := hoststest.PebbleBin()
+		if err != nil {
+			t.Errorf("cannot sweep the crash child's network: %v", err)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		n, err := hosts.NewNetwork(ctx, hosts.NetworkOptions{Prefix: hoststest.Prefix, Dir: filepath.Join(registry, "sweep"), PebbleBin: pebbleBin, RegistryDir: registry, StopTimeout: 2 * time.Second})
+		if err != nil {
+			t.Errorf("cannot sweep the crash child's network: %v", err)
+			return
+		}
+		if err := n.Close(); err != nil {
+			t.Errorf("cannot sweep the crash child's network: %v", err)
+		}
+	})
 	if fields == nil {
 		t.Fatal("crash child did not get ready")
 	}
@@ -121,6 +145,7 @@ func TestSweepAfterCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	swept = true
 	defer n.Close()
 	// The old switch namespace is gone too: its name now belongs to the
 	// new network, which reuses the swept subnet.

@@ -242,6 +242,16 @@ func TestCleanup(t *testing.T) {
 	if n.Host("one") != nil || n.Host("two") != h2 {
 		t.Errorf("hosts after removal: %v", n.Hosts())
 	}
+	// Namespaces are checked by identity (their nsfs inode), not by name: once Close frees the
+	// subnet, a parallel test may lease it and create namespaces of the same names.
+	nsIno := map[string]uint64{}
+	for _, name := range []string{n.Prefix + "sw", h2.NetNS} {
+		var st syscall.Stat_t
+		if err := syscall.Stat(filepath.Join("/run/netns", name), &st); err != nil {
+			t.Fatalf("namespace %s of a live network: %v", name, err)
+		}
+		nsIno[name] = st.Ino
+	}
 	start := time.Now()
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
@@ -254,13 +264,10 @@ func TestCleanup(t *testing.T) {
 			t.Errorf("process %d still alive: %s", pid, data)
 		}
 	}
-	out, err := exec.Command("ip", "netns", "list").CombinedOutput()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(line, n.Prefix+"sw") || strings.HasPrefix(line, n.Prefix+"-") {
-			t.Errorf("namespace left behind: %s", line)
+	for name, ino := range nsIno {
+		var st syscall.Stat_t
+		if err := syscall.Stat(filepath.Join("/run/netns", name), &st); err == nil && st.Ino == ino {
+			t.Errorf("namespace left behind: %s", name)
 		}
 	}
 	if _, err := os.Stat(n.Dir); !errors.Is(err, os.ErrNotExist) {
