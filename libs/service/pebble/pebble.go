@@ -130,30 +130,32 @@ func (m *Manager) setStartup(ctx context.Context, name, startup string) error {
 
 // Start implements service.Manager.
 func (m *Manager) Start(ctx context.Context, name string) error {
-	return m.act(ctx, "start", name, m.Client.Start)
+	return m.act(ctx, "start", name, m.Client.Start, m.waitReady)
 }
 
 // Stop implements service.Manager.
 func (m *Manager) Stop(ctx context.Context, name string) error {
-	return m.act(ctx, "stop", name, m.Client.Stop)
+	return m.act(ctx, "stop", name, m.Client.Stop, m.waitReady)
 }
 
 // Restart implements service.Manager.
 func (m *Manager) Restart(ctx context.Context, name string) error {
-	return m.act(ctx, "restart", name, m.Client.Restart)
+	return m.act(ctx, "restart", name, m.Client.Restart, m.waitReady)
 }
 
 // Spawn implements service.Manager: Start without Pebble's 1 s stay-up check.
 func (m *Manager) Spawn(ctx context.Context, name string) error {
-	return m.spawn(ctx, "start", name, m.Client.Start)
+	return m.act(ctx, "start", name, m.Client.Start, m.waitSpawned)
 }
 
 // Respawn implements service.Manager: Restart without Pebble's 1 s stay-up check.
 func (m *Manager) Respawn(ctx context.Context, name string) error {
-	return m.spawn(ctx, "restart", name, m.Client.Restart)
+	return m.act(ctx, "restart", name, m.Client.Restart, m.waitSpawned)
 }
 
-func (m *Manager) spawn(ctx context.Context, verb, name string, do func(*client.ServiceOptions) (string, error)) error {
+// act checks that name is known, asks Pebble to verb it with do, and waits for the change
+// with wait.
+func (m *Manager) act(ctx context.Context, verb, name string, do func(*client.ServiceOptions) (string, error), wait func(ctx context.Context, id, name string) error) error {
 	if _, err := m.info(ctx, name); err != nil {
 		return fmt.Errorf("cannot %s service %q: %w", verb, name, err)
 	}
@@ -161,8 +163,23 @@ func (m *Manager) spawn(ctx context.Context, verb, name string, do func(*client.
 	if err != nil {
 		return fmt.Errorf("cannot %s service %q: %w", verb, name, err)
 	}
-	if err := m.waitSpawned(ctx, id, name); err != nil {
+	if err := wait(ctx, id, name); err != nil {
 		return fmt.Errorf("cannot %s service %q: %w", verb, name, err)
+	}
+	return nil
+}
+
+// waitReady waits for change id to be ready (Pebble's /wait), giving up when ctx ends.
+func (m *Manager) waitReady(ctx context.Context, id, _ string) error {
+	chg, err := m.change(ctx, id, "/wait")
+	if err != nil {
+		return err
+	}
+	if chg.Err != "" {
+		return errors.New(chg.Err)
+	}
+	if !chg.Ready {
+		return fmt.Errorf("change %s not ready (status %s)", id, chg.Status)
 	}
 	return nil
 }
@@ -183,7 +200,7 @@ func (m *Manager) waitSpawned(ctx context.Context, id, name string) error {
 			return fmt.Errorf("change %s not started: %w", id, ctx.Err())
 		case <-timer.C:
 		}
-		chg, err := m.change(ctx, id)
+		chg, err := m.change(ctx, id, "")
 		if err != nil {
 			return err
 		}
@@ -216,16 +233,17 @@ func startRunning(chg *client.Change) bool {
 	return false
 }
 
-// change gets change id.
-func (m *Manager) change(ctx context.Context, id string) (*client.Change, error) {
+// change gets change id from /v1/changes/<id><suffix>: suffix "" answers at once, "/wait"
+// once the change is ready. The client's own Change and WaitChange take no ctx.
+func (m *Manager) change(ctx context.Context, id, suffix string) (*client.Change, error) {
 	resp, err := m.Client.Requester().Do(ctx, &client.RequestOptions{
 		Type:   client.SyncRequest,
 		Method: "GET",
-		Path:   "/v1/changes/" + id,
+		Path:   "/v1/changes/" + id + suffix,
 	})
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, fmt.Errorf("change %s not started: %w", id, ctxErr)
+			return nil, fmt.Errorf("change %s not finished: %w", id, ctxErr)
 		}
 		return nil, err
 	}
@@ -234,46 +252,6 @@ func (m *Manager) change(ctx context.Context, id string) (*client.Change, error)
 		return nil, fmt.Errorf("cannot read change %s: %w", id, err)
 	}
 	return &chg, nil
-}
-
-func (m *Manager) act(ctx context.Context, verb, name string, do func(*client.ServiceOptions) (string, error)) error {
-	if _, err := m.info(ctx, name); err != nil {
-		return fmt.Errorf("cannot %s service %q: %w", verb, name, err)
-	}
-	id, err := do(&client.ServiceOptions{Names: []string{name}})
-	if err != nil {
-		return fmt.Errorf("cannot %s service %q: %w", verb, name, err)
-	}
-	if err := m.wait(ctx, id); err != nil {
-		return fmt.Errorf("cannot %s service %q: %w", verb, name, err)
-	}
-	return nil
-}
-
-// wait waits for change id to be ready, giving up when ctx ends.
-func (m *Manager) wait(ctx context.Context, id string) error {
-	resp, err := m.Client.Requester().Do(ctx, &client.RequestOptions{
-		Type:   client.SyncRequest,
-		Method: "GET",
-		Path:   "/v1/changes/" + id + "/wait",
-	})
-	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return fmt.Errorf("change %s not finished: %w", id, ctxErr)
-		}
-		return err
-	}
-	var chg client.Change
-	if err := resp.DecodeResult(&chg); err != nil {
-		return fmt.Errorf("cannot read change %s: %w", id, err)
-	}
-	if chg.Err != "" {
-		return errors.New(chg.Err)
-	}
-	if !chg.Ready {
-		return fmt.Errorf("change %s not ready (status %s)", id, chg.Status)
-	}
-	return nil
 }
 
 // Status implements service.Manager.
