@@ -84,15 +84,6 @@ func (m *Manager) get(ctx context.Context) (service.Manager, error) {
 	return m.m, m.err
 }
 
-// Configure implements service.Manager.
-func (m *Manager) Configure(ctx context.Context, spec service.Spec) error {
-	sm, err := m.get(ctx)
-	if err != nil {
-		return err
-	}
-	return sm.Configure(ctx, spec)
-}
-
 // do runs f with the connected manager.
 func (m *Manager) do(ctx context.Context, f func(service.Manager) error) error {
 	sm, err := m.get(ctx)
@@ -100,6 +91,11 @@ func (m *Manager) do(ctx context.Context, f func(service.Manager) error) error {
 		return err
 	}
 	return f(sm)
+}
+
+// Configure implements service.Manager.
+func (m *Manager) Configure(ctx context.Context, spec service.Spec) error {
+	return m.do(ctx, func(sm service.Manager) error { return sm.Configure(ctx, spec) })
 }
 
 // Enable implements service.Manager.
