@@ -1,9 +1,10 @@
 // Command bench runs the benchmarks of `make bench` (package tests/bench; docs/benchmarks.md).
 //
-//	go run ./tests/cmd/bench [-out build] [-only raw,hooks,join,scale,leave] [-samples 5]
+//	go run ./tests/cmd/bench [-out build] [-only raw,hooks,join,scale,leave] [-samples 5] [-hook-runs 20] [-scale 32]
 //
 // It prints one `name=value unit` line per figure and writes <out>/bench.json, <out>/bench.md
-// (a table) and <out>/bench-join.svg (join latency against cluster size). It needs root and
+// (a table), <out>/bench-join.svg (join latency against cluster size) and <out>/bench-trace.txt
+// (where the time of a join and a leave goes; see bench.WriteFiles). It needs root and
 // network namespaces for every figure except hooks. Run it from the repository root.
 package main
 
@@ -28,7 +29,7 @@ func main() {
 func run() int {
 	var opts bench.RunOptions
 	only := flag.String("only", "raw,hooks,join,scale,leave", "comma-separated parts to run: raw, hooks, join, scale, leave")
-	flag.StringVar(&opts.Out, "out", "build", "directory for bench.json, bench.md and bench-join.svg")
+	flag.StringVar(&opts.Out, "out", "build", "directory for bench.json, bench.md, bench-join.svg and bench-trace.txt")
 	flag.StringVar(&opts.PebbleBin, "pebble", "build/bin/pebble", "pebble binary for the hosts")
 	flag.IntVar(&opts.Samples, "samples", 5, "joins and leaves measured per figure")
 	flag.IntVar(&opts.HookRuns, "hook-runs", 20, "runs per hook")
