@@ -1,6 +1,7 @@
 package slurmd_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"testing"
@@ -30,18 +31,10 @@ func slurmdState() jujutest.State {
 		}},
 		Secrets: []jujutest.Secret{{
 			ID: secretID, Owner: "slurmctld",
-			Revisions: []map[string]string{slurmd.EncodeAuthSecret(key, "1"), slurmd.EncodeAuthSecret(bytesOf(0xcd), "2")},
+			Revisions: []map[string]string{slurmd.EncodeAuthSecret(key, "1"), slurmd.EncodeAuthSecret(bytes.Repeat([]byte{0xcd}, 64), "2")},
 			Grants:    []jujutest.Grant{{Relation: "slurmctld:4"}},
 		}},
 	}
-}
-
-func bytesOf(b byte) []byte {
-	k := make([]byte, 64)
-	for i := range k {
-		k[i] = b
-	}
-	return k
 }
 
 // providerEvent runs ev on a slurmd unit and returns the interface's translation.
@@ -65,7 +58,7 @@ func TestProviderReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := slurmd.SlurmctldReady{Relation: "slurmctld:4", Data: slurmd.ControllerData{
-		AuthKey: bytesOf(0xcd), AuthKeyID: "2", Controllers: []string{"10.1.0.2:6817"}, ClusterName: "hpc",
+		AuthKey: bytes.Repeat([]byte{0xcd}, 64), AuthKeyID: "2", Controllers: []string{"10.1.0.2:6817"}, ClusterName: "hpc",
 	}}
 	if d := cmp.Diff(slurmd.Event(want), ev); d != "" {
 		t.Errorf("event (-want +got):\n%s", d)

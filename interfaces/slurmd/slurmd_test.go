@@ -3,6 +3,7 @@ package slurmd_test
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 
@@ -45,10 +46,7 @@ func TestControllerBagRoundTrip(t *testing.T) {
 func TestDecodeControllerBagErrors(t *testing.T) {
 	good := map[string]string{"version": "1", "controllers": `["a:6817"]`, "auth_secret_id": "secret:x"}
 	with := func(k, v string) map[string]string {
-		m := map[string]string{}
-		for a, b := range good {
-			m[a] = b
-		}
+		m := maps.Clone(good)
 		if v == "<delete>" {
 			delete(m, k)
 		} else {
