@@ -35,11 +35,13 @@
 // node-config action "Weight=10 Features=a,b". [ParsePartition],
 // [ParseNode], [ParseNodeSet] and [ParseDownNodes] parse one complete entry
 // line and check its keys against those slurmctld 22.05 accepts;
-// [ValidatePartitionParams] and [ValidateNodeParams] check a [Params] alone,
-// and [Doc.Validate] checks a whole document. [GlobalKey] tells whether a key
-// is one of the global keys of 22.05 (with a "did you mean" key when not),
-// and [PartitionKeys], [NodeKeys] and [GlobalKeys] list the known keys. Every syntax or validation
-// problem is a *[ParseError] that names the line, the column and the key:
+// [ValidatePartitionParams], [ValidateNodeParams], [ValidateNodeSetParams]
+// and [ValidateDownNodesParams] check a [Params] alone, and [Doc.Validate]
+// checks a whole document. [GlobalKey] tells whether a key is one of the
+// global keys of 22.05 (with a "did you mean" key when not), and
+// [PartitionKeys], [NodeKeys] and [GlobalKeys] list the known keys. Every
+// syntax or validation problem is a *[ParseError] that names the line, the
+// column and the key:
 //
 //	line 3, column 15: unknown partition key "MaxTme" (did you mean "MaxTime"?)
 //

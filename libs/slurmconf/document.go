@@ -345,12 +345,20 @@ func (d *Doc) DeleteInclude(path string) bool {
 
 // ---- Entries ----
 
-// entries returns the name and params of every line of kind k.
-func (d *Doc) entries(k kind) []Param {
-	var out []Param
+// entryType is the shape shared by Partition, Node, NodeSet and DownNodes.
+type entryType interface {
+	~struct {
+		Name   string
+		Params Params
+	}
+}
+
+// entries returns every line of kind k in order, as entries of type T.
+func entries[T entryType](d *Doc, k kind) []T {
+	var out []T
 	for _, l := range d.lines {
 		if l.kind == k {
-			out = append(out, l.pairs[0])
+			out = append(out, T{Name: l.pairs[0].Value, Params: l.pairs[1:].Clone()})
 		}
 	}
 	return out
@@ -418,15 +426,7 @@ func (d *Doc) Partition(name string) (Partition, bool) {
 }
 
 // Partitions returns every partition line in order, "DEFAULT" lines included.
-func (d *Doc) Partitions() []Partition {
-	var out []Partition
-	for _, l := range d.lines {
-		if l.kind == kindPartition {
-			out = append(out, Partition{Name: l.pairs[0].Value, Params: l.pairs[1:].Clone()})
-		}
-	}
-	return out
-}
+func (d *Doc) Partitions() []Partition { return entries[Partition](d, kindPartition) }
 
 // SetPartition replaces the first partition line with the same name (its
 // position, name key spelling and comment are kept, and it is rendered again
@@ -448,15 +448,7 @@ func (d *Doc) NodeSet(name string) (NodeSet, bool) {
 }
 
 // NodeSets returns every NodeSet line in order.
-func (d *Doc) NodeSets() []NodeSet {
-	var out []NodeSet
-	for _, l := range d.lines {
-		if l.kind == kindNodeSet {
-			out = append(out, NodeSet{Name: l.pairs[0].Value, Params: l.pairs[1:].Clone()})
-		}
-	}
-	return out
-}
+func (d *Doc) NodeSets() []NodeSet { return entries[NodeSet](d, kindNodeSet) }
 
 // SetNodeSet replaces the first nodeset with the same name or adds it after
 // the last NodeSet line (else before the first partition line, else at the
@@ -476,15 +468,7 @@ func (d *Doc) Node(name string) (Node, bool) {
 }
 
 // Nodes returns every NodeName line in order, "DEFAULT" lines included.
-func (d *Doc) Nodes() []Node {
-	var out []Node
-	for _, l := range d.lines {
-		if l.kind == kindNode {
-			out = append(out, Node{Name: l.pairs[0].Value, Params: l.pairs[1:].Clone()})
-		}
-	}
-	return out
-}
+func (d *Doc) Nodes() []Node { return entries[Node](d, kindNode) }
 
 // SetNode replaces the first NodeName line with the same name or adds it
 // after the last NodeName line (else before the first NodeSet or partition
@@ -503,15 +487,7 @@ func (d *Doc) DownNodes(name string) (DownNodes, bool) {
 }
 
 // DownNodesEntries returns every DownNodes line in order.
-func (d *Doc) DownNodesEntries() []DownNodes {
-	var out []DownNodes
-	for _, l := range d.lines {
-		if l.kind == kindDownNodes {
-			out = append(out, DownNodes{Name: l.pairs[0].Value, Params: l.pairs[1:].Clone()})
-		}
-	}
-	return out
-}
+func (d *Doc) DownNodesEntries() []DownNodes { return entries[DownNodes](d, kindDownNodes) }
 
 // SetDownNodes replaces the first DownNodes line with the same node list or
 // adds it after the last DownNodes line (else after the last NodeName line,
@@ -527,8 +503,10 @@ func (d *Doc) DeleteDownNodes(name string) bool { return d.del(kindDownNodes, na
 // as written and cannot be edited through Doc.
 func (d *Doc) FrontendNames() []string {
 	var out []string
-	for _, kv := range d.entries(kindFrontend) {
-		out = append(out, kv.Value)
+	for _, l := range d.lines {
+		if l.kind == kindFrontend {
+			out = append(out, l.pairs[0].Value)
+		}
 	}
 	return out
 }
@@ -537,8 +515,9 @@ func (d *Doc) FrontendNames() []string {
 // unknown or duplicate keys on NodeName, NodeSet, PartitionName and DownNodes
 // lines, a partition or nodeset defined twice, and a line holding more than
 // one global parameter (Parse reads such lines, Slurm does not). Names of
-// global keys and all values are not checked. It returns every problem found, each a *[ParseError] with the
-// line and column in the current rendering, joined with errors.Join.
+// global keys and all values are not checked (see [GlobalKey]). It returns
+// every problem found, each a *[ParseError] with the line and column in the
+// current rendering, joined with errors.Join.
 func (d *Doc) Validate() error {
 	phys := splitLines(d.Bytes())
 	var errs []error
