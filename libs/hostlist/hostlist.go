@@ -241,8 +241,9 @@ func cut(name string) (host, bool) {
 // Expand(Compress(names)) equals names. Consecutive names that differ only in
 // the number they end with are merged into brackets ("n1 n2 n3 n5" gives
 // "n[1-3,5]"), with zero padding kept; names that do not end with a digit are
-// written as they are. The result is what `scontrol show hostlist` prints. Names that hold '[', ']', ',' or
-// white space cannot be expressed and are written as they are.
+// written as they are. The result is what `scontrol show hostlist` prints.
+// Names that hold '[', ']', ',' or white space cannot be expressed and are
+// written as they are.
 func Compress(names []string) string {
 	var groups []string
 	for i := 0; i < len(names); {
@@ -255,7 +256,6 @@ func Compress(names []string) string {
 		// Collect the following names with the same prefix.
 		var ranges []string
 		j := i
-		single := true
 		for j < len(names) {
 			hj, ok := cut(names[j])
 			if !ok || hj.prefix != h.prefix {
@@ -276,11 +276,10 @@ func Compress(names []string) string {
 				ranges = append(ranges, lo.digits)
 			} else {
 				ranges = append(ranges, lo.digits+"-"+hi.digits)
-				single = false
 			}
 			j = k
 		}
-		if len(ranges) == 1 && single {
+		if j == i+1 { // a lone name needs no brackets
 			groups = append(groups, names[i])
 		} else {
 			groups = append(groups, h.prefix+"["+strings.Join(ranges, ",")+"]")
