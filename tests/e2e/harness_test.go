@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,6 +80,7 @@ func newCluster(t *testing.T, n int, ctlConfig ...map[string]string) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { os.RemoveAll(dir) }) // runs after the model's close below
 	m, err := model.New(context.Background(), model.Options{
 		Dir: dir, Name: "e2e", Tools: toolsBin,
 		Machines:             &model.HostMachines{Network: net},
@@ -95,7 +97,6 @@ func newCluster(t *testing.T, n int, ctlConfig ...map[string]string) *cluster {
 		if err := m.Close(); err != nil {
 			t.Errorf("cannot close model: %v", err)
 		}
-		os.RemoveAll(dir)
 	})
 	var cfg map[string]string
 	if len(ctlConfig) > 0 {
@@ -209,13 +210,18 @@ func (c *cluster) nodes() map[string]string {
 	return got
 }
 
+var (
+	nodeNameRE = regexp.MustCompile(`^NodeName=(\S+)`)
+	jobStateRE = regexp.MustCompile(`JobState=(\S+)`)
+)
+
 // nodeNames lists every node record the controller holds (in any partition or none).
 func (c *cluster) nodeNames() []string {
 	c.t.Helper()
 	out := c.slurm("scontrol", "show", "node", "-o")
 	var names []string
 	for _, line := range strings.Split(out, "\n") {
-		if m := regexp.MustCompile(`^NodeName=(\S+)`).FindStringSubmatch(line); m != nil {
+		if m := nodeNameRE.FindStringSubmatch(line); m != nil {
 			names = append(names, m[1])
 		}
 	}
@@ -243,19 +249,20 @@ func (c *cluster) eventually(d time.Duration, what string, cond func() (bool, st
 	}
 }
 
-// ctlLog is slurmctld's log on the controller host.
-func (c *cluster) ctlLog() string {
-	c.t.Helper()
-	out, _, _ := c.tryExec("slurmctld/0", "cat", "/var/log/slurm/slurmctld.log")
-	return out
-}
+// ctlLogPath is slurmctld's log on the controller host.
+const ctlLogPath = "/var/log/slurm/slurmctld.log"
 
 // reconfigures counts the reconfigure requests slurmctld has handled, and starts the times it
-// started, from its own log.
+// started, from its own log. A log that records no start fails the test: the counts would
+// otherwise compare equal whatever slurmctld did.
 func (c *cluster) reconfigures() (reconfigures, starts int) {
-	log := c.ctlLog()
-	return strings.Count(log, "_slurm_rpc_reconfigure_controller: completed"),
-		strings.Count(log, "slurmctld version ")
+	c.t.Helper()
+	log := c.exec("slurmctld/0", "cat", ctlLogPath)
+	starts = strings.Count(log, "slurmctld version ")
+	if starts == 0 {
+		c.t.Fatalf("%s on slurmctld/0 records no start of slurmctld", ctlLogPath)
+	}
+	return strings.Count(log, "_slurm_rpc_reconfigure_controller: completed"), starts
 }
 
 // ctlPID is the main slurmctld's PID on the controller host (its pid file: slurmctld also forks
@@ -277,7 +284,7 @@ func (c *cluster) jobState(id string) string {
 	if code != 0 {
 		return "GONE"
 	}
-	if m := regexp.MustCompile(`JobState=(\S+)`).FindStringSubmatch(out); m != nil {
+	if m := jobStateRE.FindStringSubmatch(out); m != nil {
 		return m[1]
 	}
 	return "UNKNOWN"
@@ -291,11 +298,18 @@ func (c *cluster) waitJobState(id, state string, d time.Duration) {
 	})
 }
 
+// dumpDebug logs the model's debug log and the tail of slurmctld's log. It runs in a cleanup
+// before the model is closed, so it never fails the test: a FailNow here would skip the close.
 func (c *cluster) dumpDebug() {
 	for _, l := range c.m.DebugLog() {
 		c.t.Log(l)
 	}
-	if log := c.ctlLog(); log != "" {
+	ctx, cancel := c.ctx(time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	if _, err := c.m.Exec(ctx, "slurmctld/0", []string{"cat", ctlLogPath}, &out, io.Discard); err != nil {
+		c.t.Logf("no slurmctld.log: %v", err)
+	} else if log := out.String(); log != "" {
 		lines := strings.Split(log, "\n")
 		if len(lines) > 80 {
 			lines = lines[len(lines)-80:]
