@@ -1,9 +1,6 @@
 package juju
 
-import (
-	"context"
-	"sort"
-)
+import "context"
 
 // Actions runs the action tools: action-get, action-set, action-fail and
 // action-log. They work only while an action runs.
@@ -24,16 +21,7 @@ func (c Actions) Set(ctx context.Context, results map[string]string) error {
 	if len(results) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, len(results))
-	for k := range results {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	args := []string{"action-set"}
-	for _, k := range keys {
-		args = append(args, k+"="+results[k])
-	}
-	_, err := run(ctx, c.Runner, nil, args...)
+	_, err := run(ctx, c.Runner, nil, append([]string{"action-set"}, keyValueArgs(results)...)...)
 	return err
 }
 

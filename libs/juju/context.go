@@ -48,7 +48,8 @@ func NewHookContext(ev Event, r Runner) *HookContext {
 //   - success: 0.
 //   - no handler (h returned ErrNoHandler) for a hook: a DEBUG juju-log
 //     line, 0: Juju sends charms hooks they do not care about.
-//   - no handler for an action: action-fail "no handler for action ...", 0.
+//   - no handler for an action: action-fail "no handler for action ..."
+//     and the same message as an ERROR juju-log line, 0.
 //   - any other error: one ERROR juju-log line and the message on stderr;
 //     for an action also action-fail with the message; then 1, so that
 //     Juju discards the relation, secret and port changes the handler made

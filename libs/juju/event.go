@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -50,14 +51,7 @@ var simpleKinds = map[Kind]bool{
 var relationKinds = []Kind{RelationCreated, RelationJoined, RelationChanged, RelationDeparted, RelationBroken}
 
 // IsRelation reports whether k is one of the <endpoint>-relation-* kinds.
-func (k Kind) IsRelation() bool {
-	for _, r := range relationKinds {
-		if k == r {
-			return true
-		}
-	}
-	return false
-}
+func (k Kind) IsRelation() bool { return slices.Contains(relationKinds, k) }
 
 // IsSecret reports whether k is one of the secret-* hook kinds.
 func (k Kind) IsSecret() bool {

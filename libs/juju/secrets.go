@@ -3,7 +3,8 @@ package juju
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -87,7 +88,7 @@ func (c Secrets) Add(ctx context.Context, content map[string]string, opts Secret
 	if opts.Owner != "" {
 		args = append(args, "--owner", string(opts.Owner))
 	}
-	out, err := run(ctx, c.Runner, nil, append(args, contentArgs(content)...)...)
+	out, err := run(ctx, c.Runner, nil, append(args, keyValueArgs(content)...)...)
 	if err != nil {
 		return "", err
 	}
@@ -138,7 +139,7 @@ func (c Secrets) Set(ctx context.Context, id SecretID, content map[string]string
 	if opts.Description != "" {
 		args = append(args, "--description", opts.Description)
 	}
-	_, err := run(ctx, c.Runner, nil, append(args, contentArgs(content)...)...)
+	_, err := run(ctx, c.Runner, nil, append(args, keyValueArgs(content)...)...)
 	return err
 }
 
@@ -216,19 +217,16 @@ func (c Secrets) IDs(ctx context.Context) ([]SecretID, error) {
 	for _, s := range raw {
 		ids = append(ids, NormalizeSecretID(s))
 	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	slices.Sort(ids)
 	return ids, nil
 }
 
-func contentArgs(content map[string]string) []string {
-	keys := make([]string, 0, len(content))
-	for k := range content {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	args := make([]string, 0, len(keys))
-	for _, k := range keys {
-		args = append(args, k+"="+content[k])
+// keyValueArgs turns m into key=value arguments, sorted by key (secret
+// content, action results).
+func keyValueArgs(m map[string]string) []string {
+	args := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		args = append(args, k+"="+m[k])
 	}
 	return args
 }
