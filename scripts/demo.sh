@@ -7,7 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 JL=$PWD/build/bin/juju-local
-export JUJU_LOCAL_DIR=${JUJU_LOCAL_DIR:-$(mktemp -d /tmp/juju-local-demo.XXXXXX)}
+own_dir=
+if [ -z "${JUJU_LOCAL_DIR:-}" ]; then
+  JUJU_LOCAL_DIR=$(mktemp -d /tmp/juju-local-demo.XXXXXX) own_dir=1
+fi
+export JUJU_LOCAL_DIR
 
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 status() { "$JL" status; }
@@ -28,8 +32,9 @@ wait_for() { # wait_for SECONDS DESCRIPTION COMMAND... : poll until COMMAND succ
 teardown() {
   local rc=$?
   step "juju-local destroy"
-  "$JL" destroy || true
-  rm -rf "$JUJU_LOCAL_DIR"
+  # A destroy that fails (an application that cannot be removed) leaves hosts running: force it.
+  "$JL" destroy || "$JL" destroy --force || true
+  if [ -n "$own_dir" ]; then rm -rf "$JUJU_LOCAL_DIR"; fi
   if [ $rc -ne 0 ]; then echo "demo FAILED (exit $rc)" >&2; fi
 }
 trap teardown EXIT
