@@ -49,10 +49,6 @@ func (s *State) granted(sec *Secret) bool {
 	return false
 }
 
-func secretIDArg(s string) juju.SecretID {
-	return juju.NormalizeSecretID(s)
-}
-
 func bareID(id juju.SecretID) string {
 	s := string(id)
 	if i := strings.LastIndexAny(s, ":/"); i >= 0 {
@@ -106,7 +102,7 @@ func (m *model) managed(a *args) (*Secret, *toolError) {
 	if len(a.pos) == 0 {
 		return nil, usagef("missing secret URI")
 	}
-	sec, terr := m.findSecret(secretIDArg(a.pos[0]), "")
+	sec, terr := m.findSecret(juju.NormalizeSecretID(a.pos[0]), "")
 	if terr != nil {
 		return nil, terr
 	}
@@ -166,9 +162,9 @@ func (m *model) secretGet(a *args) ([]byte, *toolError) {
 	switch len(a.pos) {
 	case 0:
 	case 1:
-		id = secretIDArg(a.pos[0])
+		id = juju.NormalizeSecretID(a.pos[0])
 	case 2:
-		id, key = secretIDArg(a.pos[0]), a.pos[1]
+		id, key = juju.NormalizeSecretID(a.pos[0]), a.pos[1]
 	default:
 		return nil, usagef("unrecognized args: %q", a.pos[2:])
 	}
@@ -377,7 +373,7 @@ func (m *model) secretInfoGet(a *args) ([]byte, *toolError) {
 	switch len(a.pos) {
 	case 0:
 	case 1:
-		id = secretIDArg(a.pos[0])
+		id = juju.NormalizeSecretID(a.pos[0])
 	default:
 		return nil, usagef("unrecognized args: %q", a.pos[1:])
 	}

@@ -54,7 +54,7 @@ package jujutest
 
 import (
 	"fmt"
-	"sort"
+	"maps"
 
 	"github.com/charmed-slurm/operators/libs/juju"
 )
@@ -205,13 +205,13 @@ func (s State) clone() State {
 	c.Config = cloneAnyMap(s.Config)
 	c.Relations = nil
 	for _, r := range s.Relations {
-		r.LocalAppData = cloneMap(r.LocalAppData)
-		r.LocalUnitData = cloneMap(r.LocalUnitData)
-		r.RemoteAppData = cloneMap(r.RemoteAppData)
+		r.LocalAppData = maps.Clone(r.LocalAppData)
+		r.LocalUnitData = maps.Clone(r.LocalUnitData)
+		r.RemoteAppData = maps.Clone(r.RemoteAppData)
 		if r.RemoteUnits != nil {
 			units := make(map[string]map[string]string, len(r.RemoteUnits))
 			for u, d := range r.RemoteUnits {
-				units[u] = cloneMap(d)
+				units[u] = maps.Clone(d)
 			}
 			r.RemoteUnits = units
 		}
@@ -221,7 +221,7 @@ func (s State) clone() State {
 	for _, sec := range s.Secrets {
 		revs := make([]map[string]string, len(sec.Revisions))
 		for i, rev := range sec.Revisions {
-			revs[i] = cloneMap(rev)
+			revs[i] = maps.Clone(rev)
 		}
 		sec.Revisions = revs
 		sec.Grants = append([]Grant(nil), sec.Grants...)
@@ -230,27 +230,11 @@ func (s State) clone() State {
 	c.UnitStatus.Data = cloneAnyMap(s.UnitStatus.Data)
 	c.AppStatus.Data = cloneAnyMap(s.AppStatus.Data)
 	c.Ports = append([]juju.Port(nil), s.Ports...)
-	if s.Networks != nil {
-		c.Networks = make(map[string]juju.NetworkInfo, len(s.Networks))
-		for k, v := range s.Networks {
-			c.Networks[k] = v
-		}
-	}
+	c.Networks = maps.Clone(s.Networks)
 	c.Action.Params = cloneAnyMap(s.Action.Params)
-	c.Action.Results = cloneMap(s.Action.Results)
+	c.Action.Results = maps.Clone(s.Action.Results)
 	c.Action.Logs = append([]string(nil), s.Action.Logs...)
 	c.Logs = append([]Log(nil), s.Logs...)
-	return c
-}
-
-func cloneMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	c := make(map[string]string, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
 	return c
 }
 
@@ -295,13 +279,4 @@ func (s *State) secret(id juju.SecretID) *Secret {
 		}
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -252,7 +254,7 @@ func (m *model) relationList(a *args) ([]byte, *toolError) {
 		return jsonOut(rel.RemoteApp)
 	}
 	units := []string{}
-	for _, u := range sortedKeys(rel.RemoteUnits) {
+	for _, u := range slices.Sorted(maps.Keys(rel.RemoteUnits)) {
 		// In relation-departed the departing remote unit is no longer listed.
 		if m.ev.Kind == juju.RelationDeparted && rel.ID == m.ev.Relation && u == m.ev.RemoteUnit {
 			continue
