@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-)
 
-// Param is one key=value node parameter.
-type Param struct {
-	Key, Value string
-}
+	"github.com/charmed-slurm/operators/libs/slurmconf"
+)
 
 // MachineInfo is what `slurmd -C` reports about this host, without NodeName: the node
 // parameters in slurmd's order (CPUs, Boards, SocketsPerBoard, CoresPerSocket,
@@ -19,25 +16,18 @@ type Param struct {
 type MachineInfo struct {
 	// Hostname is slurmd's NodeName= value (the host name it detected).
 	Hostname string
-	Params   []Param
+	// Params are the key=value words after NodeName, in order (Params.Get finds one).
+	Params slurmconf.Params
 
 	CPUs, Boards, SocketsPerBoard, CoresPerSocket, ThreadsPerCore int
 	// RealMemory is in MiB.
 	RealMemory int64
 }
 
-// Get returns the value of key (case-insensitive).
-func (m MachineInfo) Get(key string) (string, bool) {
-	for _, p := range m.Params {
-		if strings.EqualFold(p.Key, key) {
-			return p.Value, true
-		}
-	}
-	return "", false
-}
-
 // String renders the parameters as one node line without NodeName, ready for
 // `slurmd -Z --conf`: "CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=24105".
+// Words are joined as slurmd -C printed them, unquoted (Params.String would quote an empty
+// value, and the result would no longer parse back to the same params).
 func (m MachineInfo) String() string {
 	words := make([]string, len(m.Params))
 	for i, p := range m.Params {
@@ -77,7 +67,7 @@ func ParseMachineInfo(data []byte) (MachineInfo, error) {
 			if strings.EqualFold(k, "NodeName") {
 				return MachineInfo{}, fmt.Errorf("cannot parse slurmd -C line %d: repeated NodeName", lineNo)
 			}
-			m.Params = append(m.Params, Param{Key: k, Value: v})
+			m.Params = append(m.Params, slurmconf.Param{Key: k, Value: v})
 			var err error
 			switch k {
 			case "CPUs":

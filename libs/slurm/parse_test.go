@@ -9,6 +9,7 @@ import (
 
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurm/slurmtest"
+	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
 func TestShowNodeStates(t *testing.T) {
@@ -140,11 +141,11 @@ func TestParseNodeFields(t *testing.T) {
 func TestParseMachineInfo(t *testing.T) {
 	for _, tt := range []struct {
 		name, in string
-		want     []slurm.Param
+		want     slurmconf.Params
 		wantErr  string
 	}{
 		{"gres", "NodeName=gpu1 CPUs=8 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=2 RealMemory=64000 Gres=gpu:2\nUpTime=1-00:00:00\n",
-			[]slurm.Param{{"CPUs", "8"}, {"Boards", "1"}, {"SocketsPerBoard", "1"}, {"CoresPerSocket", "4"}, {"ThreadsPerCore", "2"}, {"RealMemory", "64000"}, {"Gres", "gpu:2"}}, ""},
+			slurmconf.Params{{Key: "CPUs", Value: "8"}, {Key: "Boards", Value: "1"}, {Key: "SocketsPerBoard", Value: "1"}, {Key: "CoresPerSocket", Value: "4"}, {Key: "ThreadsPerCore", Value: "2"}, {Key: "RealMemory", Value: "64000"}, {Key: "Gres", Value: "gpu:2"}}, ""},
 		{"empty", "", nil, "no NodeName= line"},
 		{"garbage", "hello\n", nil, `line 1 "hello"`},
 		{"bad cpus", "NodeName=a CPUs=0\n", nil, `CPUs="0"`},

@@ -75,7 +75,7 @@ func TestRealSlurmd(t *testing.T) {
 	if m.CPUs < 1 || m.RealMemory < 1 || m.Hostname == "" {
 		t.Errorf("machine info %+v", m)
 	}
-	if _, ok := m.Get("NodeName"); ok {
+	if _, ok := m.Params.Get("NodeName"); ok {
 		t.Errorf("machine info params contain NodeName: %v", m.Params)
 	}
 }
