@@ -104,8 +104,6 @@ type Charm struct {
 	LookPath func(file string) (string, error)
 	// LookupUser returns a user's uid and primary gid (os/user when nil).
 	LookupUser func(name string) (uid, gid int, err error)
-	// Chown changes a file's owner (os.Chown when nil).
-	Chown func(path string, uid, gid int) error
 }
 
 // Router routes every hook and action the charm handles.
@@ -333,13 +331,6 @@ func (c *Charm) lookupUser(name string) (int, int, error) {
 		return c.LookupUser(name)
 	}
 	return service.UserIDs(name)
-}
-
-func (c *Charm) chown(path string, uid, gid int) error {
-	if c.Chown != nil {
-		return c.Chown(path, uid, gid)
-	}
-	return os.Chown(path, uid, gid)
 }
 
 // sleep waits for d or until ctx ends.

@@ -55,8 +55,7 @@ func newEnv(t *testing.T) *env {
 		RegisterTimeout:    5 * time.Second,
 		UnreachableTimeout: 20 * time.Millisecond,
 		LookPath:           func(string) (string, error) { return "/usr/sbin/x", nil },
-		LookupUser:         func(name string) (int, int, error) { return 1000, 1000, nil },
-		Chown:              func(string, int, int) error { return nil },
+		LookupUser:         func(name string) (int, int, error) { return os.Getuid(), os.Getgid(), nil },
 	}
 	return &env{t: t, charm: c, slurm: fs, svc: svc, root: root, state: jujutest.State{
 		Unit:   unit,

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -219,7 +221,16 @@ func (h *hook) writeAuthKey(ctx context.Context, f slurm.Features, key []byte) (
 		if err != nil {
 			return false, fmt.Errorf("cannot write %s: user %s: %w", f.AuthKeyFile, usr, err)
 		}
-		if err := writeFile(ctx, h.c.path(f.AuthKeyFile), key, mode, &owner{uid, gid}, h.c.chown); err != nil {
+		path := h.c.path(f.AuthKeyFile)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return false, fmt.Errorf("cannot write %s: %w", f.AuthKeyFile, err)
+		}
+		// Remove first: WriteFile keeps an existing file's owner and mode.
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false, fmt.Errorf("cannot write %s: %w", f.AuthKeyFile, err)
+		}
+		opts := slurmconf.EditOptions{Mode: mode, Owner: &slurmconf.Owner{UID: uid, GID: gid}}
+		if err := slurmconf.WriteFile(ctx, path, key, opts); err != nil {
 			return false, fmt.Errorf("cannot write %s: %w", f.AuthKeyFile, err)
 		}
 	}
@@ -242,7 +253,7 @@ func (h *hook) ensureMunged(ctx context.Context, restart bool) error {
 	if err := os.MkdirAll(h.c.path("/run/munge"), 0o755); err != nil {
 		return fmt.Errorf("cannot create /run/munge: %w", err)
 	}
-	if err := h.c.chown(h.c.path("/run/munge"), uid, gid); err != nil {
+	if err := os.Chown(h.c.path("/run/munge"), uid, gid); err != nil {
 		return fmt.Errorf("cannot create /run/munge: %w", err)
 	}
 	st, err := m.Status(ctx, name)

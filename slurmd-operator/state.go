@@ -11,6 +11,7 @@ import (
 
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/slurm"
+	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
 // State is what the charm remembers between hooks on this unit, in StateFile.
@@ -77,62 +78,11 @@ func (h *hook) saveState(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cannot save charm state: %w", err)
 	}
-	if err := writeFile(ctx, h.stateFile, append(data, '\n'), 0o600, nil, nil); err != nil {
+	if err := os.MkdirAll(filepath.Dir(h.stateFile), 0o755); err != nil {
 		return fmt.Errorf("cannot save charm state: %w", err)
 	}
-	return nil
-}
-
-// owner is a file's owner.
-type owner struct{ uid, gid int }
-
-// writeFile writes data to path atomically: a temporary file in the same directory with mode
-// and owner (through chown) set, synced, then renamed over path. Missing parent directories
-// are created (0755).
-func writeFile(ctx context.Context, full string, data []byte, mode os.FileMode, own *owner, chown func(string, int, int) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	dir := filepath.Dir(full)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(full)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if err := f.Chmod(mode); err != nil {
-		return err
-	}
-	if own != nil {
-		if err := chown(tmp, own.uid, own.gid); err != nil {
-			return err
-		}
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, full); err != nil {
-		return err
-	}
-	ok = true
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
+	if err := slurmconf.WriteFile(ctx, h.stateFile, append(data, '\n'), slurmconf.EditOptions{Mode: 0o600}); err != nil {
+		return fmt.Errorf("cannot save charm state: %w", err)
 	}
 	return nil
 }
