@@ -290,9 +290,7 @@ func (d *Doc) Delete(key string) bool {
 		if l.kind != kindGlobal {
 			continue
 		}
-		before := len(l.pairs)
-		l.pairs.Delete(key)
-		if len(l.pairs) == before {
+		if !l.pairs.Delete(key) {
 			continue
 		}
 		found = true

@@ -61,6 +61,16 @@ func isKeyChar(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.'
 }
 
+// validKey reports whether every byte of k is a key character.
+func validKey(k string) bool {
+	for i := 0; i < len(k); i++ {
+		if !isKeyChar(k[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // reader yields the characters of one logical line, joining continuation
 // lines and decoding backslash escapes. A backslash followed only by white
 // space (and optionally a comment after white space) up to the end of its
@@ -232,10 +242,8 @@ func scanLogical(lines []physLine, start int, single bool) (logical, *ParseError
 		if k == "" {
 			return fail(errorf(kline, kcol, "", "malformed key=value: missing key before '='"))
 		}
-		for i := 0; i < len(k); i++ {
-			if !isKeyChar(k[i]) {
-				return fail(errorf(kline, kcol, k, "malformed key %q: keys are letters, digits, '_' and '.'", k))
-			}
+		if !validKey(k) {
+			return fail(errorf(kline, kcol, k, "malformed key %q: keys are letters, digits, '_' and '.'", k))
 		}
 		r.advance() // '='
 		vline, vcol := r.pos()

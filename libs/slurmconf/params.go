@@ -127,10 +127,8 @@ func checkKey(key string) error {
 	if key == "" {
 		return &ParseError{Msg: "empty key"}
 	}
-	for i := 0; i < len(key); i++ {
-		if !isKeyChar(key[i]) {
-			return &ParseError{Key: key, Msg: fmt.Sprintf("malformed key %q: keys are letters, digits, '_' and '.'", key)}
-		}
+	if !validKey(key) {
+		return &ParseError{Key: key, Msg: fmt.Sprintf("malformed key %q: keys are letters, digits, '_' and '.'", key)}
 	}
 	return nil
 }
