@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// DefaultPollInterval is WaitDrained's poll interval when Client.PollInterval is zero.
+// DefaultPollInterval is WaitDrained's poll interval when Client.PollInterval is zero, and
+// WaitMunge's longest interval when it is given none.
 const DefaultPollInterval = 2 * time.Second
 
 // Client runs Slurm commands. The zero value is not usable: set Runner and Conf.
