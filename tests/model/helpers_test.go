@@ -94,6 +94,7 @@ func newModel(t *testing.T, o modelOptions) *model.Model {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { os.RemoveAll(dir) }) // runs after the model's close below
 	var prov model.Provisioner
 	if o.prov != nil {
 		prov = o.prov(t)
@@ -119,7 +120,6 @@ func newModel(t *testing.T, o modelOptions) *model.Model {
 				}
 			}
 		}
-		os.RemoveAll(dir)
 	})
 	return m
 }
