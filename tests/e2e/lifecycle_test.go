@@ -6,6 +6,8 @@ package e2e_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -57,7 +59,9 @@ func TestNodeLifecycle(t *testing.T) {
 	c.slurm("srun", "-p", "slurmd", "-N5", "true")
 
 	// remove-unit while a job runs on it → the job completes, then the node disappears.
-	job := c.sbatch("slurmd", "-w", "slurmd-4", "--wrap", "sleep 3")
+	// The job runs until the test releases it (the hosts share /tmp's filesystem with the test).
+	release := filepath.Join(t.TempDir(), "release")
+	job := c.sbatch("slurmd", "-w", "slurmd-4", "--wrap", "while [ ! -e "+release+" ]; do sleep 0.1; done")
 	c.waitJobState(job, "RUNNING", 30*time.Second)
 	ctx, cancel = c.ctx(2 * time.Minute)
 	if err := c.m.RemoveUnit(ctx, "slurmd/4"); err != nil {
@@ -70,6 +74,12 @@ func TestNodeLifecycle(t *testing.T) {
 	})
 	if s := c.jobState(job); s != "RUNNING" {
 		t.Errorf("job %s is %s while its node drains, want RUNNING", job, s)
+	}
+	if s := c.nodes()["slurmd-4"]; !strings.HasPrefix(s, "draining") {
+		t.Errorf("slurmd-4 is %q while its job runs, want draining (never deleted with a running job)", s)
+	}
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	c.waitJobState(job, "COMPLETED", time.Minute)
 	c.eventually(30*time.Second, "slurmd-4 deleted", func() (bool, string) {
