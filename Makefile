@@ -28,7 +28,8 @@ demo: deps tools charms
 	scripts/demo.sh
 
 # Benchmarks (docs/benchmarks.md), on real Slurm through the local model (needs root): prints
-# name=value lines and writes build/bench.json, build/bench.md, build/bench-join.svg.
+# name=value lines and writes build/bench.json, build/bench.md, build/bench-join.svg and
+# build/bench-trace.txt.
 bench: deps
 	$(GO) run ./tests/cmd/bench -out build
 
