@@ -42,7 +42,7 @@ func newEnv(t *testing.T) *env {
 	e := &env{t: t, slurm: newFakeSlurm(), svc: newFakeServices(), found: map[string]bool{}}
 	e.slurm.mungeUp = func() bool { return e.svc.isActive("munged") }
 	for _, p := range programs {
-		e.found[p.prog] = true
+		e.found[p.Binary] = true
 	}
 	e.c = &Charm{
 		Root:         t.TempDir(),
@@ -137,12 +137,12 @@ func TestInstall(t *testing.T) {
 		name    string
 		missing []string
 		aptFail bool
-		wantApt []string
+		wantApt [][]string
 		wantErr string
 	}{
 		{name: "all present", wantApt: nil},
 		{name: "missing", missing: []string{"slurmctld", "scontrol", "munged"},
-			wantApt: []string{"apt-get", "install", "-y", "--no-install-recommends", "slurmctld", "slurm-client", "munge"}},
+			wantApt: [][]string{{"apt-get", "update"}, {"apt-get", "install", "-y", "--no-install-recommends", "slurmctld", "slurm-client", "munge"}}},
 		{name: "apt fails", missing: []string{"munged"}, aptFail: true, wantErr: "cannot install munge"},
 	}
 	for _, tt := range tests {
@@ -162,10 +162,10 @@ func TestInstall(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []string
+			var got [][]string
 			for _, c := range e.slurm.calls {
 				if c[0] == "apt-get" {
-					got = c
+					got = append(got, c)
 				}
 			}
 			if d := cmp.Diff(tt.wantApt, got); d != "" {

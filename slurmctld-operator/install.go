@@ -4,35 +4,33 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 
+	"github.com/charmed-slurm/operators/libs/apt"
 	"github.com/charmed-slurm/operators/libs/juju"
 )
 
 // programs are the commands the charm needs and the Debian packages providing them.
-var programs = []struct{ prog, pkg string }{
-	{"slurmctld", "slurmctld"},
-	{"scontrol", "slurm-client"},
-	{"squeue", "slurm-client"},
-	{"scancel", "slurm-client"},
-	{"munged", "munge"},
+var programs = []apt.Need{
+	{Binary: "slurmctld", Package: "slurmctld"},
+	{Binary: "scontrol", Package: "slurm-client"},
+	{Binary: "squeue", Package: "slurm-client"},
+	{Binary: "scancel", Package: "slurm-client"},
+	{Binary: "munged", Package: "munge"},
 }
 
 // install installs Slurm and munge with apt when they are missing and creates the
 // directories slurmctld needs.
 func (c *Charm) install(ctx context.Context, hc *juju.HookContext) error {
-	var pkgs []string
-	for _, p := range programs {
-		if _, err := c.LookPath(p.prog); err != nil && !slices.Contains(pkgs, p.pkg) {
-			pkgs = append(pkgs, p.pkg)
-		}
+	pkgs, err := apt.Missing(c.LookPath, programs)
+	if err != nil {
+		return err
 	}
 	if len(pkgs) > 0 {
 		if err := hc.Status.SetUnit(ctx, juju.StatusMaintenance, "installing "+strings.Join(pkgs, " ")); err != nil {
 			return err
 		}
-		if err := c.apt(ctx, pkgs); err != nil {
+		if err := apt.Install(ctx, c.Slurm, pkgs); err != nil {
 			return err
 		}
 	}
@@ -40,27 +38,6 @@ func (c *Charm) install(ctx context.Context, hc *juju.HookContext) error {
 		return err
 	}
 	return hc.Status.SetUnit(ctx, juju.StatusMaintenance, "installed, waiting for leadership and configuration")
-}
-
-// apt installs pkgs, refreshing the package lists once if the first attempt fails.
-func (c *Charm) apt(ctx context.Context, pkgs []string) error {
-	env := []string{"DEBIAN_FRONTEND=noninteractive"}
-	install := append([]string{"apt-get", "install", "-y", "--no-install-recommends"}, pkgs...)
-	out, err := c.Slurm.Run(ctx, install, env)
-	if err == nil && out.ExitCode == 0 {
-		return nil
-	}
-	if out, err := c.Slurm.Run(ctx, []string{"apt-get", "update"}, env); err != nil || out.ExitCode != 0 {
-		return fmt.Errorf("cannot install %s: apt-get update failed: %v%s", strings.Join(pkgs, " "), err, out.Stderr)
-	}
-	out, err = c.Slurm.Run(ctx, install, env)
-	if err != nil {
-		return fmt.Errorf("cannot install %s: %w", strings.Join(pkgs, " "), err)
-	}
-	if out.ExitCode != 0 {
-		return fmt.Errorf("cannot install %s: apt-get exited with %d: %s", strings.Join(pkgs, " "), out.ExitCode, strings.TrimSpace(string(out.Stderr)))
-	}
-	return nil
 }
 
 // makeDirs creates slurm.conf's directory, the state save location and the log directory,

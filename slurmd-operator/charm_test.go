@@ -185,13 +185,13 @@ func TestInstall(t *testing.T) {
 	}, {
 		name:      "missing",
 		missing:   []string{"slurmd", "munged"},
-		wantApt:   []string{"apt-get update -q", "apt-get install -y -q --no-install-recommends slurmd munge"},
+		wantApt:   []string{"apt-get update", "apt-get install -y --no-install-recommends slurmd munge"},
 		wantState: juju.WorkloadStatus{Code: juju.StatusWaiting, Message: "waiting for slurmctld relation"},
 	}, {
 		name:      "apt fails",
 		missing:   []string{"slurmd"},
 		failApt:   true,
-		wantApt:   []string{"apt-get update -q"},
+		wantApt:   []string{"apt-get update"},
 		wantErr:   true,
 		wantState: juju.WorkloadStatus{Code: juju.StatusMaintenance, Message: "installing slurmd"},
 	}}

@@ -5,48 +5,31 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os/exec"
 	"strings"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/apt"
 	"github.com/charmed-slurm/operators/libs/juju"
 )
 
 // packages are the apt packages that provide the programs the charm runs.
-var packages = []struct{ program, pkg string }{
-	{"slurmd", "slurmd"},
-	{"munged", "munge"},
+var packages = []apt.Need{
+	{Binary: "slurmd", Package: "slurmd"},
+	{Binary: "munged", Package: "munge"},
 }
 
 // install installs the missing packages and waits for the controller.
 func (h *hook) install(ctx context.Context) error {
-	look := h.c.LookPath
-	if look == nil {
-		look = exec.LookPath
-	}
-	var missing []string
-	for _, p := range packages {
-		if _, err := look(p.program); err != nil {
-			missing = append(missing, p.pkg)
-		}
+	missing, err := apt.Missing(h.c.LookPath, packages)
+	if err != nil {
+		return err
 	}
 	if len(missing) > 0 {
 		if err := h.unitStatus(ctx, juju.StatusMaintenance, "installing "+strings.Join(missing, ", ")); err != nil {
 			return err
 		}
-		env := []string{"DEBIAN_FRONTEND=noninteractive"}
-		for _, argv := range [][]string{
-			{"apt-get", "update", "-q"},
-			append([]string{"apt-get", "install", "-y", "-q", "--no-install-recommends"}, missing...),
-		} {
-			out, err := h.c.Runner.Run(ctx, argv, env)
-			if err != nil {
-				return fmt.Errorf("cannot install %s: %w", strings.Join(missing, ", "), err)
-			}
-			if out.ExitCode != 0 {
-				return fmt.Errorf("cannot install %s: %s exited %d: %s", strings.Join(missing, ", "),
-					strings.Join(argv[:2], " "), out.ExitCode, strings.TrimSpace(string(out.Stderr)))
-			}
+		if err := apt.Install(ctx, h.c.Runner, missing); err != nil {
+			return err
 		}
 	}
 	// Read this machine's Slurm facts now, so that the relation hooks that start slurmd need

@@ -1,0 +1,105 @@
+// Package apt installs the Debian packages that provide the programs a charm runs, and only
+// those that are missing.
+//
+// A charm lists what it needs as [Need] values: a program looked up on PATH and the package
+// that provides it. [Ensure] looks every program up and, when some are missing, refreshes
+// the package lists and installs their packages (each package once, in the order first
+// needed):
+//
+//	pkgs, err := apt.Ensure(ctx, apt.Options{Runner: runner}, []apt.Need{
+//		{Binary: "slurmd", Package: "slurmd"},
+//		{Binary: "munged", Package: "munge"},
+//	})
+//
+// The commands run through the Options' Runner (a [slurm.Runner]) as argv slices with
+// DEBIAN_FRONTEND=noninteractive:
+//
+//	apt-get update
+//	apt-get install -y --no-install-recommends <packages>
+//
+// A command that cannot run or exits non-zero ends Ensure with an error that names the
+// packages, the apt-get step and its standard error. [Missing] only reports which packages
+// would be installed, for a charm that wants to show them in its status first.
+package apt
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+
+	"github.com/charmed-slurm/operators/libs/slurm"
+)
+
+// Need is a program and the Debian package that provides it.
+type Need struct {
+	Binary  string
+	Package string
+}
+
+// Options are Ensure's dependencies.
+type Options struct {
+	// Runner runs apt-get. Required when a package is missing.
+	Runner slurm.Runner
+	// LookPath finds a program; nil means exec.LookPath.
+	LookPath func(file string) (string, error)
+}
+
+// Missing returns the packages of the needs whose program LookPath (exec.LookPath when nil)
+// cannot find, each once, in the order of needs. A need with an empty Binary or Package is
+// an error naming it.
+func Missing(lookPath func(string) (string, error), needs []Need) ([]string, error) {
+	if lookPath == nil {
+		lookPath = exec.LookPath
+	}
+	var pkgs []string
+	for _, n := range needs {
+		if n.Binary == "" || n.Package == "" {
+			return nil, fmt.Errorf("cannot check package need %+v: binary and package are required", n)
+		}
+		if _, err := lookPath(n.Binary); err != nil && !slices.Contains(pkgs, n.Package) {
+			pkgs = append(pkgs, n.Package)
+		}
+	}
+	return pkgs, nil
+}
+
+// Ensure installs the packages of the needs whose program is missing (see [Missing]) with
+// `apt-get update` then `apt-get install`, and returns the packages it installed (none when
+// every program was found).
+func Ensure(ctx context.Context, opts Options, needs []Need) ([]string, error) {
+	pkgs, err := Missing(opts.LookPath, needs)
+	if err != nil || len(pkgs) == 0 {
+		return nil, err
+	}
+	return pkgs, Install(ctx, opts.Runner, pkgs)
+}
+
+// Install runs `apt-get update` then `apt-get install -y --no-install-recommends pkgs`.
+func Install(ctx context.Context, runner slurm.Runner, pkgs []string) error {
+	if len(pkgs) == 0 {
+		return nil
+	}
+	names := strings.Join(pkgs, " ")
+	if runner == nil {
+		return fmt.Errorf("cannot install %s: no runner", names)
+	}
+	for _, argv := range [][]string{
+		{"apt-get", "update"},
+		append([]string{"apt-get", "install", "-y", "--no-install-recommends"}, pkgs...),
+	} {
+		out, err := runner.Run(ctx, argv, []string{"DEBIAN_FRONTEND=noninteractive"})
+		if err != nil {
+			return fmt.Errorf("cannot install %s: %s: %w", names, strings.Join(argv[:2], " "), err)
+		}
+		if out.ExitCode != 0 {
+			msg := strings.TrimSpace(string(out.Stderr))
+			if msg == "" {
+				msg = "no error output"
+			}
+			return fmt.Errorf("cannot install %s: %s exited with %d: %s", names, strings.Join(argv[:2], " "), out.ExitCode, msg)
+		}
+	}
+	return nil
+}
