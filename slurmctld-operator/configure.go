@@ -1,27 +1,22 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"maps"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/authkey"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
-	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
 // startWait bounds the wait for a freshly started slurmctld to answer `scontrol ping`.
@@ -126,7 +121,7 @@ func (h *hook) keyInstalled(feat slurm.Features) bool {
 		return false
 	}
 	data, err := os.ReadFile(h.c.path(feat.AuthKeyFile))
-	return err == nil && hashKey(data) == p.KeyHash
+	return err == nil && authkey.Hash(data) == p.KeyHash
 }
 
 // authSecret makes sure the auth key secret exists (creating it when there is none) and
@@ -153,11 +148,6 @@ func (h *hook) grant(ctx context.Context, id juju.SecretID, rel juju.RelationID)
 	}
 	r.Granted = string(id)
 	return nil
-}
-
-func hashKey(key []byte) string {
-	sum := sha256.Sum256(key)
-	return hex.EncodeToString(sum[:])
 }
 
 // features are the version-dependent choices for the installed Slurm. The version
@@ -261,24 +251,15 @@ func (h *hook) installKey(ctx context.Context, feat slurm.Features, key []byte, 
 	if err != nil {
 		return err
 	}
-	path := c.path(feat.AuthKeyFile)
-	old, err := os.ReadFile(path)
-	changed := err != nil || !bytes.Equal(old, key)
+	changed, err := authkey.Write(ctx, c.path(feat.AuthKeyFile), key, authkey.Options{Mode: mode, UID: uid, GID: gid})
+	if err != nil {
+		return err
+	}
 	if changed {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return fmt.Errorf("cannot write auth key: %w", err)
-		}
-		// Remove first: WriteFile keeps an existing file's owner and mode.
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("cannot write auth key: %w", err)
-		}
-		if err := slurmconf.WriteFile(ctx, path, key, slurmconf.EditOptions{Mode: mode, Owner: &slurmconf.Owner{UID: uid, GID: gid}}); err != nil {
-			return fmt.Errorf("cannot write auth key %s: %w", feat.AuthKeyFile, err)
-		}
 		h.logf(ctx, juju.LevelInfo, "wrote auth key %s (key id %s)", feat.AuthKeyFile, keyID)
 	}
 	h.st.KeyID = keyID
-	h.pub.SecretID, h.pub.KeyID, h.pub.KeyHash = h.st.SecretID, keyID, hashKey(key)
+	h.pub.SecretID, h.pub.KeyID, h.pub.KeyHash = h.st.SecretID, keyID, authkey.Hash(key)
 	return h.ensureKeyService(ctx, feat, changed)
 }
 

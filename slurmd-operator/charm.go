@@ -37,8 +37,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -343,11 +341,6 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
-}
-
-func hashKey(key []byte) string {
-	sum := sha256.Sum256(key)
-	return hex.EncodeToString(sum[:])
 }
 
 // unreachable reports whether err says the controller could not be contacted.

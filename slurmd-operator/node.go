@@ -1,18 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/authkey"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
@@ -39,7 +37,7 @@ func (h *hook) ready(ctx context.Context, data slurmd.ControllerData) error {
 	if err != nil {
 		return err
 	}
-	want := &Applied{Controllers: data.Controllers, Conf: conf, KeyHash: hashKey(data.AuthKey), KeyID: data.AuthKeyID}
+	want := &Applied{Controllers: data.Controllers, Conf: conf, KeyHash: authkey.Hash(data.AuthKey), KeyID: data.AuthKeyID}
 	prev := h.st.Applied
 	spec := h.slurmdSpec(want)
 	status, err := h.c.Services.Status(ctx, SlurmdService)
@@ -214,25 +212,13 @@ func (h *hook) writeAuthKey(ctx context.Context, f slurm.Features, key []byte) (
 	if f.Munge {
 		usr, mode = "munge", 0o400
 	}
-	old, _ := os.ReadFile(h.c.path(f.AuthKeyFile))
-	changed := !bytes.Equal(old, key)
-	if changed {
-		uid, gid, err := h.c.lookupUser(usr)
-		if err != nil {
-			return false, fmt.Errorf("cannot write %s: user %s: %w", f.AuthKeyFile, usr, err)
-		}
-		path := h.c.path(f.AuthKeyFile)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return false, fmt.Errorf("cannot write %s: %w", f.AuthKeyFile, err)
-		}
-		// Remove first: WriteFile keeps an existing file's owner and mode.
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return false, fmt.Errorf("cannot write %s: %w", f.AuthKeyFile, err)
-		}
-		opts := slurmconf.EditOptions{Mode: mode, Owner: &slurmconf.Owner{UID: uid, GID: gid}}
-		if err := slurmconf.WriteFile(ctx, path, key, opts); err != nil {
-			return false, fmt.Errorf("cannot write %s: %w", f.AuthKeyFile, err)
-		}
+	uid, gid, err := h.c.lookupUser(usr)
+	if err != nil {
+		return false, fmt.Errorf("cannot write %s: user %s: %w", f.AuthKeyFile, usr, err)
+	}
+	changed, err := authkey.Write(ctx, h.c.path(f.AuthKeyFile), key, authkey.Options{Mode: mode, UID: uid, GID: gid})
+	if err != nil {
+		return false, err
 	}
 	if !f.Munge {
 		return changed, nil
