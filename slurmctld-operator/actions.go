@@ -334,9 +334,6 @@ func (c *Charm) rotateAuthKey(ctx context.Context, hc *juju.HookContext) error {
 	if err := h.installKey(ctx, feat, key, keyID); err != nil {
 		return err
 	}
-	if err := h.save(ctx); err != nil {
-		return err
-	}
 	h.logf(ctx, juju.LevelInfo, "rotated the auth key to key id %s", keyID)
 	return h.finish(ctx, hc.Actions.Set(ctx, map[string]string{"keyid": keyID, "secret-id": string(id)}))
 }

@@ -50,9 +50,6 @@ func (c *Charm) configure(ctx context.Context, hc *juju.HookContext) error {
 	if err := h.publishAll(ctx); err != nil {
 		return err
 	}
-	if err := h.save(ctx); err != nil {
-		return err
-	}
 	return h.finish(ctx, h.setStatus(ctx))
 }
 

@@ -1,11 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"reflect"
 	"strings"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
@@ -28,6 +28,8 @@ type hook struct {
 	// pub is this hook's copy of st.Published, updated as the hook writes to Juju; it
 	// replaces st.Published only when the hook succeeds (finish).
 	pub *published
+	// saved is st as last read or written (encodeState); save writes only a different one.
+	saved []byte
 }
 
 // begin reads the state, configuration and leadership for a hook.
@@ -36,7 +38,11 @@ func (c *Charm) begin(ctx context.Context, hc *juju.HookContext) (*hook, error) 
 	if err != nil {
 		return nil, err
 	}
-	h := &hook{c: c, hc: hc, st: st}
+	saved, err := encodeState(st)
+	if err != nil {
+		return nil, err
+	}
+	h := &hook{c: c, hc: hc, st: st, saved: saved}
 	cfg, extra, err := readConfig(ctx, hc)
 	var ce *ConfigError
 	switch {
@@ -59,22 +65,22 @@ func (c *Charm) begin(ctx context.Context, hc *juju.HookContext) (*hook, error) 
 	return h, nil
 }
 
-// finish ends a handler whose outcome is err: when the hook succeeds, the record of what it
-// wrote to Juju replaces the saved one. A failed hook's writes are discarded by Juju, so its
-// record is dropped too and the next hook writes again.
+// finish ends a handler whose outcome is err and writes the state, once, when the hook
+// changed it. When the hook succeeds, the record of what it wrote to Juju replaces the saved
+// one. A failed hook's writes are discarded by Juju, so its record is dropped too (the next
+// hook writes again); the rest of the state is still saved, as the host changes it records
+// (slurmctld started, a key installed, a partition removed) are not undone.
+//
+// A handler that returns early with an error, without finish, saves nothing.
 func (h *hook) finish(ctx context.Context, err error) error {
-	if err != nil {
-		return err
+	if err == nil {
+		pub := h.pub
+		if pub.empty() {
+			pub = nil
+		}
+		h.st.Published = pub
 	}
-	pub := h.pub
-	if pub.empty() {
-		pub = nil
-	}
-	if reflect.DeepEqual(pub, h.st.Published) {
-		return nil
-	}
-	h.st.Published = pub
-	return h.save(ctx)
+	return errors.Join(err, h.save(ctx))
 }
 
 // configureHook reports whether the hook is one of the configure hooks, which read the
@@ -92,8 +98,22 @@ func (h *hook) logf(ctx context.Context, level juju.LogLevel, format string, arg
 	_ = h.hc.Log.Logf(ctx, level, format, args...)
 }
 
-// save writes the charm state.
-func (h *hook) save(ctx context.Context) error { return h.c.saveState(ctx, h.st) }
+// save writes the charm state when it differs from what was last read or written. finish
+// calls it; a handler calls it only to keep progress in the middle of a long wait.
+func (h *hook) save(ctx context.Context) error {
+	data, err := encodeState(h.st)
+	if err != nil {
+		return err
+	}
+	if bytes.Equal(data, h.saved) {
+		return nil
+	}
+	if err := h.c.saveState(ctx, data); err != nil {
+		return err
+	}
+	h.saved = data
+	return nil
+}
 
 // running reports whether slurmctld runs.
 func (h *hook) running(ctx context.Context) bool {
@@ -110,7 +130,7 @@ func (h *hook) clusterNameError() error {
 }
 
 // setStatus sets the unit status from everything known in this hook, unless this unit set
-// the same status last (the cache is saved with the state).
+// the same status last (the cache is saved with the state at the end of the hook).
 func (h *hook) setStatus(ctx context.Context) error {
 	code, msg := h.status(ctx)
 	s := string(code) + ": " + msg
@@ -121,7 +141,7 @@ func (h *hook) setStatus(ctx context.Context) error {
 		return err
 	}
 	h.st.UnitStatus = s
-	return h.save(ctx)
+	return nil
 }
 
 // progress shows a step in maintenance status; setStatus replaces it at the end of the hook.

@@ -46,9 +46,6 @@ func (c *Charm) slurmdRelation(ctx context.Context, hc *juju.HookContext) error 
 	if err != nil {
 		return err
 	}
-	if err := h.save(ctx); err != nil {
-		return err
-	}
 	return h.finish(ctx, h.setStatus(ctx))
 }
 
@@ -268,14 +265,16 @@ func (h *hook) finishRemovals(ctx context.Context, budget time.Duration) error {
 					return err
 				}
 			}
-			if err := h.save(ctx); err != nil {
-				return err
-			}
 		}
 		if len(h.st.Removing) == 0 || !time.Now().Add(c.poll()).Before(deadline) {
 			break
 		}
 		if err := h.setStatus(ctx); err != nil {
+			return err
+		}
+		// Keep the progress (partitions removed, the status) before a wait that may be long;
+		// otherwise finish writes the state once.
+		if err := h.save(ctx); err != nil {
 			return err
 		}
 		if err := wait(ctx, c.poll()); err != nil {
@@ -342,9 +341,6 @@ func (c *Charm) updateStatus(ctx context.Context, hc *juju.HookContext) error {
 			return err
 		}
 		if err := h.finishRemovals(ctx, 0); err != nil {
-			return err
-		}
-		if err := h.save(ctx); err != nil {
 			return err
 		}
 	}

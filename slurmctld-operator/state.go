@@ -31,8 +31,8 @@ func (c *Charm) statePath() string {
 	return c.path(stateFile)
 }
 
-// charmState is what the charm remembers between hooks. It is written atomically after every
-// hook that changes it.
+// charmState is what the charm remembers between hooks. It is written atomically once, at
+// the end of every hook that changed it (hook.finish).
 type charmState struct {
 	// ClusterName is the ClusterName slurmctld was first started with; it cannot change.
 	ClusterName string `json:"cluster-name,omitempty"`
@@ -175,17 +175,22 @@ func (c *Charm) loadState() (*charmState, error) {
 	return st, nil
 }
 
-// saveState writes the state atomically.
-func (c *Charm) saveState(ctx context.Context, st *charmState) error {
+// encodeState is the state as saveState writes it.
+func encodeState(st *charmState) ([]byte, error) {
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
-		return fmt.Errorf("cannot encode charm state: %w", err)
+		return nil, fmt.Errorf("cannot encode charm state: %w", err)
 	}
+	return append(data, '\n'), nil
+}
+
+// saveState writes the encoded state atomically.
+func (c *Charm) saveState(ctx context.Context, data []byte) error {
 	path := c.statePath()
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("cannot write charm state: %w", err)
 	}
-	if err := slurmconf.WriteFile(ctx, path, append(data, '\n'), slurmconf.EditOptions{Mode: 0o600}); err != nil {
+	if err := slurmconf.WriteFile(ctx, path, data, slurmconf.EditOptions{Mode: 0o600}); err != nil {
 		return fmt.Errorf("cannot write charm state: %w", err)
 	}
 	return nil
