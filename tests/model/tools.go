@@ -443,24 +443,8 @@ func (t *toolCall) relationSet() error {
 		if writeApp {
 			key, data, versions = appName, r.AppData, r.AppVersion
 		}
-		d := data[key]
-		if d == nil {
-			d = map[string]string{}
-			data[key] = d
-		}
-		changed := false
-		for k, v := range settings {
-			old, had := d[k]
-			if v == "" {
-				if had {
-					delete(d, k)
-					changed = true
-				}
-			} else if !had || old != v {
-				d[k] = v
-				changed = true
-			}
-		}
+		var changed bool
+		data[key], changed = applySettings(data[key], settings)
 		if changed {
 			versions[key]++
 			if writeApp && peer {
@@ -1401,16 +1385,7 @@ func (t *toolCall) leaderSet() error {
 		if a == nil {
 			return nil
 		}
-		if a.LeaderData == nil {
-			a.LeaderData = map[string]string{}
-		}
-		for k, v := range kv {
-			if v == "" {
-				delete(a.LeaderData, k)
-			} else {
-				a.LeaderData[k] = v
-			}
-		}
+		a.LeaderData, _ = applySettings(a.LeaderData, kv)
 		return nil
 	})
 }
@@ -1451,16 +1426,7 @@ func (t *toolCall) stateSet() error {
 		if u == nil {
 			return nil
 		}
-		if u.CharmState == nil {
-			u.CharmState = map[string]string{}
-		}
-		for k, v := range kv {
-			if v == "" {
-				delete(u.CharmState, k)
-			} else {
-				u.CharmState[k] = v
-			}
-		}
+		u.CharmState, _ = applySettings(u.CharmState, kv)
 		return nil
 	})
 }
@@ -1477,4 +1443,25 @@ func (t *toolCall) stateDelete() error {
 		}
 		return nil
 	})
+}
+
+// applySettings applies key=value settings to a databag as Juju's setting tools do: an empty
+// value deletes its key. It returns the bag (made when nil) and whether anything changed.
+func applySettings(bag, kv map[string]string) (map[string]string, bool) {
+	if bag == nil {
+		bag = map[string]string{}
+	}
+	changed := false
+	for k, v := range kv {
+		old, had := bag[k]
+		switch {
+		case v == "" && had:
+			delete(bag, k)
+			changed = true
+		case v != "" && (!had || old != v):
+			bag[k] = v
+			changed = true
+		}
+	}
+	return bag, changed
 }
