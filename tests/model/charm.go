@@ -4,7 +4,6 @@ import (
 	"archive/zip"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -276,13 +275,5 @@ func extractFile(f *zip.File, dst string, mode fs.FileMode) error {
 		return err
 	}
 	defer rc.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, rc); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	return writeNew(dst, rc, os.O_TRUNC, mode)
 }

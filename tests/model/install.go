@@ -65,11 +65,17 @@ func copyFile(src, dst string, mode fs.FileMode) error {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
+	return writeNew(dst, in, os.O_EXCL, mode)
+}
+
+// writeNew writes r to dst (created with flag added to O_CREATE|O_WRONLY) and gives it mode,
+// whatever the umask.
+func writeNew(dst string, r io.Reader, flag int, mode fs.FileMode) error {
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|flag, mode)
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, in); err != nil {
+	if _, err := io.Copy(out, r); err != nil {
 		out.Close()
 		return err
 	}
