@@ -10,11 +10,34 @@ for pair in slurmctld:slurmctld slurmd:slurmd scontrol:slurm-client munged:munge
   cmd=${pair%%:*} pkg=${pair#*:}
   command -v "$cmd" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
+# apt_get runs apt-get, waiting (bounded) while another apt or dpkg run holds one of apt's locks
+# instead of failing at once: apt itself waits for dpkg's frontend lock (DPkg::Lock::Timeout);
+# a lock apt does not wait for (the lists lock of `apt-get update`) is retried here.
+APT_LOCK_WAIT=${APT_LOCK_WAIT:-600} # seconds
+apt_get() {
+  local deadline=$((SECONDS + APT_LOCK_WAIT)) out rc
+  while :; do
+    rc=0
+    out=$(apt-get -o DPkg::Lock::Timeout="$APT_LOCK_WAIT" "$@" 2>&1) || rc=$?
+    printf '%s\n' "$out"
+    if [ "$rc" -eq 0 ]; then return 0; fi
+    if ! grep -qE 'Could not get lock|Unable to lock|is another process using it' <<<"$out"; then
+      return "$rc"
+    fi
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      echo "deps: apt is still locked by another run after ${APT_LOCK_WAIT}s; giving up" >&2
+      return "$rc"
+    fi
+    echo "deps: another apt run holds apt's lock; waiting (up to ${APT_LOCK_WAIT}s in all)" >&2
+    sleep 5
+  done
+}
+
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "deps: installing ${need_apt[*]} from apt"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q
-  apt-get install -y -q --no-install-recommends $(printf '%s\n' "${need_apt[@]}" | sort -u)
+  apt_get update -q
+  apt_get install -y -q --no-install-recommends $(printf '%s\n' "${need_apt[@]}" | sort -u)
 fi
 
 # Pinned Go tools, built from the versions in tests/go.mod (the module proxy refuses @latest).
