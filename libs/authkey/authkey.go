@@ -9,9 +9,8 @@
 //		Mode: 0o400, UID: uid, GID: gid,
 //	})
 //
-// A changed key is written atomically (a temporary file renamed over the old one) after the
-// old file is removed, so the new file always gets the mode and owner asked for, whatever
-// the old one had. The key's directory is created (mode 0755) when missing.
+// A changed key is written atomically ([atomicfile.Write]: a temporary file renamed over the
+// old one) with the mode and owner asked for, whatever the old file had. The key's directory is created (mode 0755) when missing.
 //
 // [Hash] is the SHA-256 of a key in hex: charms record it to tell later whether the key
 // file still holds the key they installed without keeping the key itself.
@@ -22,13 +21,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 
-	"github.com/charmed-slurm/operators/libs/slurmconf"
+	"github.com/charmed-slurm/operators/libs/atomicfile"
 )
 
 // Options are the key file's mode and owner.
@@ -57,15 +54,8 @@ func Write(ctx context.Context, path string, key []byte, opts Options) (changed 
 	if mode == 0 {
 		mode = 0o400
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return false, fmt.Errorf("cannot write auth key %s: %w", path, err)
-	}
-	// Remove first: WriteFile keeps an existing file's owner and mode.
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return false, fmt.Errorf("cannot write auth key %s: %w", path, err)
-	}
-	wopts := slurmconf.EditOptions{Mode: mode, Owner: &slurmconf.Owner{UID: opts.UID, GID: opts.GID}}
-	if err := slurmconf.WriteFile(ctx, path, key, wopts); err != nil {
+	wopts := atomicfile.Options{Mode: mode, Owner: &atomicfile.Owner{UID: opts.UID, GID: opts.GID}, Reset: true, MkdirMode: 0o755}
+	if err := atomicfile.Write(ctx, path, key, wopts); err != nil {
 		return false, fmt.Errorf("cannot write auth key %s: %w", path, err)
 	}
 	return true, nil

@@ -7,15 +7,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"syscall"
+
+	"github.com/charmed-slurm/operators/libs/atomicfile"
 )
 
 // Owner is a numeric file owner.
-type Owner struct {
-	UID int
-	GID int
-}
+type Owner = atomicfile.Owner
 
 // EditOptions control [Edit] and [WriteFile].
 type EditOptions struct {
@@ -61,12 +58,10 @@ func Edit(ctx context.Context, path string, fn func(*Doc) error, opts EditOption
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	target := resolve(path)
+	target := atomicfile.Resolve(path)
 	var (
 		orig   []byte
 		exists = true
-		mode   = opts.Mode
-		owner  = opts.Owner
 	)
 	st, err := os.Stat(target)
 	switch {
@@ -77,7 +72,6 @@ func Edit(ctx context.Context, path string, fn func(*Doc) error, opts EditOption
 		if orig, err = os.ReadFile(target); err != nil {
 			return false, fmt.Errorf("cannot read %s: %w", path, err)
 		}
-		mode, owner = keptMeta(st, owner)
 	case errors.Is(err, fs.ErrNotExist) && opts.Create:
 		exists = false
 	default:
@@ -94,97 +88,15 @@ func Edit(ctx context.Context, path string, fn func(*Doc) error, opts EditOption
 	if exists && bytes.Equal(out, orig) {
 		return false, nil
 	}
-	if err := writeAtomic(ctx, target, out, mode, owner); err != nil {
+	if err := atomicfile.Write(ctx, target, out, atomicfile.Options{Mode: opts.Mode, Owner: opts.Owner}); err != nil {
 		return false, err
 	}
 	return true, nil
 }
 
 // WriteFile writes data to path atomically, like [Edit]: an existing file
-// keeps its mode and owner, a new one gets those of opts.
+// keeps its mode and owner, a new one gets those of opts. It is
+// [atomicfile.Write] with opts' mode and owner.
 func WriteFile(ctx context.Context, path string, data []byte, opts EditOptions) error {
-	target := resolve(path)
-	mode, owner := opts.Mode, opts.Owner
-	if st, err := os.Stat(target); err == nil {
-		mode, owner = keptMeta(st, owner)
-	}
-	return writeAtomic(ctx, target, data, mode, owner)
-}
-
-// resolve returns the target of path when it is a symbolic link that
-// resolves, else path itself.
-func resolve(path string) string {
-	if resolved, err := filepath.EvalSymlinks(path); err == nil {
-		return resolved
-	}
-	return path
-}
-
-// keptMeta returns the mode and owner an existing file keeps when it is
-// rewritten; owner is returned as is when st carries no owner.
-func keptMeta(st fs.FileInfo, owner *Owner) (fs.FileMode, *Owner) {
-	mode := st.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		owner = &Owner{UID: int(sys.Uid), GID: int(sys.Gid)}
-	}
-	return mode, owner
-}
-
-func writeAtomic(ctx context.Context, path string, data []byte, mode fs.FileMode, owner *Owner) (err error) {
-	if mode == 0 {
-		mode = 0o644
-	}
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp*")
-	if err != nil {
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-			err = fmt.Errorf("cannot write %s: %w", path, err)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Chmod(mode); err != nil {
-		return err
-	}
-	if owner != nil {
-		// Chown only when needed: an unprivileged caller may rewrite a
-		// file it owns.
-		var sys *syscall.Stat_t
-		if st, serr := f.Stat(); serr == nil {
-			sys, _ = st.Sys().(*syscall.Stat_t)
-		}
-		if sys == nil || int(sys.Uid) != owner.UID || int(sys.Gid) != owner.GID {
-			if err = f.Chown(owner.UID, owner.GID); err != nil {
-				return err
-			}
-		}
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = ctx.Err(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return atomicfile.Write(ctx, path, data, atomicfile.Options{Mode: opts.Mode, Owner: opts.Owner})
 }
