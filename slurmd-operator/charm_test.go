@@ -262,6 +262,20 @@ func TestPublishPartition(t *testing.T) {
 		wantStatus: juju.WorkloadStatus{Code: juju.StatusBlocked, Message: `partition-config: unknown partition key "MaxTme" (did you mean "MaxTime"?)`},
 		wantApp:    juju.WorkloadStatus{Code: juju.StatusBlocked, Message: `partition-config: unknown partition key "MaxTme" (did you mean "MaxTime"?)`},
 	}, {
+		name:       "value Slurm cannot read",
+		config:     "MaxTime=abc",
+		leader:     true,
+		event:      jujutest.Hook(juju.ConfigChanged),
+		wantBag:    old,
+		wantStatus: juju.WorkloadStatus{Code: juju.StatusBlocked, Message: `partition-config: bad value "abc" for MaxTime: want minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or UNLIMITED`},
+		wantApp:    juju.WorkloadStatus{Code: juju.StatusBlocked, Message: `partition-config: bad value "abc" for MaxTime: want minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or UNLIMITED`},
+	}, {
+		name:    "partition state is not the operator's",
+		config:  "State=DOWN",
+		leader:  true,
+		event:   jujutest.Hook(juju.ConfigChanged),
+		wantBag: old,
+	}, {
 		name:    "managed key",
 		config:  "Nodes=other",
 		leader:  true,

@@ -207,8 +207,9 @@ type ComputeData struct {
 }
 
 // NewComputeData builds the ComputeData of application app with the extra partition parameters
-// of the partition-config option (already parsed). It refuses parameters the charm manages
-// (PartitionName, Nodes) and validates the rest as Slurm partition keys.
+// of the partition-config option (already parsed). It refuses the parameters the charms manage
+// (PartitionName, Nodes, State, Default) and validates the rest as Slurm partition keys with
+// values of the right type ([slurmconf.ValidatePartitionValues]).
 func NewComputeData(app string, extra slurmconf.Params) (ComputeData, error) {
 	if app == "" {
 		return ComputeData{}, errors.New("empty application name")
@@ -218,7 +219,16 @@ func NewComputeData(app string, extra slurmconf.Params) (ComputeData, error) {
 			return ComputeData{}, &slurmconf.ParseError{Key: k, Msg: fmt.Sprintf("%s is managed by the charm and cannot be set", k)}
 		}
 	}
+	if extra.Has("State") {
+		return ComputeData{}, &slurmconf.ParseError{Key: "State", Msg: "State is managed by the charms (slurmctld's drain and resume actions) and cannot be set"}
+	}
+	if extra.Has("Default") {
+		return ComputeData{}, &slurmconf.ParseError{Key: "Default", Msg: "Default is managed by slurmctld's default-partition option and cannot be set"}
+	}
 	if err := slurmconf.ValidatePartitionParams(extra); err != nil {
+		return ComputeData{}, err
+	}
+	if err := slurmconf.ValidatePartitionValues(extra); err != nil {
 		return ComputeData{}, err
 	}
 	p := slurmconf.Partition{Name: app, Params: slurmconf.Params{{Key: "Nodes", Value: app}}}
@@ -241,7 +251,8 @@ func (d ComputeData) Encode() map[string]string {
 }
 
 // DecodeComputeData reads the slurmd application databag of application app. Both lines must
-// name app: a slurmd application cannot define another application's partition.
+// name app: a slurmd application cannot define another application's partition. The partition's
+// values are checked as NewComputeData checks them: the controller does not trust its input.
 func DecodeComputeData(app string, bag map[string]string) (ComputeData, error) {
 	if len(bag) == 0 {
 		return ComputeData{}, ErrNotReady
@@ -273,6 +284,12 @@ func DecodeComputeData(app string, bag map[string]string) (ComputeData, error) {
 	}
 	if nodes, _ := p.Params.Get("Nodes"); nodes != app {
 		return ComputeData{}, &DataError{Field: KeyPartition, Msg: fmt.Sprintf("partition Nodes=%q, want the application's NodeSet %q", nodes, app)}
+	}
+	extra := p.Params.Clone()
+	extra.Delete("Nodes")
+	extra.Delete("Default")
+	if err := slurmconf.ValidatePartitionValues(extra); err != nil {
+		return ComputeData{}, &DataError{Field: KeyPartition, Msg: "invalid partition value", Err: err}
 	}
 	return ComputeData{NodeSet: ns, Partition: p}, nil
 }

@@ -139,7 +139,11 @@ func TestComputeData(t *testing.T) {
 }
 
 func TestNewComputeDataRefuses(t *testing.T) {
-	for _, line := range []string{"Nodes=ALL", "PartitionName=x", "MaxTme=1", "MaxTime=1 MaxTime=2"} {
+	for _, line := range []string{
+		"Nodes=ALL", "PartitionName=x", "MaxTme=1", "MaxTime=1 MaxTime=2",
+		"MaxTime=abc", "MaxNodes=abc", "Default=maybe", "Default=YES", "State=DOWN",
+		"AllowGroups=" + strings.Repeat("g", 10000),
+	} {
 		p, err := slurmconf.ParseParams(line)
 		if err != nil {
 			continue // the parser already refused it: fine
@@ -162,6 +166,8 @@ func TestDecodeComputeDataErrors(t *testing.T) {
 		{"partition nodes hijack", "partition", map[string]string{"version": "1", "nodeset": "NodeSet=gpu Feature=gpu", "partition": "PartitionName=gpu Nodes=ALL"}},
 		{"bad partition key", "partition", map[string]string{"version": "1", "nodeset": "NodeSet=gpu Feature=gpu", "partition": "PartitionName=gpu Nodes=gpu Bogus=1"}},
 		{"unbalanced quote", "partition", map[string]string{"version": "1", "nodeset": "NodeSet=gpu Feature=gpu", "partition": `PartitionName=gpu Nodes=gpu AllowGroups="a`}},
+		{"untyped partition value", "partition", map[string]string{"version": "1", "nodeset": "NodeSet=gpu Feature=gpu", "partition": "PartitionName=gpu Nodes=gpu MaxTime=abc"}},
+		{"partition state", "partition", map[string]string{"version": "1", "nodeset": "NodeSet=gpu Feature=gpu", "partition": "PartitionName=gpu Nodes=gpu State=DOWN"}},
 		{"missing partition", "partition", map[string]string{"version": "1", "nodeset": "NodeSet=gpu Feature=gpu"}},
 		{"missing nodeset", "nodeset", map[string]string{"version": "1", "partition": "PartitionName=gpu Nodes=gpu"}},
 		{"bad version", "version", map[string]string{"version": "0", "nodeset": "NodeSet=gpu Feature=gpu", "partition": "PartitionName=gpu Nodes=gpu"}},
