@@ -17,22 +17,22 @@ const MaxValueLen = 1024
 type valueKind int
 
 const (
-	kindBool        valueKind = iota // S_P_BOOLEAN: YES/NO, UP/DOWN, TRUE/FALSE, 1/0
-	kindUint16                       // S_P_UINT16: 0..65535, UNLIMITED, INFINITE
-	kindUint32                       // S_P_UINT32: 0..4294967295 (k = ×1024), UNLIMITED, INFINITE
-	kindUint64                       // S_P_UINT64 (megabytes, counts): digits (k = ×1024), UNLIMITED, INFINITE
-	kindTime                         // time_str2mins: minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S, UNLIMITED
-	kindOverTime                     // OverTimeLimit: minutes, UNLIMITED, INFINITE
-	kindSuspendTime                  // SuspendTime: seconds, INFINITE, -1
-	kindPreempt                      // PreemptMode: one of OFF, CANCEL, REQUEUE, SUSPEND, optionally with GANG or WITHIN
-	kindOverSubscribe                // EXCLUSIVE, NO, YES[:n>1], FORCE[:n>0]
-	kindSelectType                   // CR_Core, CR_Core_Memory, CR_Socket, CR_Socket_Memory
-	kindCPUBind                      // one binding type, optionally with verbose
-	kindNames                        // comma-separated account, group or QOS names, or ALL
-	kindName                         // one name (QOS, Alternate partition)
-	kindHostlist                     // a host list expression, or ALL
-	kindTRESWeights                  // TRES=weight[,...]
-	kindManaged                      // set by the charms, never by an operator
+	kindBool          valueKind = iota // S_P_BOOLEAN: YES/NO, UP/DOWN, TRUE/FALSE, 1/0
+	kindUint16                         // S_P_UINT16: 0..65535, UNLIMITED, INFINITE
+	kindUint32                         // S_P_UINT32: 0..4294967295 (k = ×1024), UNLIMITED, INFINITE
+	kindUint64                         // S_P_UINT64 (megabytes, counts): digits (k = ×1024), UNLIMITED, INFINITE
+	kindTime                           // time_str2mins: minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S, UNLIMITED
+	kindOverTime                       // OverTimeLimit: minutes, UNLIMITED, INFINITE
+	kindSuspendTime                    // SuspendTime: seconds, INFINITE, -1
+	kindPreempt                        // PreemptMode: one of OFF, CANCEL, REQUEUE, SUSPEND, optionally with GANG or WITHIN
+	kindOverSubscribe                  // EXCLUSIVE, NO, YES[:n>1], FORCE[:n>0]
+	kindSelectType                     // CR_Core, CR_Core_Memory, CR_Socket, CR_Socket_Memory
+	kindCPUBind                        // one binding type, optionally with verbose
+	kindNames                          // comma-separated account, group or QOS names, or ALL
+	kindName                           // one name (QOS, Alternate partition)
+	kindHostlist                       // a host list expression, or ALL
+	kindTRESWeights                    // TRES=weight[,...]
+	kindManaged                        // set by the charms, never by an operator
 )
 
 // partitionValues maps every lower-case partition key to the kind of its value.
