@@ -33,14 +33,26 @@ demo: deps tools charms
 bench: deps
 	$(GO) run ./tests/cmd/bench -out build
 
-# The README's test command: unit tests (race), then the integration tests on real hosts.
+# The README's test command: unit tests (race), then the integration tests on real hosts, then
+# one summary of both: passed, failed and skipped tests per package, every skip with its reason,
+# and the closing line "N passed, N failed, N skipped in N packages". Each test target streams
+# go test's usual lines through build/bin/testsummary (tests/cmd/testsummary), which keeps the
+# run's JSON in build/test-*.json. Under CI=true a skipped test fails the run unless it is one
+# of these helper tests (tests that skip themselves unless another test runs them):
+SKIP_HELPERS := TestCrashChild
+TESTSUMMARY   = build/bin/testsummary -helpers $(SKIP_HELPERS)
+
 test: deps lint test-unit test-integration
+	@$(TESTSUMMARY) -quiet build/test-unit.json build/test-integration.json
 
-test-unit:
-	$(GO) test -race -count=1 $(RACE_PKGS)
+build/bin/testsummary: $(wildcard tests/cmd/testsummary/*.go)
+	$(GO) build -o $@ ./tests/cmd/testsummary
 
-test-integration: deps
-	$(GO) test -count=1 -timeout 15m ./tests/...
+test-unit: build/bin/testsummary
+	set -o pipefail; $(GO) test -json -race -count=1 $(RACE_PKGS) | tee build/test-unit.json | $(TESTSUMMARY)
+
+test-integration: deps build/bin/testsummary
+	set -o pipefail; $(GO) test -json -count=1 -timeout 15m ./tests/... | tee build/test-integration.json | $(TESTSUMMARY)
 
 lint: deps
 	@bad=$$(gofmt -l $(MODULES)); if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
