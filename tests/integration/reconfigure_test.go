@@ -1,0 +1,276 @@
+package integration_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/charmed-slurm/operators/libs/service"
+	"github.com/charmed-slurm/operators/libs/service/pebble"
+	"github.com/charmed-slurm/operators/libs/slurm"
+	"github.com/charmed-slurm/operators/tests/hosts"
+)
+
+var recordReal = flag.String("record-real", "",
+	"record the real Slurm outputs of partition membership into this directory (libs/slurm/slurmtest/real)")
+
+// reconfigureRounds is how many times TestReconfigureKeepsDynamicNodesInPartitions
+// deletes a node and reconfigures while that node joins again.
+const reconfigureRounds = 10
+
+// dynNode is a compute host running one dynamic slurmd under its Pebble.
+type dynNode struct {
+	name, feature string
+	host          *hosts.Host
+	svc           service.Manager
+}
+
+// partitionOf maps each NodeSet feature to its partition (both are named after the
+// application, as the operators write them).
+var partitionOf = map[string]string{"base": "base", "gpu": "gpu"}
+
+// TestReconfigureKeepsDynamicNodesInPartitions reproduces, on real slurmctld 22.05, the
+// loss of registered dynamic nodes from their NodeSet partition after `scontrol
+// reconfigure` (issue 10, point 2), and proves the repair in libs/slurm.
+//
+// The cause (see /work/notes/reconfigure-findings.md): a reconfigure moves the dynamic
+// nodes to new slots of the node table when an earlier slot was freed by a deletion,
+// then rebuilds the partitions from feature bitmaps still indexed by the old slots.
+func TestReconfigureKeepsDynamicNodesInPartitions(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, func(ctl *hosts.Host) []byte {
+		return append(baseConf(t, ctl), []byte("NodeSet=gpu Feature=gpu\nPartitionName=gpu Nodes=gpu MaxTime=INFINITE State=UP\n")...)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	sc := &slurm.Client{Runner: slurm.ExecRunner{Command: c.ctl.Command}, Conf: confPath, PollInterval: pollInterval}
+	v, err := sc.Version(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.record(t, ctx, "show-partition-empty", "scontrol", "show", "partition", "-o", "gpu")
+	// The nodes register one after the other, so they take the node table's slots
+	// 0..4 in this order, the two NodeSets interleaved.
+	var nodes []*dynNode
+	for i, feature := range []string{"base", "gpu", "base", "gpu", "base"} {
+		n := c.addDynamicNode(ctx, fmt.Sprintf("node%d", i+1), feature)
+		n.start(t, ctx)
+		waitNode(t, ctx, sc, n.name, func(n slurm.Node) bool { return n.State.Base == slurm.StateIdle })
+		nodes = append(nodes, n)
+	}
+	checkMembership(t, ctx, sc, "after registration")
+
+	t.Run("deleted first node", func(t *testing.T) {
+		// Freeing slot 0 makes the reconfigure move node2..node5 to slots 0..3, and
+		// build the partitions from the bitmaps of slots 1..4.
+		c.removeNode(t, ctx, sc, nodes[0])
+		if err := sc.Reconfigure(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := memberships(t, ctx, sc)
+		want := map[string]slurm.Membership{"base": {}, "gpu": {}}
+		if !reconfigureFixed(v) {
+			// Slot 2's and 4's nodes (node3, node5) were "base": slots 2 and 4 now
+			// hold node4 and nothing. Slot 1's and 3's (node2, node4) were "gpu":
+			// they now hold node3 and node5.
+			want = map[string]slurm.Membership{
+				"base": {Missing: []string{"node3", "node5"}, Extra: []string{"node4"}},
+				"gpu":  {Missing: []string{"node2", "node4"}, Extra: []string{"node3", "node5"}},
+			}
+			// Slurm refuses the registered, IDLE node3 in its own partition.
+			out, err := c.onCtl(ctx, "srun", "-p", "base", "-w", "node3", "true")
+			if err == nil || !strings.Contains(out, "Requested node configuration is not available") {
+				t.Errorf("srun -p base -w node3 before the repair: %v: %s", err, out)
+			}
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("partitions after deleting node1 and reconfiguring, Slurm %v (-want +got):\n%s", v, d)
+		}
+		c.record(t, ctx, "show-node-moved", "scontrol", "show", "node", "-o")
+		c.record(t, ctx, "show-partition-moved", "scontrol", "show", "partition", "-o", "base")
+		c.record(t, ctx, "show-partitions-moved", "scontrol", "show", "partition", "-o")
+
+		for _, feature := range []string{"base", "gpu"} {
+			repaired, err := sc.RepairPartitionMembership(ctx, partitionOf[feature], feature)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantRepaired := slices.Sorted(slices.Values(append(slices.Clone(want[feature].Missing), want[feature].Extra...)))
+			if d := cmp.Diff(wantRepaired, repaired, cmpEmpty); d != "" {
+				t.Errorf("RepairPartitionMembership(%s) (-want +got):\n%s", feature, d)
+			}
+		}
+		c.record(t, ctx, "update-partition-nodes", "scontrol", "update", "partitionname=base", "nodes=base")
+		c.record(t, ctx, "show-partition-repaired", "scontrol", "show", "partition", "-o", "base")
+		c.record(t, ctx, "show-partition-unknown", "scontrol", "show", "partition", "-o", "nope")
+		checkMembership(t, ctx, sc, "after the repair")
+		// Slurm's own views agree, and the node runs jobs in its partition again.
+		if out, err := c.onCtl(ctx, "sinfo", "-h", "-N", "-p", "base", "-o", "%N"); err != nil || out != "node3\nnode5" {
+			t.Errorf("sinfo -p base after the repair: %q, %v", out, err)
+		}
+		if out, err := c.onCtl(ctx, "srun", "-p", "base", "-w", "node3", "hostname"); err != nil || out != "node3" {
+			t.Errorf("srun -p base -w node3 hostname after the repair: %q, %v", out, err)
+		}
+		nodes[0].start(t, ctx)
+		waitNode(t, ctx, sc, nodes[0].name, func(n slurm.Node) bool { return n.State.Base == slurm.StateIdle })
+		checkMembership(t, ctx, sc, "after node1 joined again")
+	})
+
+	t.Run("reconfigure while nodes join", func(t *testing.T) {
+		// Each round frees a slot (not the last one) and reconfigures while the
+		// removed node joins again, as the operators do when a unit is replaced
+		// during a partition-config change. Right after each reconfigure the
+		// partitions are checked, repaired and checked again.
+		// order is the nodes by slot: a node that joins takes the first free slot,
+		// and after a reconfigure there is none but at the end.
+		order := append(slices.Clone(nodes[1:]), nodes[0])
+		lost := 0
+		for round := range reconfigureRounds {
+			i := round % (len(order) - 1) // never the last: its slot frees no earlier one
+			victim := order[i]
+			order = append(slices.Delete(order, i, i+1), victim)
+			c.removeNode(t, ctx, sc, victim)
+			joined := make(chan error, 1)
+			go func() { joined <- victim.svc.Start(ctx, "slurmd") }()
+			if err := sc.Reconfigure(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if !allOK(memberships(t, ctx, sc)) {
+				lost++
+			}
+			for feature, partition := range partitionOf {
+				if repaired, err := sc.RepairPartitionMembership(ctx, partition, feature); err != nil {
+					t.Fatalf("round %d: %v", round, err)
+				} else if len(repaired) > 0 {
+					t.Logf("round %d: %s: repaired %v", round, partition, repaired)
+				}
+			}
+			checkMembership(t, ctx, sc, fmt.Sprintf("round %d, after the repair", round))
+			if err := <-joined; err != nil {
+				t.Fatal(err)
+			}
+			waitNode(t, ctx, sc, victim.name, func(n slurm.Node) bool { return n.State.Base == slurm.StateIdle })
+			checkMembership(t, ctx, sc, fmt.Sprintf("round %d, after %s joined", round, victim.name))
+		}
+		t.Logf("Slurm %v: partitions wrong after %d of %d reconfigures, all repaired", v, lost, reconfigureRounds)
+		if !reconfigureFixed(v) && lost == 0 {
+			t.Errorf("Slurm %v: no reconfigure of %d lost a node: the reproduction no longer reproduces", v, reconfigureRounds)
+		}
+	})
+}
+
+// reconfigureFixed reports whether Slurm v rebuilds its feature lists before its
+// partitions on reconfigure (SchedMD bug 16295, fixed in 23.02.2).
+func reconfigureFixed(v slurm.Version) bool {
+	return v.Major > 23 || (v.Major == 23 && (v.Minor > 2 || (v.Minor == 2 && v.Micro >= 2)))
+}
+
+// cmpEmpty treats nil and empty slices alike.
+var cmpEmpty = cmp.Comparer(func(a, b []string) bool { return slices.Equal(a, b) })
+
+// memberships checks every partition of partitionOf, keeping only Missing and Extra.
+func memberships(t *testing.T, ctx context.Context, sc *slurm.Client) map[string]slurm.Membership {
+	t.Helper()
+	got := map[string]slurm.Membership{}
+	for feature, partition := range partitionOf {
+		m, err := sc.CheckPartitionMembership(ctx, partition, feature)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[partition] = slurm.Membership{Missing: m.Missing, Extra: m.Extra}
+	}
+	return got
+}
+
+func allOK(ms map[string]slurm.Membership) bool {
+	for _, m := range ms {
+		if !m.OK() {
+			return false
+		}
+	}
+	return true
+}
+
+// checkMembership fails the test unless every node with a NodeSet's feature is in that
+// NodeSet's partition and no other node is.
+func checkMembership(t *testing.T, ctx context.Context, sc *slurm.Client, when string) {
+	t.Helper()
+	for p, m := range memberships(t, ctx, sc) {
+		if !m.OK() {
+			t.Errorf("%s: partition %s misses %v and holds foreign nodes %v", when, p, m.Missing, m.Extra)
+		}
+	}
+}
+
+// addDynamicNode adds a compute host whose slurmd service (configured, not started)
+// registers as dynamic node name with feature.
+func (c *cluster) addDynamicNode(ctx context.Context, name, feature string) *dynNode {
+	c.t.Helper()
+	h := c.addCompute(name)
+	svc, err := pebble.New(h.PebbleSocket())
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	spec := service.Spec{
+		Name:      "slurmd",
+		Command:   slurmdArgs(name, c.ctl.Addr, "RealMemory=500 CPUs=1 Feature="+feature),
+		KillDelay: 5 * time.Second,
+	}
+	if err := svc.Configure(ctx, spec); err != nil {
+		c.t.Fatal(err)
+	}
+	return &dynNode{name: name, feature: feature, host: h, svc: svc}
+}
+
+func (n *dynNode) start(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if err := n.svc.Start(ctx, "slurmd"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// removeNode stops n's slurmd and deletes its node record, freeing its slot in
+// slurmctld's node table.
+func (c *cluster) removeNode(t *testing.T, ctx context.Context, sc *slurm.Client, n *dynNode) {
+	t.Helper()
+	if err := n.svc.Stop(ctx, "slurmd"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.DeleteNode(ctx, n.name); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// record writes what argv prints on the controller into the -record-real directory as
+// slurmtest case name (name.argv, .stdout, .stderr, .rc), when that flag is set.
+func (c *cluster) record(t *testing.T, ctx context.Context, name string, argv ...string) {
+	t.Helper()
+	if *recordReal == "" {
+		return
+	}
+	out, err := slurm.ExecRunner{Command: c.ctl.Command}.Run(ctx, argv, []string{"SLURM_CONF=" + confPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{
+		"argv":   []byte(strings.Join(argv, "\n") + "\n"),
+		"stdout": out.Stdout,
+		"stderr": out.Stderr,
+		"rc":     []byte(strconv.Itoa(out.ExitCode) + "\n"),
+	}
+	for ext, data := range files {
+		if err := os.WriteFile(filepath.Join(*recordReal, name+"."+ext), data, 0o644); err != nil {
+			t.Fatal(errors.Join(fmt.Errorf("cannot record %s", name), err))
+		}
+	}
+}
