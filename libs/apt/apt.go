@@ -2,24 +2,26 @@
 // those that are missing.
 //
 // A charm lists what it needs as [Need] values: a program looked up on PATH and the package
-// that provides it. [Ensure] looks every program up and, when some are missing, refreshes
-// the package lists and installs their packages (each package once, in the order first
-// needed):
+// that provides it. [Missing] looks every program up and returns the packages to install
+// (each once, in the order first needed), so the charm can show them in its status;
+// [Install] then refreshes the package lists and installs them:
 //
-//	pkgs, err := apt.Ensure(ctx, apt.Options{Runner: runner}, []apt.Need{
+//	pkgs, err := apt.Missing(nil, []apt.Need{
 //		{Binary: "slurmd", Package: "slurmd"},
 //		{Binary: "munged", Package: "munge"},
 //	})
+//	if err == nil && len(pkgs) > 0 {
+//		err = apt.Install(ctx, command.Exec{}, pkgs)
+//	}
 //
-// The commands run through the Options' Runner (a [slurm.Runner]) as argv slices with
+// The commands run through a [command.Runner] as argv slices with
 // DEBIAN_FRONTEND=noninteractive:
 //
 //	apt-get update
 //	apt-get install -y --no-install-recommends <packages>
 //
-// A command that cannot run or exits non-zero ends Ensure with an error that names the
-// packages, the apt-get step and its standard error. [Missing] only reports which packages
-// would be installed, for a charm that wants to show them in its status first.
+// A command that cannot run or exits non-zero ends Install with an error that names the
+// packages, the apt-get step and its standard error.
 package apt
 
 import (
@@ -29,21 +31,13 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/charmed-slurm/operators/libs/slurm"
+	"github.com/charmed-slurm/operators/libs/command"
 )
 
 // Need is a program and the Debian package that provides it.
 type Need struct {
 	Binary  string
 	Package string
-}
-
-// Options are Ensure's dependencies.
-type Options struct {
-	// Runner runs apt-get. Required when a package is missing.
-	Runner slurm.Runner
-	// LookPath finds a program; nil means exec.LookPath.
-	LookPath func(file string) (string, error)
 }
 
 // Missing returns the packages of the needs whose program LookPath (exec.LookPath when nil)
@@ -65,19 +59,8 @@ func Missing(lookPath func(string) (string, error), needs []Need) ([]string, err
 	return pkgs, nil
 }
 
-// Ensure installs the packages of the needs whose program is missing (see [Missing]) with
-// `apt-get update` then `apt-get install`, and returns the packages it installed (none when
-// every program was found).
-func Ensure(ctx context.Context, opts Options, needs []Need) ([]string, error) {
-	pkgs, err := Missing(opts.LookPath, needs)
-	if err != nil || len(pkgs) == 0 {
-		return nil, err
-	}
-	return pkgs, Install(ctx, opts.Runner, pkgs)
-}
-
 // Install runs `apt-get update` then `apt-get install -y --no-install-recommends pkgs`.
-func Install(ctx context.Context, runner slurm.Runner, pkgs []string) error {
+func Install(ctx context.Context, runner command.Runner, pkgs []string) error {
 	if len(pkgs) == 0 {
 		return nil
 	}

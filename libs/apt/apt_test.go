@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/charmed-slurm/operators/libs/apt"
-	"github.com/charmed-slurm/operators/libs/slurm"
+	"github.com/charmed-slurm/operators/libs/command"
 )
 
 // fakeRunner records the commands and answers apt-get like apt does: exit 100 with an E:
@@ -21,20 +21,20 @@ type fakeRunner struct {
 	errOn  string // the step whose Run fails
 }
 
-func (f *fakeRunner) Run(ctx context.Context, argv, env []string) (slurm.Output, error) {
+func (f *fakeRunner) Run(ctx context.Context, argv, env []string) (command.Output, error) {
 	f.calls = append(f.calls, strings.Join(argv, " "))
 	f.envs = append(f.envs, env)
 	step := strings.Join(argv[:2], " ")
 	switch step {
 	case f.errOn:
-		return slurm.Output{}, errors.New("exec: \"apt-get\": executable file not found in $PATH")
+		return command.Output{}, errors.New("exec: \"apt-get\": executable file not found in $PATH")
 	case f.failOn:
-		return slurm.Output{Stderr: []byte("E: Unable to locate package slurmd\n"), ExitCode: 100}, nil
+		return command.Output{Stderr: []byte("E: Unable to locate package slurmd\n"), ExitCode: 100}, nil
 	}
-	return slurm.Output{}, nil
+	return command.Output{}, nil
 }
 
-func TestEnsure(t *testing.T) {
+func TestMissingThenInstall(t *testing.T) {
 	needs := []apt.Need{
 		{Binary: "slurmctld", Package: "slurmctld"},
 		{Binary: "scontrol", Package: "slurm-client"},
@@ -99,12 +99,16 @@ func TestEnsure(t *testing.T) {
 				}
 				return "/usr/sbin/" + file, nil
 			}
-			pkgs, err := apt.Ensure(context.Background(), apt.Options{Runner: r, LookPath: look}, tt.needs)
+			// What a charm's install hook does: Missing, then Install of what is missing.
+			pkgs, err := apt.Missing(look, tt.needs)
+			if err == nil && len(pkgs) > 0 {
+				err = apt.Install(context.Background(), r, pkgs)
+			}
 			if tt.wantErr == "" && err != nil {
-				t.Fatalf("Ensure: %v", err)
+				t.Fatalf("Missing+Install: %v", err)
 			}
 			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
-				t.Fatalf("Ensure error %v, want one containing %q", err, tt.wantErr)
+				t.Fatalf("Missing+Install error %v, want one containing %q", err, tt.wantErr)
 			}
 			if d := cmp.Diff(tt.wantPkgs, pkgs); d != "" {
 				t.Errorf("packages (-want +got):\n%s", d)

@@ -7,11 +7,18 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/charmed-slurm/operators/libs/command"
 )
 
-// DefaultPollInterval is WaitDrained's poll interval when Client.PollInterval is zero, and
-// WaitMunge's longest interval when it is given none.
+// DefaultPollInterval is WaitDrained's and a Remover's poll interval when
+// Client.PollInterval is zero, and WaitMunge's longest interval when it is given none.
 const DefaultPollInterval = 2 * time.Second
+
+// DefaultTimeout bounds each Slurm command when Client.Timeout is zero. Slurm's clients
+// retry an unreachable controller for a long while on their own; a hook must not hang
+// with them.
+const DefaultTimeout = 30 * time.Second
 
 // Client runs Slurm commands. The zero value is not usable: set Runner and Conf.
 type Client struct {
@@ -27,6 +34,37 @@ type Client struct {
 	ClusterVersion Version
 	// PollInterval is WaitDrained's poll interval; zero means DefaultPollInterval.
 	PollInterval time.Duration
+	// Timeout bounds each command; zero means DefaultTimeout, a negative value no bound
+	// but ctx. A controller command that times out gives an error wrapping both
+	// ErrControllerUnreachable and command.ErrTimeout.
+	Timeout time.Duration
+}
+
+// exec runs argv through the Runner with the per-command timeout. A command that timed out
+// talking to the controller (needConf) is an unreachable controller.
+func (c *Client) exec(ctx context.Context, needConf bool, argv, env []string) (Output, error) {
+	timeout := c.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	cctx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	out, err := c.Runner.Run(cctx, argv, env)
+	if err == nil || ctx.Err() != nil || cctx.Err() == nil {
+		return out, err
+	}
+	// Our deadline, not the caller's, ended the command.
+	if !errors.Is(err, command.ErrTimeout) {
+		err = fmt.Errorf("%w after %s: %w", command.ErrTimeout, timeout, err)
+	}
+	if needConf {
+		return out, fmt.Errorf("%s: %w: %w", strings.Join(argv, " "), ErrControllerUnreachable, err)
+	}
+	return out, err
 }
 
 func (c *Client) env(needConf bool) ([]string, error) {
@@ -48,7 +86,7 @@ func (c *Client) run(ctx context.Context, needConf bool, argv ...string) ([]byte
 	if err != nil {
 		return nil, err
 	}
-	out, err := c.Runner.Run(ctx, argv, env)
+	out, err := c.exec(ctx, needConf, argv, env)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +115,7 @@ func (c *Client) Ping(ctx context.Context) ([]Controller, error) {
 		return nil, err
 	}
 	argv := []string{"scontrol", "ping"}
-	out, err := c.Runner.Run(ctx, argv, env)
+	out, err := c.exec(ctx, true, argv, env)
 	if err != nil {
 		return nil, err
 	}
@@ -249,6 +287,21 @@ func (c *Client) DeleteNode(ctx context.Context, name string) error {
 	return err
 }
 
+// CancelJobs runs `scancel IDS...`: Slurm signals the jobs and ends them (they go through
+// COMPLETING first). A failed scancel gives a *CommandError.
+func (c *Client) CancelJobs(ctx context.Context, ids ...string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	for _, id := range ids {
+		if err := checkName("job", id); err != nil {
+			return err
+		}
+	}
+	_, err := c.run(ctx, true, append([]string{"scancel"}, ids...)...)
+	return err
+}
+
 // Reconfigure runs `scontrol reconfigure`.
 func (c *Client) Reconfigure(ctx context.Context) error {
 	_, err := c.run(ctx, true, "scontrol", "reconfigure")
@@ -304,7 +357,7 @@ func (c *Client) LocalJobs(ctx context.Context, node string) ([]Job, error) {
 		return nil, err
 	}
 	argv := []string{"scontrol", "listjobs", "--json"}
-	out, err := c.Runner.Run(ctx, argv, env)
+	out, err := c.exec(ctx, false, argv, env)
 	if err != nil {
 		return nil, err
 	}

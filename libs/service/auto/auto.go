@@ -5,8 +5,8 @@
 //
 //	m := auto.Detect(os.LookupEnv)
 //	defer m.Close()
-//	err := m.Configure(ctx, service.Spec{Name: m.MungeService(), Command: argv})
-//	err = m.Spawn(ctx, m.MungeService())
+//	err := m.Configure(ctx, service.Spec{Name: "slurmd", Command: argv})
+//	err = m.Spawn(ctx, "slurmd")
 package auto
 
 import (
@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/charmed-slurm/operators/libs/munge"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/service/pebble"
 	"github.com/charmed-slurm/operators/libs/service/systemd"
@@ -46,14 +47,10 @@ func Detect(lookupEnv func(string) (string, bool)) *Manager {
 	return &Manager{Backend: b, Socket: socket}
 }
 
-// MungeService is munged's service name: "munged" (the charms' own service) under Pebble,
-// "munge" (Debian's packaged unit) under systemd.
-func (m *Manager) MungeService() string {
-	if m.Backend == service.Systemd {
-		return "munge"
-	}
-	return "munged"
-}
+// MungeService is munged's service name under m's backend.
+//
+// Deprecated: use munge.ServiceName(m.Backend).
+func (m *Manager) MungeService() string { return munge.ServiceName(m.Backend) }
 
 // Close closes the connection to systemd, if one was made.
 func (m *Manager) Close() {

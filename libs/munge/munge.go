@@ -1,0 +1,165 @@
+// Package munge runs the MUNGE authentication daemon that Slurm before 23.11 uses
+// (auth/munge) on a charm's host, through the host's service manager.
+//
+// The service's name depends on the service manager: under Pebble the charms define their
+// own service "munged"; under systemd they drive Debian's packaged unit "munge"
+// ([ServiceName]).
+//
+// [Daemon.Ensure] makes munged run with the key on disk: it creates munged's socket
+// directory /run/munge (owned by the munge user; systemd creates it for Debian's unit,
+// Pebble does not), defines and enables the service and (re)starts it when it is not
+// running or the key changed, then waits until munged answers ([Wait]):
+//
+//	d := &munge.Daemon{Services: mgr, Name: munge.ServiceName(backend), Runner: command.Exec{}, Root: "/"}
+//	changed, err := authkey.Write(ctx, "/etc/munge/munge.key", key, opts)
+//	...
+//	err = d.Ensure(ctx, changed) // restart only when the key changed
+//
+// [Wait] is the readiness check alone: `munge -n` gets a credential encoded by munged, so
+// its socket accepts requests and its key is loaded.
+package munge
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/charmed-slurm/operators/libs/command"
+	"github.com/charmed-slurm/operators/libs/poll"
+	"github.com/charmed-slurm/operators/libs/service"
+)
+
+// Paths and names of Debian's munge package.
+const (
+	// ClientPath is the munge client, which Wait runs.
+	ClientPath = "/usr/bin/munge"
+	// DaemonPath is munged.
+	DaemonPath = "/usr/sbin/munged"
+	// SocketDir is munged's socket directory.
+	SocketDir = "/run/munge"
+	// User runs munged and owns its key and socket directory.
+	User = "munge"
+)
+
+// Defaults of a Daemon's zero fields.
+const (
+	DefaultTimeout      = 10 * time.Second
+	DefaultPollInterval = 100 * time.Millisecond
+)
+
+// ServiceName is munged's service name under backend: "munge" (Debian's packaged unit)
+// under systemd, "munged" (the charms' own service) under Pebble.
+func ServiceName(backend service.Backend) string {
+	if backend == service.Systemd {
+		return "munge"
+	}
+	return "munged"
+}
+
+// Wait returns once munged answers on the host r runs commands on: `munge -n` gets a
+// credential. Polls start 2 ms apart and double up to maxEvery (DefaultPollInterval when
+// zero) until ctx ends; the error then names the last failure. Bound the wait with ctx.
+func Wait(ctx context.Context, r command.Runner, maxEvery time.Duration) error {
+	if maxEvery <= 0 {
+		maxEvery = DefaultPollInterval
+	}
+	var last error
+	err := poll.UntilBackoff(ctx, poll.Backoff{Start: 2 * time.Millisecond, Max: maxEvery}, func(ctx context.Context) (bool, error) {
+		out, err := r.Run(ctx, []string{ClientPath, "-n"}, nil)
+		switch {
+		case err != nil:
+			last = err
+		case out.ExitCode != 0:
+			last = fmt.Errorf("munge -n exited %d: %s", out.ExitCode, bytes.TrimSpace(out.Stderr))
+		default:
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("cannot wait for munged to answer: %w (last: %v)", err, last)
+	}
+	return nil
+}
+
+// Daemon is munged on a charm's host. Services and Runner are required.
+type Daemon struct {
+	// Services is the host's service manager.
+	Services service.Manager
+	// Name is the service's name (ServiceName); empty means "munged".
+	Name string
+	// Runner runs the readiness check (munge -n).
+	Runner command.Runner
+	// Root is prepended to SocketDir ("/" or empty in production, a temporary directory in
+	// tests).
+	Root string
+	// LookupUser returns a user's uid and gid; nil means service.UserIDs.
+	LookupUser func(name string) (uid, gid int, err error)
+	// Timeout bounds the wait for a (re)started munged to answer; zero means DefaultTimeout.
+	Timeout time.Duration
+	// PollInterval is the longest pause between readiness checks; zero means
+	// DefaultPollInterval.
+	PollInterval time.Duration
+}
+
+// Service is the daemon's service name.
+func (d *Daemon) Service() string {
+	if d.Name != "" {
+		return d.Name
+	}
+	return "munged"
+}
+
+// Ensure makes munged run: it creates the socket directory, and when munged is not active or
+// restart is set (the key changed) defines, enables and (re)starts the service and waits,
+// bounded by Timeout, until munged answers. A running munged is otherwise left alone.
+func (d *Daemon) Ensure(ctx context.Context, restart bool) error {
+	name := d.Service()
+	lookup := d.LookupUser
+	if lookup == nil {
+		lookup = service.UserIDs
+	}
+	uid, gid, err := lookup(User)
+	if err != nil {
+		return fmt.Errorf("cannot run %s: user %s: %w", name, User, err)
+	}
+	dir := filepath.Join(orRoot(d.Root), SocketDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("cannot create %s: %w", SocketDir, err)
+	}
+	if err := os.Chown(dir, uid, gid); err != nil {
+		return fmt.Errorf("cannot create %s: %w", SocketDir, err)
+	}
+	if st, err := d.Services.Status(ctx, name); err == nil && st.State == service.StateActive && !restart {
+		return nil
+	}
+	spec := service.Spec{Name: name, Summary: "MUNGE authentication service", Command: []string{DaemonPath, "--foreground"}, User: User}
+	if err := d.Services.Configure(ctx, spec); err != nil {
+		return fmt.Errorf("cannot configure %s: %w", name, err)
+	}
+	if err := d.Services.Enable(ctx, name); err != nil {
+		return fmt.Errorf("cannot enable %s: %w", name, err)
+	}
+	// Respawn returns once the process runs (no supervisor stay-up check); readiness is
+	// checked by a credential round trip.
+	if err := d.Services.Respawn(ctx, name); err != nil {
+		return fmt.Errorf("cannot start %s: %w", name, err)
+	}
+	timeout := d.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return Wait(wctx, d.Runner, d.PollInterval)
+}
+
+func orRoot(root string) string {
+	if root == "" {
+		return "/"
+	}
+	return root
+}

@@ -1,0 +1,131 @@
+package munge_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/charmed-slurm/operators/libs/command"
+	"github.com/charmed-slurm/operators/libs/munge"
+	"github.com/charmed-slurm/operators/libs/service"
+)
+
+// failingMunge answers `munge -n` with munge's own error until it has been asked `fails` times.
+type failingMunge struct {
+	fails, calls int
+}
+
+func (f *failingMunge) Run(ctx context.Context, argv, env []string) (command.Output, error) {
+	f.calls++
+	if len(argv) != 2 || argv[0] != munge.ClientPath || argv[1] != "-n" {
+		return command.Output{}, errors.New("unexpected command " + strings.Join(argv, " "))
+	}
+	if f.calls <= f.fails {
+		return command.Output{ExitCode: 1, Stderr: []byte("munge: Error: Failed to access \"/run/munge/munge.socket.2\": No such file or directory\n")}, nil
+	}
+	return command.Output{Stdout: []byte("MUNGE:AwQFAAB...:\n")}, nil
+}
+
+func TestWait(t *testing.T) {
+	t.Parallel()
+	f := &failingMunge{fails: 3}
+	if err := munge.Wait(context.Background(), f, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if f.calls != 4 {
+		t.Errorf("munge -n ran %d times, want 4 (three failures, then an answer)", f.calls)
+	}
+}
+
+func TestWaitGivesUpWithCtx(t *testing.T) {
+	t.Parallel()
+	f := &failingMunge{fails: 1 << 30}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	err := munge.Wait(ctx, f, time.Millisecond)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "Failed to access") {
+		t.Errorf("got %v, want the deadline and munge's last error", err)
+	}
+}
+
+// services is a fake service.Manager recording its calls.
+type services struct {
+	active bool
+	calls  []string
+}
+
+func (s *services) record(call string) error { s.calls = append(s.calls, call); return nil }
+func (s *services) Configure(_ context.Context, spec service.Spec) error {
+	return s.record("configure " + spec.Name + " " + strings.Join(spec.Command, " ") + " as " + spec.User)
+}
+func (s *services) Enable(_ context.Context, n string) error  { return s.record("enable " + n) }
+func (s *services) Disable(_ context.Context, n string) error { return s.record("disable " + n) }
+func (s *services) Start(_ context.Context, n string) error   { return s.record("start " + n) }
+func (s *services) Stop(_ context.Context, n string) error    { return s.record("stop " + n) }
+func (s *services) Restart(_ context.Context, n string) error { return s.record("restart " + n) }
+func (s *services) Spawn(_ context.Context, n string) error   { return s.record("spawn " + n) }
+func (s *services) Respawn(_ context.Context, n string) error { return s.record("respawn " + n) }
+func (s *services) Status(_ context.Context, n string) (service.Status, error) {
+	if s.active {
+		return service.Status{Name: n, State: service.StateActive}, nil
+	}
+	return service.Status{Name: n, State: service.StateInactive}, nil
+}
+
+func TestDaemonEnsure(t *testing.T) {
+	t.Parallel()
+	start := []string{"configure munge /usr/sbin/munged --foreground as munge", "enable munge", "respawn munge"}
+	for _, tt := range []struct {
+		name    string
+		active  bool
+		restart bool
+		want    []string
+	}{
+		{name: "not running: started", want: start},
+		{name: "running, key unchanged: left alone", active: true},
+		{name: "running, key changed: restarted", active: true, restart: true, want: start},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			s := &services{active: tt.active}
+			d := &munge.Daemon{Services: s, Name: munge.ServiceName(service.Systemd), Runner: &failingMunge{}, Root: root,
+				LookupUser: func(string) (int, int, error) { return os.Getuid(), os.Getgid(), nil }, PollInterval: time.Millisecond}
+			if err := d.Ensure(context.Background(), tt.restart); err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.want, s.calls); d != "" {
+				t.Errorf("service calls (-want +got):\n%s", d)
+			}
+			if st, err := os.Stat(filepath.Join(root, munge.SocketDir)); err != nil || !st.IsDir() {
+				t.Errorf("%s not created: %v", munge.SocketDir, err)
+			}
+		})
+	}
+}
+
+func TestDaemonEnsureNotAnswering(t *testing.T) {
+	t.Parallel()
+	d := &munge.Daemon{Services: &services{}, Runner: &failingMunge{fails: 1 << 30}, Root: t.TempDir(),
+		LookupUser: func(string) (int, int, error) { return os.Getuid(), os.Getgid(), nil },
+		Timeout:    20 * time.Millisecond, PollInterval: time.Millisecond}
+	if err := d.Ensure(context.Background(), false); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("got %v, want the bounded wait's deadline", err)
+	}
+}
+
+func TestServiceName(t *testing.T) {
+	t.Parallel()
+	if got := munge.ServiceName(service.Pebble); got != "munged" {
+		t.Errorf("Pebble: %q", got)
+	}
+	if got := munge.ServiceName(service.Systemd); got != "munge" {
+		t.Errorf("systemd: %q", got)
+	}
+}
