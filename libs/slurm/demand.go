@@ -1,0 +1,96 @@
+package slurm
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// PendingJob is one pending job (or array task) as squeue lists it: how many nodes it needs,
+// where it may run and why it waits. An autoscaler reads the queue's demand from these.
+type PendingJob struct {
+	ID string // "123", or "123_4" for an array task
+	// Partitions are the partitions the job may run in (a job submitted with -p a,b lists
+	// both), in squeue's order.
+	Partitions []string
+	// Nodes is the minimum number of nodes the job needs (squeue's %D while pending).
+	Nodes int
+	// Reason is why the job waits: Resources, Priority, PartitionConfig, Dependency, ...
+	Reason string
+}
+
+// pendingFormat is the -o format ParsePending reads: job id, partitions, node count, reason.
+const pendingFormat = "%i|%P|%D|%r"
+
+// PendingJobs lists every pending job with `squeue -h -r -t PENDING -o "%i|%P|%D|%r"`, one line
+// per array task (-r), so that an array's tasks count one by one.
+func (c *Client) PendingJobs(ctx context.Context) ([]PendingJob, error) {
+	out, err := c.run(ctx, true, "squeue", "-h", "-r", "-t", "PENDING", "-o", pendingFormat)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePending(out)
+}
+
+// ParsePending parses `squeue -h -r -t PENDING -o "%i|%P|%D|%r"` output. A node count given as
+// a range ("2-4") gives its minimum.
+func ParsePending(data []byte) ([]PendingJob, error) {
+	var jobs []PendingJob
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	lineNo := 0
+	for sc.Scan() {
+		lineNo++
+		line := strings.TrimRight(sc.Text(), "\r")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		f := strings.Split(line, "|")
+		if len(f) != 4 {
+			return nil, fmt.Errorf("cannot parse pending squeue line %d %q: want 4 fields separated by '|'", lineNo, line)
+		}
+		if f[0] == "" || strings.ContainsAny(f[0], " \t") {
+			return nil, fmt.Errorf("cannot parse pending squeue line %d: bad job id %q", lineNo, f[0])
+		}
+		if f[1] == "" || strings.ContainsAny(f[1], " \t") {
+			return nil, fmt.Errorf("cannot parse pending squeue line %d: bad partition %q", lineNo, f[1])
+		}
+		min, _, _ := strings.Cut(f[2], "-")
+		n, err := strconv.Atoi(min)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("cannot parse pending squeue line %d: bad node count %q", lineNo, f[2])
+		}
+		if f[3] == "" {
+			return nil, fmt.Errorf("cannot parse pending squeue line %d: empty reason", lineNo)
+		}
+		jobs = append(jobs, PendingJob{ID: f[0], Partitions: strings.Split(f[1], ","), Nodes: n, Reason: f[3]})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("cannot parse pending squeue output: %w", err)
+	}
+	return jobs, nil
+}
+
+// slurmTimeLayout is how scontrol prints times (in the controller's local time zone).
+const slurmTimeLayout = "2006-01-02T15:04:05"
+
+// LastBusy returns the node's LastBusyTime, read in loc (the controller's time zone; nil means
+// UTC): when a job last ended on it, or when its slurmd registered if none ran since. ok is
+// false when the record has no such time (before Slurm 22.05, or "None").
+func (n Node) LastBusy(loc *time.Location) (t time.Time, ok bool, err error) {
+	v, found := n.Get("LastBusyTime")
+	if !found || nullable(v) == "" || v == "None" || v == "Unknown" {
+		return time.Time{}, false, nil
+	}
+	if loc == nil {
+		loc = time.UTC
+	}
+	t, err = time.ParseInLocation(slurmTimeLayout, v, loc)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("node %s: bad LastBusyTime=%q", n.Name, v)
+	}
+	return t, true, nil
+}
