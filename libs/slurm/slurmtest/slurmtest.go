@@ -14,7 +14,7 @@
 // unknown,deleted,unreachable}, squeue-node-{running,completing,empty,unknown,unreachable},
 // squeue-partition, drain-busy, delete-{busy,drained,unknown,unreachable},
 // update-{unknown,unreachable,bad-state}, resume-idle, partition-{inactive,unknown},
-// reconfigure, reconfigure-unreachable, listjobs, sinfo-notresponding.
+// reconfigure, reconfigure-unreachable, listjobs, sinfo-notresponding, checkconf-{ok,refused}.
 package slurmtest
 
 import (
