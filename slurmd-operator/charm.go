@@ -56,6 +56,8 @@ const (
 	DefaultUnreachableTimeout = 30 * time.Second
 	DefaultActionTimeout      = 10 * time.Minute
 	DefaultMungeTimeout       = 10 * time.Second
+	DefaultCommandTimeout     = 15 * time.Second
+	DefaultProbeTimeout       = 3 * time.Second
 )
 
 // Service names and paths the charm uses.
@@ -72,6 +74,10 @@ const (
 	// is tried first (newer releases link it there).
 	SpoolConf = "/var/spool/slurmd/conf-cache/slurm.conf"
 	RunConf   = "/run/slurm/conf/slurm.conf"
+	// SlurmdLog is slurmd's log file (SlurmdLogFile in the controller's slurm.conf).
+	SlurmdLog = "/var/log/slurm/slurmd.log"
+	// SlurmdPidFile is where slurmd writes its pid (SlurmdPidFile in slurm.conf).
+	SlurmdPidFile = "/run/slurmd.pid"
 )
 
 // Charm holds the slurmd charm's dependencies. Only Runner and Services are required; zero
@@ -98,6 +104,11 @@ type Charm struct {
 	// UnreachableTimeout is how long a departing unit retries an unreachable controller before
 	// leaving its node drained for the controller to delete.
 	UnreachableTimeout time.Duration
+	// CommandTimeout bounds every Slurm command (scontrol, squeue, slurmd -C): a dead
+	// munged or controller must not hold a hook for Slurm's own minute of retries.
+	CommandTimeout time.Duration
+	// ProbeTimeout bounds one check that a local daemon answers (munge -n).
+	ProbeTimeout time.Duration
 	// LookPath finds a program (exec.LookPath when nil).
 	LookPath func(file string) (string, error)
 	// LookupUser returns a user's uid and primary gid (os/user when nil).
@@ -270,7 +281,28 @@ func (h *hook) confPath() (string, bool) {
 // slurm returns a Slurm client for commands that need no controller (slurmd -C, -V).
 func (h *hook) slurm() *slurm.Client {
 	conf, _ := h.confPath()
-	return &slurm.Client{Runner: h.c.Runner, Conf: conf, PollInterval: h.c.pollInterval()}
+	return &slurm.Client{Runner: h.c.runner(), Conf: conf, PollInterval: h.c.pollInterval()}
+}
+
+// timeoutRunner runs each command with its own time limit.
+type timeoutRunner struct {
+	r slurm.Runner
+	d time.Duration
+}
+
+func (t timeoutRunner) Run(ctx context.Context, argv []string, env []string) (slurm.Output, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.d)
+	defer cancel()
+	return t.r.Run(ctx, argv, env)
+}
+
+// runner is Runner with CommandTimeout on every command.
+func (c *Charm) runner() slurm.Runner {
+	d := c.CommandTimeout
+	if d <= 0 {
+		d = DefaultCommandTimeout
+	}
+	return timeoutRunner{r: c.Runner, d: d}
 }
 
 // ctl returns a Slurm client that talks to the controller, or errNoConf.
@@ -279,7 +311,7 @@ func (h *hook) ctl() (*slurm.Client, error) {
 	if !ok {
 		return nil, errNoConf
 	}
-	return &slurm.Client{Runner: h.c.Runner, Conf: conf, PollInterval: h.c.pollInterval()}, nil
+	return &slurm.Client{Runner: h.c.runner(), Conf: conf, PollInterval: h.c.pollInterval()}, nil
 }
 
 func (c *Charm) path(p string) string {
@@ -315,6 +347,13 @@ func (c *Charm) unreachableTimeout() time.Duration {
 		return c.UnreachableTimeout
 	}
 	return DefaultUnreachableTimeout
+}
+
+func (c *Charm) probeTimeout() time.Duration {
+	if c.ProbeTimeout > 0 {
+		return c.ProbeTimeout
+	}
+	return DefaultProbeTimeout
 }
 
 func (c *Charm) mungeService() string {

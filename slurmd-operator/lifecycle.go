@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/charmed-slurm/operators/libs/juju"
@@ -122,13 +125,18 @@ func (h *hook) drain(ctx context.Context, reason string) error {
 	}
 }
 
-// stopSlurmd stops slurmd if it was ever configured.
+// stopSlurmd stops slurmd if it was ever configured. A service manager that cannot be asked
+// (the host's supervisor died) is no error when no slurmd runs: what stop wants holds.
 func (h *hook) stopSlurmd(ctx context.Context) error {
 	err := h.c.Services.Stop(ctx, SlurmdService)
-	if err != nil && !errors.Is(err, service.ErrUnknownService) {
-		return fmt.Errorf("cannot stop slurmd: %w", err)
+	if err == nil || errors.Is(err, service.ErrUnknownService) {
+		return nil
 	}
-	return nil
+	if !h.slurmdRunning() {
+		h.logf(ctx, juju.LevelWarning, "cannot stop slurmd, which is not running: %v", err)
+		return nil
+	}
+	return fmt.Errorf("cannot stop slurmd: %w", err)
 }
 
 // depart takes the node out of the cluster, once: drain, wait for its jobs, stop slurmd,
@@ -147,6 +155,14 @@ func (h *hook) depart(ctx context.Context) error {
 		return h.saveState(ctx)
 	}
 	unit := h.hc.Event.Unit
+	if v, _, err := h.facts(ctx); err == nil && slurm.FeaturesOf(v).Munge && !h.mungeAnswers(ctx) {
+		// This host cannot authenticate to Slurm (its munged is gone): the controller drains
+		// and deletes the node once Slurm has marked it down and its jobs are gone.
+		if err := h.stopSlurmd(ctx); err != nil {
+			return err
+		}
+		return h.departed(ctx, errors.New("munged down on this host"))
+	}
 	if err := h.setStatus(ctx, juju.StatusMaintenance, "draining "+h.node); err != nil {
 		return err
 	}
@@ -180,8 +196,8 @@ func (h *hook) depart(ctx context.Context) error {
 	return h.departed(ctx, err)
 }
 
-// departed records that the node left; err is the unreachable controller that left the node
-// drained, if any.
+// departed records that the node left; err is why the node was left for the controller to
+// delete (an unreachable controller, a dead munged), if it was.
 func (h *hook) departed(ctx context.Context, err error) error {
 	h.st.Departed = true
 	h.st.Applied = nil
@@ -190,8 +206,12 @@ func (h *hook) departed(ctx context.Context, err error) error {
 		return serr
 	}
 	if err != nil {
-		h.logf(ctx, juju.LevelWarning, "controller unreachable: node %s left for the controller to delete: %v", h.node, err)
-		return h.setStatus(ctx, juju.StatusMaintenance, fmt.Sprintf("node %s left drained: controller unreachable", h.node))
+		h.logf(ctx, juju.LevelWarning, "node %s left for the controller to delete: %v", h.node, err)
+		msg := fmt.Sprintf("node %s left drained: controller unreachable", h.node)
+		if !unreachable(err) {
+			msg = fmt.Sprintf("node %s left for the controller to delete: %v", h.node, err)
+		}
+		return h.setStatus(ctx, juju.StatusMaintenance, msg)
 	}
 	h.logf(ctx, juju.LevelInfo, "node %s removed from the cluster", h.node)
 	return h.setStatus(ctx, juju.StatusMaintenance, "node "+h.node+" removed")
@@ -214,23 +234,53 @@ func (h *hook) stop(ctx context.Context) error {
 	if err := h.depart(ctx); err != nil {
 		return err
 	}
-	if err := h.c.Services.Stop(ctx, h.c.mungeService()); err != nil && !errors.Is(err, service.ErrUnknownService) {
-		return fmt.Errorf("cannot stop munged: %w", err)
+	err := h.c.Services.Stop(ctx, h.c.mungeService())
+	if err == nil || errors.Is(err, service.ErrUnknownService) {
+		return nil
 	}
-	return nil
+	if !h.mungeAnswers(ctx) {
+		h.logf(ctx, juju.LevelWarning, "cannot stop munged, which does not answer: %v", err)
+		return nil
+	}
+	return fmt.Errorf("cannot stop munged: %w", err)
 }
 
-// prevState is the node's administrative state before a re-registration.
-type prevState struct {
-	drain, down bool
-	reason      string
+// RefusedError is a new slurmd --conf that Slurm refused: slurmd did not start or exited,
+// the node did not register in time, or it registered as INVALID_REG. Reason is Slurm's own
+// (the node's Reason=, or slurmd's log).
+type RefusedError struct {
+	Node   string
+	Reason string
 }
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("Slurm refused the new configuration of node %s: %s", e.Node, e.Reason)
+}
+
+// adminState is the state to give back to the node after a re-registration: the one saved
+// by an interrupted re-registration, else the node's own. A drain Slurm set itself
+// (INVALID_REG) or that an earlier re-registration set is not the operator's and is dropped.
+func (h *hook) adminState(n slurm.Node) NodeAdmin {
+	if h.st.Restore != nil {
+		return *h.st.Restore
+	}
+	a := NodeAdmin{Drain: n.State.Drain(), Down: n.State.Down(), Reason: n.Reason}
+	if n.State.Has(slurm.FlagInvalidReg) || a.Reason == h.reconfReason() {
+		a = NodeAdmin{}
+	}
+	return a
+}
+
+func (h *hook) reconfReason() string { return "reconfiguring node " + h.node }
 
 // reregister replaces the node's record with one registered by slurmd as spec runs it:
-// remember the node's state, drain it, wait for its jobs (until wait's deadline, if any; then
-// the node is restored and a *JobsRemainError returned), stop slurmd, delete the node, start
-// slurmd, wait for the registration and restore the state.
-func (h *hook) reregister(ctx context.Context, spec service.Spec, deadline time.Time, progress func(int)) error {
+// remember the node's state (in the charm's state too, so that an interrupted run is
+// repaired by the next), drain it, wait for its jobs (until deadline, if any; then the node is
+// restored and a *JobsRemainError returned), stop slurmd, delete the node, start slurmd, wait
+// for a valid registration and restore the state. When Slurm refuses spec (a *RefusedError)
+// and old is set, the node is re-registered with old and its state restored before the
+// *RefusedError is returned: nothing is left half-applied.
+func (h *hook) reregister(ctx context.Context, spec service.Spec, old *service.Spec, deadline time.Time, progress func(int)) error {
 	cl, err := h.ctl()
 	var n slurm.Node
 	if err == nil {
@@ -240,12 +290,11 @@ func (h *hook) reregister(ctx context.Context, spec service.Spec, deadline time.
 	if err != nil && !errors.Is(err, slurm.ErrUnknownNode) && !errors.Is(err, errNoConf) {
 		return fmt.Errorf("cannot re-register node %s: %w", h.node, err)
 	}
-	var prev prevState
+	prev := h.adminState(n)
 	if known {
-		prev = prevState{drain: n.State.Drain(), down: n.State.Down(), reason: n.Reason}
 		drained := false
-		if !prev.drain && !prev.down {
-			if err := cl.Drain(ctx, h.node, "reconfiguring node "+h.node); err != nil {
+		if !n.State.Drain() && !n.State.Down() {
+			if err := cl.Drain(ctx, h.node, h.reconfReason()); err != nil {
 				return fmt.Errorf("cannot re-register node %s: %w", h.node, err)
 			}
 			drained = true
@@ -268,6 +317,32 @@ func (h *hook) reregister(ctx context.Context, spec service.Spec, deadline time.
 			return err
 		}
 	}
+	h.st.Restore = &prev
+	if err := h.saveState(ctx); err != nil {
+		return err
+	}
+	err = h.replaceNode(ctx, spec, known)
+	var refused *RefusedError
+	if errors.As(err, &refused) && old != nil {
+		h.logf(ctx, juju.LevelWarning, "%v: restoring the previous configuration", err)
+		if rerr := h.replaceNode(ctx, *old, true); rerr != nil {
+			return fmt.Errorf("%w; cannot restore the previous configuration: %v", err, rerr)
+		}
+	}
+	if err != nil && refused == nil {
+		return err
+	}
+	if rerr := h.restoreAdmin(ctx, prev); rerr != nil {
+		return rerr
+	}
+	h.st.Restore = nil
+	h.dirty = true
+	return err
+}
+
+// replaceNode stops slurmd, deletes the node's record (when known), starts slurmd as spec
+// says and waits for a valid registration; a refused one is a *RefusedError.
+func (h *hook) replaceNode(ctx context.Context, spec service.Spec, known bool) error {
 	if err := h.stopSlurmd(ctx); err != nil {
 		return err
 	}
@@ -276,25 +351,80 @@ func (h *hook) reregister(ctx context.Context, spec service.Spec, deadline time.
 			return err
 		}
 	}
+	logStart := h.slurmdLogSize()
 	if err := h.startSlurmd(ctx, spec, true); err != nil {
 		return err
 	}
-	if _, err := h.waitRegistered(ctx); err != nil {
-		return err
+	n, err := h.waitRegistered(ctx, true)
+	if err == nil && !n.State.Has(slurm.FlagInvalidReg) {
+		return nil
 	}
-	if cl, err = h.ctl(); err != nil {
+	reason := n.Reason
+	if err != nil {
+		reason = err.Error()
+	}
+	if l := h.slurmdLogErrors(logStart); l != "" && (err != nil || reason == "") {
+		reason += " (slurmd: " + l + ")"
+	}
+	return &RefusedError{Node: h.node, Reason: reason}
+}
+
+// restoreAdmin gives the node back its administrative state a.
+func (h *hook) restoreAdmin(ctx context.Context, a NodeAdmin) error {
+	cl, err := h.ctl()
+	if err != nil {
 		return err
 	}
 	switch {
-	case prev.down:
-		err = cl.UpdateNode(ctx, h.node, slurm.NodeUpdate{State: "down", Reason: orDefault(prev.reason, "restored after reconfiguration")})
-	case prev.drain:
-		err = cl.Drain(ctx, h.node, orDefault(prev.reason, "restored after reconfiguration"))
+	case a.Down:
+		err = cl.UpdateNode(ctx, h.node, slurm.NodeUpdate{State: "down", Reason: orDefault(a.Reason, "restored after reconfiguration")})
+	case a.Drain:
+		err = cl.Drain(ctx, h.node, orDefault(a.Reason, "restored after reconfiguration"))
+	default:
+		// A fresh record is not drained, unless Slurm drained it itself.
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("cannot restore the state of node %s: %w", h.node, err)
 	}
 	return nil
+}
+
+// slurmdLogSize is the size of slurmd's log now (0 when there is none).
+func (h *hook) slurmdLogSize() int64 {
+	fi, err := os.Stat(h.c.path(SlurmdLog))
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// slurmdLogErrors returns the last error or fatal lines slurmd logged after offset, joined.
+func (h *hook) slurmdLogErrors(offset int64) string {
+	f, err := os.Open(h.c.path(SlurmdLog))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return ""
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	if err != nil {
+		return ""
+	}
+	var lines []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if i := strings.Index(l, "fatal: "); i >= 0 {
+			lines = append(lines, l[i:])
+		} else if i := strings.Index(l, "error: "); i >= 0 {
+			lines = append(lines, l[i:])
+		}
+	}
+	if len(lines) > 3 {
+		lines = lines[len(lines)-3:]
+	}
+	return strings.Join(lines, "; ")
 }
 
 func orDefault(s, def string) string {

@@ -54,7 +54,7 @@ func (h *hook) ready(ctx context.Context, data slurmd.ControllerData) error {
 		h.st.DefaultPending = true
 	case prev.Conf != conf:
 		// Slurm 22.05 keeps a dynamic node's old record: re-register it.
-		if err := h.reregister(ctx, spec, time.Time{}, nil); err != nil {
+		if err := h.reregister(ctx, spec, nil, time.Time{}, nil); err != nil {
 			return err
 		}
 		h.st.Applied = want
@@ -78,7 +78,7 @@ func (h *hook) ready(ctx context.Context, data slurmd.ControllerData) error {
 // settle waits for the node to register, applies default-node-state to a new node and shows
 // the node's state.
 func (h *hook) settle(ctx context.Context) error {
-	n, err := h.waitRegistered(ctx)
+	n, err := h.waitRegistered(ctx, false)
 	if err != nil {
 		h.logf(ctx, juju.LevelWarning, "node %s did not register: %v", h.node, err)
 		return h.setStatus(ctx, juju.StatusWaiting, fmt.Sprintf("waiting for node %s to register", h.node))
@@ -103,8 +103,9 @@ func (h *hook) applyDefaultState(ctx context.Context) error {
 
 // waitRegistered polls until the node's record shows its slurmd registered, bounded by
 // RegisterTimeout. A slurmd registers within tens of milliseconds: the polls start 10 ms
-// apart and back off to PollInterval.
-func (h *hook) waitRegistered(ctx context.Context) (slurm.Node, error) {
+// apart and back off to PollInterval. With watch, a slurmd service that stops being active
+// (it exited: Slurm refused its configuration) ends the wait at once.
+func (h *hook) waitRegistered(ctx context.Context, watch bool) (slurm.Node, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.c.registerTimeout())
 	defer cancel()
 	var last error
@@ -113,6 +114,11 @@ func (h *hook) waitRegistered(ctx context.Context) (slurm.Node, error) {
 		n, err := h.showNode(ctx)
 		if err == nil && n.Version != "" && !n.State.Has(slurm.StateFuture) {
 			return n, nil
+		}
+		if watch {
+			if st, serr := h.c.Services.Status(ctx, SlurmdService); serr == nil && st.State != service.StateActive {
+				return slurm.Node{}, fmt.Errorf("slurmd exited (service %s) before node %s registered", st.State, h.node)
+			}
 		}
 		if err != nil {
 			last = err

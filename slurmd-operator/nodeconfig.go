@@ -20,6 +20,35 @@ var forbiddenNodeKeys = []string{"NodeName", "NodeAddr", "NodeHostname", "State"
 var numericNodeKeys = []string{"CPUs", "Boards", "Sockets", "SocketsPerBoard", "CoresPerSocket",
 	"ThreadsPerCore", "RealMemory", "TmpDisk", "Weight", "CoreSpecCount", "MemSpecLimit"}
 
+// checkMachine refuses node-config values that claim more than this machine has (mi, from
+// `slurmd -C`): Slurm refuses such a node (it registers INVALID_REG, or slurmd does not
+// start), so they are refused before the node is touched. Errors name the key.
+func checkMachine(p slurmconf.Params, mi slurm.MachineInfo) error {
+	have := []struct {
+		key string
+		n   int64
+	}{
+		{"CPUs", int64(mi.CPUs)}, {"Boards", int64(mi.Boards)},
+		{"Sockets", int64(mi.Boards) * int64(mi.SocketsPerBoard)}, {"SocketsPerBoard", int64(mi.SocketsPerBoard)},
+		{"CoresPerSocket", int64(mi.CoresPerSocket)}, {"ThreadsPerCore", int64(mi.ThreadsPerCore)},
+		{"RealMemory", mi.RealMemory},
+	}
+	for _, h := range have {
+		v, ok := p.Get(h.key)
+		if !ok || h.n <= 0 {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("key %q: value %q is not a whole number", h.key, v)
+		}
+		if n > h.n {
+			return fmt.Errorf("key %q: %d is more than this machine has (%d, from slurmd -C); Slurm would refuse the node", h.key, n, h.n)
+		}
+	}
+	return nil
+}
+
 // ParseNodeConfig parses and checks node-config parameters: slurm.conf node keys only, none
 // of the keys the charm manages, whole numbers where Slurm wants them. Errors name the key.
 func ParseNodeConfig(s string) (slurmconf.Params, error) {
@@ -95,6 +124,13 @@ func (h *hook) nodeConfigAction(ctx context.Context) error {
 	if h.st.Departed {
 		return act.Fail(ctx, fmt.Sprintf("node %s has left the cluster", h.node))
 	}
+	_, mi, err := h.facts(ctx)
+	if err != nil {
+		return err
+	}
+	if err := checkMachine(merged, mi); err != nil {
+		return act.Fail(ctx, "parameters: "+err.Error())
+	}
 	if h.st.Applied == nil {
 		// Not running yet: the node-config applies when slurmd first starts.
 		h.st.NodeConfig = newConfig
@@ -105,10 +141,6 @@ func (h *hook) nodeConfigAction(ctx context.Context) error {
 			"result": "saved; applied when the node joins a controller"})
 	}
 
-	_, mi, err := h.facts(ctx)
-	if err != nil {
-		return err
-	}
 	old := h.st.NodeConfig
 	h.st.NodeConfig = newConfig
 	conf, err := h.conf(mi)
@@ -116,7 +148,10 @@ func (h *hook) nodeConfigAction(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if conf != h.st.Applied.Conf {
+	// reset also repairs a node an interrupted re-registration left behind, or that Slurm
+	// holds as INVALID_REG.
+	force := p.Reset && (h.st.Restore != nil || h.invalidNode(ctx))
+	if conf != h.st.Applied.Conf || force {
 		_ = act.Log(ctx, fmt.Sprintf("re-registering node %s with --conf %q", h.node, conf))
 		want := *h.st.Applied
 		want.Conf = conf
@@ -126,12 +161,19 @@ func (h *hook) nodeConfigAction(ctx context.Context) error {
 				_ = h.setStatus(ctx, juju.StatusMaintenance, fmt.Sprintf("reconfiguring %s: waiting for %d jobs", h.node, n))
 			}
 		}
-		err := h.reregister(ctx, h.slurmdSpec(&want), deadline, progress)
+		prevSpec := h.slurmdSpec(h.st.Applied)
+		err := h.reregister(ctx, h.slurmdSpec(&want), &prevSpec, deadline, progress)
 		var jr *JobsRemainError
 		if errors.As(err, &jr) {
 			_ = h.updateStatus(ctx)
 			return act.Fail(ctx, fmt.Sprintf("timed out after %s: %d jobs still running on %s; node left as it was, node-config unchanged",
 				timeout, jr.Jobs, h.node))
+		}
+		var re *RefusedError
+		if errors.As(err, &re) {
+			_ = h.updateStatus(ctx)
+			return act.Fail(ctx, fmt.Sprintf("Slurm refused node-config %q: %s; node %s restored with its previous configuration and state, node-config unchanged",
+				p.Parameters, re.Reason, h.node))
 		}
 		if err != nil {
 			return err
@@ -150,6 +192,13 @@ func (h *hook) nodeConfigAction(ctx context.Context) error {
 		return err
 	}
 	return act.Set(ctx, nodeResults(n, conf, newConfig))
+}
+
+// invalidNode reports whether the controller holds this node as refused (INVALID_REG) or
+// not registered.
+func (h *hook) invalidNode(ctx context.Context) bool {
+	n, err := h.showNode(ctx)
+	return err == nil && (n.State.Has(slurm.FlagInvalidReg) || n.Version == "")
 }
 
 // nodeResults are the action's results: the node's configuration as the controller has it.

@@ -21,6 +21,9 @@ type State struct {
 	// Applied is what slurmd was last started with; nil when it was never started or stopped
 	// for good.
 	Applied *Applied `json:"applied,omitempty"`
+	// Restore is the node's administrative state from before a re-registration still under
+	// way (or interrupted): the state to give back to the node whatever the new --conf gives.
+	Restore *NodeAdmin `json:"restore,omitempty"`
 	// DefaultPending is set while default-node-state still has to be applied to a new node.
 	DefaultPending bool `json:"default-pending,omitempty"`
 	// Departed is set once the node left the cluster (departure done); cleared when the unit
@@ -42,6 +45,13 @@ type State struct {
 type Facts struct {
 	Version string            `json:"version"`
 	Machine slurm.MachineInfo `json:"machine"`
+}
+
+// NodeAdmin is a node's administrative state: drained or down, and why.
+type NodeAdmin struct {
+	Drain  bool   `json:"drain,omitempty"`
+	Down   bool   `json:"down,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // Published is what the leader last wrote to the relation's application databag.

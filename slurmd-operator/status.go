@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 
 	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
@@ -30,6 +33,11 @@ func (h *hook) updateStatus(ctx context.Context) error {
 			return h.setStatus(ctx, juju.StatusBlocked, "waiting for slurmctld relation")
 		}
 		return h.setStatus(ctx, juju.StatusWaiting, "waiting for slurmctld data")
+	}
+	// This host's own daemons first: with munged down no Slurm command can authenticate, and
+	// the controller would be blamed for it.
+	if down := h.daemonsDown(ctx); down != "" {
+		return h.setStatus(ctx, juju.StatusBlocked, fmt.Sprintf("node %s: %s", h.node, down))
 	}
 	n, err := h.showNode(ctx)
 	if errors.Is(err, errNoConf) {
@@ -98,4 +106,53 @@ func describeState(n slurm.Node) string {
 		s += ": " + n.Reason
 	}
 	return s
+}
+
+// daemonsDown checks this host's own daemons: munged (when this Slurm version authenticates
+// with munge) must answer `munge -n`, and slurmd's service must be active; with the service
+// manager unreachable, a live slurmd must hold its pid file. It says what is down ("slurmd
+// and munged down (service manager unreachable)"), or "" when both run.
+func (h *hook) daemonsDown(ctx context.Context) string {
+	var down []string
+	st, err := h.c.Services.Status(ctx, SlurmdService)
+	supervisorDown := err != nil && !errors.Is(err, service.ErrUnknownService)
+	if supervisorDown {
+		h.logf(ctx, juju.LevelWarning, "cannot ask the service manager about slurmd: %v", err)
+	}
+	if (err == nil && st.State != service.StateActive) || errors.Is(err, service.ErrUnknownService) || (supervisorDown && !h.slurmdRunning()) {
+		down = append(down, "slurmd")
+	}
+	if v, _, ferr := h.facts(ctx); ferr == nil && slurm.FeaturesOf(v).Munge && !h.mungeAnswers(ctx) {
+		down = append(down, "munged")
+	}
+	if len(down) == 0 {
+		return ""
+	}
+	msg := strings.Join(down, " and ") + " down"
+	if supervisorDown {
+		msg += " (service manager unreachable)"
+	}
+	return msg
+}
+
+// slurmdRunning reports whether a slurmd process holds slurmd's pid file on this host.
+func (h *hook) slurmdRunning() bool {
+	data, err := os.ReadFile(h.c.path(SlurmdPidFile))
+	if err != nil {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 0 {
+		return false
+	}
+	comm, err := os.ReadFile(h.c.path(fmt.Sprintf("/proc/%d/comm", pid)))
+	return err == nil && strings.TrimSpace(string(comm)) == "slurmd"
+}
+
+// mungeAnswers reports whether munged encodes a credential (`munge -n`) within ProbeTimeout.
+func (h *hook) mungeAnswers(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, h.c.probeTimeout())
+	defer cancel()
+	out, err := h.c.Runner.Run(ctx, []string{MungePath, "-n"}, nil)
+	return err == nil && out.ExitCode == 0
 }
