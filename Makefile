@@ -6,10 +6,15 @@ PKGS    := $(foreach m,$(MODULES),./$(m)/...)
 # Unit-test modules run under the race detector; tests/ drives real daemons and runs without it.
 RACE_PKGS := $(foreach m,libs interfaces slurmctld-operator slurmd-operator,./$(m)/...)
 
-.PHONY: deps build charms tools demo bench test test-unit test-integration lint fmt clean
+.PHONY: deps images build charms tools demo bench test test-unit test-integration lint fmt clean
 
 deps:
 	@scripts/deps.sh
+
+# The Debian machine images (bookworm: Slurm 22.05; trixie: Slurm 24.11) the tests boot with
+# systemd-nspawn, cached under build/images and rebuilt only when their package list changes.
+images:
+	@scripts/images.sh
 
 build:
 	$(GO) build $(PKGS)
@@ -51,7 +56,7 @@ build/bin/testsummary: $(wildcard tests/cmd/testsummary/*.go)
 test-unit: build/bin/testsummary
 	set -o pipefail; $(GO) test -json -race -count=1 $(RACE_PKGS) | tee build/test-unit.json | $(TESTSUMMARY)
 
-test-integration: deps build/bin/testsummary
+test-integration: deps images build/bin/testsummary
 	set -o pipefail; $(GO) test -json -count=1 -timeout 15m ./tests/... | tee build/test-integration.json | $(TESTSUMMARY)
 
 lint: deps

@@ -67,9 +67,10 @@ type Network struct {
 
 	mu       sync.Mutex
 	hosts    map[string]*Host
-	reserved map[string]bool // names of hosts being added
-	adding   sync.WaitGroup  // AddHost calls in flight
-	next     int             // last host number handed out
+	machines map[string]*Machine // see machine.go
+	reserved map[string]bool     // names of hosts being added (and of machines while they exist)
+	adding   sync.WaitGroup      // AddHost calls in flight
+	next     int                 // last host number handed out
 	closed   bool
 }
 
@@ -240,6 +241,7 @@ func (n *Network) Close() error {
 		}()
 	}
 	wg.Wait()
+	errs = append(errs, n.closeMachines()...)
 	if n.switchCreated {
 		if err := deleteNetns(n.switchNS, n.opts.StopTimeout); err != nil {
 			errs = append(errs, err)

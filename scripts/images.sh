@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Builds the Debian machine images the tests boot with systemd-nspawn (tests/hosts machines),
+# from the Debian archive this machine's apt already uses, with mmdebstrap.
+#
+#   scripts/images.sh [SUITE...]      # default: bookworm trixie
+#
+# Each image is a root directory build/images/<suite>-<key>/root, where <key> hashes the suite,
+# the package list and the customisation (scripts/image-customize.sh), so a changed list builds
+# a new image and an unchanged one is reused. build/images/<suite> is a symlink to the current one; older builds of
+# the same suite are removed. Slurm and munge are preinstalled as on a prepared cloud image, with
+# their services disabled: the charms decide what runs.
+# Installs mmdebstrap and systemd-container from apt when missing. Needs root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+suites=("$@")
+[ ${#suites[@]} -gt 0 ] || suites=(bookworm trixie)
+
+# Packages of every image (minbase plus these). dbus: the charms' systemd backend talks D-Bus.
+common=(systemd systemd-sysv dbus slurmd slurmctld slurm-client munge iproute2 procps)
+# Run in the image root once the packages are in; its content is part of the key.
+customize=scripts/image-customize.sh
+
+packages() {
+  case "$1" in
+    bookworm) echo "${common[*]}" ;;
+    trixie) echo "${common[*]} sackd" ;;
+    *) echo "images: unknown suite $1 (bookworm, trixie)" >&2; return 1 ;;
+  esac
+}
+
+need=()
+command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)
+command -v systemd-nspawn >/dev/null 2>&1 || need+=(systemd-container)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "images: installing ${need[*]} from apt"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${need[@]}"
+fi
+
+mirror=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+[ -n "$mirror" ] || mirror=http://deb.debian.org/debian
+
+mkdir -p build/images
+# One build at a time (test binaries may call this concurrently); the others then reuse it.
+exec 9>build/images/.lock
+flock 9
+for suite in "${suites[@]}"; do
+  pkgs=$(packages "$suite")
+  key=$( (printf '%s\n%s\n' "$suite" "$pkgs"; cat "$customize") | sha256sum | cut -c1-12)
+  dir=build/images/$suite-$key
+  if [ -f "$dir/ok" ]; then
+    echo "images: $suite cached ($dir)"
+  else
+    echo "images: building $suite ($pkgs)"
+    # A killed build can leave mmdebstrap's /proc, /sys or /dev mounts behind: never descend
+    # into a mount while removing it.
+    umount -R -l "$dir.tmp/root" 2>/dev/null || true
+    rm -rf --one-file-system "$dir" "$dir.tmp"
+    mkdir -p "$dir.tmp"
+    start=$(date +%s)
+    mmdebstrap --quiet --variant=minbase --include="${pkgs// /,}" \
+      --customize-hook="$PWD/$customize" "$suite" "$dir.tmp/root" "$mirror"
+    printf '%s\n' $pkgs >"$dir.tmp/packages"
+    chroot "$dir.tmp/root" dpkg-query -W -f '${Package} ${Version}\n' >"$dir.tmp/versions"
+    mv "$dir.tmp" "$dir"
+    touch "$dir/ok"
+    echo "images: built $suite in $(( $(date +%s) - start ))s ($(du -sh "$dir/root" | cut -f1))"
+  fi
+  ln -sfn "$suite-$key" "build/images/$suite"
+  for old in build/images/"$suite"-*; do
+    [ "$old" = "$dir" ] || [ ! -d "$old" ] || rm -rf --one-file-system "$old"
+  done
+done

@@ -1,0 +1,606 @@
+package hosts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// MachineOptions configures AddMachine.
+type MachineOptions struct {
+	// Name is the hostname: a lower-case DNS label of at most 32 characters, unique in the
+	// network among hosts and machines.
+	Name string
+	// Image is the root directory of a bootable Debian image (scripts/images.sh builds them
+	// under build/images/<suite>/root). It is the read-only lower layer of the machine's root:
+	// the machine writes to its own upper layer, so many machines share one image.
+	Image string
+	// BootTimeout bounds each boot (until systemd reports the system running or degraded).
+	// Default 2 minutes.
+	BootTimeout time.Duration
+}
+
+// Machine is a host of a Network booted by systemd-nspawn from a Debian image, with systemd
+// as its PID 1, in its own network namespace wired to the network's bridge as a Host's is.
+//
+// Its root is an overlay: the shared image below, Dir/upper above, mounted at Dir/root in a
+// private mount namespace anchored by a holder process, so the mount disappears with the
+// machine's processes even when the test process dies. The upper layer survives reboots and
+// power-offs; it goes with RemoveMachine or Close.
+//
+// A reboot asked for inside (systemctl reboot) makes systemd-nspawn exit with status 133; the
+// machine's supervisor boots it again at once, as a cloud would restart an instance, with a new
+// boot id. A power-off (systemctl poweroff) leaves it off until Boot.
+type Machine struct {
+	// Name is the machine's hostname.
+	Name string
+	// Addr is the machine's only address (on eth0, in the network's Subnet).
+	Addr netip.Addr
+	// Dir holds the machine's upper layer (Dir/upper), the overlay mountpoint (Dir/root) and
+	// its console log (Dir/console.log).
+	Dir string
+	// NetNS is the name of the machine's network namespace (/run/netns/<NetNS>).
+	NetNS string
+	// Image is the image the machine booted from.
+	Image string
+
+	grace       time.Duration
+	bootTimeout time.Duration
+	holder      *child
+	nsCreated   bool
+
+	mu      sync.Mutex
+	nspawn  *child // the current boot's systemd-nspawn; nil while off
+	pid1    int    // the current boot's PID 1 (systemd), 0 until known
+	boots   int    // boots started
+	closing bool
+	exited  chan struct{} // closed when the current boot's nspawn exits and is not restarted
+}
+
+// NspawnExitReboot is systemd-nspawn's exit status when the machine asked for a reboot.
+const NspawnExitReboot = 133
+
+// AddMachine creates a machine on the network and boots it. It returns once systemd inside
+// reports the system running (or degraded: some units of a full distribution cannot start in
+// a container).
+func (n *Network) AddMachine(ctx context.Context, opts MachineOptions) (m *Machine, err error) {
+	name := opts.Name
+	if !hostnameRE.MatchString(name) {
+		return nil, fmt.Errorf("cannot add machine: invalid name %q (want a lower-case DNS label of at most 32 characters)", name)
+	}
+	if st, err := os.Stat(filepath.Join(opts.Image, "sbin/init")); err != nil || st.IsDir() {
+		return nil, fmt.Errorf("cannot add machine %q: image %q has no sbin/init (build it with scripts/images.sh)", name, opts.Image)
+	}
+	image, err := filepath.Abs(opts.Image)
+	if err != nil {
+		return nil, fmt.Errorf("cannot add machine %q: %w", name, err)
+	}
+	if _, err := exec.LookPath("systemd-nspawn"); err != nil {
+		return nil, fmt.Errorf("cannot add machine %q: %w (install systemd-container)", name, err)
+	}
+	if opts.BootTimeout <= 0 {
+		opts.BootTimeout = 2 * time.Minute
+	}
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil, fmt.Errorf("cannot add machine %q: network is closed", name)
+	}
+	if _, ok := n.hosts[name]; ok || n.reserved[name] {
+		n.mu.Unlock()
+		return nil, fmt.Errorf("cannot add machine %q: name already in use", name)
+	}
+	if n.next >= 240 {
+		n.mu.Unlock()
+		return nil, fmt.Errorf("cannot add machine %q: network is full", name)
+	}
+	n.next++
+	i := n.next
+	a := n.Subnet.Addr().As4()
+	m = &Machine{
+		Name:        name,
+		Addr:        netip.AddrFrom4([4]byte{a[0], a[1], a[2], byte(10 + i)}),
+		Dir:         filepath.Join(n.Dir, name),
+		NetNS:       n.Prefix + "-" + name,
+		Image:       image,
+		grace:       n.opts.StopTimeout,
+		bootTimeout: opts.BootTimeout,
+	}
+	// The name stays reserved for as long as the machine exists, so AddHost refuses it too.
+	n.reserved[name] = true
+	n.adding.Add(1)
+	n.mu.Unlock()
+
+	machine := m
+	defer func() {
+		n.mu.Lock()
+		if err == nil && n.closed {
+			err = errors.New("network closed meanwhile")
+		}
+		if err == nil {
+			if n.machines == nil {
+				n.machines = make(map[string]*Machine)
+			}
+			n.machines[name] = machine
+		} else {
+			delete(n.reserved, name)
+		}
+		n.mu.Unlock()
+		if err != nil {
+			machine.destroy()
+			err = fmt.Errorf("cannot add machine %q: %w", name, err)
+			m = nil
+		}
+		n.adding.Done()
+	}()
+
+	for _, d := range []string{m.Dir, m.upper(), m.work(), m.root()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if err := n.addNetns(ctx, m.NetNS); err != nil {
+		return nil, err
+	}
+	m.nsCreated = true
+	veth := "v" + strconv.Itoa(i)
+	steps := [][]string{
+		{"ip", "-n", m.NetNS, "link", "set", "lo", "up"},
+		{"ip", "-n", n.switchNS, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", m.NetNS},
+		{"ip", "-n", n.switchNS, "link", "set", veth, "master", "br0", "up"},
+		{"ip", "-n", m.NetNS, "addr", "add", netip.PrefixFrom(m.Addr, n.Subnet.Bits()).String(), "dev", "eth0"},
+		{"ip", "-n", m.NetNS, "link", "set", "eth0", "up"},
+	}
+	for _, argv := range steps {
+		if err := run(ctx, argv); err != nil {
+			return nil, err
+		}
+	}
+	if err := m.startHolder(ctx, n.opts.StartTimeout); err != nil {
+		return nil, err
+	}
+	if err := m.mountRoot(ctx); err != nil {
+		return nil, err
+	}
+	if err := m.Boot(ctx); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Machine returns the machine called name, or nil.
+func (n *Network) Machine(name string) *Machine {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.machines[name]
+}
+
+// Machines returns the network's machines, in no particular order.
+func (n *Network) Machines() []*Machine {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ms := make([]*Machine, 0, len(n.machines))
+	for _, m := range n.machines {
+		ms = append(ms, m)
+	}
+	return ms
+}
+
+// RemoveMachine powers the machine off (SIGTERM to systemd-nspawn, which asks systemd for a
+// clean shutdown), stops whatever is left in its network namespace, and deletes its
+// namespace and directory.
+func (n *Network) RemoveMachine(name string) error {
+	n.mu.Lock()
+	m := n.machines[name]
+	delete(n.machines, name)
+	if m != nil {
+		delete(n.reserved, name)
+	}
+	n.mu.Unlock()
+	if m == nil {
+		return fmt.Errorf("cannot remove machine %q: no such machine", name)
+	}
+	return m.destroy()
+}
+
+// closeMachines destroys every machine; Close calls it.
+func (n *Network) closeMachines() []error {
+	n.mu.Lock()
+	ms := make([]*Machine, 0, len(n.machines))
+	for name, m := range n.machines {
+		ms = append(ms, m)
+		delete(n.reserved, name)
+	}
+	n.machines = nil
+	n.mu.Unlock()
+	var wg sync.WaitGroup
+	errs := make([]error, len(ms))
+	for i, m := range ms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = m.destroy()
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+func (m *Machine) upper() string { return filepath.Join(m.Dir, "upper") }
+func (m *Machine) work() string  { return filepath.Join(m.Dir, "work") }
+func (m *Machine) root() string  { return filepath.Join(m.Dir, "root") }
+
+// startHolder starts the process that owns the machine's mount namespace (where its overlay
+// root is mounted), inside its network namespace, and waits until it has it.
+func (m *Machine) startHolder(ctx context.Context, timeout time.Duration) error {
+	cmd := exec.Command("nsenter", "--net=/run/netns/"+m.NetNS, "--",
+		"unshare", "--mount", "--propagation", "private", "--", "sleep", "infinity")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	c, err := startChild(cmd)
+	if err != nil {
+		return fmt.Errorf("cannot start namespace holder: %w", err)
+	}
+	m.holder = c
+	return waitFor(ctx, timeout, c, "namespace holder", func() bool {
+		comm, err := os.ReadFile("/proc/" + strconv.Itoa(c.pid()) + "/comm")
+		return err == nil && strings.TrimSpace(string(comm)) == "sleep"
+	})
+}
+
+// mountRoot mounts the overlay root in the holder's mount namespace and writes the machine's
+// own files into it: hostname, hosts and resolv.conf.
+func (m *Machine) mountRoot(ctx context.Context) error {
+	opts := "lowerdir=" + m.Image + ",upperdir=" + m.upper() + ",workdir=" + m.work()
+	argv := []string{"nsenter", "-t", strconv.Itoa(m.holder.pid()), "--mount", "--",
+		"mount", "-t", "overlay", "overlay", "-o", opts, m.root()}
+	if err := run(ctx, argv); err != nil {
+		return fmt.Errorf("cannot mount the machine's root: %w", err)
+	}
+	files := map[string]string{
+		"/etc/hostname": m.Name + "\n",
+		"/etc/hosts":    fmt.Sprintf("127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n%s %s\n", m.Addr, m.Name),
+		// No nameserver: lookups fail fast instead of leaving the machine.
+		"/etc/resolv.conf": "options attempts:1 timeout:1\n",
+	}
+	for p, content := range files {
+		path := m.Path(p)
+		os.Remove(path) // resolv.conf may be a symlink in the image
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			return fmt.Errorf("cannot write the machine's %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// Path maps a path inside the machine to a path the test process can read and write, through
+// the holder's view of the overlay root. It is valid for the machine's whole life, also while
+// it is off.
+func (m *Machine) Path(inside string) string {
+	return filepath.Join("/proc", strconv.Itoa(m.holder.pid()), "root", m.root(), filepath.Clean("/"+inside))
+}
+
+// nspawnArgv is the command line of one boot.
+func (m *Machine) nspawnArgv() []string {
+	return []string{"nsenter", "-t", strconv.Itoa(m.holder.pid()), "--net", "--mount", "--",
+		"systemd-nspawn", "--quiet", "--register=no", "--keep-unit", "--boot",
+		"--directory=" + m.root(), "--machine=" + m.Name, "--hostname=" + m.Name,
+		"--network-namespace-path=/run/netns/" + m.NetNS,
+		"--resolv-conf=off", "--timezone=off", "--link-journal=no", "--console=read-only"}
+}
+
+// Boot starts the machine if it is off and waits until it has booted.
+func (m *Machine) Boot(ctx context.Context) error {
+	m.mu.Lock()
+	if m.closing {
+		m.mu.Unlock()
+		return fmt.Errorf("cannot boot machine %q: it is being removed", m.Name)
+	}
+	if m.nspawn == nil {
+		if err := m.startLocked(); err != nil {
+			m.mu.Unlock()
+			return fmt.Errorf("cannot boot machine %q: %w", m.Name, err)
+		}
+	}
+	m.mu.Unlock()
+	return m.WaitBooted(ctx)
+}
+
+// startLocked starts systemd-nspawn and the goroutine supervising it.
+func (m *Machine) startLocked() error {
+	log, err := os.OpenFile(filepath.Join(m.Dir, "console.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	argv := m.nspawnArgv()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = []string{"PATH=" + DefaultPath, "LANG=C.UTF-8"}
+	cmd.Stdout, cmd.Stderr = log, log
+	// The test process dying asks the machine for a clean shutdown; the crash sweep kills
+	// what is left in its network namespace.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGTERM}
+	c, err := startChild(cmd)
+	if err != nil {
+		return fmt.Errorf("cannot start systemd-nspawn: %w", err)
+	}
+	m.nspawn, m.pid1 = c, 0
+	m.boots++
+	m.exited = make(chan struct{})
+	go m.supervise(c)
+	return nil
+}
+
+// supervise waits for one boot's nspawn to exit and boots again on a reboot request.
+func (m *Machine) supervise(c *child) {
+	<-c.done
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.nspawn != c {
+		return
+	}
+	m.nspawn, m.pid1 = nil, 0
+	if !m.closing && c.cmd.ProcessState.ExitCode() == NspawnExitReboot {
+		if err := m.startLocked(); err == nil {
+			return
+		}
+	}
+	close(m.exited)
+}
+
+// Running reports whether the machine is on (booting or booted).
+func (m *Machine) Running() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.nspawn != nil
+}
+
+// Boots is the number of boots started so far (the first one included).
+func (m *Machine) Boots() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.boots
+}
+
+// PID is the process ID, in the test process's PID namespace, of the running machine's PID 1
+// (systemd), or 0 when it is off or not started yet. nsenter -t PID -a enters the machine.
+func (m *Machine) PID() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.nspawn == nil {
+		return 0
+	}
+	if m.pid1 == 0 {
+		m.pid1 = containerInit(m.nspawn.pid())
+	}
+	return m.pid1
+}
+
+// WaitBooted waits until the machine's systemd reports the system running or degraded, within
+// the boot timeout.
+func (m *Machine) WaitBooted(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, m.bootTimeout)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	last := ""
+	for {
+		if pid := m.PID(); pid != 0 {
+			out, _ := m.commandIn(ctx, pid, []string{"systemctl", "is-system-running"}).Output()
+			last = strings.TrimSpace(string(out))
+			if last == "running" || last == "degraded" {
+				return nil
+			}
+		}
+		m.mu.Lock()
+		exited := m.exited
+		off := m.nspawn == nil
+		m.mu.Unlock()
+		if off {
+			return fmt.Errorf("machine %q is off; console: %s", m.Name, m.consoleTail())
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("machine %q did not boot (systemd: %q): %w; console: %s", m.Name, last, ctx.Err(), m.consoleTail())
+		case <-exited:
+		case <-tick.C:
+		}
+	}
+}
+
+// consoleTail is the end of the console log, for errors.
+func (m *Machine) consoleTail() string {
+	data, _ := os.ReadFile(filepath.Join(m.Dir, "console.log"))
+	s := strings.TrimSpace(string(data))
+	if len(s) > 1500 {
+		s = "..." + s[len(s)-1500:]
+	}
+	return s
+}
+
+// Command returns a command running argv inside the running machine (all its namespaces: it
+// sees the machine's processes and files as a login would) as root, with the same environment
+// as (*Host).Command minus PEBBLE. With the machine off, the command fails to start.
+func (m *Machine) Command(ctx context.Context, argv []string) *exec.Cmd {
+	return m.commandIn(ctx, m.PID(), argv)
+}
+
+func (m *Machine) commandIn(ctx context.Context, pid int, argv []string) *exec.Cmd {
+	args := append([]string{"-t", strconv.Itoa(pid), "-a", "--"}, argv...)
+	cmd := exec.CommandContext(ctx, "nsenter", args...)
+	cmd.Env = []string{"PATH=" + DefaultPath, "HOME=/root", "LANG=C.UTF-8"}
+	return cmd
+}
+
+// Run runs argv inside the machine and returns its combined output. A failure is a
+// *CommandError naming the machine and carrying the output.
+func (m *Machine) Run(ctx context.Context, argv ...string) ([]byte, error) {
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("cannot run on machine %q: empty command", m.Name)
+	}
+	if m.PID() == 0 {
+		return nil, fmt.Errorf("cannot run on machine %q: it is off", m.Name)
+	}
+	out, err := m.Command(ctx, argv).CombinedOutput()
+	if err != nil {
+		return out, &CommandError{Host: m.Name, Argv: argv, Output: out, Err: err}
+	}
+	return out, nil
+}
+
+// BootID is the running machine's boot id (/proc/sys/kernel/random/boot_id inside), new on
+// every boot.
+func (m *Machine) BootID(ctx context.Context) (string, error) {
+	out, err := m.Run(ctx, "cat", "/proc/sys/kernel/random/boot_id")
+	return strings.TrimSpace(string(out)), err
+}
+
+// Reboot asks the machine's systemd for a reboot, as `systemctl reboot` on a real machine
+// would, and waits until the machine has booted again.
+func (m *Machine) Reboot(ctx context.Context) error {
+	before := m.Boots()
+	if _, err := m.Run(ctx, "systemctl", "reboot"); err != nil {
+		return fmt.Errorf("cannot reboot machine %q: %w", m.Name, err)
+	}
+	return m.waitBoot(ctx, before)
+}
+
+// waitBoot waits for boot number after+1 to be started, then for it to finish booting.
+func (m *Machine) waitBoot(ctx context.Context, after int) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for m.Boots() <= after {
+		m.mu.Lock()
+		exited := m.exited
+		m.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("machine %q did not restart: %w", m.Name, ctx.Err())
+		case <-exited:
+			return fmt.Errorf("machine %q stopped instead of rebooting; console: %s", m.Name, m.consoleTail())
+		case <-tick.C:
+		}
+	}
+	return m.WaitBooted(ctx)
+}
+
+// PowerOff asks the machine's systemd for a power-off and waits until the machine is off.
+// Its disk (the upper layer) is kept: Boot starts it again.
+func (m *Machine) PowerOff(ctx context.Context) error {
+	m.mu.Lock()
+	exited := m.exited
+	on := m.nspawn != nil
+	m.mu.Unlock()
+	if !on {
+		return nil
+	}
+	// systemctl may be cut off by the shutdown it starts: its error says nothing.
+	m.Command(ctx, []string{"systemctl", "poweroff"}).Run()
+	select {
+	case <-exited:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("machine %q did not power off: %w", m.Name, ctx.Err())
+	}
+}
+
+// destroy stops the machine (SIGTERM to nspawn: a clean shutdown, SIGKILL after the grace
+// period), then everything left in its network namespace, and deletes the namespace and its
+// directory (the overlay mount goes with the holder's mount namespace).
+func (m *Machine) destroy() error {
+	m.mu.Lock()
+	m.closing = true
+	c := m.nspawn
+	m.mu.Unlock()
+	c.stop(m.grace)
+	var errs []error
+	if m.nsCreated {
+		if err := deleteNetns(m.NetNS, m.grace); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	m.holder.stop(m.grace)
+	if err := os.RemoveAll(m.Dir); err != nil {
+		errs = append(errs, fmt.Errorf("cannot remove machine directory: %w", err))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("cannot remove machine %q: %w", m.Name, errors.Join(errs...))
+	}
+	return nil
+}
+
+// containerInit finds the container's PID 1 among the descendants of nspawn (nspawn forks an
+// inner nspawn that forks the init): the process whose PID in its own namespace is 1.
+func containerInit(nspawn int) int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	parent := map[int]int{}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if pp := ppid(pid); pp > 0 {
+			parent[pid] = pp
+			pids = append(pids, pid)
+		}
+	}
+	for _, pid := range pids {
+		descends := false
+		for p, depth := parent[pid], 0; p > 0 && depth < 4; p, depth = parent[p], depth+1 {
+			if p == nspawn {
+				descends = true
+				break
+			}
+		}
+		if descends && nsPIDIsOne(pid) {
+			return pid
+		}
+	}
+	return 0
+}
+
+// ppid is pid's parent from /proc/<pid>/stat, or 0.
+func ppid(pid int) int {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	pp, _ := strconv.Atoi(f[1])
+	return pp
+}
+
+// nsPIDIsOne reports whether pid is PID 1 of a nested PID namespace (NSpid ends in 1).
+func nsPIDIsOne(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			f := strings.Fields(rest)
+			return len(f) >= 2 && f[len(f)-1] == "1"
+		}
+	}
+	return false
+}

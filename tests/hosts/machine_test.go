@@ -1,0 +1,267 @@
+package hosts_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/charmed-slurm/operators/tests/hosts"
+	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
+)
+
+// TestMachineLifecycle boots a machine of each image and checks what a cloud machine gives:
+// systemd as PID 1 with the image's Slurm, the network's address, a file that survives a
+// reboot with a new boot id, a power-off that keeps the disk, and another boot.
+func TestMachineLifecycle(t *testing.T) {
+	for _, tc := range []struct {
+		suite, slurm, systemd string
+	}{
+		{"bookworm", "slurm-wlm 22.05", "systemd 252"},
+		{"trixie", "slurm-wlm 24.11", "systemd 257"},
+	} {
+		t.Run(tc.suite, func(t *testing.T) {
+			t.Parallel()
+			n := hoststest.New(t)
+			m := hoststest.AddMachine(t, n, "m1", tc.suite)
+			peer := hoststest.AddHost(t, n, "peer")
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+
+			run := func(argv ...string) string {
+				t.Helper()
+				out, err := m.Run(ctx, argv...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return strings.TrimSpace(string(out))
+			}
+			if got := run("hostname"); got != "m1" {
+				t.Errorf("hostname = %q, want m1", got)
+			}
+			if got := run("cat", "/proc/1/comm"); got != "systemd" {
+				t.Errorf("PID 1 is %q, want systemd", got)
+			}
+			if got := run("systemctl", "--version"); !strings.HasPrefix(got, tc.systemd) {
+				t.Errorf("systemctl --version = %q, want %s...", got, tc.systemd)
+			}
+			if got := run("slurmd", "-V"); !strings.HasPrefix(got, tc.slurm) {
+				t.Errorf("slurmd -V = %q, want %s...", got, tc.slurm)
+			}
+			// The charms start Slurm and munge themselves.
+			for _, unit := range []string{"munge", "slurmd", "slurmctld"} {
+				out, _ := m.Run(ctx, "systemctl", "is-enabled", unit)
+				if got := strings.TrimSpace(string(out)); got != "disabled" {
+					t.Errorf("%s is %q on a fresh machine, want disabled", unit, got)
+				}
+			}
+			if got := run("ip", "-4", "-o", "addr", "show", "eth0"); !strings.Contains(got, " "+m.Addr.String()+"/") {
+				t.Errorf("eth0 = %q, want address %s", got, m.Addr)
+			}
+			if _, err := peer.Run(ctx, "ping", "-c1", "-W5", m.Addr.String()); err != nil {
+				// ping may be missing on the host; bash's /dev/tcp needs a listener: use ip route get instead.
+				if _, err := peer.Run(ctx, "ip", "route", "get", m.Addr.String()); err != nil {
+					t.Errorf("machine unreachable from a host of the network: %v", err)
+				}
+			}
+
+			// Files written through Path are the machine's files.
+			if err := os.WriteFile(m.Path("/var/lib/juju/marker"), []byte("kept\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			boot1, err := m.BootID(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid1 := m.PID()
+			if err := m.Reboot(ctx); err != nil {
+				t.Fatal(err)
+			}
+			boot2, err := m.BootID(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if boot2 == boot1 || boot2 == "" {
+				t.Errorf("boot id after reboot = %q, before %q: want a new one", boot2, boot1)
+			}
+			if m.PID() == pid1 {
+				t.Errorf("PID 1 is still process %d after the reboot", pid1)
+			}
+			if got := run("cat", "/var/lib/juju/marker"); got != "kept" {
+				t.Errorf("marker after reboot = %q, want kept", got)
+			}
+			if d := cmp.Diff(2, m.Boots()); d != "" {
+				t.Errorf("boots (-want +got):\n%s", d)
+			}
+
+			if err := m.PowerOff(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if m.Running() || m.PID() != 0 {
+				t.Fatalf("machine still running after power-off (PID 1 %d)", m.PID())
+			}
+			if _, err := m.Run(ctx, "true"); err == nil {
+				t.Error("a command ran on a machine that is off")
+			}
+			data, err := os.ReadFile(m.Path("/var/lib/juju/marker"))
+			if err != nil || string(data) != "kept\n" {
+				t.Errorf("disk while off: %q, %v; want kept", data, err)
+			}
+			if err := m.Boot(ctx); err != nil {
+				t.Fatal(err)
+			}
+			boot3, err := m.BootID(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if boot3 == boot2 || boot3 == boot1 {
+				t.Errorf("boot id after power-on = %q: want a new one (before: %q, %q)", boot3, boot1, boot2)
+			}
+		})
+	}
+}
+
+// TestMachineRemove checks that RemoveMachine leaves no process, namespace or mount behind
+// and frees the name.
+func TestMachineRemove(t *testing.T) {
+	n := hoststest.New(t)
+	m := hoststest.AddMachine(t, n, "gone", "bookworm")
+	pids := []int{m.PID()}
+	netns := m.NetNS
+	if err := n.RemoveMachine("gone"); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
+		if isAlive(pid) {
+			t.Errorf("process %d of the machine survived RemoveMachine", pid)
+		}
+	}
+	if _, err := os.Stat("/run/netns/" + netns); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("namespace %s left behind: %v", netns, err)
+	}
+	if _, err := os.Stat(m.Dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("machine directory left behind: %v", err)
+	}
+	if n.Machine("gone") != nil {
+		t.Error("removed machine still listed")
+	}
+	hoststest.AddHost(t, n, "gone") // the name is free again
+	ctx := context.Background()
+	if _, err := n.AddMachine(ctx, hosts.MachineOptions{Name: "gone", Image: hoststest.Image(t, "bookworm")}); err == nil {
+		t.Error("AddMachine took the name of a host")
+	}
+}
+
+const machineCrashChildEnv = "HOSTS_TEST_MACHINE_CRASH_CHILD_REGISTRY"
+
+func TestMachineCrashChild(t *testing.T) {
+	registry := os.Getenv(machineCrashChildEnv)
+	if registry == "" {
+		t.Skip("helper for TestMachineSweepAfterCrash")
+	}
+	pebble, err := hoststest.PebbleBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	n, err := hosts.NewNetwork(ctx, hosts.NetworkOptions{Prefix: hoststest.Prefix, Dir: os.Getenv("HOSTS_TEST_CRASH_CHILD_DIR"), PebbleBin: pebble, RegistryDir: registry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := n.AddMachine(ctx, hosts.MachineOptions{Name: "crash", Image: os.Getenv("HOSTS_TEST_CRASH_CHILD_IMAGE")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A process of the machine's network namespace that no parent-death signal reaches.
+	stray := exec.Command("nsenter", "--net=/run/netns/"+m.NetNS, "--", "sleep", "infinity")
+	stray.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := stray.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("READY %s %s %d %d\n", m.NetNS, m.Dir, m.PID(), stray.Process.Pid)
+	select {} // until killed
+}
+
+// TestMachineSweepAfterCrash kills a process that owns a booted machine and checks that the
+// machine shuts down with it and that the next NewNetwork on the registry sweeps its
+// namespace and whatever is left in it.
+func TestMachineSweepAfterCrash(t *testing.T) {
+	img := hoststest.Image(t, "bookworm")
+	registry := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestMachineCrashChild$", "-test.v")
+	cmd.Env = append(os.Environ(), machineCrashChildEnv+"="+registry,
+		"HOSTS_TEST_CRASH_CHILD_DIR="+filepath.Join(t.TempDir(), "net"), "HOSTS_TEST_CRASH_CHILD_IMAGE="+img)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var fields []string
+	var lines []string
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if f := strings.Fields(sc.Text()); len(f) == 5 && f[0] == "READY" {
+			fields = f
+			break
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	pebbleBin, err := hoststest.PebbleBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sweep := func(ctx context.Context) error {
+		n, err := hosts.NewNetwork(ctx, hosts.NetworkOptions{Prefix: hoststest.Prefix, Dir: filepath.Join(registry, "sweep"), PebbleBin: pebbleBin, RegistryDir: registry, StopTimeout: 5 * time.Second})
+		if err != nil {
+			return err
+		}
+		return n.Close()
+	}
+	if fields == nil {
+		sweep(context.Background())
+		t.Fatalf("crash child did not get ready: %s", strings.Join(lines, "\n"))
+	}
+	netns, dir := fields[1], fields[2]
+	pid1, _ := strconv.Atoi(fields[3])
+	stray, _ := strconv.Atoi(fields[4])
+	t.Cleanup(func() { syscall.Kill(stray, syscall.SIGKILL) })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := waitDead(ctx, pid1); err != nil {
+		t.Errorf("the machine's systemd (%d) survived its owner: %v", pid1, err)
+	}
+	if !isAlive(stray) {
+		t.Fatal("the stray process died with the owner: this test cannot check the sweep")
+	}
+	if err := sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat("/run/netns/" + netns); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("namespace %s not swept: %v", netns, err)
+	}
+	if err := waitDead(ctx, stray); err != nil {
+		t.Errorf("stray process %d not swept: %v", stray, err)
+	}
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(mounts), dir) {
+		t.Errorf("a mount of the crashed machine is left: %s", dir)
+	}
+}
