@@ -1,0 +1,257 @@
+package model
+
+// relation-ids, relation-list, relation-get, relation-set.
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// relation resolves -r (or the hook's relation).
+func (t *toolCall) relation(arg string) (*Relation, error) {
+	if arg == "" {
+		if !strings.HasPrefix(t.hc.hook.Kind, "relation-") {
+			return nil, &usageError{"no relation id specified"}
+		}
+		arg = strconv.Itoa(t.hc.hook.RelationID)
+	}
+	idStr := arg
+	if i := strings.LastIndex(arg, ":"); i >= 0 {
+		idStr = arg[i+1:]
+	}
+	id, err := strconv.Atoi(idStr)
+	if err != nil {
+		return nil, &usageError{fmt.Sprintf("invalid value %q for option -r: invalid relation id", arg)}
+	}
+	r := t.hc.view.Relations[id]
+	if r == nil {
+		return nil, &usageError{fmt.Sprintf("invalid value %q for option -r: relation not found", arg)}
+	}
+	ep, ok := r.endpointOf(t.hc.app)
+	if !ok || (strings.Contains(arg, ":") && arg[:strings.LastIndex(arg, ":")] != ep.Name) {
+		return nil, &usageError{fmt.Sprintf("invalid value %q for option -r: relation not found", arg)}
+	}
+	return r, nil
+}
+
+func (t *toolCall) relationIDs() error {
+	t.withFormat()
+	args, err := t.parse(0, 1)
+	if err != nil {
+		return err
+	}
+	ep := t.hc.hook.Endpoint
+	if len(args) == 1 {
+		ep = args[0]
+	}
+	if ep == "" {
+		return &usageError{"no endpoint name specified"}
+	}
+	app := t.hc.view.Applications[t.hc.app]
+	if _, _, ok := app.Charm.endpoint(ep); !ok {
+		return fmt.Errorf("invalid endpoint %q", ep)
+	}
+	ids := []string{}
+	var nums []int
+	for _, r := range t.hc.view.Relations {
+		if e, ok := r.endpointOf(t.hc.app); ok && e.Name == ep && !r.Dying {
+			if rl := t.unitState().Seen.Relations[r.ID]; rl != nil && rl.Broken {
+				continue
+			}
+			nums = append(nums, r.ID)
+		}
+	}
+	sort.Ints(nums)
+	for _, n := range nums {
+		ids = append(ids, fmt.Sprintf("%s:%d", ep, n))
+	}
+	return t.out(ids)
+}
+
+// members is the remote units this unit sees in r during this hook.
+func (t *toolCall) members(r *Relation) []string {
+	rl := t.unitState().Seen.Relations[r.ID]
+	set := map[string]bool{}
+	if rl != nil {
+		for u := range rl.Joined {
+			set[u] = true
+		}
+	}
+	h := t.hc.hook
+	if h.RelationID == r.ID {
+		switch h.Kind {
+		case "relation-joined":
+			set[h.RemoteUnit] = true
+		case "relation-departed":
+			delete(set, h.RemoteUnit)
+		}
+	}
+	out := sortedKeys(set)
+	sort.Slice(out, func(i, j int) bool { return unitNumber(out[i]) < unitNumber(out[j]) })
+	return out
+}
+
+func (t *toolCall) relationList() error {
+	t.withFormat()
+	rel := t.fs.StringP("relation", "r", "", "relation id")
+	app := t.fs.Bool("app", false, "list the remote application")
+	if _, err := t.parse(0, 0); err != nil {
+		return err
+	}
+	r, err := t.relation(*rel)
+	if err != nil {
+		return err
+	}
+	if *app {
+		return t.out(r.remoteApp(t.hc.app))
+	}
+	return t.out(t.members(r))
+}
+
+func (t *toolCall) relationGet() error {
+	t.withFormat()
+	rel := t.fs.StringP("relation", "r", "", "relation id")
+	app := t.fs.Bool("app", false, "get the application databag")
+	args, err := t.parse(0, 2)
+	if err != nil {
+		return err
+	}
+	r, err := t.relation(*rel)
+	if err != nil {
+		return err
+	}
+	key := ""
+	if len(args) > 0 && args[0] != "-" {
+		key = args[0]
+	}
+	who := ""
+	if len(args) > 1 {
+		who = args[1]
+	} else if *app {
+		who = t.hc.hook.RemoteApp
+		if who == "" && t.hc.hook.RelationID == r.ID {
+			who = r.remoteApp(t.hc.app)
+		}
+	} else {
+		who = t.hc.hook.RemoteUnit
+	}
+	if who == "" {
+		return &usageError{"no unit or application specified"}
+	}
+	var data map[string]string
+	if *app {
+		appName, _, _ := strings.Cut(who, "/")
+		if _, ok := r.endpointOf(appName); !ok {
+			return fmt.Errorf("cannot read settings for application %q in relation %d: application not in relation", appName, r.ID)
+		}
+		if appName == t.hc.app && !r.isPeer() && !t.isLeaderNow() {
+			return fmt.Errorf("cannot read application settings of %q: permission denied (unit is not the leader)", appName)
+		}
+		data = r.AppData[appName]
+	} else {
+		if !strings.Contains(who, "/") {
+			return fmt.Errorf("invalid unit name %q", who)
+		}
+		appName, _, _ := strings.Cut(who, "/")
+		if _, ok := r.endpointOf(appName); !ok {
+			return fmt.Errorf("cannot read settings for unit %q in relation %d: unit not found", who, r.ID)
+		}
+		data = r.UnitData[who]
+	}
+	if key != "" {
+		return t.out(data[key])
+	}
+	if data == nil {
+		data = map[string]string{}
+	}
+	return t.out(data)
+}
+
+// parseSettings parses key=value arguments; an empty value deletes the key.
+func parseSettings(args []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, a := range args {
+		k, v, ok := strings.Cut(a, "=")
+		if !ok || k == "" {
+			return nil, &usageError{fmt.Sprintf("expected \"key=value\", got %q", a)}
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func (t *toolCall) relationSet() error {
+	rel := t.fs.StringP("relation", "r", "", "relation id")
+	app := t.fs.Bool("app", false, "set the application databag")
+	file := t.fs.String("file", "", "YAML file of settings (- for stdin)")
+	t.fs.String("format", "", "deprecated")
+	args, err := t.parse(0, -1)
+	if err != nil {
+		return err
+	}
+	r, err := t.relation(*rel)
+	if err != nil {
+		return err
+	}
+	settings := map[string]string{}
+	if *file != "" {
+		var raw map[string]any
+		if err := yaml.Unmarshal(t.stdin, &raw); err != nil {
+			return fmt.Errorf("cannot parse settings file: %w", err)
+		}
+		for k, v := range raw {
+			if v == nil {
+				settings[k] = ""
+			} else {
+				settings[k] = fmt.Sprint(v)
+			}
+		}
+	}
+	kv, err := parseSettings(args)
+	if err != nil {
+		return err
+	}
+	for k, v := range kv {
+		settings[k] = v
+	}
+	if *app && !t.isLeaderNow() {
+		return errors.New("cannot write relation settings: permission denied (unit is not the leader)")
+	}
+	id, unit, appName, peer := r.ID, t.hc.unit, t.hc.app, r.isPeer()
+	writeApp := *app
+	return t.hc.do(func(s *State) error {
+		r := s.Relations[id]
+		if r == nil {
+			return fmt.Errorf("relation %d is gone", id)
+		}
+		key := unit
+		data, versions := r.UnitData, r.UnitVersion
+		if writeApp {
+			key, data, versions = appName, r.AppData, r.AppVersion
+		}
+		var changed bool
+		data[key], changed = applySettings(data[key], settings)
+		if changed {
+			versions[key]++
+			if writeApp && peer {
+				if u := s.Units[unit]; u != nil {
+					rl := u.Seen.Relations[id]
+					if rl == nil {
+						rl = &RelationLocal{Joined: map[string]int{}}
+						if u.Seen.Relations == nil {
+							u.Seen.Relations = map[int]*RelationLocal{}
+						}
+						u.Seen.Relations[id] = rl
+					}
+					rl.AppVersion = versions[key]
+				}
+			}
+		}
+		return nil
+	})
+}

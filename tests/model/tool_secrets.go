@@ -1,0 +1,483 @@
+package model
+
+// secret-add, secret-get, secret-set, secret-grant, secret-revoke, secret-remove,
+// secret-ids, secret-info-get.
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Secrets.
+
+var secretKey = regexp.MustCompile(`^([a-z](?:-?[a-z0-9]){2,})$`)
+
+// parseSecretContent parses key=value, key#base64=value and key#file=path (the client turns
+// #file into a plain value) arguments.
+func parseSecretContent(args []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, a := range args {
+		k, v, ok := strings.Cut(a, "=")
+		if !ok {
+			return nil, &usageError{fmt.Sprintf("expected \"key=value\", got %q", a)}
+		}
+		name, enc, _ := strings.Cut(k, "#")
+		if !secretKey.MatchString(name) {
+			return nil, fmt.Errorf("secret key %q not valid", name)
+		}
+		switch enc {
+		case "":
+		case "base64":
+			b, err := base64.StdEncoding.DecodeString(v)
+			if err != nil {
+				return nil, fmt.Errorf("secret value for %q is not base64: %w", name, err)
+			}
+			v = string(b)
+		default:
+			return nil, fmt.Errorf("secret key %q: unknown encoding %q", name, enc)
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
+// findSecret resolves a secret id (secret:xid, secret://uuid/xid or xid) or label.
+func (t *toolCall) findSecret(id, label string) (*Secret, error) {
+	if id != "" {
+		x := id
+		x = strings.TrimPrefix(x, "secret:")
+		x = strings.TrimPrefix(x, "//")
+		if i := strings.LastIndex(x, "/"); i >= 0 {
+			x = x[i+1:]
+		}
+		if sec := t.hc.view.Secrets["secret:"+x]; sec != nil {
+			return sec, nil
+		}
+		return nil, fmt.Errorf("secret %q not found", id)
+	}
+	if label == "" {
+		return nil, &usageError{"secret URI or label must be specified"}
+	}
+	if sec := t.hc.view.secretByLabel(t.hc.unit, label); sec != nil {
+		return sec, nil
+	}
+	return nil, fmt.Errorf("secret with label %q not found", label)
+}
+
+// mayManage reports whether this unit may change sec (owner; app secrets only by the leader).
+func (t *toolCall) mayManage(sec *Secret) error {
+	if !sec.ownedBy(t.hc.unit, t.hc.app) {
+		return errors.New("permission denied")
+	}
+	if sec.OwnerApp != "" && !t.isLeaderNow() {
+		return errors.New("permission denied: only the leader may manage application secrets")
+	}
+	return nil
+}
+
+func (t *toolCall) secretAdd() error {
+	label := t.fs.String("label", "", "a label")
+	desc := t.fs.String("description", "", "a description")
+	owner := t.fs.String("owner", "application", "application or unit")
+	t.fs.String("expire", "", "expiry (not enforced)")
+	t.fs.String("rotate", "", "rotation policy (not enforced)")
+	file := t.fs.String("file", "", "YAML file of content")
+	args, err := t.parse(0, -1)
+	if err != nil {
+		return err
+	}
+	content, err := parseSecretContent(args)
+	if err != nil {
+		return err
+	}
+	if *file != "" {
+		var raw map[string]string
+		if err := yaml.Unmarshal(t.stdin, &raw); err != nil {
+			return fmt.Errorf("cannot parse secret file: %w", err)
+		}
+		fc, err := parseSecretContent(settingsArgs(raw))
+		if err != nil {
+			return err
+		}
+		for k, v := range fc {
+			content[k] = v
+		}
+	}
+	if len(content) == 0 {
+		return errors.New("missing secret value")
+	}
+	var ownerApp, ownerUnit string
+	switch *owner {
+	case "application":
+		if !t.isLeaderNow() {
+			return errors.New("cannot create a secret owned by the application: this unit is not the leader")
+		}
+		ownerApp = t.hc.app
+	case "unit":
+		ownerUnit = t.hc.unit
+	default:
+		return &usageError{fmt.Sprintf("invalid value %q for option --owner", *owner)}
+	}
+	if *label != "" && t.hc.view.secretByLabel(t.hc.unit, *label) != nil {
+		return fmt.Errorf("secret with label %q already exists", *label)
+	}
+	id := newSecretID()
+	lbl, d := *label, *desc
+	if err := t.hc.do(func(s *State) error {
+		s.Secrets[id] = &Secret{
+			ID: id, OwnerApp: ownerApp, OwnerUnit: ownerUnit, Label: lbl, Description: d,
+			Revisions: []SecretRevision{{Revision: 1, Content: content}},
+			Consumers: map[string]*SecretConsumer{},
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(t.stdout, id)
+	return err
+}
+
+func settingsArgs(m map[string]string) []string {
+	var out []string
+	for _, k := range sortedKeys(m) {
+		out = append(out, k+"="+m[k])
+	}
+	return out
+}
+
+func (t *toolCall) secretGet() error {
+	t.withFormat()
+	label := t.fs.String("label", "", "a label")
+	peek := t.fs.Bool("peek", false, "get the latest revision, keep tracking the current one")
+	refresh := t.fs.Bool("refresh", false, "track the latest revision and get it")
+	args, err := t.parse(0, 2)
+	if err != nil {
+		return err
+	}
+	if *peek && *refresh {
+		return &usageError{"specify one of --peek or --refresh but not both"}
+	}
+	id, key := "", ""
+	if len(args) > 0 {
+		id = args[0]
+	}
+	if len(args) > 1 {
+		key = args[1]
+	}
+	sec, err := t.findSecret(id, *label)
+	if err != nil {
+		return err
+	}
+	var content map[string]string
+	if sec.ownedBy(t.hc.unit, t.hc.app) {
+		if sec.OwnerApp != "" && !t.isLeaderNow() && !sec.grantedTo(t.hc.unit, t.hc.app) {
+			// Non-leader units of the owning application may read it, as in Juju.
+		}
+		if id != "" && *label != "" && *label != sec.Label {
+			lbl := *label
+			secID := sec.ID
+			if err := t.hc.do(func(s *State) error {
+				if x := s.Secrets[secID]; x != nil {
+					x.Label = lbl
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		content = sec.latest().Content
+	} else {
+		if !sec.grantedTo(t.hc.unit, t.hc.app) {
+			return fmt.Errorf("permission denied: secret %q is not granted to %s", sec.ID, t.hc.unit)
+		}
+		c := sec.Consumers[t.hc.unit]
+		tracked := 0
+		if c != nil {
+			tracked = c.Tracked
+		}
+		latest := sec.latest().Revision
+		rev := tracked
+		newTracked := tracked
+		switch {
+		case *peek:
+			rev = latest
+		case *refresh || tracked == 0:
+			rev, newTracked = latest, latest
+		}
+		r, ok := sec.revision(rev)
+		if !ok {
+			return fmt.Errorf("secret %q revision %d not found", sec.ID, rev)
+		}
+		content = r.Content
+		newLabel := ""
+		if c != nil {
+			newLabel = c.Label
+		}
+		if *label != "" && id != "" {
+			newLabel = *label
+		}
+		if c == nil || newTracked != tracked || newLabel != c.Label {
+			unit, secID := t.hc.unit, sec.ID
+			if err := t.hc.do(func(s *State) error {
+				x := s.Secrets[secID]
+				if x == nil {
+					return fmt.Errorf("secret %s is gone", secID)
+				}
+				if x.Consumers == nil {
+					x.Consumers = map[string]*SecretConsumer{}
+				}
+				x.Consumers[unit] = &SecretConsumer{Label: newLabel, Tracked: newTracked}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	if key != "" {
+		name, enc, _ := strings.Cut(key, "#")
+		v, ok := content[name]
+		if !ok {
+			return fmt.Errorf("secret %q has no key %q", sec.ID, name)
+		}
+		if enc == "base64" {
+			v = base64.StdEncoding.EncodeToString([]byte(v))
+		}
+		return t.out(v)
+	}
+	return t.out(content)
+}
+
+func (t *toolCall) secretSet() error {
+	label := t.fs.String("label", "", "a label")
+	desc := t.fs.String("description", "", "a description")
+	t.fs.String("expire", "", "expiry (not enforced)")
+	t.fs.String("rotate", "", "rotation policy (not enforced)")
+	t.fs.String("owner", "", "owner")
+	file := t.fs.String("file", "", "YAML file of content")
+	args, err := t.parse(1, -1)
+	if err != nil {
+		return err
+	}
+	sec, err := t.findSecret(args[0], "")
+	if err != nil {
+		return err
+	}
+	if err := t.mayManage(sec); err != nil {
+		return err
+	}
+	content, err := parseSecretContent(args[1:])
+	if err != nil {
+		return err
+	}
+	if *file != "" {
+		var raw map[string]string
+		if err := yaml.Unmarshal(t.stdin, &raw); err != nil {
+			return fmt.Errorf("cannot parse secret file: %w", err)
+		}
+		fc, err := parseSecretContent(settingsArgs(raw))
+		if err != nil {
+			return err
+		}
+		for k, v := range fc {
+			content[k] = v
+		}
+	}
+	secID, lbl, d := sec.ID, *label, *desc
+	return t.hc.do(func(s *State) error {
+		x := s.Secrets[secID]
+		if x == nil {
+			return fmt.Errorf("secret %s is gone", secID)
+		}
+		if lbl != "" {
+			x.Label = lbl
+		}
+		if d != "" {
+			x.Description = d
+		}
+		if len(content) > 0 && fmt.Sprint(content) != fmt.Sprint(x.latest().Content) {
+			x.Revisions = append(x.Revisions, SecretRevision{Revision: x.latest().Revision + 1, Content: content})
+		}
+		return nil
+	})
+}
+
+func (t *toolCall) secretGrant() error {
+	rel := t.fs.StringP("relation", "r", "", "relation id")
+	unitFlag := t.fs.String("unit", "", "grant to this unit only")
+	args, err := t.parse(1, 1)
+	if err != nil {
+		return err
+	}
+	if *rel == "" {
+		return &usageError{"missing relation"}
+	}
+	sec, err := t.findSecret(args[0], "")
+	if err != nil {
+		return err
+	}
+	if err := t.mayManage(sec); err != nil {
+		return err
+	}
+	r, err := t.relation(*rel)
+	if err != nil {
+		return err
+	}
+	remote := r.remoteApp(t.hc.app)
+	if *unitFlag != "" && !strings.HasPrefix(*unitFlag, remote+"/") {
+		return fmt.Errorf("cannot grant secret to unit %q: not a unit of %q", *unitFlag, remote)
+	}
+	secID, id, unit := sec.ID, r.ID, *unitFlag
+	return t.hc.do(func(s *State) error {
+		x := s.Secrets[secID]
+		if x == nil {
+			return fmt.Errorf("secret %s is gone", secID)
+		}
+		if s.Relations[id] == nil {
+			return fmt.Errorf("relation %d is gone", id)
+		}
+		for _, g := range x.Grants {
+			if g.RelationID == id && g.App == remote && g.Unit == unit {
+				return nil
+			}
+		}
+		x.Grants = append(x.Grants, SecretGrant{RelationID: id, App: remote, Unit: unit})
+		return nil
+	})
+}
+
+func (t *toolCall) secretRevoke() error {
+	rel := t.fs.StringP("relation", "r", "", "relation id")
+	appFlag := t.fs.String("app", "", "revoke from this application")
+	unitFlag := t.fs.String("unit", "", "revoke from this unit")
+	args, err := t.parse(1, 1)
+	if err != nil {
+		return err
+	}
+	sec, err := t.findSecret(args[0], "")
+	if err != nil {
+		return err
+	}
+	if err := t.mayManage(sec); err != nil {
+		return err
+	}
+	relID := -1
+	if *rel != "" {
+		r, err := t.relation(*rel)
+		if err != nil {
+			return err
+		}
+		relID = r.ID
+	}
+	secID, app, unit := sec.ID, *appFlag, *unitFlag
+	return t.hc.do(func(s *State) error {
+		x := s.Secrets[secID]
+		if x == nil {
+			return fmt.Errorf("secret %s is gone", secID)
+		}
+		var keep []SecretGrant
+		for _, g := range x.Grants {
+			match := (relID < 0 || g.RelationID == relID) && (app == "" || g.App == app) && (unit == "" || g.Unit == unit)
+			if !match {
+				keep = append(keep, g)
+			}
+		}
+		x.Grants = keep
+		for cu := range x.Consumers {
+			capp, _, _ := strings.Cut(cu, "/")
+			if !x.grantedTo(cu, capp) {
+				delete(x.Consumers, cu)
+			}
+		}
+		return nil
+	})
+}
+
+func (t *toolCall) secretRemove() error {
+	revision := t.fs.Int("revision", 0, "remove only this revision")
+	args, err := t.parse(1, 1)
+	if err != nil {
+		return err
+	}
+	sec, err := t.findSecret(args[0], "")
+	if err != nil {
+		return err
+	}
+	if err := t.mayManage(sec); err != nil {
+		return err
+	}
+	secID, rev := sec.ID, *revision
+	if rev != 0 {
+		if _, ok := sec.revision(rev); !ok {
+			return fmt.Errorf("secret %q revision %d not found", sec.ID, rev)
+		}
+	}
+	return t.hc.do(func(s *State) error {
+		x := s.Secrets[secID]
+		if x == nil {
+			return nil
+		}
+		if rev == 0 || len(x.Revisions) == 1 {
+			delete(s.Secrets, secID)
+			return nil
+		}
+		var keep []SecretRevision
+		for _, r := range x.Revisions {
+			if r.Revision != rev {
+				keep = append(keep, r)
+			}
+		}
+		x.Revisions = keep
+		return nil
+	})
+}
+
+func (t *toolCall) secretIDs() error {
+	t.withFormat()
+	if _, err := t.parse(0, 0); err != nil {
+		return err
+	}
+	ids := []string{}
+	for _, id := range sortedKeys(t.hc.view.Secrets) {
+		if t.hc.view.Secrets[id].ownedBy(t.hc.unit, t.hc.app) {
+			ids = append(ids, id)
+		}
+	}
+	return t.out(ids)
+}
+
+func (t *toolCall) secretInfoGet() error {
+	t.withFormat()
+	label := t.fs.String("label", "", "a label")
+	args, err := t.parse(0, 1)
+	if err != nil {
+		return err
+	}
+	id := ""
+	if len(args) == 1 {
+		id = args[0]
+	}
+	sec, err := t.findSecret(id, *label)
+	if err != nil {
+		return err
+	}
+	if !sec.ownedBy(t.hc.unit, t.hc.app) {
+		return errors.New("permission denied")
+	}
+	owner := "application"
+	if sec.OwnerUnit != "" {
+		owner = "unit"
+	}
+	info := map[string]any{"revision": sec.latest().Revision, "owner": owner, "rotation": "never"}
+	if sec.Label != "" {
+		info["label"] = sec.Label
+	}
+	if sec.Description != "" {
+		info["description"] = sec.Description
+	}
+	return t.out(map[string]any{strings.TrimPrefix(sec.ID, "secret:"): info})
+}
