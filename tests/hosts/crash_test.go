@@ -40,23 +40,35 @@ func TestCrashChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A daemon of the host that no parent-death signal reaches.
-	stray := h.Command(ctx, []string{"sleep", "infinity"})
+	// A daemon of the host that no parent-death signal reaches: in the host's network
+	// namespace but outside its PID namespace (whose processes all die with the host's PID 1).
+	stray := exec.Command("nsenter", "--net=/run/netns/"+h.NetNS, "--", "sleep", "infinity")
 	stray.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := stray.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Wait until it runs inside the host (nsenter has exec'd sleep).
+	// A process inside the host's PID namespace, started as tests start them.
+	inner := h.Command(ctx, []string{"sleep", "infinity"})
+	inner.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := inner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until both run inside the host: nsenter has exec'd sleep (stray), nsenter has
+	// forked sleep into the PID namespace (inner).
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
+	innerPID := 0
 	for {
 		comm, _ := os.ReadFile("/proc/" + strconv.Itoa(stray.Process.Pid) + "/comm")
-		if strings.TrimSpace(string(comm)) == "sleep" {
+		children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", inner.Process.Pid, inner.Process.Pid))
+		innerPID, _ = strconv.Atoi(strings.TrimSpace(string(children)))
+		innerComm, _ := os.ReadFile("/proc/" + strconv.Itoa(innerPID) + "/comm")
+		if strings.TrimSpace(string(comm)) == "sleep" && strings.TrimSpace(string(innerComm)) == "sleep" {
 			break
 		}
 		<-tick.C
 	}
-	fmt.Printf("READY %s %s %d %d %d\n", n.Prefix, h.NetNS, h.PID(), h.PebblePID(), stray.Process.Pid)
+	fmt.Printf("READY %s %s %d %d %d %d\n", n.Prefix, h.NetNS, h.PID(), h.PebblePID(), innerPID, stray.Process.Pid)
 	select {} // until killed
 }
 
@@ -80,7 +92,7 @@ func TestSweepAfterCrash(t *testing.T) {
 	var fields []string
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) == 6 && f[0] == "READY" {
+		if f := strings.Fields(sc.Text()); len(f) == 7 && f[0] == "READY" {
 			fields = f
 			break
 		}
@@ -120,12 +132,12 @@ func TestSweepAfterCrash(t *testing.T) {
 		pid, _ := strconv.Atoi(f)
 		pids = append(pids, pid)
 	}
-	holder, pebble, stray := pids[0], pids[1], pids[2]
+	holder, pebble, inner, stray := pids[0], pids[1], pids[2], pids[3]
 	t.Cleanup(func() { syscall.Kill(stray, syscall.SIGKILL) })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, pid := range []int{holder, pebble} {
+	for _, pid := range []int{holder, pebble, inner} {
 		if err := waitDead(ctx, pid); err != nil {
 			t.Errorf("host process %d survived its owner: %v", pid, err)
 		}

@@ -1,6 +1,9 @@
 // Package hosts gives tests real hosts on one machine: each host is a Linux
-// network namespace plus its own UTS (hostname) and mount namespaces, with
-// Pebble running inside as the host's service supervisor.
+// network namespace plus its own UTS (hostname), mount and PID namespaces,
+// with Pebble running inside as the host's service supervisor. A process in a
+// host sees only that host's processes (its /proc is the host's own: `pgrep
+// slurmd` lists the host's slurmd only) and its working directory is the
+// host's private /root.
 //
 // A Network is a private layer-2 segment: a "switch" network namespace holds a
 // bridge, and every host gets a veth pair whose inner end (eth0) carries the
@@ -12,7 +15,7 @@
 // directory under the network's Dir, seeded with the owner and mode of the
 // real directory): /etc/slurm, /etc/munge, /etc/default, /var/spool/slurmd,
 // /var/spool/slurmctld, /var/lib/slurm, /var/log/slurm, /var/lib/munge,
-// /var/log/munge, /var/lib/juju and /var/lib/pebble. /etc/hosts (localhost and
+// /var/log/munge, /var/lib/juju, /var/lib/pebble and /root. /etc/hosts (localhost and
 // the host's own name and address) and /etc/resolv.conf (no nameserver) are
 // the host's own files, /run is a private tmpfs (mode 0755) holding
 // /run/munge (owned by the munge user when it exists), and the hostname is the
@@ -37,6 +40,8 @@
 // RemoveHost) stop them with SIGTERM, then SIGKILL after a grace period, then
 // kill every process still inside the host's network namespace (daemons that
 // Pebble or a test started there), and delete the namespaces and directories.
+// The host's PID 1 is a shell that reaps orphans; when it exits, the kernel
+// kills every process left in the host's PID namespace.
 // If the test process dies without cleaning up, its hosts' holder and Pebble
 // processes are killed by the kernel (parent-death signal); the namespaces it
 // left behind, and any process still inside them, are swept by the next

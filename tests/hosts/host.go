@@ -22,6 +22,7 @@ var PrivateDirs = []string{
 	"/etc/slurm", "/etc/munge", "/etc/default",
 	"/var/spool/slurmd", "/var/spool/slurmctld", "/var/lib/slurm", "/var/log/slurm",
 	"/var/lib/munge", "/var/log/munge", "/var/lib/juju", "/var/lib/pebble",
+	"/root", // the working directory of Command: files a job or a test writes there stay in the host
 }
 
 // PebbleDir is the value of PEBBLE inside every host.
@@ -49,8 +50,8 @@ type Host struct {
 	// NetNS is the name of the host's network namespace (/run/netns/<NetNS>).
 	NetNS string
 
-	holder    *child // the process anchoring the UTS and mount namespaces
-	pebble    *child
+	holder    *child // unshare, anchoring the UTS, mount and PID namespaces; its inner process is the host's PID 1
+	pebble    *child // nsenter; its inner process is Pebble
 	grace     time.Duration
 	nsCreated bool
 }
@@ -165,12 +166,12 @@ func (h *Host) ProcPath(inside string) string {
 	return filepath.Join("/proc", strconv.Itoa(h.PID()), "root", filepath.Clean("/"+inside))
 }
 
-// PID is the process anchoring the host's namespaces; nsenter -t PID enters
-// the host.
-func (h *Host) PID() int { return h.holder.pid() }
+// PID is the process anchoring the host's namespaces (the host's PID 1, by its PID on the
+// machine); nsenter -t PID enters the host.
+func (h *Host) PID() int { return h.holder.inner }
 
-// PebblePID is the host's Pebble daemon.
-func (h *Host) PebblePID() int { return h.pebble.pid() }
+// PebblePID is the host's Pebble daemon (by its PID on the machine).
+func (h *Host) PebblePID() int { return h.pebble.inner }
 
 // PebbleSocket is the host-side path of the host's Pebble socket (inside the
 // host it is PebbleDir/.pebble.socket).
@@ -178,15 +179,31 @@ func (h *Host) PebbleSocket() string {
 	return h.Path(PebbleDir + "/.pebble.socket")
 }
 
-// Command returns a command running argv inside the host (its network, UTS
-// and mount namespaces) as root. Its environment is PATH=DefaultPath,
+// Command returns a command running argv inside the host (its network, UTS,
+// mount and PID namespaces) as root. Its environment is PATH=DefaultPath,
 // HOME=/root, LANG=C.UTF-8 and PEBBLE=PebbleDir, not the caller's; append to
 // cmd.Env to add more (SLURM_CONF, for example). The working directory is the
-// host's / (cmd.Dir is ignored by nsenter).
+// host's private /root (cmd.Dir is ignored by nsenter), so files written to
+// the working directory (a batch job's slurm-<id>.out) stay in the host.
+//
+// The command's process is nsenter, which runs argv as its child in the
+// host's PID namespace: argv sees only the host's processes (its /proc is the
+// host's own). Signals sent to cmd.Process do not reach argv, but the end of
+// ctx kills both.
 func (h *Host) Command(ctx context.Context, argv []string) *exec.Cmd {
-	args := append([]string{"-t", strconv.Itoa(h.PID()), "--net", "--uts", "--mount", "--"}, argv...)
+	// The directory is opened by nsenter before it enters the namespaces: name the host's
+	// /root through /proc/<pid>/root.
+	args := append([]string{"-t", strconv.Itoa(h.PID()), "--net", "--uts", "--mount", "--pid",
+		"--wd=" + h.ProcPath("/root"), "--"}, argv...)
 	cmd := exec.CommandContext(ctx, "nsenter", args...)
 	cmd.Env = []string{"PATH=" + DefaultPath, "HOME=/root", "LANG=C.UTF-8", "PEBBLE=" + PebbleDir}
+	// When ctx ends, kill argv too, not only nsenter (which passes no signal on).
+	cmd.Cancel = func() error {
+		if inner := onlyChild(cmd.Process.Pid); inner > 0 {
+			syscall.Kill(inner, syscall.SIGKILL)
+		}
+		return cmd.Process.Kill()
+	}
 	return cmd
 }
 
@@ -248,22 +265,36 @@ func (h *Host) makeDirs() error {
 	return os.WriteFile(h.Path("/etc/resolv.conf"), []byte("options attempts:1 timeout:1\n"), 0o644)
 }
 
-// startHolder starts the process that owns the host's UTS and mount
+// hostInit is the host's PID 1: it waits forever, reaps the orphans the
+// kernel gives it, and exits on SIGTERM (a PID 1 without a handler ignores
+// it; unshare, its parent, blocks it).
+const hostInit = `trap 'exit 0' TERM; while :; do sleep infinity & wait $!; done`
+
+// startHolder starts the process that owns the host's UTS, mount and PID
 // namespaces, inside its network namespace, and waits until it has them.
+// unshare forks the host's PID 1 (hostInit) into the new PID namespace with
+// its own /proc. When PID 1 exits (SIGTERM), or unshare dies (the test
+// process dying: its parent-death signal; --kill-child then kills PID 1),
+// the kernel kills every process of the host's PID namespace.
 func (h *Host) startHolder(ctx context.Context, timeout time.Duration) error {
 	cmd := exec.Command("nsenter", "--net=/run/netns/"+h.NetNS, "--",
-		"unshare", "--uts", "--mount", "--propagation", "private", "--",
-		"sleep", "infinity")
+		"unshare", "--uts", "--mount", "--propagation", "private",
+		"--pid", "--fork", "--kill-child", "--mount-proc", "--",
+		"/bin/sh", "-c", hostInit)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	c, err := startChild(cmd)
 	if err != nil {
 		return fmt.Errorf("cannot start namespace holder: %w", err)
 	}
 	h.holder = c
-	// unshare execs sleep only after unsharing and making / private.
+	// unshare's child execs sh only after the namespaces exist and /proc is mounted.
 	return waitFor(ctx, timeout, c, "namespace holder", func() bool {
-		comm, err := os.ReadFile("/proc/" + strconv.Itoa(c.pid()) + "/comm")
-		return err == nil && strings.TrimSpace(string(comm)) == "sleep"
+		inner := onlyChild(c.pid())
+		if inner == 0 || comm(inner) != "sh" {
+			return false
+		}
+		c.inner = inner
+		return true
 	})
 }
 
@@ -310,7 +341,7 @@ func (h *Host) startPebble(ctx context.Context, bin string, timeout time.Duratio
 		return err
 	}
 	defer log.Close()
-	cmd := exec.Command("nsenter", "-t", strconv.Itoa(h.PID()), "--net", "--uts", "--mount", "--",
+	cmd := exec.Command("nsenter", "-t", strconv.Itoa(h.PID()), "--net", "--uts", "--mount", "--pid", "--",
 		bin, "run", "--hold", "--create-dirs")
 	cmd.Env = []string{"PATH=" + DefaultPath, "HOME=/root", "LANG=C.UTF-8", "PEBBLE=" + PebbleDir}
 	cmd.Stdout, cmd.Stderr = log, log
@@ -322,6 +353,12 @@ func (h *Host) startPebble(ctx context.Context, bin string, timeout time.Duratio
 	h.pebble = c
 	sock := h.PebbleSocket()
 	err = waitFor(ctx, timeout, c, "pebble", func() bool {
+		if c.inner == 0 {
+			// nsenter forks Pebble into the host's PID namespace.
+			if c.inner = onlyChild(c.pid()); c.inner == 0 {
+				return false
+			}
+		}
 		conn, err := net.Dial("unix", sock)
 		if err != nil {
 			return false

@@ -186,6 +186,57 @@ func TestTwoHosts(t *testing.T) {
 			t.Errorf("service hostname (-want +got):\n%s", d)
 		}
 	})
+
+	t.Run("own processes and working directory", func(t *testing.T) {
+		// A process of alpha's, started as tests start daemons.
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		proc := a.Command(ctx, []string{"sleep", "4242"})
+		if err := proc.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer proc.Wait()
+		defer cancel()
+		if got := run(t, a, "sh", "-c", "until pgrep -f 'sleep 4242'; do sleep 0.02; done"); got == "" {
+			t.Fatal("alpha does not see its own process")
+		}
+		// beta sees none of alpha's processes: neither the one above nor alpha's Pebble.
+		for _, pattern := range []string{"sleep 4242", "pebble"} {
+			out, err := b.Run(context.Background(), "pgrep", "-af", pattern)
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			if pattern == "sleep 4242" && err == nil {
+				t.Errorf("beta sees alpha's process: %q", out)
+			}
+			if pattern == "pebble" && (err != nil || len(lines) != 1) {
+				t.Errorf("beta's pgrep -af pebble = %q (%v), want beta's own Pebble only", out, err)
+			}
+		}
+		// Every host has its own PID 1, and its own /proc.
+		for _, h := range []*hosts.Host{a, b} {
+			if got := run(t, h, "cat", "/proc/1/comm"); got != "sh" {
+				t.Errorf("PID 1 on %s is %q, want the host's sh", h.Name, got)
+			}
+			if got := run(t, h, "sh", "-c", "echo $$"); got == strconv.Itoa(os.Getpid()) {
+				t.Errorf("%s sees machine PIDs", h.Name)
+			}
+		}
+		// The working directory is the host's own /root: what a command (or a batch job
+		// submitted from there) writes to it lands in the host's directory.
+		if got := run(t, b, "pwd"); got != "/root" {
+			t.Errorf("working directory on beta: %q, want /root", got)
+		}
+		name := fmt.Sprintf("hosts-test-%d.out", os.Getpid())
+		run(t, b, "sh", "-c", "echo job > "+name)
+		if _, err := os.Stat(b.Path("/root/" + name)); err != nil {
+			t.Errorf("file written in beta's working directory: %v", err)
+		}
+		for _, where := range []string{"/root/" + name, "/" + name, a.Path("/root/" + name)} {
+			if _, err := os.Stat(where); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s: %v, want not to exist", where, err)
+				os.Remove(where)
+			}
+		}
+	})
 }
 
 func TestCleanup(t *testing.T) {

@@ -18,6 +18,9 @@ const pollInterval = 20 * time.Millisecond
 type child struct {
 	cmd  *exec.Cmd
 	done chan struct{} // closed once cmd.Wait returned
+	// inner is the process cmd forked into a new PID namespace (unshare --fork, nsenter
+	// --pid), by its PID in this namespace, once known; 0 when cmd runs the program itself.
+	inner int
 }
 
 func startChild(cmd *exec.Cmd) (*child, error) {
@@ -43,12 +46,17 @@ func (c *child) exited() bool {
 	}
 }
 
-// stop sends SIGTERM, waits up to grace, then SIGKILL and waits for the exit.
+// stop sends SIGTERM (to the inner process when there is one: nsenter does not pass signals
+// on, and exits when its child does), waits up to grace, then SIGKILL and waits for the exit.
 func (c *child) stop(grace time.Duration) {
 	if c == nil || c.exited() {
 		return
 	}
-	c.cmd.Process.Signal(syscall.SIGTERM)
+	if c.inner > 0 {
+		syscall.Kill(c.inner, syscall.SIGTERM)
+	} else {
+		c.cmd.Process.Signal(syscall.SIGTERM)
+	}
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
@@ -56,8 +64,38 @@ func (c *child) stop(grace time.Duration) {
 		return
 	case <-t.C:
 	}
+	if c.inner > 0 {
+		syscall.Kill(c.inner, syscall.SIGKILL)
+	}
 	c.cmd.Process.Kill()
 	<-c.done
+}
+
+// onlyChild returns the PID of pid's only child, or 0 while it has none (or several): the
+// process that unshare --fork or nsenter --pid started in the new PID namespace.
+func onlyChild(pid int) int {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(data))
+	if len(f) != 1 {
+		return 0
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// comm is the command name of pid ("" when it is gone).
+func comm(pid int) string {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
 }
 
 // alive reports whether pid exists and is not a zombie (this machine's PID 1

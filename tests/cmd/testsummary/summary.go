@@ -93,7 +93,9 @@ func (s *Summary) event(ev event) {
 		s.echo(ev.Output)
 		return
 	case "build-fail":
-		s.pkg(ev.ImportPath).PackageFailed = true
+		// "pkg [pkg.test]" for a test binary: the package is pkg.
+		name, _, _ := strings.Cut(ev.ImportPath, " [")
+		s.pkg(name).PackageFailed = true
 		return
 	}
 	if ev.Package == "" {

@@ -33,7 +33,7 @@ const stream = `{"Action":"start","Package":"ex/a"}
 {"Action":"output","Package":"ex/b","Output":"?   \tex/b\t[no test files]\n"}
 {"Action":"skip","Package":"ex/b"}
 {"ImportPath":"ex/c","Action":"build-output","Output":"ex/c/c.go:3:1: syntax error\n"}
-{"ImportPath":"ex/c","Action":"build-fail"}
+{"ImportPath":"ex/c [ex/c.test]","Action":"build-fail"}
 {"Action":"output","Package":"ex/c","Output":"FAIL\tex/c [build failed]\n"}
 {"Action":"fail","Package":"ex/c"}
 not json at all

@@ -2,7 +2,7 @@
 // test ends, pass or fail.
 //
 // New skips the test with a loud reason when it cannot run here (not root, no
-// network namespaces, missing ip/nsenter/unshare), except when the
+// network or PID namespaces, missing ip/nsenter/unshare), except when the
 // environment variable CI is "true": then it fails the test instead, so CI
 // never silently skips real-daemon tests.
 //
@@ -120,8 +120,9 @@ func probe() string {
 		return fmt.Sprintf("network namespaces (ip netns add failed: %v: %s)", err, out)
 	}
 	defer exec.Command("ip", "netns", "delete", name).Run()
-	if out, err := exec.Command("nsenter", "--net=/run/netns/"+name, "--", "unshare", "--uts", "--mount", "--propagation", "private", "--", "true").CombinedOutput(); err != nil {
-		return fmt.Sprintf("UTS and mount namespaces (unshare failed: %v: %s)", err, out)
+	if out, err := exec.Command("nsenter", "--net=/run/netns/"+name, "--", "unshare", "--uts", "--mount", "--propagation", "private",
+		"--pid", "--fork", "--kill-child", "--mount-proc", "--", "true").CombinedOutput(); err != nil {
+		return fmt.Sprintf("UTS, mount and PID namespaces (unshare failed: %v: %s)", err, out)
 	}
 	return ""
 }
