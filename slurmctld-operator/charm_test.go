@@ -780,3 +780,6 @@ func TestMungedReadiness(t *testing.T) {
 		t.Error("slurmctld started although munged does not answer")
 	}
 }
+
+// partitionPath is the live partition file of app, relative to the charm's root.
+func partitionPath(app string) string { return confDir + "/" + partitionInclude(app) }

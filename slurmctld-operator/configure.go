@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -63,16 +64,30 @@ func (h *hook) ensureController(ctx context.Context) error {
 	if err := h.ensureKey(ctx, feat); err != nil {
 		return err
 	}
-	confChanged, err := h.writeSlurmConf(ctx, feat)
-	if err != nil {
+	prevExtra := h.st.ExtraKeys
+	changed, err := h.changeConf(ctx, func(ctx context.Context) (bool, error) {
+		confChanged, err := h.writeSlurmConf(ctx, feat)
+		if err != nil {
+			return false, err
+		}
+		partsChanged, err := h.syncPartitions(ctx, nil)
+		return confChanged || partsChanged, err
+	})
+	var ce *slurm.ConfigError
+	switch {
+	case errors.As(err, &ce) && len(h.extra) > 0:
+		// Slurm cannot read slurm.conf with these parameters: the live file, and a running
+		// slurmctld, keep the previous ones; a controller that is not running yet stays so.
+		h.st.ExtraKeys = prevExtra
+		h.st.ConfRefused = "slurm-conf-parameters: " + refusal(ce)
+		h.logf(ctx, juju.LevelWarning, "slurm.conf left as it was: %v", err)
+		return nil
+	case err != nil:
 		return err
 	}
-	partsChanged, err := h.syncPartitions(ctx, nil)
-	if err != nil {
-		return err
-	}
+	h.st.ConfRefused = ""
 	if h.running(ctx) {
-		if confChanged || partsChanged {
+		if changed {
 			if err := h.reconfigure(ctx); err != nil {
 				return err
 			}

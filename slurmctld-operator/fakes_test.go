@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
+	"github.com/charmed-slurm/operators/libs/slurm/slurmtest"
 )
 
 // fakeNode is a node of fakeSlurm's cluster.
@@ -40,6 +43,12 @@ type fakeSlurm struct {
 	tick func(f *fakeSlurm)
 	// mungeUp reports whether munged runs: `munge -n` fails as real munge does otherwise.
 	mungeUp func() bool
+	// refuseConf makes Slurm's parser (`scontrol show hostnames` with SLURM_CONF set to a
+	// candidate slurm.conf) refuse a candidate whose slurm.conf or partition files contain it,
+	// answering as real Slurm does (slurmtest's checkconf-refused); checked is every candidate
+	// slurm.conf the parser read.
+	refuseConf string
+	checked    []string
 }
 
 func newFakeSlurm() *fakeSlurm {
@@ -116,6 +125,9 @@ func (f *fakeSlurm) Run(ctx context.Context, argv []string, env []string) (slurm
 		}
 		return ok(""), nil
 	case "scontrol", "squeue", "scancel":
+		if len(argv) == 4 && argv[1] == "show" && argv[2] == "hostnames" {
+			return f.checkConf(env)
+		}
 		if !slices.Contains(env, "SLURM_CONF=/etc/slurm/slurm.conf") {
 			return slurm.Output{}, fmt.Errorf("fake: %v run without SLURM_CONF", argv)
 		}
@@ -416,4 +428,33 @@ func (s *fakeServices) count(call string) int {
 		}
 	}
 	return n
+}
+
+// checkConf plays `scontrol show hostnames x` reading the candidate slurm.conf that env's
+// SLURM_CONF names, with the recorded outputs of real Slurm 22.05.
+func (f *fakeSlurm) checkConf(env []string) (slurm.Output, error) {
+	var conf string
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "SLURM_CONF="); ok {
+			conf = v
+		}
+	}
+	if conf == "" {
+		return slurm.Output{}, fmt.Errorf("fake: scontrol show hostnames run without SLURM_CONF")
+	}
+	f.checked = append(f.checked, conf)
+	files, err := filepath.Glob(filepath.Join(filepath.Dir(conf), "*.conf"))
+	if err != nil || len(files) == 0 {
+		return slurm.Output{}, fmt.Errorf("fake: no candidate configuration beside %s", conf)
+	}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return slurm.Output{}, err
+		}
+		if f.refuseConf != "" && strings.Contains(string(data), f.refuseConf) {
+			return slurmtest.Real("checkconf-refused").Output, nil
+		}
+	}
+	return slurmtest.Real("checkconf-ok").Output, nil
 }

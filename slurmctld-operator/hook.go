@@ -30,6 +30,8 @@ type hook struct {
 	pub *published
 	// saved is st as last read or written (encodeState); save writes only a different one.
 	saved []byte
+	// stage is the candidate configuration directory while changeConf runs an edit.
+	stage string
 }
 
 // begin reads the state, configuration and leadership for a hook.
@@ -175,6 +177,9 @@ func (h *hook) status(ctx context.Context) (juju.StatusCode, string) {
 	}
 	if err := h.clusterNameError(); err != nil {
 		return juju.StatusBlocked, err.Error()
+	}
+	if h.st.ConfRefused != "" && h.leader {
+		return juju.StatusBlocked, h.st.ConfRefused
 	}
 	if !h.leader {
 		return juju.StatusBlocked, "standby unit: only the leader runs slurmctld (controller high availability is not supported yet)"

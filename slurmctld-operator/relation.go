@@ -81,10 +81,26 @@ func (h *hook) slurmdReady(ctx context.Context, ev slurmd.SlurmdReady) error {
 	if err := h.publish(ctx, ev.Relation); err != nil {
 		return err
 	}
+	known := slices.Contains(h.st.Apps, ev.App)
+	_, wasRemoving := h.st.Removing[ev.App]
 	delete(h.st.Problems, ev.App)
 	delete(h.st.Removing, ev.App)
 	h.st.addApp(ev.App)
-	changed, err := h.syncPartitions(ctx, map[string]slurmd.ComputeData{ev.App: ev.Data})
+	changed, err := h.changeConf(ctx, func(ctx context.Context) (bool, error) {
+		return h.syncPartitions(ctx, map[string]slurmd.ComputeData{ev.App: ev.Data})
+	})
+	var ce *slurm.ConfigError
+	if errors.As(err, &ce) {
+		// Slurm cannot read the partition: the previous one (or none) stays.
+		if !known {
+			h.st.dropApp(ev.App)
+		} else if wasRemoving {
+			h.st.Removing[ev.App] = removal{Jobs: -1}
+		}
+		h.st.setProblem(ev.App, "partition refused, previous one kept: "+refusal(ce))
+		h.logf(ctx, juju.LevelWarning, "refusing the partition of %s (previous partition kept): %v", ev.App, err)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -126,7 +142,7 @@ func (h *hook) slurmdDisconnected(ctx context.Context, ev slurmd.SlurmdDisconnec
 		return nil
 	}
 	// The file says INACTIVE too, so that a reconfigure for another application keeps it so.
-	if _, err := h.syncPartitions(ctx, nil); err != nil {
+	if _, err := h.changeConf(ctx, func(ctx context.Context) (bool, error) { return h.syncPartitions(ctx, nil) }); err != nil {
 		return err
 	}
 	for _, app := range apps {
@@ -257,9 +273,6 @@ func (h *hook) finishRemovals(ctx context.Context, budget time.Duration) error {
 			}
 		}
 		if removed {
-			if _, err := h.syncPartitions(ctx, nil); err != nil {
-				return err
-			}
 			if h.running(ctx) {
 				if err := h.reconfigure(ctx); err != nil {
 					return err
@@ -322,10 +335,20 @@ func (h *hook) finishRemoval(ctx context.Context, app string) (bool, error) {
 	if left > 0 {
 		return false, nil
 	}
-	if err := h.removePartition(ctx, app); err != nil {
+	_, err = h.changeConf(ctx, func(ctx context.Context) (bool, error) {
+		if err := h.removePartition(ctx, app); err != nil {
+			return false, err
+		}
+		h.st.dropApp(app)
+		// The default partition may move to another application.
+		_, err := h.syncPartitions(ctx, nil)
+		return true, err
+	})
+	if err != nil {
+		h.st.addApp(app)
+		h.st.Removing[app] = removal{Jobs: 0}
 		return false, err
 	}
-	h.st.dropApp(app)
 	h.logf(ctx, juju.LevelInfo, "removed partition %s", app)
 	return true, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,10 +86,10 @@ func (h *hook) writeSlurmConf(ctx context.Context, feat slurm.Features) (bool, e
 	if err != nil {
 		return false, err
 	}
-	path := c.path(confPath)
+	path := h.confFile("slurm.conf")
 	created := false
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(c.path(confDir), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return false, fmt.Errorf("cannot create %s: %w", confDir, err)
 		}
 		if err := slurmconf.WriteFile(ctx, path, []byte(confHeader), slurmconf.EditOptions{Mode: 0o644}); err != nil {
@@ -143,9 +144,6 @@ var placeholderPartition = slurmconf.Partition{Name: "unconfigured", Params: slu
 // partitionInclude is the include line's (relative) path for app's partition file.
 func partitionInclude(app string) string { return "partition-" + app + ".conf" }
 
-// partitionPath is the partition file of app on the host.
-func partitionPath(app string) string { return confDir + "/" + partitionInclude(app) }
-
 // defaultApp is the application whose partition is the default one: default-partition when it
 // names a related application, else the first one that is not being removed.
 func (h *hook) defaultApp() string {
@@ -169,15 +167,15 @@ func renderPartition(data slurmd.ComputeData) []byte {
 }
 
 // readPartition reads app's partition file back.
-func (c *Charm) readPartition(ctx context.Context, app string) (slurmd.ComputeData, error) {
-	doc, err := slurmconf.ReadFile(ctx, c.path(partitionPath(app)))
+func (h *hook) readPartition(ctx context.Context, app string) (slurmd.ComputeData, error) {
+	doc, err := slurmconf.ReadFile(ctx, h.confFile(partitionInclude(app)))
 	if err != nil {
 		return slurmd.ComputeData{}, err
 	}
 	ns, ok1 := doc.NodeSet(app)
 	p, ok2 := doc.Partition(app)
 	if !ok1 || !ok2 {
-		return slurmd.ComputeData{}, fmt.Errorf("%s has no NodeSet or PartitionName %s", partitionPath(app), app)
+		return slurmd.ComputeData{}, fmt.Errorf("%s has no NodeSet or PartitionName %s", partitionInclude(app), app)
 	}
 	return slurmd.ComputeData{NodeSet: ns, Partition: p}, nil
 }
@@ -187,7 +185,6 @@ func (c *Charm) readPartition(ctx context.Context, app string) (slurmd.ComputeDa
 // State=INACTIVE on partitions being removed, and adds the include lines to slurm.conf. It
 // reports whether any file changed: the caller then reconfigures once.
 func (h *hook) syncPartitions(ctx context.Context, override map[string]slurmd.ComputeData) (bool, error) {
-	c := h.c
 	def := h.defaultApp()
 	changed := false
 	var includes []string
@@ -195,7 +192,7 @@ func (h *hook) syncPartitions(ctx context.Context, override map[string]slurmd.Co
 		data, ok := override[app]
 		if !ok {
 			var err error
-			if data, err = c.readPartition(ctx, app); err != nil {
+			if data, err = h.readPartition(ctx, app); err != nil {
 				h.logf(ctx, juju.LevelWarning, "cannot read the partition of %s: %v", app, err)
 				continue
 			}
@@ -210,16 +207,16 @@ func (h *hook) syncPartitions(ctx context.Context, override map[string]slurmd.Co
 			data.Partition.Params.Set("State", slurm.PartitionInactive)
 		}
 		content := renderPartition(data)
-		path := c.path(partitionPath(app))
+		path := h.confFile(partitionInclude(app))
 		if old, err := os.ReadFile(path); err != nil || !bytes.Equal(old, content) {
 			if err := slurmconf.WriteFile(ctx, path, content, slurmconf.EditOptions{Mode: 0o644}); err != nil {
-				return changed, fmt.Errorf("cannot write %s: %w", partitionPath(app), err)
+				return changed, fmt.Errorf("cannot write %s: %w", partitionInclude(app), err)
 			}
 			changed = true
 		}
 		includes = append(includes, partitionInclude(app))
 	}
-	incChanged, err := slurmconf.Edit(ctx, c.path(confPath), func(d *slurmconf.Doc) error {
+	incChanged, err := slurmconf.Edit(ctx, h.confFile("slurm.conf"), func(d *slurmconf.Doc) error {
 		// slurmctld refuses to start without a partition: until a slurmd application
 		// brings one, a hidden, inactive placeholder without nodes stands in.
 		if len(includes) == 0 {
@@ -244,16 +241,15 @@ func (h *hook) syncPartitions(ctx context.Context, override map[string]slurmd.Co
 
 // removePartition deletes app's include line and partition file.
 func (h *hook) removePartition(ctx context.Context, app string) error {
-	c := h.c
-	_, err := slurmconf.Edit(ctx, c.path(confPath), func(d *slurmconf.Doc) error {
+	_, err := slurmconf.Edit(ctx, h.confFile("slurm.conf"), func(d *slurmconf.Doc) error {
 		d.DeleteInclude(partitionInclude(app))
 		return nil
 	}, slurmconf.EditOptions{})
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("cannot remove the include of %s from %s: %w", app, confPath, err)
 	}
-	if err := os.Remove(c.path(partitionPath(app))); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("cannot remove %s: %w", partitionPath(app), err)
+	if err := os.Remove(h.confFile(partitionInclude(app))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("cannot remove %s: %w", partitionInclude(app), err)
 	}
 	return nil
 }

@@ -47,6 +47,9 @@ type charmState struct {
 	KeyID string `json:"key-id,omitempty"`
 	// ExtraKeys are the global keys last applied from slurm-conf-parameters.
 	ExtraKeys []string `json:"extra-keys,omitempty"`
+	// ConfRefused says why Slurm's parser refused slurm.conf with the current
+	// slurm-conf-parameters (the live file keeps the previous ones); empty once accepted.
+	ConfRefused string `json:"conf-refused,omitempty"`
 	// Apps are the slurmd applications with a partition include, in order of arrival
 	// (the first is the default partition unless default-partition says otherwise).
 	Apps []string `json:"apps,omitempty"`

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/juju/jujutest"
+)
+
+// TestSlurmRefusesParameters: slurm-conf-parameters that pass the charm's checks but that
+// Slurm's parser refuses leave slurm.conf and the running controller as they were, block
+// naming the key, and clear once fixed.
+func TestSlurmRefusesParameters(t *testing.T) {
+	e := newEnv(t)
+	out := e.started()
+	before := e.read(confPath)
+	reconf := e.slurm.count("scontrol", "reconfigure")
+
+	e.slurm.refuseConf = "MaxJobCount=abc"
+	out.Config["slurm-conf-parameters"] = "MaxJobCount=abc"
+	out = e.run(out, jujutest.Hook(juju.ConfigChanged))
+	// The fake answers with the recorded real refusal (checkconf-refused, which names
+	// MaxTime=abc): the status names the option and the key Slurm names.
+	if out.UnitStatus.Code != juju.StatusBlocked || !strings.HasPrefix(out.UnitStatus.Message, "slurm-conf-parameters: Slurm refuses MaxTime=abc: ") {
+		t.Errorf("status %+v, want blocked naming slurm-conf-parameters and Slurm's key", out.UnitStatus)
+	}
+	if after := e.read(confPath); after != before {
+		t.Errorf("slurm.conf changed although Slurm refused it:\n%s", after)
+	}
+	if n := e.slurm.count("scontrol", "reconfigure"); n != reconf {
+		t.Errorf("%d reconfigures after a refused candidate, want none", n-reconf)
+	}
+	if len(e.slurm.checked) == 0 || !strings.Contains(e.slurm.checked[len(e.slurm.checked)-1], candidatePrefix) {
+		t.Errorf("Slurm's parser read %q, want a candidate directory", e.slurm.checked)
+	}
+	if left, _ := filepath.Glob(e.c.path(filepath.Join(confDir, candidatePrefix+"*"))); len(left) > 0 {
+		t.Errorf("candidate directories left behind: %v", left)
+	}
+
+	// update-status keeps saying so.
+	out = e.run(out, jujutest.Hook(juju.UpdateStatus))
+	if out.UnitStatus.Code != juju.StatusBlocked {
+		t.Errorf("status after update-status %+v, want still blocked", out.UnitStatus)
+	}
+
+	// A value Slurm reads is applied with one reconfigure and clears the status.
+	e.slurm.refuseConf = ""
+	out.Config["slurm-conf-parameters"] = "MaxJobCount=5000"
+	out = e.run(out, jujutest.Hook(juju.ConfigChanged))
+	if out.UnitStatus.Code != juju.StatusActive {
+		t.Errorf("status %+v after fixing the value", out.UnitStatus)
+	}
+	if !strings.Contains(e.read(confPath), "MaxJobCount=5000") {
+		t.Errorf("fixed value not applied:\n%s", e.read(confPath))
+	}
+	if n := e.slurm.count("scontrol", "reconfigure"); n != reconf+1 {
+		t.Errorf("%d reconfigures for the fixed value, want 1", n-reconf)
+	}
+}
+
+// TestSlurmRefusesPartition: a partition Slurm's parser refuses keeps the previous partition
+// file (or adds none for a new application), runs no reconfigure and blocks naming the
+// application.
+func TestSlurmRefusesPartition(t *testing.T) {
+	e := newEnv(t)
+	in := e.started()
+	in.Relations = []jujutest.Relation{relation("slurmd:1", "slurmd", compute(t, "slurmd", "MaxTime=1:00:00"), "slurmd/0")}
+	out := e.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmd:1", "slurmd/0"))
+	before, conf := e.read(partitionPath("slurmd")), e.read(confPath)
+	reconf := e.slurm.count("scontrol", "reconfigure")
+
+	e.slurm.refuseConf = "MaxTime=2:00:00"
+	in = out
+	in.Relations = []jujutest.Relation{relation("slurmd:1", "slurmd", compute(t, "slurmd", "MaxTime=2:00:00"), "slurmd/0")}
+	out = e.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmd:1", "slurmd/0"))
+	if out.UnitStatus.Code != juju.StatusBlocked || !strings.HasPrefix(out.UnitStatus.Message, "slurmd application slurmd: partition refused, previous one kept: Slurm refuses") {
+		t.Errorf("status %+v, want blocked naming the application", out.UnitStatus)
+	}
+	if after := e.read(partitionPath("slurmd")); after != before {
+		t.Errorf("partition changed although Slurm refused it:\n%s", after)
+	}
+
+	// A new application whose partition Slurm refuses gets no include and no file.
+	e.slurm.refuseConf = "MaxTime=3:00"
+	in = out
+	in.Relations = append(in.Relations, relation("slurmd:2", "gpu", compute(t, "gpu", "MaxTime=3:00"), "gpu/0"))
+	out = e.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmd:2", "gpu/0"))
+	if e.exists(partitionPath("gpu")) || e.read(confPath) != conf {
+		t.Errorf("refused new partition written: gpu file exists=%v, slurm.conf:\n%s", e.exists(partitionPath("gpu")), e.read(confPath))
+	}
+	if n := e.slurm.count("scontrol", "reconfigure"); n != reconf {
+		t.Errorf("%d reconfigures after refused partitions, want none", n-reconf)
+	}
+	if _, err := os.Stat(e.c.path(confPath)); err != nil {
+		t.Fatal(err)
+	}
+}
