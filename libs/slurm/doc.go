@@ -23,12 +23,28 @@
 // node's state is a base state plus flags ([NodeState]); [NodeState.Draining] and
 // [NodeState.Drained] derive the same DRAINING/DRAINED that sinfo prints.
 //
-// Removing a dynamic node safely is:
+// # Removing a node
 //
-//	err := c.Drain(ctx, "node1", "unit slurmd/1 removed")
-//	err = c.WaitDrained(ctx, "node1")    // no running or completing job left
-//	// stop slurmd on the node, then:
-//	err = c.DeleteNode(ctx, "node1")     // errors.Is(err, slurm.ErrNodeBusy) → retry later
+// Removing a dynamic node safely is one protocol, [Remover] over a [Removal]: drain the
+// node with a reason, wait until no job runs or completes on it (progress reported
+// through Remover.Progress), stop its slurmd (Remover.Stop: a running dynamic slurmd
+// re-creates its node), delete the record. A node with running jobs is never deleted:
+// the jobs are waited for, or, only when asked (CancelJobs), cancelled through
+// [Client.CancelJobs]; RefuseJobs fails at once with a *[BusyError].
+//
+//	m := &slurm.Remover{Client: c, Stop: stopSlurmd, Progress: showJobs}
+//	r := &slurm.Removal{Node: "slurmd-1", Reason: "unit slurmd/1 removed"}
+//	err := m.Remove(ctx, r) // drain → wait → stop → delete
+//
+// [Remover.Remove] retries an unreachable controller for UnreachableFor and a delete
+// refused as busy for BusyFor, and waits for jobs as long as ctx allows; giving up is a
+// *[RemovalError]. [Remover.Step] advances a removal as far as it goes without waiting:
+// a controller's reconcile keeps the Removal (plain JSON) in its state and steps it once
+// per hook. A re-registration removes the node, starts slurmd again and calls
+// [Remover.Restore]; [Remover.Abort] resumes a node whose wait was given up.
+//
+// Every command carries a timeout ([Client.Timeout], [DefaultTimeout]); a controller
+// command that times out counts as an unreachable controller.
 //
 // # Errors
 //

@@ -1,0 +1,385 @@
+package slurm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/charmed-slurm/operators/libs/poll"
+)
+
+// Defaults of a Remover's zero bounds.
+const (
+	// DefaultUnreachableFor is how long Remove retries an unreachable controller.
+	DefaultUnreachableFor = 30 * time.Second
+	// DefaultBusyFor is how long Remove retries a delete that Slurm refuses as busy once
+	// the node's jobs are gone (a job record still completing).
+	DefaultBusyFor = time.Minute
+)
+
+// RemovalPhase is where a node's removal stands. The phases run in this order; a removal
+// whose node turns out unknown skips to RemovalDone.
+type RemovalPhase string
+
+const (
+	// RemovalDrain (the zero phase): the node is drained with the removal's reason.
+	RemovalDrain RemovalPhase = ""
+	// RemovalWait: waiting until no job runs or completes on the node.
+	RemovalWait RemovalPhase = "wait"
+	// RemovalStop: the node's daemon is stopped (Remover.Stop), so that it cannot
+	// re-create the node record.
+	RemovalStop RemovalPhase = "stop"
+	// RemovalDelete: `scontrol delete`, retried while Slurm answers busy.
+	RemovalDelete RemovalPhase = "delete"
+	// RemovalDone: the node record is gone.
+	RemovalDone RemovalPhase = "done"
+)
+
+// JobPolicy is what a removal does about the jobs on its node.
+type JobPolicy string
+
+const (
+	// WaitForJobs (the zero policy) waits until the jobs end: no running job is lost.
+	WaitForJobs JobPolicy = ""
+	// CancelJobs cancels the jobs (scancel) and waits until they are gone: the explicit
+	// force path, which reports the jobs it cancelled in Removal.Cancelled.
+	CancelJobs JobPolicy = "cancel"
+	// RefuseJobs fails the removal with a *BusyError naming the jobs.
+	RefuseJobs JobPolicy = "refuse"
+)
+
+// Removal is one node's removal: drain → wait for its jobs → stop its daemon → delete its
+// record. It is plain data (JSON-encodable) so that a charm can keep it in its state and
+// advance it across hooks with Remover.Step; Remover.Remove advances it to the end.
+type Removal struct {
+	// Node is the Slurm node name.
+	Node string `json:"node"`
+	// Reason is the drain reason; empty means the node is not drained first (only
+	// sensible with RefuseJobs: a node without jobs is deleted at once).
+	Reason string `json:"reason,omitempty"`
+	// Jobs says what to do about the node's jobs.
+	Jobs JobPolicy `json:"jobs,omitempty"`
+
+	// Phase is where the removal stands.
+	Phase RemovalPhase `json:"phase,omitempty"`
+	// Drained: this removal drained the node (Abort resumes it).
+	Drained bool `json:"drained,omitempty"`
+	// WasDrain, WasDown and PriorReason are the node's administrative state before the
+	// removal, for Restore.
+	WasDrain    bool   `json:"was-drain,omitempty"`
+	WasDown     bool   `json:"was-down,omitempty"`
+	PriorReason string `json:"prior-reason,omitempty"`
+	// JobCount is the number of jobs last seen on the node; Counted is false before the
+	// first count.
+	JobCount int  `json:"job-count,omitempty"`
+	Counted  bool `json:"counted,omitempty"`
+	// Cancelled are the jobs cancelled under CancelJobs.
+	Cancelled []string `json:"cancelled,omitempty"`
+}
+
+// Done reports whether the node is gone.
+func (r *Removal) Done() bool { return r.Phase == RemovalDone }
+
+// BusyError is a removal refused (RefuseJobs) because jobs run on the node. It unwraps to
+// ErrNodeBusy.
+type BusyError struct {
+	Node string
+	Jobs []Job
+}
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("node %s has running jobs %s", e.Node, strings.Join(JobIDs(e.Jobs), ","))
+}
+
+// Unwrap returns ErrNodeBusy.
+func (e *BusyError) Unwrap() error { return ErrNodeBusy }
+
+// RemovalError is a removal that Remove gave up: at Phase, with Jobs jobs last seen on the
+// node, because of Err (an unreachable controller past UnreachableFor, a delete refused as
+// busy past BusyFor, the context's end, or another failure).
+type RemovalError struct {
+	Node  string
+	Phase RemovalPhase
+	Jobs  int
+	Err   error
+}
+
+func (e *RemovalError) Error() string {
+	if e.Phase == RemovalWait && e.Jobs > 0 {
+		return fmt.Sprintf("%d jobs still running on node %s: %v", e.Jobs, e.Node, e.Err)
+	}
+	return fmt.Sprintf("cannot remove node %s: %v", e.Node, e.Err)
+}
+
+func (e *RemovalError) Unwrap() error { return e.Err }
+
+// JobIDs are the ids of jobs.
+func JobIDs(jobs []Job) []string {
+	ids := make([]string, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	return ids
+}
+
+// Remover runs node removals through Client. One protocol serves every caller: a departing
+// unit's hook (Remove, Stop set to stop its slurmd), a controller's reconcile (one Step per
+// hook, the Removal kept in the charm's state), an action (Remove with CancelJobs or
+// RefuseJobs), and a node's re-registration (Remove, then Restore on the new record or
+// Abort when the wait ends first).
+type Remover struct {
+	// Client runs the Slurm commands (required).
+	Client *Client
+	// Stop stops the node's daemon; it runs once, before the delete (or when the node
+	// turns out unknown). Nil: nothing to stop (the daemon runs elsewhere or is gone).
+	Stop func(ctx context.Context, node string) error
+	// Progress is told the number of jobs on the node whenever it changes (the first
+	// count included).
+	Progress func(node string, jobs int)
+	// Interval is the pause between steps in Remove; zero means Client.PollInterval, or
+	// DefaultPollInterval.
+	Interval time.Duration
+	// UnreachableFor bounds how long Remove retries an unreachable controller; zero means
+	// DefaultUnreachableFor, negative no retry.
+	UnreachableFor time.Duration
+	// BusyFor bounds how long Remove retries a delete refused as busy; zero means
+	// DefaultBusyFor, negative no retry.
+	BusyFor time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Step advances r as far as it can go without waiting, and reports whether the node is
+// gone. It returns nil with r not done when the removal has to wait: jobs still run on the
+// node, or the delete was refused as busy (r.Phase is then RemovalDelete). Errors leave
+// r.Phase where it was, so the next Step retries; an unreachable controller gives an error
+// wrapping ErrControllerUnreachable.
+func (m *Remover) Step(ctx context.Context, r *Removal) (bool, error) {
+	c := m.Client
+	for {
+		switch r.Phase {
+		case RemovalDone:
+			return true, nil
+		case RemovalDrain:
+			n, err := c.ShowNode(ctx, r.Node)
+			if errors.Is(err, ErrUnknownNode) {
+				return m.gone(ctx, r)
+			}
+			if err != nil {
+				return false, err
+			}
+			r.WasDrain, r.WasDown, r.PriorReason = n.State.Drain(), n.State.Down(), n.Reason
+			if r.Reason != "" && !n.State.Drain() {
+				err := c.Drain(ctx, r.Node, r.Reason)
+				switch {
+				case errors.Is(err, ErrUnknownNode):
+					return m.gone(ctx, r)
+				case err == nil:
+					r.Drained = true
+				case !errors.Is(err, ErrInvalidNodeState):
+					return false, err
+				}
+			}
+			r.Phase = RemovalWait
+		case RemovalWait:
+			jobs, err := c.JobsOnNode(ctx, r.Node)
+			if errors.Is(err, ErrUnknownNode) {
+				return m.gone(ctx, r)
+			}
+			if err != nil {
+				return false, err
+			}
+			if !r.Counted || len(jobs) != r.JobCount {
+				r.Counted, r.JobCount = true, len(jobs)
+				if m.Progress != nil {
+					m.Progress(r.Node, len(jobs))
+				}
+			}
+			if len(jobs) > 0 {
+				return false, m.jobs(ctx, r, jobs)
+			}
+			n, err := c.ShowNode(ctx, r.Node)
+			if errors.Is(err, ErrUnknownNode) {
+				return m.gone(ctx, r)
+			}
+			if err != nil {
+				return false, err
+			}
+			if n.State.Busy() {
+				return false, nil // a job still completing
+			}
+			r.Phase = RemovalStop
+		case RemovalStop:
+			if err := m.stop(ctx, r); err != nil {
+				return false, err
+			}
+			r.Phase = RemovalDelete
+		case RemovalDelete:
+			err := c.DeleteNode(ctx, r.Node)
+			switch {
+			case err == nil, errors.Is(err, ErrUnknownNode):
+				r.Phase = RemovalDone
+			case errors.Is(err, ErrNodeBusy):
+				return false, nil
+			default:
+				return false, err
+			}
+		default:
+			return false, fmt.Errorf("cannot remove node %s: unknown phase %q", r.Node, r.Phase)
+		}
+	}
+}
+
+// jobs applies r's policy to the jobs found on its node.
+func (m *Remover) jobs(ctx context.Context, r *Removal, jobs []Job) error {
+	switch r.Jobs {
+	case RefuseJobs:
+		return &BusyError{Node: r.Node, Jobs: jobs}
+	case CancelJobs:
+		var ids []string
+		for _, id := range JobIDs(jobs) {
+			if !slices.Contains(r.Cancelled, id) {
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		if err := m.Client.CancelJobs(ctx, ids...); err != nil {
+			return fmt.Errorf("cannot cancel jobs %s on node %s: %w", strings.Join(ids, ","), r.Node, err)
+		}
+		r.Cancelled = append(r.Cancelled, ids...)
+	}
+	return nil
+}
+
+// gone ends a removal whose node is unknown: the daemon is still stopped (a running
+// dynamic slurmd would register the node again).
+func (m *Remover) gone(ctx context.Context, r *Removal) (bool, error) {
+	if r.Phase != RemovalDelete {
+		if err := m.stop(ctx, r); err != nil {
+			return false, err
+		}
+	}
+	r.Phase = RemovalDone
+	return true, nil
+}
+
+func (m *Remover) stop(ctx context.Context, r *Removal) error {
+	if m.Stop == nil {
+		return nil
+	}
+	if err := m.Stop(ctx, r.Node); err != nil {
+		return fmt.Errorf("cannot stop node %s: %w", r.Node, err)
+	}
+	return nil
+}
+
+// Remove runs Step until the node is gone, pausing Interval between steps. It retries an
+// unreachable controller for UnreachableFor and a delete refused as busy for BusyFor (each
+// measured from the first failure in a row); jobs are waited for as long as ctx allows. It
+// returns a *RemovalError when it gives up: errors.Is tells an unreachable controller
+// (ErrControllerUnreachable), a busy node (ErrNodeBusy) and the context's end apart.
+func (m *Remover) Remove(ctx context.Context, r *Removal) error {
+	var downSince, busySince time.Time
+	fail := func(err error) error {
+		return &RemovalError{Node: r.Node, Phase: r.Phase, Jobs: r.JobCount, Err: err}
+	}
+	for {
+		done, err := m.Step(ctx, r)
+		now := m.now()
+		switch {
+		case done:
+			return nil
+		case ctx.Err() != nil:
+			return fail(ctx.Err())
+		case errors.Is(err, ErrControllerUnreachable):
+			if downSince.IsZero() {
+				downSince = now
+			}
+			if now.Sub(downSince) >= bound(m.UnreachableFor, DefaultUnreachableFor) {
+				return fail(err)
+			}
+		case err != nil:
+			return fail(err)
+		default:
+			downSince = time.Time{}
+			if r.Phase == RemovalDelete {
+				if busySince.IsZero() {
+					busySince = now
+				}
+				if now.Sub(busySince) >= bound(m.BusyFor, DefaultBusyFor) {
+					return fail(fmt.Errorf("delete refused for %s: %w", now.Sub(busySince), ErrNodeBusy))
+				}
+			}
+		}
+		if err := poll.Sleep(ctx, m.interval()); err != nil {
+			return fail(err)
+		}
+	}
+}
+
+// Abort undoes a removal that is given up before its node was stopped: a node this removal
+// drained is resumed, then its prior state restored (Restore).
+func (m *Remover) Abort(ctx context.Context, r *Removal) error {
+	if !r.Drained {
+		return nil
+	}
+	if err := m.Client.Resume(ctx, r.Node); err != nil {
+		return fmt.Errorf("cannot resume node %s: %w", r.Node, err)
+	}
+	r.Drained = false
+	return m.Restore(ctx, r)
+}
+
+// Restore gives the node (a new record, after a re-registration) the administrative state
+// it had before the removal: down or drained, with its reason (or "restored after
+// reconfiguration" when it had none).
+func (m *Remover) Restore(ctx context.Context, r *Removal) error {
+	reason := r.PriorReason
+	if reason == "" {
+		reason = "restored after reconfiguration"
+	}
+	var err error
+	switch {
+	case r.WasDown:
+		err = m.Client.UpdateNode(ctx, r.Node, NodeUpdate{State: "down", Reason: reason})
+	case r.WasDrain:
+		err = m.Client.Drain(ctx, r.Node, reason)
+	}
+	if err != nil {
+		return fmt.Errorf("cannot restore the state of node %s: %w", r.Node, err)
+	}
+	return nil
+}
+
+func (m *Remover) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
+}
+
+func (m *Remover) interval() time.Duration {
+	switch {
+	case m.Interval > 0:
+		return m.Interval
+	case m.Client != nil && m.Client.PollInterval > 0:
+		return m.Client.PollInterval
+	}
+	return DefaultPollInterval
+}
+
+// bound is d, def when d is zero, and zero (no retry) when d is negative.
+func bound(d, def time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		return 0
+	}
+	return d
+}

@@ -1,0 +1,320 @@
+package slurm_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/charmed-slurm/operators/libs/slurm"
+	"github.com/charmed-slurm/operators/libs/slurm/slurmtest"
+)
+
+// fakeClock advances one second each time it is read, so bounds are reached after a known
+// number of steps, whatever the machine's speed.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(time.Second)
+	return c.now
+}
+
+// guard cancels ctx after max commands: a removal whose bound is gone would otherwise
+// never end, and the test fails on the context's error instead.
+func guard(t *testing.T, c *slurmtest.Cluster, max int, also func(argv []string)) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	n := 0
+	c.Before(func(argv []string) {
+		n++
+		if n > max {
+			cancel()
+		}
+		if also != nil {
+			also(argv)
+		}
+	})
+	return ctx
+}
+
+func newRemover(c *slurmtest.Cluster, stopped *[]string) *slurm.Remover {
+	return &slurm.Remover{
+		Client:   &slurm.Client{Runner: c, Conf: "/etc/slurm/slurm.conf"},
+		Interval: time.Millisecond,
+		Stop: func(_ context.Context, node string) error {
+			*stopped = append(*stopped, node)
+			return nil
+		},
+		Now: (&fakeClock{}).Now,
+	}
+}
+
+func TestRemove(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name      string
+		setup     func(c *slurmtest.Cluster) // node1 exists unless setup deletes it
+		policy    slurm.JobPolicy
+		reason    string
+		endJobsAt int // end every job on the Nth squeue (0: never)
+		wantErr   error
+		wantGone  bool
+		wantStop  []string
+		progress  []int
+		cancelled []string
+		noNode    bool
+	}{
+		{name: "idle node", reason: "unit slurmd/1 removed", wantGone: true, wantStop: []string{"node1"}, progress: []int{0}},
+		{name: "waits for the jobs", reason: "unit slurmd/1 removed", setup: func(c *slurmtest.Cluster) { c.StartJob("node1"); c.StartJob("node1") },
+			endJobsAt: 3, wantGone: true, wantStop: []string{"node1"}, progress: []int{2, 0}},
+		{name: "unknown node still stops the daemon", noNode: true, reason: "x", wantGone: true, wantStop: []string{"node1"}},
+		{name: "refuse jobs", policy: slurm.RefuseJobs, setup: func(c *slurmtest.Cluster) { c.StartJob("node1") },
+			wantErr: slurm.ErrNodeBusy, progress: []int{1}},
+		{name: "cancel jobs", policy: slurm.CancelJobs, reason: "deleted by the delete-node action", setup: func(c *slurmtest.Cluster) { c.StartJob("node1") },
+			wantGone: true, wantStop: []string{"node1"}, progress: []int{1, 0}, cancelled: []string{"1"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := slurmtest.NewCluster()
+			if !tt.noNode {
+				c.AddNode("node1")
+			}
+			if tt.setup != nil {
+				tt.setup(c)
+			}
+			squeues := 0
+			ctx := guard(t, c, 1000, func(argv []string) {
+				if argv[0] == "squeue" {
+					squeues++
+					if squeues == tt.endJobsAt {
+						for _, id := range []string{"1", "2"} {
+							c.EndJob(id)
+						}
+					}
+				}
+			})
+			var stopped []string
+			var progress []int
+			m := newRemover(c, &stopped)
+			m.Progress = func(node string, jobs int) { progress = append(progress, jobs) }
+			r := &slurm.Removal{Node: "node1", Reason: tt.reason, Jobs: tt.policy}
+			err := m.Remove(ctx, r)
+			if !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil) {
+				t.Fatalf("Remove: %v, want %v", err, tt.wantErr)
+			}
+			if _, ok := c.Node("node1"); ok == tt.wantGone {
+				t.Errorf("node1 known: %v, want gone: %v", ok, tt.wantGone)
+			}
+			if d := cmp.Diff(tt.wantStop, stopped); d != "" {
+				t.Errorf("stopped (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tt.progress, progress); d != "" {
+				t.Errorf("progress (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tt.cancelled, r.Cancelled); d != "" {
+				t.Errorf("cancelled (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestRemoveUnreachableIsBounded: an unreachable controller is retried for UnreachableFor
+// (5 s of the fake clock: a handful of steps), then the removal gives up with
+// ErrControllerUnreachable. Without the bound the retries go on until the guard cancels
+// the context, and the test fails.
+func TestRemoveUnreachableIsBounded(t *testing.T) {
+	t.Parallel()
+	c := slurmtest.NewCluster()
+	c.AddNode("node1")
+	c.SetUnreachable(true)
+	ctx := guard(t, c, 200, nil)
+	var stopped []string
+	m := newRemover(c, &stopped)
+	m.UnreachableFor = 5 * time.Second
+	r := &slurm.Removal{Node: "node1", Reason: "unit slurmd/1 removed"}
+	err := m.Remove(ctx, r)
+	var re *slurm.RemovalError
+	if !errors.As(err, &re) || !errors.Is(err, slurm.ErrControllerUnreachable) || ctx.Err() != nil {
+		t.Fatalf("Remove: %v (ctx %v), want a *RemovalError for the unreachable controller before the guard", err, ctx.Err())
+	}
+	if n := len(c.Calls()); n > 10 {
+		t.Errorf("%d commands for a 5 s bound at 1 s a step", n)
+	}
+	if len(stopped) != 0 {
+		t.Errorf("stopped %q with the controller unreachable", stopped)
+	}
+}
+
+// TestRemoveUnreachableRecovers: a controller back within the bound is no failure.
+func TestRemoveUnreachableRecovers(t *testing.T) {
+	t.Parallel()
+	c := slurmtest.NewCluster()
+	c.AddNode("node1")
+	c.SetUnreachable(true)
+	calls := 0
+	ctx := guard(t, c, 200, func([]string) {
+		if calls++; calls == 3 {
+			c.SetUnreachable(false)
+		}
+	})
+	var stopped []string
+	m := newRemover(c, &stopped)
+	m.UnreachableFor = 5 * time.Second
+	if err := m.Remove(ctx, &slurm.Removal{Node: "node1", Reason: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string(nil), c.NodeNames()); d != "" {
+		t.Errorf("nodes left (-want +got):\n%s", d)
+	}
+}
+
+// TestRemoveBusyIsBounded: a delete that Slurm keeps refusing as busy (here a job starts
+// on the node right after the wait saw none) is retried for BusyFor, then the removal gives
+// up with ErrNodeBusy and the node is not deleted. Without the bound the retries go on
+// until the guard cancels the context, and the test fails.
+func TestRemoveBusyIsBounded(t *testing.T) {
+	t.Parallel()
+	c := slurmtest.NewCluster()
+	c.AddNode("node1")
+	started := false
+	ctx := guard(t, c, 200, func(argv []string) {
+		if argv[1] == "delete" && !started {
+			started = true
+			c.StartJob("node1")
+		}
+	})
+	var stopped []string
+	m := newRemover(c, &stopped)
+	m.BusyFor = 5 * time.Second
+	err := m.Remove(ctx, &slurm.Removal{Node: "node1", Reason: "r"})
+	if !errors.Is(err, slurm.ErrNodeBusy) || ctx.Err() != nil {
+		t.Fatalf("Remove: %v (ctx %v), want ErrNodeBusy before the guard", err, ctx.Err())
+	}
+	if _, ok := c.Node("node1"); !ok {
+		t.Error("busy node deleted")
+	}
+	if n := len(c.Calls()); n > 20 {
+		t.Errorf("%d commands for a 5 s bound at 1 s a step", n)
+	}
+}
+
+// TestRemoveWaitEndsWithContext: jobs are waited for as long as ctx allows; its end gives a
+// *RemovalError with the jobs' count, and the node stays (drained).
+func TestRemoveWaitEndsWithContext(t *testing.T) {
+	t.Parallel()
+	c := slurmtest.NewCluster()
+	c.AddNode("node1")
+	c.StartJob("node1")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	var stopped []string
+	m := newRemover(c, &stopped)
+	r := &slurm.Removal{Node: "node1", Reason: "unit slurmd/1 removed"}
+	err := m.Remove(ctx, r)
+	var re *slurm.RemovalError
+	if !errors.As(err, &re) || !errors.Is(err, context.DeadlineExceeded) || re.Jobs != 1 || re.Phase != slurm.RemovalWait {
+		t.Fatalf("Remove: %#v", err)
+	}
+	if !strings.Contains(err.Error(), "1 jobs still running on node node1") {
+		t.Errorf("error %q", err)
+	}
+	if n, ok := c.Node("node1"); !ok || !n.State.Drain() || n.Reason != "unit slurmd/1 removed" {
+		t.Errorf("node1 = %+v, %v; want drained", n, ok)
+	}
+	// Abort resumes the node this removal drained.
+	if err := m.Abort(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.Node("node1"); n.State.Drain() {
+		t.Errorf("node1 still drained after Abort: %v", n.State)
+	}
+}
+
+// TestStepAcrossHooks is the reconcile's use: one Step per hook, the Removal kept as JSON
+// in between.
+func TestStepAcrossHooks(t *testing.T) {
+	t.Parallel()
+	c := slurmtest.NewCluster()
+	c.AddNode("slurmd-1")
+	job := c.StartJob("slurmd-1")
+	m := &slurm.Remover{Client: &slurm.Client{Runner: c, Conf: "/etc/slurm/slurm.conf"}}
+	saved, _ := json.Marshal(slurm.Removal{Node: "slurmd-1", Reason: "unit slurmd/1 removed"})
+	step := func() bool {
+		var r slurm.Removal
+		if err := json.Unmarshal(saved, &r); err != nil {
+			t.Fatal(err)
+		}
+		done, err := m.Step(context.Background(), &r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved, _ = json.Marshal(r)
+		return done
+	}
+	if step() || step() {
+		t.Fatal("removed with a job running")
+	}
+	if n, _ := c.Node("slurmd-1"); !n.State.Drain() {
+		t.Errorf("not drained: %v", n.State)
+	}
+	c.EndJob(job)
+	if !step() {
+		t.Fatal("not removed once idle")
+	}
+	if len(c.NodeNames()) != 0 {
+		t.Errorf("nodes left: %v", c.NodeNames())
+	}
+}
+
+// TestRestore: a re-registered node gets the state it had before the removal.
+func TestRestore(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name      string
+		down      bool
+		drain     string
+		wantState string
+		reason    string
+	}{
+		{name: "idle stays idle", wantState: "IDLE+DYNAMIC_NORM"},
+		{name: "drained again", drain: "maintenance", wantState: "IDLE+DRAIN+DYNAMIC_NORM", reason: "maintenance"},
+		{name: "down again", down: true, wantState: "DOWN+DYNAMIC_NORM", reason: "restored after reconfiguration"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := slurmtest.NewCluster()
+			c.AddNode("n")
+			m := &slurm.Remover{Client: &slurm.Client{Runner: c, Conf: "/etc/slurm/slurm.conf"}}
+			ctx := context.Background()
+			if tt.drain != "" {
+				_ = m.Client.Drain(ctx, "n", tt.drain)
+			}
+			if tt.down {
+				_ = m.Client.UpdateNode(ctx, "n", slurm.NodeUpdate{State: "down"})
+			}
+			r := &slurm.Removal{Node: "n", Reason: "reconfiguring node n"}
+			if err := m.Remove(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+			c.AddNode("n") // slurmd registers again
+			if err := m.Restore(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+			n, _ := c.Node("n")
+			if d := cmp.Diff([]string{tt.wantState, tt.reason}, []string{n.State.String(), n.Reason}); d != "" {
+				t.Errorf("state (-want +got):\n%s", d)
+			}
+		})
+	}
+}
