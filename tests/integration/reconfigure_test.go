@@ -127,21 +127,31 @@ func TestReconfigureKeepsDynamicNodesInPartitions(t *testing.T) {
 	})
 
 	t.Run("reconfigure while nodes join", func(t *testing.T) {
-		// Each round frees a slot (not the last one) and reconfigures while the
-		// removed node joins again, as the operators do when a unit is replaced
-		// during a partition-config change. Right after each reconfigure the
-		// partitions are checked, repaired and checked again.
-		// order is the nodes by slot: a node that joins takes the first free slot,
-		// and after a reconfigure there is none but at the end.
-		order := append(slices.Clone(nodes[1:]), nodes[0])
+		// Each round frees two slots before the last one (two units replaced) and
+		// reconfigures (a partition-config change) while the first of the two nodes
+		// joins again: in even rounds it has registered just before the reconfigure,
+		// in odd rounds it registers while the reconfigure runs. Right after each
+		// reconfigure the partitions are checked, repaired and checked again; the
+		// second node joins after that.
 		lost := 0
 		for round := range reconfigureRounds {
-			i := round % (len(order) - 1) // never the last: its slot frees no earlier one
-			victim := order[i]
-			order = append(slices.Delete(order, i, i+1), victim)
-			c.removeNode(t, ctx, sc, victim)
+			all, err := sc.Nodes(ctx) // in slot order
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := round % (len(all) - 2)
+			first, second := byName(nodes, all[i].Name), byName(nodes, all[i+1].Name)
+			c.removeNode(t, ctx, sc, first)
+			c.removeNode(t, ctx, sc, second)
 			joined := make(chan error, 1)
-			go func() { joined <- victim.svc.Start(ctx, "slurmd") }()
+			go func() { joined <- first.svc.Start(ctx, "slurmd") }()
+			if round%2 == 0 {
+				if err := <-joined; err != nil {
+					t.Fatal(err)
+				}
+				joined <- nil
+				waitNode(t, ctx, sc, first.name, func(n slurm.Node) bool { return n.State.Base == slurm.StateIdle })
+			}
 			if err := sc.Reconfigure(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -159,14 +169,26 @@ func TestReconfigureKeepsDynamicNodesInPartitions(t *testing.T) {
 			if err := <-joined; err != nil {
 				t.Fatal(err)
 			}
-			waitNode(t, ctx, sc, victim.name, func(n slurm.Node) bool { return n.State.Base == slurm.StateIdle })
-			checkMembership(t, ctx, sc, fmt.Sprintf("round %d, after %s joined", round, victim.name))
+			second.start(t, ctx)
+			for _, n := range []*dynNode{first, second} {
+				waitNode(t, ctx, sc, n.name, func(n slurm.Node) bool { return n.State.Base == slurm.StateIdle })
+			}
+			checkMembership(t, ctx, sc, fmt.Sprintf("round %d, after %s and %s joined", round, first.name, second.name))
 		}
 		t.Logf("Slurm %v: partitions wrong after %d of %d reconfigures, all repaired", v, lost, reconfigureRounds)
 		if !reconfigureFixed(v) && lost == 0 {
 			t.Errorf("Slurm %v: no reconfigure of %d lost a node: the reproduction no longer reproduces", v, reconfigureRounds)
 		}
 	})
+}
+
+func byName(nodes []*dynNode, name string) *dynNode {
+	for _, n := range nodes {
+		if n.name == name {
+			return n
+		}
+	}
+	panic("no test node " + name)
 }
 
 // reconfigureFixed reports whether Slurm v rebuilds its feature lists before its
