@@ -9,6 +9,12 @@
 //	c := &slurm.Client{Runner: r, Conf: "/etc/slurm/slurm.conf"}
 //	err := c.DeleteNode(ctx, "node1")                // errors.Is(err, slurm.ErrNodeBusy)
 //
+// [Cluster] is a stateful fake controller built on those recordings: it keeps nodes and
+// jobs, applies the commands package slurm runs and answers each with the recorded real
+// output for that situation (TestClusterAgreesWithRealSlurm checks that it does). Use it
+// for tests of code that drives nodes over several commands: the removal protocol, the
+// charms' hooks.
+//
 // Recorded cases (real/<case>.argv): scontrol-V, slurmd-V, slurmctld-V, slurmd-C, ping-up, ping-down,
 // show-node-{idle,allocated,draining,completing,drained,down,notresponding,all,none,
 // unknown,deleted,unreachable}, squeue-node-{running,completing,empty,unknown,unreachable},
