@@ -139,7 +139,7 @@ func (s *Scaler) Tick(ctx context.Context) error {
 			if _, ok := s.firstSeen[name]; !ok {
 				s.firstSeen[name] = now
 			}
-			u := policy.Unit{Name: name, Dying: a.Units[name].Dying(), Age: now.Sub(s.firstSeen[name])}
+			u := policy.Unit{Name: name, Dying: a.Units[name].Dying(), Leader: a.Units[name].Leader, Age: now.Sub(s.firstSeen[name])}
 			if n, ok := byName[slurmd.NodeName(name)]; ok {
 				pn, err := s.node(n, now)
 				if err != nil {

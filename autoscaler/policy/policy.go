@@ -74,6 +74,9 @@ type Node struct {
 type Unit struct {
 	Name  string // slurmd/3
 	Dying bool   // being removed (life: dying)
+	// Leader: the application's leader, removed last among equally idle units (no needless
+	// leader election).
+	Leader bool
 	// Node is the unit's registered node, nil while it has none.
 	Node *Node
 	// Age is how long the unit has been known (a lower bound after a restart).
@@ -137,6 +140,7 @@ func Decide(in Input) Decision {
 		total                     = len(in.Units) // every unit, dying ones included, counts for Max
 		live, busy, coming, dying int
 		idle, ours                []Node
+		leader                    string
 	)
 	for _, u := range in.Units {
 		if u.Dying {
@@ -145,6 +149,9 @@ func Decide(in Input) Decision {
 		}
 		live++
 		n := u.Node
+		if u.Leader && n != nil {
+			leader = n.Name
+		}
 		switch {
 		case n == nil && u.Age >= a.RegisterTimeout:
 			d.Remove = append(d.Remove, u.Name)
@@ -197,12 +204,19 @@ func Decide(in Input) Decision {
 	}
 	// Units that stay: live ones minus those being removed.
 	staying := live - len(d.Remove)
+	isLeader := func(n Node) int {
+		if n.Name == leader {
+			return 1
+		}
+		return 0
+	}
+	// Longest idle first; the leader's node last, so that leadership stays put.
 	slices.SortFunc(idle, func(x, y Node) int {
-		return cmp.Or(cmp.Compare(y.IdleFor, x.IdleFor), byName(x, y))
+		return cmp.Or(cmp.Compare(isLeader(x), isLeader(y)), cmp.Compare(y.IdleFor, x.IdleFor), byName(x, y))
 	})
 	for _, n := range idle {
 		if n.IdleFor < a.IdleTime {
-			break
+			continue
 		}
 		if staying <= a.Min {
 			say("%s idle over %s: at min %d units: keeping", n.Name, round(a.IdleTime), a.Min)

@@ -1,0 +1,278 @@
+package e2e_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// autoscaler is a running slurm-autoscaler command acting on the cluster's model through the
+// juju-local CLI, as an administrator runs it beside their Juju client.
+type autoscaler struct {
+	mu      sync.Mutex
+	lines   []string
+	removal chan struct{} // closed at the first scale-in decision
+}
+
+// startAutoscaler builds slurm-autoscaler, serves the model's CLI socket and starts the command
+// with args; it is stopped (by PID) in a cleanup.
+func (c *cluster) startAutoscaler(args ...string) *autoscaler {
+	c.t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Dir(filepath.Dir(filepath.Dir(file)))
+	bin := filepath.Join(c.t.TempDir(), "slurm-autoscaler")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/slurm-autoscaler")
+	build.Dir = filepath.Join(root, "autoscaler")
+	if out, err := build.CombinedOutput(); err != nil {
+		c.t.Fatalf("cannot build slurm-autoscaler: %v\n%s", err, out)
+	}
+	if err := c.m.ListenCLI(filepath.Join(c.m.Dir(), "model.sock")); err != nil {
+		c.t.Fatal(err)
+	}
+	cmd := exec.Command(bin, append([]string{"--juju", toolsBin, "--interval", "1s"}, args...)...)
+	cmd.Env = append(os.Environ(), "JUJU_LOCAL_DIR="+c.m.Dir())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	a := &autoscaler{removal: make(chan struct{})}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(stdout)
+		closed := false
+		for sc.Scan() {
+			l := sc.Text()
+			a.mu.Lock()
+			a.lines = append(a.lines, l)
+			a.mu.Unlock()
+			if !closed && strings.HasSuffix(l, ": removing") {
+				close(a.removal)
+				closed = true
+			}
+		}
+	}()
+	c.t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		exited := make(chan error, 1)
+		go func() { <-done; exited <- cmd.Wait() }()
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+		c.t.Log("slurm-autoscaler:\n" + strings.Join(a.output(), "\n"))
+	})
+	return a
+}
+
+func (a *autoscaler) output() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.lines)
+}
+
+// said reports whether some status line contains s.
+func (a *autoscaler) said(s string) bool {
+	return slices.ContainsFunc(a.output(), func(l string) bool { return strings.Contains(l, s) })
+}
+
+// unitWatch records the largest number of units an application had, polling the model's status
+// until stopped.
+type unitWatch struct {
+	mu  sync.Mutex
+	max int
+}
+
+func (c *cluster) watchUnits(app string) *unitWatch {
+	w := &unitWatch{}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			n := len(c.m.Status(ctx).Applications[app].Units)
+			w.mu.Lock()
+			w.max = max(w.max, n)
+			w.mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	c.t.Cleanup(func() { cancel(); <-stopped })
+	return w
+}
+
+func (w *unitWatch) most() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.max
+}
+
+// units returns the application's current unit count.
+func (c *cluster) units(app string) int {
+	return len(c.m.Status(context.Background()).Applications[app].Units)
+}
+
+// partitionNodes lists the nodes whose record names partition p.
+func (c *cluster) partitionNodes(p string) []string {
+	c.t.Helper()
+	out := c.slurm("sinfo", "-h", "-N", "-p", p, "-o", "%N")
+	return strings.Fields(out)
+}
+
+// failedJobStates are the ends of a job that did not complete.
+var failedJobStates = []string{"FAILED", "CANCELLED", "NODE_FAIL", "TIMEOUT", "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY"}
+
+// waitCompleted waits until every job is COMPLETED, failing at once on a job that ended otherwise.
+func (c *cluster) waitCompleted(ids []string, d time.Duration) {
+	c.t.Helper()
+	c.eventually(d, fmt.Sprintf("%d jobs COMPLETED", len(ids)), func() (bool, string) {
+		var notDone []string
+		for _, id := range ids {
+			s := c.jobState(id)
+			if slices.Contains(failedJobStates, s) {
+				c.t.Fatalf("job %s ended %s: the autoscaler must never cost a job", id, s)
+			}
+			if s != "COMPLETED" {
+				notDone = append(notDone, id+"="+s)
+			}
+		}
+		return len(notDone) == 0, strings.Join(notDone, " ")
+	})
+}
+
+// recordPending writes the real output of the autoscaler's pending-job query for slurmtest
+// when SLURMTEST_RECORD names a directory (libs/slurm/slurmtest/real).
+func (c *cluster) recordPending(name string) {
+	dir := os.Getenv("SLURMTEST_RECORD")
+	if dir == "" {
+		return
+	}
+	argv := []string{"squeue", "-h", "-r", "-t", "PENDING", "-o", "%i|%P|%D|%r"}
+	stdout, code, stderr := c.tryExec("slurmctld/0", append([]string{"env", "SLURM_CONF=" + ctlConf}, argv...)...)
+	for ext, data := range map[string]string{"argv": strings.Join(argv, "\n") + "\n", "stdout": stdout, "stderr": stderr, "rc": fmt.Sprintln(code)} {
+		if err := os.WriteFile(filepath.Join(dir, name+"."+ext), []byte(data), 0o644); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+}
+
+// TestAutoscaleBurst is the issue's scenario: a partition at 1 node with max 6 receives 12
+// one-node jobs of a few seconds. The autoscaler adds units, every job completes, the partition
+// returns to 1 node after the idle time, no job is killed and there are never more than 6
+// units; a job submitted while nodes are being scaled in runs to the end.
+func TestAutoscaleBurst(t *testing.T) {
+	c := newCluster(t, 1)
+	watch := c.watchUnits("slurmd")
+	as := c.startAutoscaler("--app", "slurmd:min=1,max=6,idle=10s,out=5,in=5,register-timeout=3m")
+	c.eventually(30*time.Second, "the autoscaler's first decision", func() (bool, string) {
+		return as.said("nothing to do"), strings.Join(as.output(), "; ")
+	})
+
+	var ids []string
+	for range 12 {
+		ids = append(ids, c.sbatch("slurmd", "-N1", "--wrap", "sleep 4"))
+	}
+	c.recordPending("squeue-pending")
+	c.waitCompleted(ids, 4*time.Minute)
+	if got := watch.most(); got < 3 {
+		t.Errorf("at most %d units during the burst: the autoscaler did not scale out", got)
+	}
+
+	// Scale-in: once the autoscaler decides a removal, a new job arrives; it must run to the end.
+	select {
+	case <-as.removal:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("no scale-in decision 2 minutes after the burst")
+	}
+	late := c.sbatch("slurmd", "-N1", "--wrap", "sleep 3")
+	c.waitCompleted([]string{late}, 2*time.Minute)
+
+	c.eventually(3*time.Minute, "the partition back at 1 node and 1 unit", func() (bool, string) {
+		nodes := c.partitionNodes("slurmd")
+		all := c.nodeNames()
+		u := c.units("slurmd")
+		return len(nodes) == 1 && len(all) == 1 && u == 1, fmt.Sprintf("%d units, partition nodes %v, node records %v", u, nodes, all)
+	})
+	c.waitCompleted(append(ids, late), time.Minute) // still COMPLETED: nothing was requeued or killed
+	if got := watch.most(); got > 6 {
+		t.Errorf("%d units at the peak, above max 6", got)
+	}
+	for _, want := range []string{"more nodes: adding", "idle", ": removing", "removed slurmd/"} {
+		if !as.said(want) {
+			t.Errorf("no autoscaler status line says %q", want)
+		}
+	}
+	t.Logf("peak %d units", watch.most())
+}
+
+var jobReasonRE = regexp.MustCompile(`Reason=(\S+)`)
+
+// TestAutoscaleFromZero: with minimum 0 a partition whose application has no unit left still
+// accepts jobs and holds them (Slurm 22.05: PENDING with reason PartitionConfig, because the
+// partition and its NodeSet stay in slurm.conf with no node); the autoscaler adds units for them,
+// they complete, and the application goes back to 0 units.
+func TestAutoscaleFromZero(t *testing.T) {
+	c := newCluster(t, 1)
+	if err := c.m.RemoveUnit(c.bg(), "slurmd/0"); err != nil {
+		t.Fatal(err)
+	}
+	c.eventually(2*time.Minute, "no slurmd unit and no node", func() (bool, string) {
+		u, nodes := c.units("slurmd"), c.nodeNames()
+		return u == 0 && len(nodes) == 0, fmt.Sprintf("%d units, nodes %v", u, nodes)
+	})
+	if p := c.partition("slurmd"); p == "" {
+		t.Fatal("partition slurmd is gone with its last unit: jobs would be rejected")
+	} else {
+		t.Logf("partition with no node: %s", p)
+	}
+	one := c.sbatch("slurmd", "-N1", "--wrap", "sleep 2") // sbatch exits 0: accepted, not rejected
+	two := c.sbatch("slurmd", "-N2", "--wrap", "sleep 2")
+	c.recordPending("squeue-pending-no-nodes")
+	for _, id := range []string{one, two} {
+		out := c.slurm("scontrol", "show", "job", "-o", id)
+		st, reason := jobStateRE.FindStringSubmatch(out), jobReasonRE.FindStringSubmatch(out)
+		if st == nil || st[1] != "PENDING" || reason == nil {
+			t.Fatalf("job %s in a partition with no node: want PENDING, got %s", id, out)
+		}
+		t.Logf("job %s with no node in its partition: %s (Reason=%s)", id, st[1], reason[1])
+	}
+
+	watch := c.watchUnits("slurmd")
+	as := c.startAutoscaler("--app", "slurmd:min=0,max=2,idle=5s,out=2,in=2,register-timeout=3m")
+	c.waitCompleted([]string{one, two}, 3*time.Minute)
+	c.eventually(3*time.Minute, "back to 0 units and no node", func() (bool, string) {
+		u, nodes := c.units("slurmd"), c.nodeNames()
+		return u == 0 && len(nodes) == 0, fmt.Sprintf("%d units, nodes %v", u, nodes)
+	})
+	c.waitCompleted([]string{one, two}, time.Minute)
+	if got := watch.most(); got != 2 {
+		t.Errorf("peak %d units, want 2 (max 2, one 2-node job)", got)
+	}
+	if !as.said("more nodes: adding") {
+		t.Error("no autoscaler status line says it added units")
+	}
+}
