@@ -56,6 +56,23 @@ type Host struct {
 	nsCreated bool
 }
 
+// maxHosts bounds the hosts of a network (a Linux bridge takes at most 1024 ports).
+const maxHosts = 1000
+
+// OnLinkBits is the prefix length of every host's address on eth0: the whole 10.0.0.0/8 is
+// on-link, so that hosts past the 240th, whose addresses run on past the network's /24 (see
+// hostAddr), reach and are reached by the others. Each network is its own layer-2 segment (its
+// own bridge, no route anywhere), so addresses only need to be unique within one network.
+const OnLinkBits = 8
+
+// hostAddr is the address of the network's i-th host (from 1): subnet's .10+i for the first
+// 240 hosts, then the addresses that follow.
+func hostAddr(subnet netip.Prefix, i int) netip.Addr {
+	a := subnet.Addr().As4()
+	v := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 + uint32(10+i)
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
 var hostnameRE = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$`)
 
 // maxSocketPath is the size of sun_path in struct sockaddr_un, NUL included.
@@ -77,15 +94,15 @@ func (n *Network) AddHost(ctx context.Context, opts HostOptions) (h *Host, err e
 		n.mu.Unlock()
 		return nil, fmt.Errorf("cannot add host %q: name already in use", name)
 	}
-	if n.next >= 240 {
+	if n.next >= maxHosts {
 		n.mu.Unlock()
-		return nil, fmt.Errorf("cannot add host %q: network is full", name)
+		return nil, fmt.Errorf("cannot add host %q: network is full (%d hosts)", name, maxHosts)
 	}
 	n.next++
 	i := n.next
 	h = &Host{
 		Name:  name,
-		Addr:  netip.AddrFrom4([4]byte{n.Subnet.Addr().As4()[0], n.Subnet.Addr().As4()[1], n.Subnet.Addr().As4()[2], byte(10 + i)}),
+		Addr:  hostAddr(n.Subnet, i),
 		Dir:   filepath.Join(n.Dir, name),
 		NetNS: n.Prefix + "-" + name,
 		grace: n.opts.StopTimeout,
@@ -131,7 +148,7 @@ func (n *Network) AddHost(ctx context.Context, opts HostOptions) (h *Host, err e
 		{"ip", "-n", h.NetNS, "link", "set", "lo", "up"},
 		{"ip", "-n", n.switchNS, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", h.NetNS},
 		{"ip", "-n", n.switchNS, "link", "set", veth, "master", "br0", "up"},
-		{"ip", "-n", h.NetNS, "addr", "add", netip.PrefixFrom(h.Addr, n.Subnet.Bits()).String(), "dev", "eth0"},
+		{"ip", "-n", h.NetNS, "addr", "add", netip.PrefixFrom(h.Addr, OnLinkBits).String(), "dev", "eth0"},
 		{"ip", "-n", h.NetNS, "link", "set", "eth0", "up"},
 	}
 	for _, argv := range steps {

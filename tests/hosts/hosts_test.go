@@ -66,8 +66,8 @@ func TestTwoHosts(t *testing.T) {
 				t.Errorf("host %s address %s not in %s", h.Name, h.Addr, n.Subnet)
 			}
 			addrs := run(t, h, "ip", "-o", "-4", "addr", "show", "dev", "eth0")
-			if !strings.Contains(addrs, " "+h.Addr.String()+"/24 ") {
-				t.Errorf("eth0 on %s: %q, want %s/24", h.Name, addrs, h.Addr)
+			if !strings.Contains(addrs, " "+h.Addr.String()+"/8 ") {
+				t.Errorf("eth0 on %s: %q, want %s/8", h.Name, addrs, h.Addr)
 			}
 			if routes := run(t, h, "ip", "route", "show", "default"); routes != "" {
 				t.Errorf("host %s has a default route: %q", h.Name, routes)
