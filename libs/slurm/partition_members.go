@@ -41,16 +41,6 @@ type Partition struct {
 	Fields []Field
 }
 
-// Get returns the raw value of key (case-insensitive) from Fields.
-func (p Partition) Get(key string) (string, bool) {
-	for _, f := range p.Fields {
-		if strings.EqualFold(f.Key, key) {
-			return f.Value, true
-		}
-	}
-	return "", false
-}
-
 // ParseShowPartition parses the output of `scontrol show partition -o` (one partition per
 // line). The line "No partitions in the system" gives no partitions.
 func ParseShowPartition(data []byte) ([]Partition, error) {

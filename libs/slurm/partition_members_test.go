@@ -244,8 +244,8 @@ func FuzzShowPartition(f *testing.F) {
 			if p.Name == "" {
 				t.Fatalf("parsed partition without a name: %+v", p)
 			}
-			if v, ok := p.Get("PartitionName"); !ok || v != p.Name {
-				t.Fatalf("Get(PartitionName) = %q, %v; Name %q", v, ok, p.Name)
+			if f := p.Fields[0]; f.Key != "PartitionName" || f.Value != p.Name {
+				t.Fatalf("first field %+v, Name %q", f, p.Name)
 			}
 			for _, n := range p.Nodes {
 				if n == "" {
