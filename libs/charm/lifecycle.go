@@ -1,0 +1,184 @@
+package charm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/charmed-slurm/operators/libs/atomicfile"
+	"github.com/charmed-slurm/operators/libs/juju"
+)
+
+// StatusCache records the statuses this unit set last ("code: message"). Embed it in a
+// charm's state to let Hook skip setting the same status again.
+type StatusCache struct {
+	Unit string `json:"unit-status,omitempty"`
+	App  string `json:"app-status,omitempty"`
+}
+
+// Statuses returns the cache; it is how Hook finds a StatusCache embedded in a state.
+func (c *StatusCache) Statuses() *StatusCache { return c }
+
+// Lifecycle runs hooks of a charm whose state is S (a JSON-encodable struct).
+type Lifecycle[S any] struct {
+	// StateFile is the state's path. Empty means StateName in the unit's charm directory
+	// (JUJU_CHARM_DIR): private to the unit and kept by Juju across hooks and upgrades.
+	StateFile string
+	// StateName is the state file's name in the charm directory when StateFile is empty.
+	StateName string
+	// Failed, when set, returns the state to save after a failed hook, from the state as
+	// loaded (saved) and as the handler left it (cur); it is saved only when it differs
+	// from saved. Nil saves nothing after a failure.
+	Failed func(saved, cur S) S
+}
+
+// Hook is one hook being handled: the hook context and the charm's state.
+type Hook[S any] struct {
+	*juju.HookContext
+	// State is the charm's state, loaded before the handler; the handler changes it in
+	// place.
+	State S
+
+	path  string
+	saved []byte // the encoded state as last loaded or saved
+}
+
+// Handler returns a juju.Handler that runs fn in this lifecycle.
+func (l Lifecycle[S]) Handler(fn func(ctx context.Context, h *Hook[S]) error) juju.Handler {
+	return func(ctx context.Context, hc *juju.HookContext) error { return l.Run(ctx, hc, fn) }
+}
+
+// Run loads the state, runs fn, and saves the state once if fn succeeded and changed it
+// (after a failure, what Failed returns). fn's error comes first; a failed save is the
+// hook's error.
+func (l Lifecycle[S]) Run(ctx context.Context, hc *juju.HookContext, fn func(ctx context.Context, h *Hook[S]) error) error {
+	h, err := l.Begin(ctx, hc)
+	if err != nil {
+		return err
+	}
+	return h.Finish(ctx, fn(ctx, h), l.Failed)
+}
+
+// Begin loads the state for hc's hook. Run is Begin, the handler and Finish.
+func (l Lifecycle[S]) Begin(ctx context.Context, hc *juju.HookContext) (*Hook[S], error) {
+	path := l.StateFile
+	if path == "" {
+		if hc.Event.CharmDir == "" {
+			return nil, errors.New("cannot find the charm state: JUJU_CHARM_DIR is not set")
+		}
+		if l.StateName == "" {
+			return nil, errors.New("cannot find the charm state: the charm names no state file")
+		}
+		path = filepath.Join(hc.Event.CharmDir, l.StateName)
+	}
+	h := &Hook[S]{HookContext: hc, path: path}
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("cannot read charm state: %w", err)
+	default:
+		if err := json.Unmarshal(data, &h.State); err != nil {
+			return nil, fmt.Errorf("cannot read charm state %s: %w", path, err)
+		}
+	}
+	if h.saved, err = encode(h.State); err != nil {
+		return nil, err
+	}
+	return h, ctx.Err()
+}
+
+// Finish ends a hook whose handler returned err: on success it saves the state if it
+// changed; on failure it saves failed(saved, current) if failed is set and that differs.
+// It returns err joined with a save error.
+func (h *Hook[S]) Finish(ctx context.Context, err error, failed func(saved, cur S) S) error {
+	if err == nil {
+		return h.Checkpoint(ctx)
+	}
+	if failed == nil {
+		return err
+	}
+	var saved S
+	if uerr := json.Unmarshal(h.saved, &saved); uerr != nil {
+		return errors.Join(err, fmt.Errorf("cannot decode charm state: %w", uerr))
+	}
+	h.State = failed(saved, h.State)
+	return errors.Join(err, h.Checkpoint(ctx))
+}
+
+// Checkpoint saves the state now if it differs from what was last loaded or saved: for
+// progress in the middle of a long wait. The lifecycle saves at the end of the hook anyway.
+func (h *Hook[S]) Checkpoint(ctx context.Context) error {
+	data, err := encode(h.State)
+	if err != nil {
+		return err
+	}
+	if bytes.Equal(data, h.saved) {
+		return nil
+	}
+	opts := atomicfile.Options{Mode: 0o600, MkdirMode: 0o700}
+	if err := atomicfile.Write(ctx, h.path, data, opts); err != nil {
+		return fmt.Errorf("cannot save charm state: %w", err)
+	}
+	h.saved = data
+	return nil
+}
+
+func encode(st any) ([]byte, error) {
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("cannot encode charm state: %w", err)
+	}
+	return append(data, '\n'), nil
+}
+
+// cache is the state's embedded StatusCache, or nil.
+func (h *Hook[S]) cache() *StatusCache {
+	if c, ok := any(&h.State).(interface{ Statuses() *StatusCache }); ok {
+		return c.Statuses()
+	}
+	return nil
+}
+
+// SetUnitStatus sets the unit status unless this unit set the same one last (with a
+// StatusCache in the state).
+func (h *Hook[S]) SetUnitStatus(ctx context.Context, code juju.StatusCode, msg string) error {
+	c, s := h.cache(), string(code)+": "+msg
+	if c != nil && c.Unit == s {
+		return nil
+	}
+	if err := h.Status.SetUnit(ctx, code, msg); err != nil {
+		return err
+	}
+	if c != nil {
+		c.Unit = s
+	}
+	return nil
+}
+
+// SetAppStatus sets the application status (leader only) unless this unit set the same one
+// last; force sets it anyway (a new leader cannot trust what it set in an earlier term).
+func (h *Hook[S]) SetAppStatus(ctx context.Context, code juju.StatusCode, msg string, force bool) error {
+	c, s := h.cache(), string(code)+": "+msg
+	if c != nil && c.App == s && !force {
+		return nil
+	}
+	if err := h.Status.SetApp(ctx, code, msg); err != nil {
+		return err
+	}
+	if c != nil {
+		c.App = s
+	}
+	return nil
+}
+
+// Logf writes a juju-log line; logging is best effort, a failing juju-log does not fail the
+// hook.
+func (h *Hook[S]) Logf(ctx context.Context, level juju.LogLevel, format string, args ...any) {
+	_ = h.Log.Logf(ctx, level, format, args...)
+}
