@@ -64,13 +64,34 @@ type Manager struct {
 
 var _ service.Manager = (*Manager)(nil)
 
-// New connects to the system bus. Close the returned connection when done.
+// New connects to the system bus; ctx bounds the wait for the connection, not its life.
+// Close the returned connection when done.
 func New(ctx context.Context) (*Manager, *dbus.Conn, error) {
-	conn, err := dbus.NewSystemConnectionContext(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("cannot connect to systemd: %w", err)
+	type result struct {
+		conn *dbus.Conn
+		err  error
 	}
-	return &Manager{Conn: conn}, conn, nil
+	ch := make(chan result, 1)
+	go func() {
+		// godbus closes a connection when the context it was made with ends: a connection
+		// made with ctx itself would die with the caller's connect timeout.
+		conn, err := dbus.NewSystemConnectionContext(context.WithoutCancel(ctx))
+		ch <- result{conn, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return nil, nil, fmt.Errorf("cannot connect to systemd: %w", r.err)
+		}
+		return &Manager{Conn: r.conn}, r.conn, nil
+	case <-ctx.Done():
+		go func() {
+			if r := <-ch; r.conn != nil {
+				r.conn.Close()
+			}
+		}()
+		return nil, nil, fmt.Errorf("cannot connect to systemd: %w", ctx.Err())
+	}
 }
 
 func unit(name string) string { return name + ".service" }

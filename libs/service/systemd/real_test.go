@@ -1,0 +1,263 @@
+package systemd_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/charmed-slurm/operators/libs/service"
+	"github.com/charmed-slurm/operators/libs/service/systemd"
+)
+
+// RealEnv, set to 1, runs the Real tests: the fake-conn tests' counterparts against the real
+// systemd and D-Bus of the machine the test binary runs on. tests/machines builds this test
+// binary and runs it so on systemd-nspawn machines of each Debian image; elsewhere the tests
+// skip, because changing this host's units is not theirs to do.
+const RealEnv = "SYSTEMD_REAL_TEST"
+
+func realManager(t *testing.T) *systemd.Manager {
+	t.Helper()
+	if os.Getenv(RealEnv) != "1" {
+		t.Skipf("needs a systemd machine it may change (%s=1); run by tests/machines", RealEnv)
+	}
+	// The connect context ends right after New, as auto.Manager's connect timeout does: the
+	// connection must outlive it (godbus ties a connection to its context).
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m, conn, err := systemd.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	return m
+}
+
+func systemctl(t *testing.T, args ...string) string {
+	t.Helper()
+	out, _ := exec.Command("systemctl", args...).Output()
+	return strings.TrimSpace(string(out))
+}
+
+// mainPID is the unit's main process, from systemd.
+func mainPID(t *testing.T, unit string) int {
+	t.Helper()
+	pid, err := strconv.Atoi(systemctl(t, "show", "-p", "MainPID", "--value", unit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// TestRealLifecycle is TestLifecycle against the real systemd, with the packaged slurmd unit
+// (its ExecStart, ConditionPathExists and PIDFile replaced by the drop-in): the argv and the
+// environment file reach the process byte for byte, and every step shows in systemctl.
+func TestRealLifecycle(t *testing.T) {
+	m := realManager(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	conf := `RealMemory=1000 Feature="a" 100% $HOME`
+	spec := service.Spec{
+		Name:        "slurmd",
+		Command:     []string{"/usr/bin/env", "CONF=" + conf, "/usr/bin/sleep", "infinity"},
+		Environment: map[string]string{"SLURMD_DEBUG": "2", "Z": `quote " and \ back`},
+		KillDelay:   5 * time.Second,
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		m.Stop(ctx, "slurmd")
+		m.Disable(ctx, "slurmd")
+		os.Remove(systemd.DropInFile("slurmd"))
+		os.Remove(systemd.EnvironmentFile("slurmd"))
+		systemctl(t, "daemon-reload")
+	})
+	if err := m.Configure(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if got := systemctl(t, "show", "-p", "TimeoutStopUSec", "--value", "slurmd.service"); got != "5s" {
+		t.Errorf("TimeoutStopUSec = %q, want 5s", got)
+	}
+	steps := []struct {
+		name    string
+		do      func() error
+		want    service.State
+		enabled string
+	}{
+		{"enable", func() error { return m.Enable(ctx, "slurmd") }, service.StateInactive, "enabled"},
+		{"start", func() error { return m.Start(ctx, "slurmd") }, service.StateActive, "enabled"},
+		{"restart", func() error { return m.Restart(ctx, "slurmd") }, service.StateActive, "enabled"},
+		{"stop", func() error { return m.Stop(ctx, "slurmd") }, service.StateInactive, "enabled"},
+		{"disable", func() error { return m.Disable(ctx, "slurmd") }, service.StateInactive, "disabled"},
+	}
+	var pids []int
+	var since time.Time
+	for _, s := range steps {
+		if err := s.do(); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		st, err := m.Status(ctx, "slurmd")
+		if err != nil {
+			t.Fatalf("%s: status: %v", s.name, err)
+		}
+		if st.State != s.want || st.Name != "slurmd" || st.Enabled != (s.enabled == "enabled") {
+			t.Errorf("after %s: %+v, want state %s enabled %s", s.name, st, s.want, s.enabled)
+		}
+		if got := systemctl(t, "is-enabled", "slurmd.service"); got != s.enabled {
+			t.Errorf("after %s: systemctl is-enabled = %q, want %q", s.name, got, s.enabled)
+		}
+		if s.want != service.StateActive {
+			continue
+		}
+		if !st.Since.After(since) {
+			t.Errorf("after %s: since %v, not after the previous %v", s.name, st.Since, since)
+		}
+		since = st.Since
+		pid := mainPID(t, "slurmd.service")
+		pids = append(pids, pid)
+		// Type=simple: the job is done once systemd has forked; wait for env to have exec'd
+		// sleep, the command's last word.
+		waitComm(ctx, t, pid, "sleep")
+		environ, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := map[string]string{}
+		for _, kv := range strings.Split(string(environ), "\x00") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				env[k] = v
+			}
+		}
+		got := map[string]string{"CONF": env["CONF"], "SLURMD_DEBUG": env["SLURMD_DEBUG"], "Z": env["Z"]}
+		want := map[string]string{"CONF": conf, "SLURMD_DEBUG": "2", "Z": `quote " and \ back`}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("after %s: the process's environment (-want +got):\n%s", s.name, d)
+		}
+	}
+	if len(pids) != 2 || pids[0] == pids[1] {
+		t.Errorf("main PIDs after start and restart: %v, want two different processes", pids)
+	}
+}
+
+// waitComm waits until process pid runs the command named comm.
+func waitComm(ctx context.Context, t *testing.T, pid int, comm string) {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		got, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+		if strings.TrimSpace(string(got)) == comm {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("process %d is %q, not %s: %v", pid, strings.TrimSpace(string(got)), comm, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// TestRealRestartOnFailure checks the drop-in's Restart=on-failure: a killed daemon comes
+// back as a new process without the charm doing anything.
+func TestRealRestartOnFailure(t *testing.T) {
+	m := realManager(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	t.Cleanup(func() {
+		m.Stop(context.Background(), "slurmctld")
+		os.Remove(systemd.DropInFile("slurmctld"))
+		systemctl(t, "daemon-reload")
+	})
+	if err := m.Configure(ctx, service.Spec{Name: "slurmctld", Command: []string{"/usr/bin/sleep", "infinity"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Spawn(ctx, "slurmctld"); err != nil {
+		t.Fatal(err)
+	}
+	first := mainPID(t, "slurmctld.service")
+	if err := exec.Command("kill", "-KILL", strconv.Itoa(first)).Run(); err != nil {
+		t.Fatal(err)
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		st, err := m.Status(ctx, "slurmctld")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pid := mainPID(t, "slurmctld.service"); st.State == service.StateActive && pid != 0 && pid != first {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("slurmctld not restarted after SIGKILL: %s", systemctl(t, "status", "slurmctld.service"))
+		case <-tick.C:
+		}
+	}
+}
+
+// TestRealMunge runs munged the way the charms do under systemd (the packaged munge unit with
+// the charm's drop-in) and checks that a credential round-trips.
+func TestRealMunge(t *testing.T) {
+	m := realManager(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	t.Cleanup(func() {
+		m.Stop(context.Background(), "munge")
+		os.Remove(systemd.DropInFile("munge"))
+		systemctl(t, "daemon-reload")
+	})
+	if err := m.Configure(ctx, service.Spec{Name: "munge", Command: []string{"/usr/sbin/munged", "-F"}, User: "munge"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Spawn(ctx, "munge"); err != nil {
+		t.Fatal(err)
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		cred, err := exec.CommandContext(ctx, "munge", "-n").Output()
+		if err == nil {
+			cmd := exec.CommandContext(ctx, "unmunge")
+			cmd.Stdin = strings.NewReader(string(cred))
+			out, err := cmd.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "STATUS:          Success (0)") {
+				t.Fatalf("unmunge: %v: %s", err, out)
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("munged did not answer: %s", systemctl(t, "status", "munge.service"))
+		case <-tick.C:
+		}
+	}
+}
+
+// TestRealUnknownUnit is TestErrors' unknown unit against the real systemd.
+func TestRealUnknownUnit(t *testing.T) {
+	m := realManager(t)
+	ctx := context.Background()
+	spec := service.Spec{Name: "no-such-daemon", Command: []string{"/usr/bin/true"}}
+	t.Cleanup(func() {
+		os.RemoveAll("/etc/systemd/system/no-such-daemon.service.d")
+		os.Remove(systemd.EnvironmentFile("no-such-daemon"))
+		systemctl(t, "daemon-reload")
+	})
+	for verb, call := range map[string]func() error{
+		"configure": func() error { return m.Configure(ctx, spec) },
+		"start":     func() error { return m.Start(ctx, spec.Name) },
+		"stop":      func() error { return m.Stop(ctx, spec.Name) },
+		"enable":    func() error { return m.Enable(ctx, spec.Name) },
+		"status":    func() error { _, err := m.Status(ctx, spec.Name); return err },
+	} {
+		if err := call(); !errors.Is(err, service.ErrUnknownService) {
+			t.Errorf("%s: got %v, want ErrUnknownService", verb, err)
+		}
+	}
+}

@@ -1,0 +1,56 @@
+package machines_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
+)
+
+// TestSystemdBackend runs libs/service/systemd's Real tests (real D-Bus, real unit files and
+// drop-ins, real munged) inside a booted machine of each image: Debian 12 (systemd 252) and
+// Debian 13 (systemd 257).
+func TestSystemdBackend(t *testing.T) {
+	root, err := hoststest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "systemd.test")
+	build := exec.Command("go", "test", "-c", "-o", bin, "./libs/service/systemd")
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("cannot build the systemd tests: %v: %s", err, out)
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, suite := range hoststest.Suites {
+		t.Run(suite, func(t *testing.T) {
+			t.Parallel()
+			n := hoststest.New(t)
+			m := hoststest.AddMachine(t, n, "sd", suite)
+			if err := os.WriteFile(m.Path("/root/systemd.test"), data, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			cmd := m.Command(ctx, []string{"/root/systemd.test", "-test.run=^TestReal", "-test.v", "-test.count=1"})
+			cmd.Env = append(cmd.Env, "SYSTEMD_REAL_TEST=1")
+			out, err := cmd.CombinedOutput()
+			t.Logf("on %s:\n%s", suite, out)
+			if err != nil {
+				t.Fatalf("the real systemd tests failed on %s: %v", suite, err)
+			}
+			if strings.Contains(string(out), "--- SKIP") || !strings.Contains(string(out), "--- PASS: TestRealLifecycle") {
+				t.Fatalf("the real systemd tests did not all run on %s", suite)
+			}
+		})
+	}
+}
