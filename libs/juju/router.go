@@ -32,7 +32,7 @@ func NewRouter() *Router {
 // SecretChanged, ...) to h.
 func (r *Router) Handle(kind Kind, h Handler) {
 	if !simpleKinds[kind] {
-		panic(fmt.Sprintf("juju: Router.Handle: %q is not a simple hook kind (use HandleRelation, HandleAction or HandleHook)", kind))
+		panic(fmt.Sprintf("juju: Router.Handle: %q is not a simple hook kind (use HandleRelation or HandleAction)", kind))
 	}
 	r.add(r.hooks, string(kind), h)
 }
@@ -44,15 +44,6 @@ func (r *Router) HandleRelation(endpoint string, kind Kind, h Handler) {
 		panic(fmt.Sprintf("juju: Router.HandleRelation: %q on endpoint %q is not a relation hook", kind, endpoint))
 	}
 	r.add(r.hooks, HookName(kind, endpoint), h)
-}
-
-// HandleHook routes a hook by its full name (data-storage-attached, ...),
-// for hooks this package has no kind for.
-func (r *Router) HandleHook(name string, h Handler) {
-	if name == "" {
-		panic("juju: Router.HandleHook: empty hook name")
-	}
-	r.add(r.hooks, name, h)
 }
 
 // HandleAction routes the action name to h.

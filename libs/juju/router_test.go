@@ -26,7 +26,6 @@ func TestRouter(t *testing.T) {
 	r.Handle(juju.SecretChanged, named("secret-changed"))
 	r.HandleRelation("slurmd", juju.RelationJoined, named("slurmd joined"))
 	r.HandleRelation("slurmd", juju.RelationBroken, named("slurmd broken"))
-	r.HandleHook("data-storage-attached", named("storage"))
 	r.HandleAction("node-config", named("node-config action"))
 
 	tests := []struct {
@@ -38,7 +37,7 @@ func TestRouter(t *testing.T) {
 		{ev: juju.Event{Kind: juju.SecretChanged, Name: "secret-changed"}, want: "secret-changed"},
 		{ev: juju.Event{Kind: juju.RelationJoined, Name: "slurmd-relation-joined", Endpoint: "slurmd"}, want: "slurmd joined"},
 		{ev: juju.Event{Kind: juju.RelationBroken, Name: "slurmd-relation-broken", Endpoint: "slurmd"}, want: "slurmd broken"},
-		{ev: juju.Event{Kind: juju.OtherHook, Name: "data-storage-attached"}, want: "storage"},
+		{ev: juju.Event{Kind: juju.OtherHook, Name: "data-storage-attached"}, noHandler: `no handler for hook "data-storage-attached"`},
 		{ev: juju.Event{Kind: juju.Action, Name: "node-config"}, want: "node-config action"},
 		{ev: juju.Event{Kind: juju.RelationJoined, Name: "other-relation-joined", Endpoint: "other"}, noHandler: `no handler for hook "other-relation-joined"`},
 		{ev: juju.Event{Kind: juju.Start, Name: "start"}, noHandler: `no handler for hook "start"`},
@@ -73,7 +72,7 @@ func TestRouterMisuse(t *testing.T) {
 		"empty endpoint":               func(r *juju.Router) { r.HandleRelation("", juju.RelationJoined, h) },
 		"empty action":                 func(r *juju.Router) { r.HandleAction("", h) },
 		"nil handler":                  func(r *juju.Router) { r.Handle(juju.Install, nil) },
-		"twice":                        func(r *juju.Router) { r.Handle(juju.Install, h); r.HandleHook("install", h) },
+		"twice":                        func(r *juju.Router) { r.Handle(juju.Install, h); r.Handle(juju.Install, h) },
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {

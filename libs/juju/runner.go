@@ -1,13 +1,14 @@
 package juju
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/charmed-slurm/operators/libs/command"
 )
 
 // Command is one hook tool invocation.
@@ -45,7 +46,7 @@ type ExecRunner struct {
 	Env []string
 }
 
-// Run implements Runner.
+// Run implements Runner, with command.Exec: the project's one exec runner.
 func (r ExecRunner) Run(ctx context.Context, c Command) (Result, error) {
 	if len(c.Args) == 0 {
 		return Result{}, errors.New("cannot run hook tool: empty command")
@@ -54,28 +55,17 @@ func (r ExecRunner) Run(ctx context.Context, c Command) (Result, error) {
 	if r.ToolsDir != "" && !strings.ContainsRune(name, '/') {
 		name = filepath.Join(r.ToolsDir, name)
 	}
-	cmd := exec.CommandContext(ctx, name, c.Args[1:]...)
-	cmd.Env = r.Env
-	if c.Stdin != nil {
-		cmd.Stdin = bytes.NewReader(c.Stdin)
+	x := command.Exec{Command: func(ctx context.Context, argv []string) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Env = r.Env
+		return cmd
+	}}
+	out, err := x.RunInput(ctx, append([]string{name}, c.Args[1:]...), nil, c.Stdin)
+	res := Result{Stdout: out.Stdout, Stderr: out.Stderr, ExitCode: out.ExitCode}
+	if err != nil {
+		return res, fmt.Errorf("cannot run hook tool %s: %w", c.Args[0], err)
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
-	if err == nil {
-		return res, nil
-	}
-	var exitErr *exec.ExitError
-	if errors.As(err, &exitErr) && ctx.Err() == nil && exitErr.ExitCode() >= 0 {
-		res.ExitCode = exitErr.ExitCode()
-		return res, nil
-	}
-	if ctx.Err() != nil {
-		return res, fmt.Errorf("cannot run hook tool %s: %w", c.Args[0], ctx.Err())
-	}
-	return res, fmt.Errorf("cannot run hook tool %s: %w", c.Args[0], err)
+	return res, nil
 }
 
 // HookToolError is a hook tool that ran and exited non-zero.
