@@ -337,3 +337,73 @@ func (c *Charm) rotateAuthKey(ctx context.Context, hc *juju.HookContext) error {
 	h.logf(ctx, juju.LevelInfo, "rotated the auth key to key id %s", keyID)
 	return h.finish(ctx, hc.Actions.Set(ctx, map[string]string{"keyid": keyID, "secret-id": string(id)}))
 }
+
+// settleJobs settles the pending jobs of a partition being removed (they can never run
+// there): move-to queues them in another live partition, cancel=true cancels them. Running
+// jobs are never touched: the partition is removed once they end. The results name the jobs
+// moved or cancelled.
+func (c *Charm) settleJobs(ctx context.Context, hc *juju.HookContext) error {
+	var p struct {
+		Partition string `json:"partition"`
+		MoveTo    string `json:"move-to"`
+		Cancel    bool   `json:"cancel"`
+	}
+	if err := hc.Actions.Params(ctx, &p); err != nil {
+		return err
+	}
+	h, err := c.begin(ctx, hc)
+	if err != nil {
+		return err
+	}
+	if !h.leader {
+		return hc.Actions.Fail(ctx, "settle-jobs must run on the leader unit")
+	}
+	if _, ok := h.st.Removing[p.Partition]; !ok {
+		return hc.Actions.Fail(ctx, fmt.Sprintf("partition: %q is not being removed (partitions being removed: %s)", p.Partition, strings.Join(sortedKeys(h.st.Removing), ",")))
+	}
+	if (p.MoveTo == "") == !p.Cancel {
+		return hc.Actions.Fail(ctx, "give exactly one of move-to=<partition> and cancel=true")
+	}
+	if p.MoveTo != "" {
+		if _, rm := h.st.Removing[p.MoveTo]; rm || !slices.Contains(h.st.Apps, p.MoveTo) {
+			return hc.Actions.Fail(ctx, fmt.Sprintf("move-to: %q is not a partition of a related slurmd application", p.MoveTo))
+		}
+	}
+	jobs, err := c.partitionJobs(ctx, p.Partition)
+	if err != nil {
+		return hc.Actions.Fail(ctx, err.Error())
+	}
+	cl := c.client()
+	var done, failed []string
+	for _, j := range jobs {
+		if j.State != "PENDING" {
+			continue
+		}
+		if p.Cancel {
+			err = cl.CancelJobs(ctx, j.ID)
+		} else {
+			err = cl.MovePendingJob(ctx, j.ID, p.MoveTo)
+		}
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("job %s: %v", j.ID, err))
+			continue
+		}
+		done = append(done, j.ID)
+	}
+	key := "moved"
+	if p.Cancel {
+		key = "cancelled"
+	}
+	h.logf(ctx, juju.LevelInfo, "settle-jobs: %s pending jobs %s of partition %s", key, strings.Join(done, ","), p.Partition)
+	if err := h.finishRemovals(ctx, 0); err != nil {
+		return err
+	}
+	res := map[string]string{key: strings.Join(done, ","), "partition": p.Partition}
+	if err := h.finish(ctx, errors.Join(hc.Actions.Set(ctx, res), h.setStatus(ctx))); err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		return hc.Actions.Fail(ctx, strings.Join(failed, "; "))
+	}
+	return nil
+}

@@ -138,5 +138,6 @@ func (c *Charm) Router() *juju.Router {
 	r.HandleAction("resume", c.resume)
 	r.HandleAction("delete-node", c.deleteNode)
 	r.HandleAction("rotate-auth-key", c.rotateAuthKey)
+	r.HandleAction("settle-jobs", c.settleJobs)
 	return r
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -783,3 +784,63 @@ func TestMungedReadiness(t *testing.T) {
 
 // partitionPath is the live partition file of app, relative to the charm's root.
 func partitionPath(app string) string { return confDir + "/" + partitionInclude(app) }
+
+// TestRemovedPartitionPendingJobs: pending jobs of a removed application's partition are
+// named in the status with the action that settles them; settle-jobs moves them (or cancels
+// them) and the partition goes once the running job ends too.
+func TestRemovedPartitionPendingJobs(t *testing.T) {
+	e := newEnv(t)
+	in := e.withApp("gpu", "gpu/0")
+	in.Relations = append(in.Relations, relation("slurmd:2", "slurmd", compute(t, "slurmd", ""), "slurmd/0"))
+	in = e.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmd:2", "slurmd/0"))
+	e.slurm.addNode("gpu-0", "gpu", "IDLE", false)
+	e.slurm.addJob("9", "RUNNING", "gpu", "gpu-0")
+	e.slurm.addJob("10", "PENDING", "gpu", "")
+	e.slurm.addJob("11", "PENDING", "gpu", "")
+
+	out := e.run(in, jujutest.RelationHook(juju.RelationBroken, "slurmd:1", ""))
+	want := "removing partition gpu: pending jobs 10,11 can never run there; run settle-jobs partition=gpu with move-to=<partition> or cancel=true (also waiting for 1 other jobs to finish)"
+	if d := cmp.Diff(jujuStatus(juju.StatusBlocked, want), out.UnitStatus); d != "" {
+		t.Errorf("status (-want +got):\n%s", d)
+	}
+
+	for _, tt := range []struct {
+		name   string
+		params map[string]any
+		fail   string
+	}{
+		{"not being removed", map[string]any{"partition": "slurmd", "cancel": true}, `partition: "slurmd" is not being removed`},
+		{"neither", map[string]any{"partition": "gpu"}, "give exactly one of"},
+		{"both", map[string]any{"partition": "gpu", "move-to": "slurmd", "cancel": true}, "give exactly one of"},
+		{"unknown target", map[string]any{"partition": "gpu", "move-to": "nope"}, `move-to: "nope" is not a partition`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in := out
+			in.Action = jujutest.ActionState{Params: tt.params}
+			got := e.run(in, jujutest.ActionEvent("settle-jobs")).Action
+			if !got.Failed || !strings.Contains(got.Message, tt.fail) {
+				t.Errorf("action failure %q, want %q", got.Message, tt.fail)
+			}
+		})
+	}
+
+	out.Action = jujutest.ActionState{Params: map[string]any{"partition": "gpu", "move-to": "slurmd"}}
+	out = e.run(out, jujutest.ActionEvent("settle-jobs"))
+	if out.Action.Failed || out.Action.Results["moved"] != "10,11" {
+		t.Fatalf("settle-jobs: failed %q, results %v", out.Action.Message, out.Action.Results)
+	}
+	if out.UnitStatus.Code != juju.StatusWaiting {
+		t.Errorf("status after settling %+v, want waiting for the running job", out.UnitStatus)
+	}
+	if e.slurm.count("scancel") != 0 {
+		t.Errorf("a job was cancelled: %v", e.slurm.calls)
+	}
+	e.slurm.mu.Lock()
+	e.slurm.finishJobs()
+	e.slurm.jobs = slices.DeleteFunc(e.slurm.jobs, func(j fakeJob) bool { return j.Partition == "gpu" })
+	e.slurm.mu.Unlock()
+	out = e.run(out, jujutest.Hook(juju.UpdateStatus))
+	if e.exists(partitionPath("gpu")) {
+		t.Errorf("partition gpu not removed once settled and its running job gone")
+	}
+}

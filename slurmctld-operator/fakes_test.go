@@ -214,6 +214,18 @@ func (f *fakeSlurm) Run(ctx context.Context, argv []string, env []string) (slurm
 		return ok(""), nil
 	case argv[0] == "squeue":
 		return f.squeue(argv)
+	case argv[0] == "scontrol" && argv[1] == "update" && strings.HasPrefix(argv[2], "jobid="):
+		id, part := strings.TrimPrefix(argv[2], "jobid="), strings.TrimPrefix(argv[3], "partition=")
+		for i := range f.jobs {
+			if f.jobs[i].ID == id {
+				if f.jobs[i].State != "PENDING" {
+					return fail("scontrol: error: Job is no longer pending execution for job " + id), nil
+				}
+				f.jobs[i].Partition = part
+				return ok(""), nil
+			}
+		}
+		return fail("slurm_update error: Invalid job id specified"), nil
 	case argv[0] == "scancel":
 		for _, id := range argv[1:] {
 			for i := range f.jobs {

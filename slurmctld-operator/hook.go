@@ -198,11 +198,19 @@ func (h *hook) status(ctx context.Context) (juju.StatusCode, string) {
 		return juju.StatusWaiting, fmt.Sprintf("cannot list nodes: %v", err)
 	}
 	if apps := sortedKeys(h.st.Removing); len(apps) > 0 {
-		jobs := "the jobs" // not counted yet (removal.Jobs is -1 until squeue answers)
-		if n := h.st.Removing[apps[0]].Jobs; n >= 0 {
-			jobs = fmt.Sprintf("%d jobs", n)
+		app, r := apps[0], h.st.Removing[apps[0]]
+		if len(r.Pending) > 0 {
+			msg := fmt.Sprintf("removing partition %s: pending jobs %s can never run there; run settle-jobs partition=%s with move-to=<partition> or cancel=true", app, strings.Join(r.Pending, ","), app)
+			if others := r.Jobs - len(r.Pending); others > 0 {
+				msg += fmt.Sprintf(" (also waiting for %d other jobs to finish)", others)
+			}
+			return juju.StatusBlocked, msg
 		}
-		return juju.StatusWaiting, fmt.Sprintf("waiting for %s in partition %s to finish before removing it", jobs, apps[0])
+		jobs := "the jobs" // not counted yet (removal.Jobs is -1 until squeue answers)
+		if r.Jobs >= 0 {
+			jobs = fmt.Sprintf("%d jobs", r.Jobs)
+		}
+		return juju.StatusWaiting, fmt.Sprintf("waiting for %s in partition %s to finish before removing it", jobs, app)
 	}
 	var idle, alloc, drained, down int
 	for _, n := range nodes {

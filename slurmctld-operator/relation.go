@@ -304,7 +304,13 @@ func (h *hook) finishRemoval(ctx context.Context, app string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	h.st.Removing[app] = removal{Jobs: len(jobs)}
+	var pending []string
+	for _, j := range jobs {
+		if j.State == "PENDING" {
+			pending = append(pending, j.ID)
+		}
+	}
+	h.st.Removing[app] = removal{Jobs: len(jobs), Pending: pending}
 	if len(jobs) > 0 {
 		return false, nil
 	}

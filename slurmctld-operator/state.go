@@ -137,10 +137,13 @@ type pendingNode struct {
 	App  string `json:"app"`
 }
 
-// removal is a partition being removed; Jobs is the number of jobs last seen in it (-1 before
-// the first count).
+// removal is a partition being removed; Jobs is the number of job records last seen in it
+// (-1 before the first count).
 type removal struct {
 	Jobs int `json:"jobs"`
+	// Pending are the ids of the partition's pending jobs: they can never run there (the
+	// partition is inactive and its nodes go) and wait for the settle-jobs action.
+	Pending []string `json:"pending,omitempty"`
 }
 
 func (s *charmState) addApp(app string) {
