@@ -29,7 +29,7 @@ func TestCheckConfig(t *testing.T) {
 	}
 	want := &slurm.ConfigError{
 		Conf: "/etc/slurm/.candidate-1/slurm.conf", Key: "MaxTime", Value: "abc",
-		File: "/etc/slurm/.candidate-1/slurm.conf",
+		File:     "/etc/slurm/.candidate-1/slurm.conf",
 		Messages: []string{`Bad value "abc" for MaxTime`, `"Include" failed in file /etc/slurm/.candidate-1/slurm.conf line 4`},
 	}
 	if d := cmp.Diff(want, ce); d != "" {
