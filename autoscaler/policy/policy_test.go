@@ -92,6 +92,15 @@ func TestDecide(t *testing.T) {
 			"slurmd: slurmd-3 idle 3m0s: removing",
 		}},
 	}, {
+		name: "the leader's node goes last among equally idle nodes",
+		in: policy.Input{App: app, Units: []policy.Unit{busy("slurmd-3"),
+			{Name: "slurmd/0", Leader: true, Age: time.Hour, Node: &policy.Node{Name: "slurmd-0", IdleFor: time.Hour}},
+			idle("slurmd-1", time.Hour), idle("slurmd-2", time.Hour)}},
+		want: policy.Decision{Drain: []string{"slurmd-1", "slurmd-2"}, Lines: []string{
+			"slurmd: slurmd-1 idle 1h0m0s: removing",
+			"slurmd: slurmd-2 idle 1h0m0s: removing",
+		}},
+	}, {
 		name: "never below min",
 		in:   policy.Input{App: app, Units: []policy.Unit{idle("slurmd-0", time.Hour), idle("slurmd-1", time.Hour)}},
 		want: policy.Decision{Drain: []string{"slurmd-0"}, Lines: []string{

@@ -180,6 +180,25 @@ func (c *cluster) recordPending(name string) {
 	}
 }
 
+// recordStatus writes `juju-local status --format=json`, as the autoscaler reads it, to
+// $JUJU_STATUS_RECORD/name when JUJU_STATUS_RECORD names a directory
+// (autoscaler/jujucli/testdata).
+func (c *cluster) recordStatus(name string) {
+	dir := os.Getenv("JUJU_STATUS_RECORD")
+	if dir == "" {
+		return
+	}
+	cmd := exec.Command(toolsBin, "status", "--format=json")
+	cmd.Env = append(os.Environ(), "JUJU_LOCAL_DIR="+c.m.Dir())
+	out, err := cmd.Output()
+	if err != nil {
+		c.t.Fatalf("juju-local status: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), out, 0o644); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
 // TestAutoscaleBurst is the issue's scenario: a partition at 1 node with max 6 receives 12
 // one-node jobs of a few seconds. The autoscaler adds units, every job completes, the partition
 // returns to 1 node after the idle time, no job is killed and there are never more than 6
@@ -198,6 +217,7 @@ func TestAutoscaleBurst(t *testing.T) {
 	}
 	c.recordPending("squeue-pending")
 	c.waitCompleted(ids, 4*time.Minute)
+	c.recordStatus("status-burst.json")
 	if got := watch.most(); got < 3 {
 		t.Errorf("at most %d units during the burst: the autoscaler did not scale out", got)
 	}
