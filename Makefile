@@ -1,10 +1,10 @@
 # Run every target from the repository root (the go.work root).
 SHELL   := /bin/bash
 GO      ?= go
-MODULES := libs interfaces slurmctld-operator slurmd-operator tests
+MODULES := libs interfaces slurmctld-operator slurmd-operator autoscaler tests
 PKGS    := $(foreach m,$(MODULES),./$(m)/...)
 # Unit-test modules run under the race detector; tests/ drives real daemons and runs without it.
-RACE_PKGS := $(foreach m,libs interfaces slurmctld-operator slurmd-operator,./$(m)/...)
+RACE_PKGS := $(foreach m,libs interfaces slurmctld-operator slurmd-operator autoscaler,./$(m)/...)
 
 .PHONY: deps images build charms tools demo bench test test-unit test-integration lint fmt clean
 
