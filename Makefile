@@ -22,6 +22,7 @@ build:
 # The local model's binary (CLI and hook tools in one).
 tools:
 	cd tests && CGO_ENABLED=0 $(GO) build -o ../build/bin/juju-local ./cmd/juju-local
+	cd autoscaler && CGO_ENABLED=0 $(GO) build -o ../build/bin/slurm-autoscaler ./cmd/slurm-autoscaler
 
 # Packed charms, as `juju deploy` takes them: build/slurmctld.charm and build/slurmd.charm.
 charms:
