@@ -13,9 +13,40 @@ if [ -z "${JUJU_LOCAL_DIR:-}" ]; then
 fi
 export JUJU_LOCAL_DIR
 
-step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
-status() { "$JL" status; }
+# Bold step titles on a terminal only: a log file or a pipe gets no escape codes.
+if [ -t 1 ]; then bold=$'\033[1m' plain=$'\033[0m'; else bold= plain=; fi
+step() { printf '\n%s==> %s%s\n' "$bold" "$*" "$plain"; }
 sl() { "$JL" exec slurmctld/0 -- env SLURM_CONF=/etc/slurm/slurm.conf "$@"; }
+# status: juju-local status, then every node with the unit and the host it runs on (node
+# slurmd-N is unit slurmd/N; the host is the unit's machine in the Machines table).
+status() {
+  "$JL" status
+  echo
+  sl sinfo -N -h -o '%N %n %o %T %P %f' | awk '
+    BEGIN { printf "%-12s %-12s %-12s %-14s %-10s %-10s %s\n", "Node", "Unit", "Host", "Address", "State", "Partition", "Features" }
+    { unit = $1; sub(/-[0-9]+$/, "/" substr($1, match($1, /[0-9]+$/)), unit)
+      printf "%-12s %-12s %-12s %-14s %-10s %-10s %s\n", $1, unit, $2, $3, $4, $5, $6 }'
+}
+# ctl_counts: "RECONFIGURES STARTS PID" read from the controller's own slurmctld.log and PID file.
+ctl_counts() {
+  local log pid
+  log=$("$JL" exec slurmctld/0 -- cat /var/log/slurm/slurmctld.log)
+  pid=$("$JL" exec slurmctld/0 -- cat /run/slurmctld.pid)
+  echo "$(grep -c '_slurm_rpc_reconfigure_controller: completed' <<<"$log") $(grep -c 'slurmctld version ' <<<"$log") $pid"
+}
+# ctl_claim BEFORE WANT_RECONFIGURES: prints what slurmctld's log says happened since BEFORE (a
+# ctl_counts line) and fails the demo unless it is WANT_RECONFIGURES reconfigures and no restart.
+ctl_claim() {
+  local r0 s0 p0 r1 s1 p1
+  read -r r0 s0 p0 <<<"$1"
+  read -r r1 s1 p1 <<<"$(ctl_counts)"
+  echo "slurmctld.log: $((r1 - r0)) reconfigure(s) and $((s1 - s0)) restart(s) in this step" \
+    "(reconfigures $r0 → $r1, starts $s0 → $s1; PID file $p0 → $p1)"
+  if [ $((r1 - r0)) -ne "$2" ] || [ "$s1" -ne "$s0" ] || [ "$p1" != "$p0" ]; then
+    echo "demo: claim not backed: want $2 reconfigure(s) and no restart" >&2
+    return 1
+  fi
+}
 jobstate() { sl scontrol show job -o "$1" | grep -o 'JobState=[A-Z]*' | cut -d= -f2; }
 job_is() { test "$(jobstate "$1")" = "$2"; }     # job_is ID STATE
 node_draining() { sl sinfo -h -n "$1" -o %T | grep -q drain; }
@@ -47,38 +78,51 @@ step "juju-local bootstrap (model in $JUJU_LOCAL_DIR)"
 step "juju-local deploy build/slurmctld.charm --config slurm-conf-parameters=MinJobAge=10; deploy build/slurmd.charm -n 3"
 "$JL" deploy build/slurmctld.charm --config slurm-conf-parameters=MinJobAge=10
 "$JL" deploy build/slurmd.charm -n 3
-status
+"$JL" status
 
 step "juju-local integrate slurmctld slurmd"
 "$JL" integrate slurmctld slurmd
 "$JL" wait --for active --timeout 5m
 status
-sl sinfo -N -o '%N %T %P %f'
 
-step "srun -N3 hostname"
+step "srun -N3 hostname (each node prints its host's name)"
 sl srun -p slurmd -N3 hostname
+status
 
 step "sbatch a job"
 job=$(sl sbatch --parsable -p slurmd -N2 -o /dev/null --wrap 'srun hostname')
 wait_for 60 "job $job to complete" job_is "$job" COMPLETED
 echo "job $job: $(jobstate "$job")"
+status
 
 step "juju-local add-unit slurmd (no reconfigure, no controller restart)"
+before=$(ctl_counts)
 "$JL" add-unit slurmd
 "$JL" wait --for active --timeout 5m
 status
-sl sinfo -N -o '%N %T %P %f'
+ctl_claim "$before" 0
 
-step "juju-local config slurmd partition-config=\"MaxTime=1:00:00 DefaultTime=10:00\""
+step "juju-local config slurmd partition-config=\"MaxTime=1:00:00 DefaultTime=10:00\" (one reconfigure)"
+before=$(ctl_counts)
 "$JL" config slurmd partition-config="MaxTime=1:00:00 DefaultTime=10:00"
 "$JL" wait --for active --timeout 5m
-sl scontrol show partition slurmd | grep -E 'PartitionName|MaxTime'
+status
+echo "The slurmd application's partition file on the controller:"
+"$JL" exec slurmctld/0 -- cat /etc/slurm/partition-slurmd.conf
+echo "The partition as slurmctld has it:"
+sl scontrol show partition slurmd
+ctl_claim "$before" 1
 
-step "juju-local run slurmd/0 node-config parameters=\"Weight=10 Features=fast\""
+step "juju-local run slurmd/0 node-config parameters=\"Weight=10 Features=fast\" (no reconfigure)"
+before=$(ctl_counts)
 "$JL" run slurmd/0 node-config parameters="Weight=10 Features=fast"
+"$JL" wait --for active --timeout 5m
+status
 sl sinfo -N -o '%N %T %P %f %w'
+ctl_claim "$before" 0
 
-step "juju-local remove-unit slurmd/3 while a job runs on it"
+step "juju-local remove-unit slurmd/3 while a job runs on it (no reconfigure, no controller restart)"
+before=$(ctl_counts)
 job=$(sl sbatch --parsable -p slurmd -w slurmd-3 -o /dev/null --wrap 'sleep 5')
 wait_for 60 "job $job to run" job_is "$job" RUNNING
 "$JL" remove-unit slurmd/3
@@ -90,7 +134,7 @@ echo "job $job: $(jobstate "$job") (it ran to the end on the node being removed)
 wait_for 60 "slurmd-3 to be deleted" node_gone slurmd-3
 "$JL" wait --timeout 5m
 echo "slurmd-3 is gone:"
-sl sinfo -N -o '%N %T %P %f'
 status
+ctl_claim "$before" 0
 
 step "demo OK"
