@@ -75,15 +75,33 @@ type cluster struct {
 // waits until every unit is active.
 func newCluster(t *testing.T, n int, ctlConfig ...map[string]string) *cluster {
 	t.Helper()
+	return newClusterOn(t, "", n, ctlConfig...)
+}
+
+// newClusterOn is newCluster with every unit on a systemd machine of base (model.BaseBookworm,
+// model.BaseTrixie), or on Pebble hosts when base is "".
+func newClusterOn(t *testing.T, base string, n int, ctlConfig ...map[string]string) *cluster {
+	t.Helper()
 	net := hoststest.New(t)
 	dir, err := os.MkdirTemp("", "e2e")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) }) // runs after the model's close below
+	var machines model.Provisioner = &model.HostMachines{Network: net}
+	if base != "" {
+		suite, ok := model.ImageSuite(base)
+		if !ok {
+			t.Fatalf("no image for base %q", base)
+		}
+		machines = &model.BaseMachines{
+			Network: net, Default: base, Images: map[string]string{base: hoststest.Image(t, suite)},
+			Binds: []string{dir, filepath.Dir(toolsBin)},
+		}
+	}
 	m, err := model.New(context.Background(), model.Options{
 		Dir: dir, Name: "e2e", Tools: toolsBin,
-		Machines:             &model.HostMachines{Network: net},
+		Machines:             machines,
 		UpdateStatusInterval: 5 * time.Second,
 	})
 	if err != nil {

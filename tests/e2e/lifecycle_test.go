@@ -6,7 +6,6 @@ package e2e_test
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,7 +19,11 @@ import (
 // an idle unit, and node-config.
 func TestNodeLifecycle(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, 2)
+	nodeLifecycle(t, newCluster(t, 2))
+}
+
+// nodeLifecycle is TestNodeLifecycle on cluster c (two slurmd units), whatever its machines.
+func nodeLifecycle(t *testing.T, c *cluster) {
 
 	// integrate → every node IDLE in the application's partition, and jobs run on them.
 	c.eventually(30*time.Second, "2 idle nodes", func() (bool, string) {
@@ -59,7 +62,7 @@ func TestNodeLifecycle(t *testing.T) {
 	c.slurm("srun", "-p", "slurmd", "-N5", "true")
 
 	// remove-unit while a job runs on it → the job completes, then the node disappears.
-	// The job runs until the test releases it (the hosts share /tmp's filesystem with the test).
+	// The job runs until the test releases it, creating the file on the job's node.
 	release := filepath.Join(t.TempDir(), "release")
 	job := c.sbatch("slurmd", "-w", "slurmd-4", "--wrap", "while [ ! -e "+release+" ]; do sleep 0.1; done")
 	c.waitJobState(job, "RUNNING", 30*time.Second)
@@ -78,9 +81,7 @@ func TestNodeLifecycle(t *testing.T) {
 	if s := c.nodes()["slurmd-4"]; !strings.HasPrefix(s, "draining") {
 		t.Errorf("slurmd-4 is %q while its job runs, want draining (never deleted with a running job)", s)
 	}
-	if err := os.WriteFile(release, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	c.exec("slurmd/4", "install", "-D", "-m", "0644", "/dev/null", release)
 	c.waitJobState(job, "COMPLETED", time.Minute)
 	c.eventually(30*time.Second, "slurmd-4 deleted", func() (bool, string) {
 		names := c.nodeNames()

@@ -24,6 +24,9 @@ type MachineOptions struct {
 	// under build/images/<suite>/root). It is the read-only lower layer of the machine's root:
 	// the machine writes to its own upper layer, so many machines share one image.
 	Image string
+	// Binds are directories or files of the test machine bind-mounted read-write at the same
+	// path inside the machine (the local model's socket and hook tools, for example).
+	Binds []string
 	// BootTimeout bounds each boot (until systemd reports the system running or degraded).
 	// Default 2 minutes.
 	BootTimeout time.Duration
@@ -52,6 +55,8 @@ type Machine struct {
 	NetNS string
 	// Image is the image the machine booted from.
 	Image string
+	// Binds are the paths shared with the test machine (MachineOptions.Binds).
+	Binds []string
 
 	grace       time.Duration
 	bootTimeout time.Duration
@@ -87,6 +92,11 @@ func (n *Network) AddMachine(ctx context.Context, opts MachineOptions) (m *Machi
 	if _, err := exec.LookPath("systemd-nspawn"); err != nil {
 		return nil, fmt.Errorf("cannot add machine %q: %w (install systemd-container)", name, err)
 	}
+	for _, b := range opts.Binds {
+		if !filepath.IsAbs(b) || strings.Contains(b, ":") {
+			return nil, fmt.Errorf("cannot add machine %q: bind %q is not an absolute path without ':'", name, b)
+		}
+	}
 	if opts.BootTimeout <= 0 {
 		opts.BootTimeout = 2 * time.Minute
 	}
@@ -112,6 +122,7 @@ func (n *Network) AddMachine(ctx context.Context, opts MachineOptions) (m *Machi
 		Dir:         filepath.Join(n.Dir, name),
 		NetNS:       n.Prefix + "-" + name,
 		Image:       image,
+		Binds:       opts.Binds,
 		grace:       n.opts.StopTimeout,
 		bootTimeout: opts.BootTimeout,
 	}
@@ -290,11 +301,15 @@ func (m *Machine) Path(inside string) string {
 
 // nspawnArgv is the command line of one boot.
 func (m *Machine) nspawnArgv() []string {
-	return []string{"nsenter", "-t", strconv.Itoa(m.holder.pid()), "--net", "--mount", "--",
+	argv := []string{"nsenter", "-t", strconv.Itoa(m.holder.pid()), "--net", "--mount", "--",
 		"systemd-nspawn", "--quiet", "--register=no", "--keep-unit", "--boot",
 		"--directory=" + m.root(), "--machine=" + m.Name, "--hostname=" + m.Name,
 		"--network-namespace-path=/run/netns/" + m.NetNS,
 		"--resolv-conf=off", "--timezone=off", "--link-journal=no", "--console=read-only"}
+	for _, b := range m.Binds {
+		argv = append(argv, "--bind="+b)
+	}
+	return argv
 }
 
 // Boot starts the machine if it is off and waits until it has booted.

@@ -451,7 +451,7 @@ func (a *agent) finish(ctx context.Context) {
 func (a *agent) provision(ctx context.Context) error {
 	m := a.m
 	m.progress("%s: creating machine %s", a.unit, a.machineID)
-	mach, err := m.opts.Machines.NewMachine(ctx, a.machineID, a.unit)
+	mach, err := m.newMachine(ctx, a.machineID, a.unit)
 	if err != nil {
 		return fmt.Errorf("cannot create machine %s: %w", a.machineID, err)
 	}
@@ -462,6 +462,7 @@ func (a *agent) provision(ctx context.Context) error {
 	charmSrc := app.CharmDir
 	ms := m.state.Machines[a.machineID]
 	ms.Hostname = mach.Hostname()
+	ms.Base = machineBase(mach)
 	if mach.Addr().IsValid() {
 		ms.Address = mach.Addr().String()
 	}

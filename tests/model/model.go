@@ -305,6 +305,9 @@ type DeployOptions struct {
 	Units int
 	// Config sets options as `juju deploy --config key=value` does.
 	Config map[string]string
+	// Base places the units on machines of this base ("debian@12"), as `juju deploy --base`
+	// does; it needs a BaseProvisioner offering it. Empty means the provisioner's default.
+	Base string
 }
 
 // Deploy adds an application and its units, each on a new machine.
@@ -363,6 +366,10 @@ func (m *Model) Deploy(ctx context.Context, opts DeployOptions) ([]string, error
 		os.RemoveAll(stage)
 		return nil, fmt.Errorf("cannot deploy %s: bad number of units %d", name, n)
 	}
+	if err := checkBase(m.opts.Machines, opts.Base); err != nil {
+		os.RemoveAll(stage)
+		return nil, fmt.Errorf("cannot deploy %s: %w", name, err)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -382,7 +389,7 @@ func (m *Model) Deploy(ctx context.Context, opts DeployOptions) ([]string, error
 	}
 	os.RemoveAll(stage)
 	m.state.Applications[name] = &Application{
-		Name: name, Charm: charm, CharmDir: charmDir, Config: config, ConfigVersion: 1,
+		Name: name, Charm: charm, CharmDir: charmDir, Config: config, ConfigVersion: 1, Base: opts.Base,
 		Status: StatusInfo{Status: "unknown", Since: time.Now()},
 	}
 	for _, ep := range sortedKeys(charm.Peers) {

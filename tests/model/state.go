@@ -34,6 +34,7 @@ type MachineState struct {
 	Unit     string `json:"unit"`
 	Status   string `json:"status"` // pending, started, error
 	Message  string `json:"message,omitempty"`
+	Base     string `json:"base,omitempty"` // "<os>@<channel>" when the machine knows it (Based)
 }
 
 // Application is one deployed application.
@@ -49,6 +50,9 @@ type Application struct {
 	Version       string            `json:"version,omitempty"`
 	Dying         bool              `json:"dying,omitempty"`
 	LeaderData    map[string]string `json:"leader-data,omitempty"`
+	// Base is the base the application was deployed with (deploy --base); "" is the
+	// provisioner's default (see BaseProvisioner).
+	Base string `json:"base,omitempty"`
 }
 
 // StatusInfo is a status value with its message.

@@ -119,7 +119,7 @@ func (m *Model) status() *Status {
 			DNSName:       ms.Address,
 			InstanceID:    ms.Hostname,
 			MachineStatus: StatusValue{Current: "running"},
-			Base:          BaseInfo{Name: "ubuntu", Channel: "24.04"},
+			Base:          baseInfo(ms.Base),
 		}
 		if ms.Address != "" {
 			mi.IPAddresses = []string{ms.Address}

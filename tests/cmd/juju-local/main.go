@@ -320,7 +320,12 @@ func daemon(args []string) int {
 			fmt.Fprintf(os.Stderr, "ERROR %v\n", err)
 			return 1
 		}
-		prov = &model.HostMachines{Network: n, CloseNetwork: true}
+		base, _ := fs.GetString("base")
+		if prov, err = baseMachines(n, dir, self, base); err != nil {
+			n.Close()
+			fmt.Fprintf(os.Stderr, "ERROR %v\n", err)
+			return 1
+		}
 	default:
 		fmt.Fprintf(os.Stderr, "ERROR invalid value %q for option --machines\n", machines)
 		return 2
@@ -363,23 +368,8 @@ func daemon(args []string) int {
 
 // findPebble looks for build/bin/pebble above the working directory and the binary, then PATH.
 func findPebble() string {
-	var starts []string
-	if wd, err := os.Getwd(); err == nil {
-		starts = append(starts, wd)
-	}
-	if exe, err := os.Executable(); err == nil {
-		starts = append(starts, filepath.Dir(exe))
-	}
-	for _, d := range starts {
-		for ; ; d = filepath.Dir(d) {
-			p := filepath.Join(d, "build", "bin", "pebble")
-			if _, err := os.Stat(p); err == nil {
-				return p
-			}
-			if d == filepath.Dir(d) {
-				break
-			}
-		}
+	if d := findAbove(filepath.Join("build", "bin", "pebble")); d != "" {
+		return filepath.Join(d, "build", "bin", "pebble")
 	}
 	if p, err := exec.LookPath("pebble"); err == nil {
 		return p
