@@ -20,12 +20,22 @@
 // default-node-state (idle or down, with default-node-reason). slurmd is restarted only when
 // the controllers, the key or the --conf change; a changed --conf re-registers the node
 // (drain, wait for its jobs, stop, delete the node record, start, restore its state), because
-// Slurm 22.05 keeps a dynamic node's old record otherwise.
+// Slurm 22.05 keeps a dynamic node's old record otherwise. The node-config action does this
+// transactionally: values above the machine's `slurmd -C` facts are refused before anything
+// is touched, and a --conf Slurm refuses (slurmd exits, no registration in time, INVALID_REG)
+// is replaced by the previous one, the node's state restored, and the action fails with
+// Slurm's reason.
+//
+// update-status checks this host's own daemons (munged answers, slurmd's service is active,
+// or its pid file when the service manager is gone) before any Slurm command, so a dead host
+// is reported as such and not as an unreachable controller; every Slurm command is bounded by
+// CommandTimeout.
 //
 // When the unit leaves (its own relation-departed, or stop, whichever comes first) the node is
 // drained with reason "unit <unit> removed", the hook waits for its jobs with the count in the
 // status, stops slurmd and deletes the node. A node with running jobs is never deleted. If the
-// controller cannot be reached the node is left drained for the controller's reconcile.
+// controller cannot be reached, or this host's munged is down, the node is left for the
+// controller's reconcile; a dead service manager fails neither hook while slurmd is not running.
 //
 // # Code layout
 //

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -34,10 +36,16 @@ type fakeSlurm struct {
 	failApt bool
 	// mungeUp reports whether munged runs: `munge -n` fails as real munge does otherwise.
 	mungeUp func() bool
+	// tmpDisk is the disk space slurmd finds (MB): a --conf with a larger TmpDisk registers
+	// INVALID_REG, drained with reason "Low TmpDisk", as on real Slurm.
+	tmpDisk int
+	// exitOn makes slurmd exit at start (its fatal message) when its --conf has this key.
+	exitOn string
 }
 
 type fakeNode struct {
 	conf     slurmconf.Params // the --conf the record was created with
+	invalid  bool             // registered INVALID_REG
 	down     bool
 	drain    bool
 	reason   string
@@ -96,6 +104,9 @@ func (f *fakeSlurm) register(argv []string) error {
 	if p.Has("Port") {
 		return fmt.Errorf("slurmd: Port is not allowed in --conf")
 	}
+	if f.exitOn != "" && p.Has(f.exitOn) {
+		return fmt.Errorf("slurmd: fatal: bad %s", f.exitOn)
+	}
 	if f.unreachable {
 		return nil // slurmd runs but cannot register
 	}
@@ -103,7 +114,13 @@ func (f *fakeSlurm) register(argv []string) error {
 		n.running = true // 22.05: the old record stays
 		return nil
 	}
-	f.nodes[name] = &fakeNode{conf: p, running: true}
+	n := &fakeNode{conf: p, running: true}
+	if v, ok := p.Get("TmpDisk"); ok {
+		if t, _ := strconv.Atoi(v); t > f.tmpDisk {
+			n.invalid, n.drain, n.reason = true, true, "Low TmpDisk"
+		}
+	}
+	f.nodes[name] = n
 	return nil
 }
 
@@ -271,6 +288,9 @@ func (n *fakeNode) state() string {
 		s += "+DRAIN"
 	}
 	s += "+DYNAMIC_NORM"
+	if n.invalid {
+		s += "+INVALID_REG"
+	}
 	if !n.running && n.down {
 		s += "+NOT_RESPONDING"
 	}
@@ -308,7 +328,12 @@ type fakeServices struct {
 	calls   []string
 	// noCache: slurmd cannot fetch the configuration (no controller), so writes no cache.
 	noCache bool
+	// dead: the supervisor is gone; every call fails as a refused connection does.
+	dead bool
 }
+
+// errDead is what a call to a dead supervisor returns.
+var errDead = errors.New(`cannot get status of service: dial unix /var/lib/pebble/default/.pebble.socket: connect: connection refused`)
 
 func newFakeServices(cluster *fakeSlurm, root string) *fakeServices {
 	return &fakeServices{cluster: cluster, root: root, specs: map[string]service.Spec{},
@@ -326,6 +351,9 @@ func (s *fakeServices) record(verb, name string) {
 }
 
 func (s *fakeServices) known(name string) error {
+	if s.dead {
+		return errDead
+	}
 	if _, ok := s.specs[name]; !ok {
 		return fmt.Errorf("cannot find service %q: %w", name, service.ErrUnknownService)
 	}
@@ -336,6 +364,9 @@ func (s *fakeServices) Configure(ctx context.Context, spec service.Spec) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.record("configure", spec.Name)
+	if s.dead {
+		return errDead
+	}
 	if err := spec.Validate(); err != nil {
 		return err
 	}

@@ -352,10 +352,11 @@ func (h *hook) replaceNode(ctx context.Context, spec service.Spec, known bool) e
 		}
 	}
 	logStart := h.slurmdLogSize()
-	if err := h.startSlurmd(ctx, spec, true); err != nil {
-		return err
+	var n slurm.Node
+	err := h.startSlurmd(ctx, spec, true)
+	if err == nil {
+		n, err = h.waitRegistered(ctx, true)
 	}
-	n, err := h.waitRegistered(ctx, true)
 	if err == nil && !n.State.Has(slurm.FlagInvalidReg) {
 		return nil
 	}
