@@ -22,11 +22,11 @@ func TestSummarize(t *testing.T) {
 		want bench.Summary
 	}{
 		{"none", nil, bench.Summary{}},
-		{"one", []float64{3}, bench.Summary{N: 1, Min: 3, Median: 3, P90: 3, Max: 3}},
-		{"odd unsorted", []float64{5, 1, 3}, bench.Summary{N: 3, Min: 1, Median: 3, P90: 5, Max: 5}},
-		{"even", []float64{4, 1, 3, 2}, bench.Summary{N: 4, Min: 1, Median: 2.5, P90: 4, Max: 4}},
-		{"ten", []float64{10, 9, 8, 7, 6, 5, 4, 3, 2, 1}, bench.Summary{N: 10, Min: 1, Median: 5.5, P90: 9, Max: 10}},
-		{"twenty", seq(20), bench.Summary{N: 20, Min: 1, Median: 10.5, P90: 18, Max: 20}},
+		{"one", []float64{3}, bench.Summary{N: 1, Min: 3, P25: 3, Median: 3, P75: 3, P90: 3, Max: 3}},
+		{"odd unsorted", []float64{5, 1, 3}, bench.Summary{N: 3, Min: 1, P25: 1, Median: 3, P75: 5, P90: 5, Max: 5}},
+		{"even", []float64{4, 1, 3, 2}, bench.Summary{N: 4, Min: 1, P25: 1, Median: 2.5, P75: 3, P90: 4, Max: 4}},
+		{"ten", []float64{10, 9, 8, 7, 6, 5, 4, 3, 2, 1}, bench.Summary{N: 10, Min: 1, P25: 3, Median: 5.5, P75: 8, P90: 9, Max: 10}},
+		{"twenty", seq(20), bench.Summary{N: 20, Min: 1, P25: 5, Median: 10.5, P75: 15, P90: 18, Max: 20}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,7 +124,7 @@ func sampleReport() *bench.Report {
 		Command: "make bench",
 		Machine: bench.Machine{CPUs: 2, MemoryMiB: 24105, Kernel: "6.1", OS: "Debian 12", Slurm: "slurm-wlm 22.05.8", Go: "go1.26"},
 	}
-	r.Add(bench.Figure{Name: "raw_join_s", Value: 0.0412, Unit: "s", Samples: 5, Note: "limit"},
+	r.Add(bench.Figure{Name: "raw_join_s", Value: 0.0412, Unit: "s", Samples: 5, Values: []float64{0.05, 0.039, 0.0412, 0.04, 0.043}, Note: "limit"},
 		bench.Figure{Name: "join_ratio", Value: 2.5, Unit: "ratio", Target: bench.Max(2)},
 		bench.Figure{Name: "reconfigures", Value: 0, Unit: "count", Target: bench.Max(0)},
 		bench.Figure{Name: "hook_ms.slurmd.update-status", Value: 12.25, Unit: "ms", Samples: 20, Target: bench.Max(15), Note: "a|b"})
@@ -249,10 +249,10 @@ func TestWriteTable(t *testing.T) {
 	got := b.String()
 	for _, want := range []string{
 		"Machine: 2 CPUs, 24105 MiB, Debian 12, kernel 6.1, Slurm slurm-wlm 22.05.8, go1.26",
-		"| raw_join_s | 0.041 | s | 5 |  |  | limit |",
-		"| join_ratio | 2.5 | ratio |  | ≤ 2 | no |  |",
-		"| reconfigures | 0 | count |  | ≤ 0 | yes |  |",
-		`| hook_ms.slurmd.update-status | 12.25 | ms | 20 | ≤ 15 | yes | a\|b |`,
+		"| raw_join_s | 0.041 | s | 5 | IQR 0.04–0.043, range 0.039–0.05 |  |  | limit |",
+		"| join_ratio | 2.5 | ratio |  |  | ≤ 2 | no |  |",
+		"| reconfigures | 0 | count |  |  | ≤ 0 | yes |  |",
+		`| hook_ms.slurmd.update-status | 12.25 | ms | 20 |  | ≤ 15 | yes | a\|b |`,
 		"- scale: 16 fit",
 	} {
 		if !strings.Contains(got, want) {

@@ -54,6 +54,7 @@ func runHooks(ctx context.Context, opts *RunOptions, rep *Report, root, scratch 
 		return err
 	}
 	var medians []float64
+	var slowest Figure
 	maxRSS := map[string]float64{}
 	for _, r := range results {
 		w, c, m := Summarize(r.Wall()), Summarize(r.CPU()), Summarize(r.RSS())
@@ -70,7 +71,7 @@ func runHooks(ctx context.Context, opts *RunOptions, rep *Report, root, scratch 
 			if r.Failed > 0 {
 				note = fmt.Sprintf("%d/%d runs FAILED (%s); ", r.Failed, len(r.Runs), truncate(r.FirstFailure, 200)) + note
 			}
-			rep.Add(Figure{Name: r.Hook + "_ms", Value: w.Median, Unit: "ms", Samples: w.N, Note: note},
+			rep.Add(Figure{Name: r.Hook + "_ms", Value: w.Median, Unit: "ms", Samples: w.N, Values: r.Wall(), Note: note},
 				Figure{Name: r.Hook + "_cpu_ms", Value: c.Median, Unit: "ms", Samples: c.N},
 				Figure{Name: r.Hook + "_rss_kib", Value: m.Max, Unit: "KiB", Samples: m.N})
 			continue
@@ -80,16 +81,20 @@ func runHooks(ctx context.Context, opts *RunOptions, rep *Report, root, scratch 
 			note = fmt.Sprintf("%d/%d runs FAILED (%s); ", r.Failed, len(r.Runs), truncate(r.FirstFailure, 200)) + note
 		}
 		base := "hook_ms." + r.Operator + "." + r.Hook
-		rep.Add(Figure{Name: base, Value: w.Median, Unit: "ms", Samples: w.N, Target: Max(15), Note: note},
-			Figure{Name: "hook_cpu_ms." + r.Operator + "." + r.Hook, Value: c.Median, Unit: "ms", Samples: c.N})
+		rep.Add(Figure{Name: base, Value: w.Median, Unit: "ms", Samples: w.N, Values: r.Wall(), Target: Max(20), Note: note},
+			Figure{Name: "hook_cpu_ms." + r.Operator + "." + r.Hook, Value: c.Median, Unit: "ms", Samples: c.N, Values: r.CPU()})
 		medians = append(medians, w.Median)
+		if w.Median > slowest.Value {
+			slowest = Figure{Name: "hook_ms.slowest", Value: w.Median, Unit: "ms", Samples: w.N, Values: r.Wall(), Target: Max(20),
+				Note: fmt.Sprintf("%s %s: %s", r.Operator, r.Hook, note)}
+		}
 		if m.Max > maxRSS[r.Operator] {
 			maxRSS[r.Operator] = m.Max
 		}
 	}
 	if len(medians) > 0 {
-		rep.Add(Figure{Name: "hook_ms", Value: Median(medians), Unit: "ms", Samples: len(medians), Target: Max(15),
-			Note: "median over every operator hook of its median wall time"})
+		rep.Add(Figure{Name: "hook_ms", Value: Median(medians), Unit: "ms", Samples: len(medians), Values: medians, Target: Max(12),
+			Note: "median over every operator hook of its median wall time (spread: of the hooks' medians)"}, slowest)
 	}
 	names := make([]string, 0, len(maxRSS))
 	for n := range maxRSS {

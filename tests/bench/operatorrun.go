@@ -145,9 +145,16 @@ func (c *opCluster) waitGone(ctx context.Context, node string) error {
 	})
 }
 
+// ctlEvents reads what the controller's own files say: the reconfigures and starts in its
+// slurmctld.log, and the main slurmctld's PID from its PID file (the PID inside the controller
+// host's PID namespace; slurmctld's helper slurmscriptd has the same name, so no pidof).
 func (c *opCluster) ctlEvents() (ControllerEvents, string) {
-	log, _ := os.ReadFile(c.ctl.Path("/var/log/slurm/slurmctld.log"))
-	pid, _ := c.ctl.Run(context.Background(), "pidof", "slurmctld")
+	return controllerEvents(c.ctl)
+}
+
+func controllerEvents(ctl *hosts.Host) (ControllerEvents, string) {
+	log, _ := os.ReadFile(ctl.Path("/var/log/slurm/slurmctld.log"))
+	pid, _ := os.ReadFile(ctl.ProcPath(ControllerPIDFile))
 	return CountControllerLog(log), strings.TrimSpace(string(pid))
 }
 
@@ -169,7 +176,7 @@ func buildModelParts(ctx context.Context, root, dir string) (tools, ctld, slurmd
 	return tools, ctld, slurmdCharm, nil
 }
 
-func runOperators(ctx context.Context, opts *RunOptions, rep *Report, root, scratch string) (err error) {
+func runOperators(ctx context.Context, opts *RunOptions, rep *Report, root, scratch string, raw *RawCluster) (err error) {
 	opts.progress("operators: building juju-local and packing the charms")
 	tools, ctldCharm, slurmdCharm, err := buildModelParts(ctx, root, scratch)
 	if err != nil {
@@ -231,7 +238,7 @@ func runOperators(ctx context.Context, opts *RunOptions, rep *Report, root, scra
 
 	var errs []error
 	if opts.part("join") || opts.part("leave") {
-		if err := c.joinLeave(ctx, opts, rep); err != nil {
+		if err := c.joinLeave(ctx, opts, rep, raw); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -241,7 +248,7 @@ func runOperators(ctx context.Context, opts *RunOptions, rep *Report, root, scra
 		}
 	}
 	if opts.part("scale") && len(errs) == 0 {
-		if err := c.scaleOut(ctx, opts, rep); err != nil {
+		if err := c.scale(ctx, opts, rep, raw); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -260,6 +267,19 @@ func appendTrace(m map[string][]string, name string, lines []string) map[string]
 	}
 	m[name] = lines
 	return m
+}
+
+// count returns how many lines so far match.
+func (t *tracer) count(match func(string) bool) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, l := range t.lines {
+		if match(l.text) {
+			n++
+		}
+	}
+	return n
 }
 
 func (t *tracer) tail(n int) []string {
@@ -294,13 +314,27 @@ func (c *opCluster) joinOne(ctx context.Context) (unit string, total, host time.
 	return unit, total, host, t0, nil
 }
 
-func (c *opCluster) joinLeave(ctx context.Context, opts *RunOptions, rep *Report) error {
-	opts.progress("operators: %d joins one after the other", opts.Samples)
-	var joins, hostsC, totals []time.Duration
+func (c *opCluster) joinLeave(ctx context.Context, opts *RunOptions, rep *Report, raw *RawCluster) error {
+	if raw != nil {
+		opts.progress("operators: %d joins one after the other, each after a raw join", opts.Samples)
+	} else {
+		opts.progress("operators: %d joins one after the other", opts.Samples)
+	}
+	var joins, hostsC, totals, rawJoins, rawHosts []time.Duration
+	defer func() { addRawJoins(rep, rawJoins, rawHosts) }()
 	var units []string
 	var pts []Point
 	traces := map[string][]string{}
 	for i := 0; i < opts.Samples; i++ {
+		if raw != nil {
+			// Interleaved: a raw sample and an operator sample in turn, so that the machine's
+			// load drifts over both alike.
+			d, hc, err := raw.Join(ctx)
+			if err != nil {
+				return err
+			}
+			rawJoins, rawHosts = append(rawJoins, d), append(rawHosts, hc)
+		}
 		unit, total, host, t0, err := c.joinOne(ctx)
 		if err != nil {
 			return err
@@ -375,10 +409,19 @@ func pebbleChanges(c *opCluster, unit string, t0 time.Time) []string {
 	sort.Slice(chs, func(i, j int) bool { return chs[i].SpawnTime.Before(chs[j].SpawnTime) })
 	var out []string
 	for _, ch := range chs {
-		out = append(out, fmt.Sprintf("+%7.3fs pebble change %q spawned; ready at +%.3fs (%s)",
-			ch.SpawnTime.Sub(t0).Seconds(), ch.Summary, ch.ReadyTime.Sub(t0).Seconds(), ch.Status))
+		out = append(out, PebbleChangeLine(t0, ch.Summary, ch.Status, ch.SpawnTime, ch.ReadyTime))
 	}
 	return out
+}
+
+// PebbleChangeLine renders a Pebble change with its spawn and ready times relative to t0; a
+// change still in progress has no ready time (Pebble's zero time) and says so.
+func PebbleChangeLine(t0 time.Time, summary, status string, spawn, ready time.Time) string {
+	readyText := "not ready yet"
+	if !ready.IsZero() {
+		readyText = fmt.Sprintf("ready at %+.3fs", ready.Sub(t0).Seconds())
+	}
+	return fmt.Sprintf("%+8.3fs pebble change %q spawned; %s (%s)", spawn.Sub(t0).Seconds(), summary, readyText, status)
 }
 
 // subjects are the trace prefixes of units: progress lines ("slurmd/1: ...") and debug-log
@@ -474,85 +517,4 @@ func (c *opCluster) leaveAfterJob(ctx context.Context, opts *RunOptions, rep *Re
 		Note: "job end → node record gone, unit removed while the job ran (median)"},
 		Figure{Name: "leave_after_job_s.p90", Value: ls.P90, Unit: "s", Samples: ls.N})
 	return nil
-}
-
-// scaleOut adds opts.ScaleOut units at once and times until all are IDLE.
-func (c *opCluster) scaleOut(ctx context.Context, opts *RunOptions, rep *Report) error {
-	n := opts.ScaleOut
-	opts.progress("operators: scale-out of %d units at once", n)
-	before, pidBefore := c.ctlEvents()
-	t0 := time.Now()
-	units, err := c.m.AddUnit(ctx, "slurmd", n)
-	if err != nil {
-		return err
-	}
-	idleAt := map[string]time.Duration{}
-	sctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
-	defer cancel()
-	werr := Poll(sctx, 100*time.Millisecond, func() (bool, string) {
-		nodes, err := c.sc.Nodes(sctx)
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, nd := range nodes {
-			if nd.State.Base == slurm.StateIdle && !nd.State.NotResponding() {
-				if _, ok := idleAt[nd.Name]; !ok {
-					idleAt[nd.Name] = time.Since(t0)
-				}
-			}
-		}
-		done := 0
-		for _, u := range units {
-			if _, ok := idleAt[slurmd.NodeName(u)]; ok {
-				done++
-			}
-		}
-		return done == len(units), fmt.Sprintf("%d/%d idle", done, len(units))
-	})
-	total := time.Since(t0)
-	// Reconfigures and restarts are counted until every hook the scale-out caused has run
-	// (the controller's relation hooks for the new units come after the nodes are IDLE).
-	settleErr := c.wait(ctx, 3*time.Minute, nil)
-	settle := time.Since(t0)
-	after, pidAfter := c.ctlEvents()
-	ev := after.Sub(before)
-	var times []float64
-	var lastHost time.Time
-	for _, u := range units {
-		if d, ok := idleAt[slurmd.NodeName(u)]; ok {
-			times = append(times, d.Seconds())
-		}
-		if _, done, ok := c.prov.Created(u); ok && done.After(lastHost) {
-			lastHost = done
-		}
-	}
-	sort.Float64s(times)
-	var pts []Point
-	for i, s := range times {
-		pts = append(pts, Point{Nodes: i + 1, Seconds: s})
-	}
-	rep.Series = append(rep.Series, Series{Name: fmt.Sprintf("%d added at once (incl. hosts)", n), Points: pts})
-	restarts := ev.Starts
-	if pidBefore != pidAfter && restarts == 0 {
-		restarts = 1
-	}
-	name := fmt.Sprintf("scale_out_%d_s", n)
-	f := Figure{Name: name, Value: total.Seconds(), Unit: "s", Samples: len(times), Target: Max(20),
-		Note: fmt.Sprintf("%d units added at once → all IDLE, host creation included (all hosts up after %.1fs); %d/%d idle",
-			n, lastHost.Sub(t0).Seconds(), len(times), n)}
-	if werr != nil {
-		f.Note = fmt.Sprintf("NOT ALL IDLE within the bound: %v; ", werr) + f.Note
-	}
-	settleNote := "add-unit → every hook of the scale-out has run (the model is idle)"
-	if settleErr != nil {
-		settleNote = fmt.Sprintf("NOT SETTLED: %v", settleErr)
-	}
-	rep.Add(f,
-		Figure{Name: fmt.Sprintf("scale_out_%d_settle_s", n), Value: settle.Seconds(), Unit: "s", Note: settleNote},
-		Figure{Name: "reconfigures", Value: float64(ev.Reconfigures), Unit: "count", Target: Max(0),
-			Note: "`scontrol reconfigure`s slurmctld handled during the scale-out (slurmctld.log)"},
-		Figure{Name: "slurmctld_restarts", Value: float64(restarts), Unit: "count", Target: Max(0),
-			Note: fmt.Sprintf("slurmctld starts from add-unit until the model settled (log start lines; PID %s → %s)", pidBefore, pidAfter)})
-	rep.Traces = appendTrace(rep.Traces, "scale-out: slurmctld/0 until settled", c.trace.since(t0, subjects("slurmctld/0")...))
-	return werr
 }

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/charmed-slurm/operators/libs/service"
@@ -79,13 +80,21 @@ type RawResult struct {
 	HostCreate []time.Duration
 }
 
-// RawJoin measures Slurm's own limit: a controller host runs munged and slurmctld under
-// Pebble; then, one after the other, a prepared compute host (munge key written, munged
-// running) starts `slurmd -D -Z` through its Pebble and the time until `scontrol show node`
-// says IDLE is taken, from the start request, polling every opts.Poll.
-func RawJoin(ctx context.Context, opts RawOptions) (RawResult, error) {
+// RawCluster is Slurm's own limit, measured step by step: a controller host running munged and
+// slurmctld under Pebble, to which prepared compute hosts (munge key written, munged running)
+// join by starting `slurmd -D -Z` through their Pebble.
+type RawCluster struct {
+	opts  RawOptions
+	key   []byte
+	ctl   *hosts.Host
+	sc    *slurm.Client
+	nodes int // nodes joined by Join
+}
+
+// NewRawCluster starts the controller host of a raw cluster on opts.Network.
+func NewRawCluster(ctx context.Context, opts RawOptions) (*RawCluster, error) {
 	if opts.Network == nil {
-		return RawResult{}, errors.New("cannot measure raw join: no network")
+		return nil, errors.New("cannot measure raw join: no network")
 	}
 	if opts.Nodes <= 0 {
 		opts.Nodes = 5
@@ -98,43 +107,154 @@ func RawJoin(ctx context.Context, opts RawOptions) (RawResult, error) {
 	}
 	key := make([]byte, 1024)
 	if _, err := rand.Read(key); err != nil {
-		return RawResult{}, err
+		return nil, err
 	}
 	ctl, err := StartController(ctx, opts.Network, "rawctl", key)
 	if err != nil {
+		return nil, err
+	}
+	return &RawCluster{opts: opts, key: key, ctl: ctl,
+		sc: &slurm.Client{Runner: slurm.ExecRunner{Command: ctl.Command}, Conf: ControllerConf}}, nil
+}
+
+// Controller is the raw cluster's controller host.
+func (r *RawCluster) Controller() *hosts.Host { return r.ctl }
+
+// prepare creates host name with munged running and slurmd configured (not started) in its
+// Pebble, and returns the Pebble client that starts it.
+func (r *RawCluster) prepare(ctx context.Context, name string) (*pebble.Manager, error) {
+	h, err := r.opts.Network.AddHost(ctx, hosts.HostOptions{Name: name})
+	if err != nil {
+		return nil, err
+	}
+	if err := hosts.StartMunge(ctx, h, r.key); err != nil {
+		return nil, err
+	}
+	svc, err := pebble.New(h.PebbleSocket())
+	if err != nil {
+		return nil, err
+	}
+	spec := service.Spec{
+		Name:    "slurmd",
+		Summary: "Slurm compute daemon (dynamic node)",
+		Command: []string{"slurmd", "-D", "-Z", "--conf", r.opts.Conf, "-N", name,
+			"--conf-server", netip.AddrPortFrom(r.ctl.Addr, 6817).String()},
+	}
+	if err := svc.Configure(ctx, spec); err != nil {
+		return nil, err
+	}
+	return svc, nil
+}
+
+// Join prepares one more compute host (timed as hostCreate) and then starts its slurmd; join is
+// the time from the start request until the node is IDLE.
+func (r *RawCluster) Join(ctx context.Context) (join, hostCreate time.Duration, err error) {
+	r.nodes++
+	name := fmt.Sprintf("raw%d", r.nodes)
+	t0 := time.Now()
+	svc, err := r.prepare(ctx, name)
+	if err != nil {
+		return 0, 0, err
+	}
+	hostCreate = time.Since(t0)
+	join, err = TimeToIdle(ctx, r.sc, name, r.opts.Poll, func(ctx context.Context) error { return svc.Start(ctx, "slurmd") })
+	if err != nil {
+		return 0, hostCreate, fmt.Errorf("cannot measure raw join of %s: %w", name, err)
+	}
+	return join, hostCreate, nil
+}
+
+// RawScale is what RawCluster.Scale measured.
+type RawScale struct {
+	// Prepare is the time to create the hosts and start their munged (not part of Idle).
+	Prepare time.Duration
+	// Idle is the time from the start requests of every slurmd until every node was IDLE;
+	// IdleAt[i] is when the i-th node (in order of becoming IDLE) was.
+	Idle   time.Duration
+	IdleAt []time.Duration
+	// Remove is the time to remove the hosts and delete the nodes afterwards.
+	Remove time.Duration
+}
+
+// Scale prepares n compute hosts (concurrently), starts every slurmd at once and times until all
+// n nodes are IDLE; then it removes the hosts and deletes the nodes, leaving the cluster as it was.
+func (r *RawCluster) Scale(ctx context.Context, n int) (RawScale, error) {
+	var res RawScale
+	names := make([]string, n)
+	svcs := make([]*pebble.Manager, n)
+	errs := make([]error, n)
+	t0 := time.Now()
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for i := range n {
+		names[i] = fmt.Sprintf("rs%d-%d", n, i+1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			svcs[i], errs[i] = r.prepare(ctx, names[i])
+		}()
+	}
+	wg.Wait()
+	res.Prepare = time.Since(t0)
+	defer func() {
+		t := time.Now()
+		for _, name := range names {
+			r.opts.Network.RemoveHost(name)
+		}
+		r.ctl.RunEnv(context.WithoutCancel(ctx), []string{"SLURM_CONF=" + ControllerConf}, "scontrol", "delete", "nodename="+strings.Join(names, ","))
+		res.Remove = time.Since(t)
+	}()
+	if err := errors.Join(errs...); err != nil {
+		return res, err
+	}
+	t0 = time.Now()
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = svcs[i].Spawn(ctx, "slurmd")
+		}()
+	}
+	idle := map[string]time.Duration{}
+	err := Poll(ctx, 50*time.Millisecond, func() (bool, string) {
+		nodes, err := r.sc.Nodes(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, nd := range nodes {
+			if _, seen := idle[nd.Name]; !seen && nd.State.Base == slurm.StateIdle && !nd.State.NotResponding() && strings.HasPrefix(nd.Name, fmt.Sprintf("rs%d-", n)) {
+				idle[nd.Name] = time.Since(t0)
+				res.IdleAt = append(res.IdleAt, idle[nd.Name])
+			}
+		}
+		return len(idle) == n, fmt.Sprintf("%d/%d idle", len(idle), n)
+	})
+	res.Idle = time.Since(t0)
+	wg.Wait()
+	if err != nil {
+		return res, fmt.Errorf("raw scale-out of %d: %w (start errors: %v)", n, err, errors.Join(errs...))
+	}
+	return res, nil
+}
+
+// RawJoin measures Slurm's own limit: a controller host runs munged and slurmctld under
+// Pebble; then, one after the other, a prepared compute host (munge key written, munged
+// running) starts `slurmd -D -Z` through its Pebble and the time until `scontrol show node`
+// says IDLE is taken, from the start request, polling every opts.Poll.
+func RawJoin(ctx context.Context, opts RawOptions) (RawResult, error) {
+	r, err := NewRawCluster(ctx, opts)
+	if err != nil {
 		return RawResult{}, err
 	}
-	sc := &slurm.Client{Runner: slurm.ExecRunner{Command: ctl.Command}, Conf: ControllerConf}
 	var res RawResult
-	for i := 1; i <= opts.Nodes; i++ {
-		name := fmt.Sprintf("raw%d", i)
-		t0 := time.Now()
-		h, err := opts.Network.AddHost(ctx, hosts.HostOptions{Name: name})
+	for range r.opts.Nodes {
+		join, host, err := r.Join(ctx)
 		if err != nil {
 			return res, err
 		}
-		if err := hosts.StartMunge(ctx, h, key); err != nil {
-			return res, err
-		}
-		res.HostCreate = append(res.HostCreate, time.Since(t0))
-		svc, err := pebble.New(h.PebbleSocket())
-		if err != nil {
-			return res, err
-		}
-		spec := service.Spec{
-			Name:    "slurmd",
-			Summary: "Slurm compute daemon (dynamic node)",
-			Command: []string{"slurmd", "-D", "-Z", "--conf", opts.Conf, "-N", name,
-				"--conf-server", netip.AddrPortFrom(ctl.Addr, 6817).String()},
-		}
-		if err := svc.Configure(ctx, spec); err != nil {
-			return res, err
-		}
-		d, err := TimeToIdle(ctx, sc, name, opts.Poll, func(ctx context.Context) error { return svc.Start(ctx, "slurmd") })
-		if err != nil {
-			return res, fmt.Errorf("cannot measure raw join of %s: %w", name, err)
-		}
-		res.Join = append(res.Join, d)
+		res.Join, res.HostCreate = append(res.Join, join), append(res.HostCreate, host)
 	}
 	return res, nil
 }

@@ -70,6 +70,9 @@ type Report struct {
 	Machine  Machine       `json:"machine"`
 	Figures  []Figure      `json:"figures"`
 	Series   []Series      `json:"series,omitempty"`
+	// ScaleSeries are the scale figures as lines: seconds until all nodes are IDLE against the
+	// number of nodes added at once.
+	ScaleSeries []Series `json:"scale_series,omitempty"`
 	// Notes are findings the run made (e.g. why a figure is missing).
 	Notes []string `json:"notes,omitempty"`
 	// Traces are timestamped model lines (hooks run, statuses) of chosen samples, by name:
@@ -144,7 +147,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	m := r.Machine
 	fmt.Fprintf(&b, "Benchmarks (%s), %s\n\n", r.Started.UTC().Format(time.RFC3339), r.Command)
 	fmt.Fprintf(&b, "Machine: %d CPUs, %d MiB, %s, kernel %s, Slurm %s, %s\n\n", m.CPUs, m.MemoryMiB, m.OS, m.Kernel, m.Slurm, m.Go)
-	b.WriteString("| figure | value | unit | n | target | met | note |\n|---|---:|---|---:|---|---|---|\n")
+	b.WriteString("| figure | value | unit | n | spread | target | met | note |\n|---|---:|---|---:|---|---|---|---|\n")
 	for _, f := range r.Figures {
 		target, met := "", ""
 		if ok, has := f.Met(); has {
@@ -158,7 +161,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if f.Samples > 0 {
 			n = strconv.Itoa(f.Samples)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", f.Name, FormatValue(f.Value), f.Unit, n, target, met, escapeCell(f.Note))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", f.Name, FormatValue(f.Value), f.Unit, n, Summarize(f.Values).Spread(), target, met, escapeCell(f.Note))
 	}
 	if len(r.Notes) > 0 {
 		b.WriteString("\nNotes:\n")

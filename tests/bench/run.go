@@ -25,9 +25,11 @@ type RunOptions struct {
 	Out string
 	// PebbleBin is the pebble binary for the hosts.
 	PebbleBin string
-	// Samples per join/leave figure (default 5); HookRuns per hook (default 20); ScaleOut is
-	// how many units are added at once (default 32).
-	Samples, HookRuns, ScaleOut int
+	// Samples per join/leave figure (default 15); HookRuns per hook (default 20).
+	Samples, HookRuns int
+	// Scales are the numbers of units added at once, then removed, one size after the other
+	// (default 8, 32, 128, 256).
+	Scales []int
 	// Command is the command line recorded in the report.
 	Command string
 	// Progress receives progress lines; nil discards them.
@@ -48,13 +50,13 @@ func (o *RunOptions) part(name string) bool {
 // report's notes and the other parts still run; the error then names every failed part.
 func Run(ctx context.Context, opts RunOptions) (*Report, error) {
 	if opts.Samples <= 0 {
-		opts.Samples = 5
+		opts.Samples = 15
 	}
 	if opts.HookRuns <= 0 {
 		opts.HookRuns = 20
 	}
-	if opts.ScaleOut <= 0 {
-		opts.ScaleOut = 32
+	if len(opts.Scales) == 0 {
+		opts.Scales = []int{8, 32, 128, 256}
 	}
 	for _, p := range opts.Parts {
 		if !slices.Contains([]string{"raw", "hooks", "join", "scale", "leave"}, p) {
@@ -77,20 +79,35 @@ func Run(ctx context.Context, opts RunOptions) (*Report, error) {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%s: FAILED: %v", part, err))
 		opts.progress("%s failed: %v", part, err)
 	}
-	if opts.part("raw") {
-		opts.progress("raw join: %d nodes, one after the other", opts.Samples)
-		if err := runRaw(ctx, &opts, rep, scratch); err != nil {
-			fail("raw", err)
-		}
-	}
 	if opts.part("hooks") {
 		opts.progress("hooks: %d runs each", opts.HookRuns)
 		if err := runHooks(ctx, &opts, rep, root, scratch); err != nil {
 			fail("hooks", err)
 		}
 	}
+	// The raw cluster lives beside the operators' model: its joins and scale-outs are
+	// interleaved with theirs.
+	var raw *RawCluster
+	if opts.part("raw") {
+		opts.progress("raw: controller up")
+		n, err := newNetwork(ctx, &opts, scratch, "raw")
+		if err != nil {
+			fail("raw", err)
+		} else {
+			defer n.Close()
+			if raw, err = NewRawCluster(ctx, RawOptions{Network: n}); err != nil {
+				fail("raw", err)
+			}
+		}
+	}
+	if raw != nil && !opts.part("join") && !opts.part("leave") {
+		opts.progress("raw join: %d nodes, one after the other", opts.Samples)
+		if err := runRaw(ctx, &opts, rep, raw); err != nil {
+			fail("raw", err)
+		}
+	}
 	if opts.part("join") || opts.part("scale") || opts.part("leave") {
-		if err := runOperators(ctx, &opts, rep, root, scratch); err != nil {
+		if err := runOperators(ctx, &opts, rep, root, scratch, raw); err != nil {
 			fail("operators", err)
 		}
 	}
@@ -102,14 +119,27 @@ func Run(ctx context.Context, opts RunOptions) (*Report, error) {
 	return rep, nil
 }
 
-// derive adds figures computed from others (join_ratio).
+// derive adds figures computed from others: join_ratio (per interleaved pair of samples when
+// there are as many raw samples as operator samples, else of the medians) and the scale ratios.
 func derive(rep *Report) {
 	raw, ok1 := rep.Figure("raw_join_s")
 	join, ok2 := rep.Figure("join_s.median")
 	if ok1 && ok2 && raw.Value > 0 {
-		rep.Add(Figure{Name: "join_ratio", Value: join.Value / raw.Value, Unit: "ratio", Target: Max(2.0),
-			Note: "join_s.median / raw_join_s"})
+		f := Figure{Name: "join_ratio", Value: join.Value / raw.Value, Unit: "ratio", Target: Max(2.0),
+			Note: "join_s.median / raw_join_s"}
+		if len(raw.Values) == len(join.Values) && len(raw.Values) > 1 {
+			var ratios []float64
+			for i, r := range raw.Values {
+				if r > 0 {
+					ratios = append(ratios, join.Values[i]/r)
+				}
+			}
+			f.Value, f.Values, f.Samples = Median(ratios), ratios, len(ratios)
+			f.Note = "median over interleaved pairs of join_s / raw_join_s (each operator join right after a raw one)"
+		}
+		rep.Add(f)
 	}
+	deriveScale(rep)
 }
 
 // newNetwork creates a hosts network for the benchmarks under scratch.
@@ -120,36 +150,41 @@ func newNetwork(ctx context.Context, opts *RunOptions, scratch, name string) (*h
 	return hosts.NewNetwork(ctx, hosts.NetworkOptions{Prefix: "bench", Dir: filepath.Join(scratch, name), PebbleBin: opts.PebbleBin})
 }
 
-func runRaw(ctx context.Context, opts *RunOptions, rep *Report, scratch string) (err error) {
-	n, err := newNetwork(ctx, opts, scratch, "raw")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := n.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-	}()
+// runRaw measures opts.Samples raw joins on their own (when no operator joins run to interleave
+// them with).
+func runRaw(ctx context.Context, opts *RunOptions, rep *Report, raw *RawCluster) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	res, err := RawJoin(ctx, RawOptions{Network: n, Nodes: opts.Samples})
-	if len(res.Join) > 0 {
-		s := Summarize(Seconds(res.Join))
-		rep.Add(Figure{Name: "raw_join_s", Value: s.Median, Unit: "s", Samples: s.N, Values: Seconds(res.Join),
+	var joins, hostsC []time.Duration
+	defer func() { addRawJoins(rep, joins, hostsC) }()
+	for range opts.Samples {
+		d, hc, err := raw.Join(ctx)
+		if err != nil {
+			return err
+		}
+		joins, hostsC = append(joins, d), append(hostsC, hc)
+	}
+	return nil
+}
+
+// addRawJoins adds the raw join figures and series.
+func addRawJoins(rep *Report, joins, hostsC []time.Duration) {
+	if len(joins) > 0 {
+		s := Summarize(Seconds(joins))
+		rep.Add(Figure{Name: "raw_join_s", Value: s.Median, Unit: "s", Samples: s.N, Values: Seconds(joins),
 			Note: "slurmd -Z started through Pebble on a prepared host → IDLE (median)"},
 			Figure{Name: "raw_join_s.p90", Value: s.P90, Unit: "s", Samples: s.N})
 		var pts []Point
-		for i, d := range res.Join {
+		for i, d := range joins {
 			pts = append(pts, Point{Nodes: i + 1, Seconds: d.Seconds()})
 		}
 		rep.Series = append(rep.Series, Series{Name: "raw slurmd -Z", Points: pts})
 	}
-	if len(res.HostCreate) > 0 {
-		s := Summarize(Seconds(res.HostCreate))
-		rep.Add(Figure{Name: "raw_host_prepare_s", Value: s.Median, Unit: "s", Samples: s.N,
+	if len(hostsC) > 0 {
+		s := Summarize(Seconds(hostsC))
+		rep.Add(Figure{Name: "raw_host_prepare_s", Value: s.Median, Unit: "s", Samples: s.N, Values: Seconds(hostsC),
 			Note: "host creation + munged start (not part of raw_join_s)"})
 	}
-	return err
 }
 
 // DescribeMachine reads the machine's CPUs, memory, kernel, OS and Slurm version.
@@ -178,7 +213,8 @@ func DescribeMachine(ctx context.Context) Machine {
 	return m
 }
 
-// WriteFiles writes rep to dir as bench.json, bench.md, bench-join.svg and bench-trace.txt.
+// WriteFiles writes rep to dir as bench.json, bench.md, bench-join.svg, bench-scale.svg and
+// bench-trace.txt.
 func WriteFiles(rep *Report, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -190,6 +226,10 @@ func WriteFiles(rep *Report, dir string) error {
 		"bench-join.svg": func(f *os.File) error {
 			return Chart{Title: "Node join latency against cluster size", XLabel: "nodes in the cluster after the join",
 				YLabel: "seconds to IDLE", Series: rep.Series}.WriteSVG(f)
+		},
+		"bench-scale.svg": func(f *os.File) error {
+			return Chart{Title: "Scale-out: N nodes added at once", XLabel: "nodes added at once",
+				YLabel: "seconds until all are IDLE", Series: rep.ScaleSeries}.WriteSVG(f)
 		},
 	} {
 		f, err := os.Create(filepath.Join(dir, name))

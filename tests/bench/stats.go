@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"time"
@@ -8,19 +9,29 @@ import (
 
 // Summary describes a set of samples.
 type Summary struct {
-	N                     int
-	Min, Median, P90, Max float64
+	N                               int
+	Min, P25, Median, P75, P90, Max float64
 }
 
 // Summarize returns the summary of xs (zero for no samples). The median of an even count is
-// the mean of the two middle values; P90 is the nearest-rank 90th percentile.
+// the mean of the two middle values; P25, P75 and P90 are nearest-rank percentiles.
 func Summarize(xs []float64) Summary {
 	if len(xs) == 0 {
 		return Summary{}
 	}
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
-	return Summary{N: len(s), Min: s[0], Median: median(s), P90: nearestRank(s, 90), Max: s[len(s)-1]}
+	return Summary{N: len(s), Min: s[0], P25: nearestRank(s, 25), Median: median(s), P75: nearestRank(s, 75),
+		P90: nearestRank(s, 90), Max: s[len(s)-1]}
+}
+
+// Spread renders where the samples lie around the median: "IQR p25–p75, range min–max" (""
+// for fewer than two samples).
+func (s Summary) Spread() string {
+	if s.N < 2 {
+		return ""
+	}
+	return fmt.Sprintf("IQR %s–%s, range %s–%s", FormatValue(s.P25), FormatValue(s.P75), FormatValue(s.Min), FormatValue(s.Max))
 }
 
 // Median returns the median of xs (0 for none).

@@ -1,10 +1,12 @@
 // Command bench runs the benchmarks of `make bench` (package tests/bench; docs/benchmarks.md).
 //
-//	go run ./tests/cmd/bench [-out build] [-only raw,hooks,join,scale,leave] [-samples 5] [-hook-runs 20] [-scale 32]
+//	go run ./tests/cmd/bench [-out build] [-only raw,hooks,join,scale,leave] [-samples 15] [-hook-runs 20] [-scale 8,32,128,256]
 //
 // It prints one `name=value unit` line per figure and writes <out>/bench.json, <out>/bench.md
-// (a table), <out>/bench-join.svg (join latency against cluster size) and <out>/bench-trace.txt
-// (where the time of a join and a leave goes; see bench.WriteFiles). It needs root and
+// (a table with each figure's spread), <out>/bench-join.svg (join latency against cluster
+// size), <out>/bench-scale.svg (all-IDLE time against nodes added at once, operators and raw
+// slurmd) and <out>/bench-trace.txt (where the time of a join and a leave goes; see
+// bench.WriteFiles). It needs root and
 // network namespaces for every figure except hooks. Run it from the repository root.
 package main
 
@@ -15,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -31,11 +34,19 @@ func run() int {
 	only := flag.String("only", "raw,hooks,join,scale,leave", "comma-separated parts to run: raw, hooks, join, scale, leave")
 	flag.StringVar(&opts.Out, "out", "build", "directory for bench.json, bench.md, bench-join.svg and bench-trace.txt")
 	flag.StringVar(&opts.PebbleBin, "pebble", "build/bin/pebble", "pebble binary for the hosts")
-	flag.IntVar(&opts.Samples, "samples", 5, "joins and leaves measured per figure")
+	flag.IntVar(&opts.Samples, "samples", 15, "joins and leaves measured per figure (raw and operator joins interleaved)")
 	flag.IntVar(&opts.HookRuns, "hook-runs", 20, "runs per hook")
-	flag.IntVar(&opts.ScaleOut, "scale", 32, "units added at once for scale_out")
-	timeout := flag.Duration("timeout", 12*time.Minute, "bound on the whole run")
+	scales := flag.String("scale", "8,32,128,256", "comma-separated numbers of units added at once (then removed), one size after the other")
+	timeout := flag.Duration("timeout", 30*time.Minute, "bound on the whole run")
 	flag.Parse()
+	for _, f := range strings.Split(*scales, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "bench: bad -scale size %q\n", f)
+			return 2
+		}
+		opts.Scales = append(opts.Scales, n)
+	}
 	opts.Parts = strings.Split(*only, ",")
 	opts.Command = "go run ./tests/cmd/bench " + strings.Join(os.Args[1:], " ")
 	opts.Progress = func(format string, args ...any) {
