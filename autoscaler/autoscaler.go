@@ -2,7 +2,9 @@
 // client. Each [Scaler.Tick] reads the model (`juju status`), the pending jobs and the nodes
 // (squeue, scontrol), asks [policy.Decide] what to do for every managed application and does
 // it: `juju add-unit`, scontrol drain/resume, and `juju remove-unit` for idle nodes it drained
-// itself, after rechecking that nothing runs on them. All state that matters is read again on
+// itself, after rechecking that nothing runs on them. Jobs Slurm holds with reason
+// PartitionConfig (submitted while their partition had no node) are handed back to the main
+// scheduler once a node is idle ([slurm.Client.Reconsider]). All state that matters is read again on
 // every tick (units from Juju, nodes, drains and idle times from Slurm), so a restarted
 // autoscaler resumes where the previous one stopped; only add-unit backoff and how long a unit
 // has been waiting to register are kept in memory.
@@ -38,6 +40,7 @@ type Slurm interface {
 	JobsOnNode(ctx context.Context, node string) ([]slurm.Job, error)
 	Drain(ctx context.Context, name, reason string) error
 	Resume(ctx context.Context, name string) error
+	Reconsider(ctx context.Context, job slurm.PendingJob) error
 }
 
 // Defaults for the Scaler's zero fields.
@@ -165,6 +168,9 @@ func (s *Scaler) Tick(ctx context.Context) error {
 		if err := s.act(ctx, sl, app, in, d); err != nil {
 			errs = append(errs, err)
 		}
+		if err := s.reconsider(ctx, sl, app, in, pending); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for u := range s.firstSeen {
 		if !seen[u] {
@@ -273,6 +279,33 @@ func (s *Scaler) act(ctx context.Context, sl Slurm, app policy.App, in policy.In
 			delete(s.failures, app.Name)
 			s.report(fmt.Sprintf("%s: added %d units", app.Name, d.Add))
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// reconsider asks Slurm to evaluate again the jobs held with reason PartitionConfig in app's
+// partition once it has an idle node: Slurm 22.05 leaves them to the backfill scheduler (up
+// to bf_interval, 30 s by default) after the partition's first node joins.
+func (s *Scaler) reconsider(ctx context.Context, sl Slurm, app policy.App, in policy.Input, pending []slurm.PendingJob) error {
+	if !slices.ContainsFunc(in.Units, func(u policy.Unit) bool {
+		return !u.Dying && u.Node != nil && !u.Node.Busy && !u.Node.Drain && !u.Node.Unusable
+	}) {
+		return nil
+	}
+	var ids []string
+	var errs []error
+	for _, j := range pending {
+		if j.Reason != "PartitionConfig" || !slices.Contains(j.Partitions, app.Name) {
+			continue
+		}
+		if err := sl.Reconsider(ctx, j); err != nil {
+			errs = append(errs, fmt.Errorf("cannot ask Slurm to reconsider job %s: %w", j.ID, err))
+			continue
+		}
+		ids = append(ids, j.ID)
+	}
+	if len(ids) > 0 {
+		s.report(fmt.Sprintf("%s: jobs %s held as PartitionConfig with a node idle: asked Slurm to schedule them again", app.Name, strings.Join(ids, " ")))
 	}
 	return errors.Join(errs...)
 }

@@ -111,6 +111,11 @@ func (f *fakeSlurm) Resume(ctx context.Context, name string) error {
 	return nil
 }
 
+func (f *fakeSlurm) Reconsider(ctx context.Context, job slurm.PendingJob) error {
+	f.actions = append(f.actions, "reconsider "+job.ID)
+	return nil
+}
+
 const (
 	idleSince = "State=IDLE+DYNAMIC_NORM LastBusyTime=2026-11-23T19:50:00" // idle 10m at start
 	busyNode  = "State=ALLOCATED+DYNAMIC_NORM LastBusyTime=2026-11-23T19:50:00"
@@ -262,5 +267,28 @@ func TestStatusLinesOnlyWhenTheyChange(t *testing.T) {
 	want := []string{"slurmd: 1 units (1 busy, 0 idle, 0 starting, 0 dying), no pending jobs: nothing to do"}
 	if d := cmp.Diff(want, e.lines); d != "" {
 		t.Errorf("status lines (-want +got):\n%s", d)
+	}
+}
+
+func TestHeldJobsReconsideredOnceANodeIsIdle(t *testing.T) {
+	t.Parallel()
+	held := []slurm.PendingJob{
+		{ID: "1", Partitions: []string{"slurmd"}, Nodes: 1, Reason: "PartitionConfig"},
+		{ID: "2", Partitions: []string{"other"}, Nodes: 1, Reason: "PartitionConfig"},
+		{ID: "3", Partitions: []string{"slurmd"}, Nodes: 1, Reason: "Dependency"},
+	}
+	// No node yet: add one, nothing to reconsider.
+	e := newEnv(nil, map[string]string{}, false)
+	e.s.Apps[0].Min = 0
+	e.slurm.pending = held
+	e.tick(t)
+	if len(e.slurm.actions) != 0 {
+		t.Fatalf("slurm actions %v with no node, want none", e.slurm.actions)
+	}
+	// The new unit's node is idle: job 1 goes back to the scheduler.
+	e.slurm.nodes["slurmd-0"] = "State=IDLE+DYNAMIC_NORM LastBusyTime=2026-11-23T20:00:00"
+	e.tick(t)
+	if d := cmp.Diff([]string{"reconsider 1"}, e.slurm.actions); d != "" {
+		t.Errorf("slurm actions (-want +got):\n%s", d)
 	}
 }

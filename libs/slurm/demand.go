@@ -94,3 +94,23 @@ func (n Node) LastBusy(loc *time.Location) (t time.Time, ok bool, err error) {
 	}
 	return t, true, nil
 }
+
+// Reconsider asks slurmctld to evaluate a pending job again, with `scontrol update
+// jobid=ID partition=P[,P...]` naming the partitions it already has, so nothing about the job
+// changes. Slurm 22.05 leaves a job that waits with reason PartitionConfig (submitted while its
+// partition had no node) to the backfill scheduler, up to bf_interval (30 s by default) after
+// a node has joined; the update clears the reason and the main scheduler starts the job at once.
+func (c *Client) Reconsider(ctx context.Context, job PendingJob) error {
+	if err := checkName("job", job.ID); err != nil {
+		return err
+	}
+	if len(job.Partitions) == 0 {
+		return fmt.Errorf("cannot reconsider job %s: no partition", job.ID)
+	}
+	parts := strings.Join(job.Partitions, ",")
+	if err := checkName("partition", parts); err != nil {
+		return err
+	}
+	_, err := c.run(ctx, true, "scontrol", "update", "jobid="+job.ID, "partition="+parts)
+	return err
+}

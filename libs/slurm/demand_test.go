@@ -135,3 +135,20 @@ func TestLastBusy(t *testing.T) {
 		}
 	}
 }
+
+func TestReconsider(t *testing.T) {
+	t.Parallel()
+	argv := []string{"scontrol", "update", "jobid=7_3", "partition=a,b"}
+	c, r := newClient(slurmtest.Case{Argv: argv})
+	if err := c.Reconsider(context.Background(), slurm.PendingJob{ID: "7_3", Partitions: []string{"a", "b"}, Nodes: 1, Reason: "PartitionConfig"}); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(argv, r.Calls()[0].Argv); d != "" {
+		t.Errorf("argv (-want +got):\n%s", d)
+	}
+	for _, bad := range []slurm.PendingJob{{ID: "1 2", Partitions: []string{"a"}}, {ID: "1"}, {ID: "1", Partitions: []string{"a b"}}} {
+		if err := c.Reconsider(context.Background(), bad); err == nil {
+			t.Errorf("Reconsider(%+v) accepted a bad job", bad)
+		}
+	}
+}

@@ -249,12 +249,17 @@ func TestAutoscaleBurst(t *testing.T) {
 	t.Logf("peak %d units", watch.most())
 }
 
-var jobReasonRE = regexp.MustCompile(`Reason=(\S+)`)
+var (
+	jobReasonRE = regexp.MustCompile(`Reason=(\S+)`)
+	jobTimeRE   = regexp.MustCompile(`SubmitTime=\S+`)
+	jobStartRE  = regexp.MustCompile(`StartTime=\S+`)
+)
 
 // TestAutoscaleFromZero: with minimum 0 a partition whose application has no unit left still
 // accepts jobs and holds them (Slurm 22.05: PENDING with reason PartitionConfig, because the
 // partition and its NodeSet stay in slurm.conf with no node); the autoscaler adds units for them,
-// they complete, and the application goes back to 0 units.
+// once a node is idle it hands the held jobs back to Slurm's main scheduler, they complete, and
+// the application goes back to 0 units.
 func TestAutoscaleFromZero(t *testing.T) {
 	c := newCluster(t, 1)
 	if err := c.m.RemoveUnit(c.bg(), "slurmd/0"); err != nil {
@@ -284,6 +289,17 @@ func TestAutoscaleFromZero(t *testing.T) {
 	watch := c.watchUnits("slurmd")
 	as := c.startAutoscaler("--app", "slurmd:min=0,max=2,idle=5s,out=2,in=2,register-timeout=3m")
 	c.waitCompleted([]string{one, two}, 3*time.Minute)
+	// Where the time from zero went: when the jobs were submitted and started, and how
+	// slurmctld started them (the main scheduler, or backfill).
+	for _, id := range []string{one, two} {
+		out := c.slurm("scontrol", "show", "job", "-o", id)
+		t.Logf("job %s: %s %s", id, jobTimeRE.FindString(out), jobStartRE.FindString(out))
+	}
+	for _, l := range strings.Split(c.exec("slurmctld/0", "cat", ctlLogPath), "\n") {
+		if strings.Contains(l, "JobId="+one+" ") || strings.Contains(l, "JobId="+two+" ") || strings.Contains(l, "slurmd-") {
+			t.Log(l)
+		}
+	}
 	c.eventually(3*time.Minute, "back to 0 units and no node", func() (bool, string) {
 		u, nodes := c.units("slurmd"), c.nodeNames()
 		return u == 0 && len(nodes) == 0, fmt.Sprintf("%d units, nodes %v", u, nodes)
@@ -292,7 +308,9 @@ func TestAutoscaleFromZero(t *testing.T) {
 	if got := watch.most(); got != 2 {
 		t.Errorf("peak %d units, want 2 (max 2, one 2-node job)", got)
 	}
-	if !as.said("more nodes: adding") {
-		t.Error("no autoscaler status line says it added units")
+	for _, want := range []string{"more nodes: adding", "held as PartitionConfig with a node idle: asked Slurm to schedule them again"} {
+		if !as.said(want) {
+			t.Errorf("no autoscaler status line says %q", want)
+		}
 	}
 }
