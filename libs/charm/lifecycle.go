@@ -137,42 +137,35 @@ func encode(st any) ([]byte, error) {
 	return append(data, '\n'), nil
 }
 
-// cache is the state's embedded StatusCache, or nil.
-func (h *Hook[S]) cache() *StatusCache {
-	if c, ok := any(&h.State).(interface{ Statuses() *StatusCache }); ok {
-		return c.Statuses()
-	}
-	return nil
-}
-
 // SetUnitStatus sets the unit status unless this unit set the same one last (with a
 // StatusCache in the state).
 func (h *Hook[S]) SetUnitStatus(ctx context.Context, code juju.StatusCode, msg string) error {
-	c, s := h.cache(), string(code)+": "+msg
-	if c != nil && c.Unit == s {
-		return nil
-	}
-	if err := h.Status.SetUnit(ctx, code, msg); err != nil {
-		return err
-	}
-	if c != nil {
-		c.Unit = s
-	}
-	return nil
+	return h.setCached(ctx, code, msg, false, func(c *StatusCache) *string { return &c.Unit }, h.Status.SetUnit)
 }
 
 // SetAppStatus sets the application status (leader only) unless this unit set the same one
 // last; force sets it anyway (a new leader cannot trust what it set in an earlier term).
 func (h *Hook[S]) SetAppStatus(ctx context.Context, code juju.StatusCode, msg string, force bool) error {
-	c, s := h.cache(), string(code)+": "+msg
-	if c != nil && c.App == s && !force {
+	return h.setCached(ctx, code, msg, force, func(c *StatusCache) *string { return &c.App }, h.Status.SetApp)
+}
+
+// setCached sets a status with set unless the cache entry (field of the state's
+// StatusCache) already holds it, and records it there.
+func (h *Hook[S]) setCached(ctx context.Context, code juju.StatusCode, msg string, force bool,
+	field func(*StatusCache) *string, set func(context.Context, juju.StatusCode, string) error) error {
+	var cached *string
+	if c, ok := any(&h.State).(interface{ Statuses() *StatusCache }); ok {
+		cached = field(c.Statuses())
+	}
+	s := string(code) + ": " + msg
+	if cached != nil && *cached == s && !force {
 		return nil
 	}
-	if err := h.Status.SetApp(ctx, code, msg); err != nil {
+	if err := set(ctx, code, msg); err != nil {
 		return err
 	}
-	if c != nil {
-		c.App = s
+	if cached != nil {
+		*cached = s
 	}
 	return nil
 }

@@ -129,30 +129,59 @@ func TestRemove(t *testing.T) {
 	}
 }
 
-// TestRemoveUnreachableIsBounded: an unreachable controller is retried for UnreachableFor
-// (5 s of the fake clock: a handful of steps), then the removal gives up with
-// ErrControllerUnreachable. Without the bound the retries go on until the guard cancels
-// the context, and the test fails.
-func TestRemoveUnreachableIsBounded(t *testing.T) {
+// TestRemoveRetriesAreBounded: an unreachable controller is retried for UnreachableFor, a
+// delete that Slurm keeps refusing as busy (here a job starts on the node right after the
+// wait saw none) for BusyFor: 5 s of the fake clock, a handful of steps. Then the removal
+// gives up with a *RemovalError naming the cause, and the node is neither stopped nor
+// deleted. Without a bound the retries go on until the guard cancels the context, and the
+// test fails.
+func TestRemoveRetriesAreBounded(t *testing.T) {
 	t.Parallel()
-	c := slurmtest.NewCluster()
-	c.AddNode("node1")
-	c.SetUnreachable(true)
-	ctx := guard(t, c, 200, nil)
-	var stopped []string
-	m := newRemover(c, &stopped)
-	m.UnreachableFor = 5 * time.Second
-	r := &slurm.Removal{Node: "node1", Reason: "unit slurmd/1 removed"}
-	err := m.Remove(ctx, r)
-	var re *slurm.RemovalError
-	if !errors.As(err, &re) || !errors.Is(err, slurm.ErrControllerUnreachable) || ctx.Err() != nil {
-		t.Fatalf("Remove: %v (ctx %v), want a *RemovalError for the unreachable controller before the guard", err, ctx.Err())
-	}
-	if n := len(c.Calls()); n > 10 {
-		t.Errorf("%d commands for a 5 s bound at 1 s a step", n)
-	}
-	if len(stopped) != 0 {
-		t.Errorf("stopped %q with the controller unreachable", stopped)
+	for _, tt := range []struct {
+		name    string
+		setup   func(c *slurmtest.Cluster) func(argv []string)
+		bound   func(m *slurm.Remover)
+		want    error
+		stopped []string
+	}{
+		{name: "unreachable controller", want: slurm.ErrControllerUnreachable,
+			setup: func(c *slurmtest.Cluster) func([]string) { c.SetUnreachable(true); return nil },
+			bound: func(m *slurm.Remover) { m.UnreachableFor = 5 * time.Second }},
+		{name: "busy delete", want: slurm.ErrNodeBusy, stopped: []string{"node1"},
+			setup: func(c *slurmtest.Cluster) func([]string) {
+				started := false
+				return func(argv []string) {
+					if argv[1] == "delete" && !started {
+						started = true
+						c.StartJob("node1")
+					}
+				}
+			},
+			bound: func(m *slurm.Remover) { m.BusyFor = 5 * time.Second }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := slurmtest.NewCluster()
+			c.AddNode("node1")
+			ctx := guard(t, c, 200, tt.setup(c))
+			var stopped []string
+			m := newRemover(c, &stopped)
+			tt.bound(m)
+			err := m.Remove(ctx, &slurm.Removal{Node: "node1", Reason: "unit slurmd/1 removed"})
+			var re *slurm.RemovalError
+			if !errors.As(err, &re) || !errors.Is(err, tt.want) || ctx.Err() != nil {
+				t.Fatalf("Remove: %v (ctx %v), want a *RemovalError for %v before the guard", err, ctx.Err(), tt.want)
+			}
+			if n := len(c.Calls()); n > 20 {
+				t.Errorf("%d commands for a 5 s bound at 1 s a step", n)
+			}
+			if _, ok := c.Node("node1"); !ok {
+				t.Error("node deleted")
+			}
+			if d := cmp.Diff(tt.stopped, stopped); d != "" {
+				t.Errorf("stopped (-want +got):\n%s", d)
+			}
+		})
 	}
 }
 
@@ -176,36 +205,6 @@ func TestRemoveUnreachableRecovers(t *testing.T) {
 	}
 	if d := cmp.Diff([]string(nil), c.NodeNames()); d != "" {
 		t.Errorf("nodes left (-want +got):\n%s", d)
-	}
-}
-
-// TestRemoveBusyIsBounded: a delete that Slurm keeps refusing as busy (here a job starts
-// on the node right after the wait saw none) is retried for BusyFor, then the removal gives
-// up with ErrNodeBusy and the node is not deleted. Without the bound the retries go on
-// until the guard cancels the context, and the test fails.
-func TestRemoveBusyIsBounded(t *testing.T) {
-	t.Parallel()
-	c := slurmtest.NewCluster()
-	c.AddNode("node1")
-	started := false
-	ctx := guard(t, c, 200, func(argv []string) {
-		if argv[1] == "delete" && !started {
-			started = true
-			c.StartJob("node1")
-		}
-	})
-	var stopped []string
-	m := newRemover(c, &stopped)
-	m.BusyFor = 5 * time.Second
-	err := m.Remove(ctx, &slurm.Removal{Node: "node1", Reason: "r"})
-	if !errors.Is(err, slurm.ErrNodeBusy) || ctx.Err() != nil {
-		t.Fatalf("Remove: %v (ctx %v), want ErrNodeBusy before the guard", err, ctx.Err())
-	}
-	if _, ok := c.Node("node1"); !ok {
-		t.Error("busy node deleted")
-	}
-	if n := len(c.Calls()); n > 20 {
-		t.Errorf("%d commands for a 5 s bound at 1 s a step", n)
 	}
 }
 
