@@ -279,7 +279,7 @@ func (h *hook) finishRemovals(ctx context.Context, budget time.Duration) error {
 				}
 			}
 		}
-		if len(h.st.Removing) == 0 || !time.Now().Add(c.poll()).Before(deadline) {
+		if len(h.st.Removing) == 0 || !time.Now().Add(c.poll()).Before(deadline) || h.onlyPendingLeft() {
 			break
 		}
 		if err := h.setStatus(ctx); err != nil {
@@ -295,6 +295,18 @@ func (h *hook) finishRemovals(ctx context.Context, budget time.Duration) error {
 		}
 	}
 	return nil
+}
+
+// onlyPendingLeft reports whether every partition being removed waits only for pending jobs,
+// which never end by themselves (settle-jobs settles them): waiting longer in the hook is
+// pointless and would hold the action back.
+func (h *hook) onlyPendingLeft() bool {
+	for _, r := range h.st.Removing {
+		if r.Jobs < 0 || r.Jobs > len(r.Pending) {
+			return false
+		}
+	}
+	return true
 }
 
 // finishRemoval removes app's partition if no job of it is left, deleting the app's remaining
