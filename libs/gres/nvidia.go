@@ -51,11 +51,17 @@ type Detection struct {
 }
 
 // Resources groups the GPUs by type into one gpu Resource per type, in
-// order of their first minor number, each with its device files.
+// order of their first minor number, each with its device files. When some
+// GPU has no type (its model is unknown or gives no valid type) all are
+// untyped: Slurm cannot mix typed and untyped GPUs on one node.
 func (d Detection) Resources() Set {
+	untyped := slices.ContainsFunc(d.GPUs, func(g Device) bool { return g.Type() == "" })
 	var set Set
 	for _, g := range d.GPUs {
 		t := g.Type()
+		if untyped {
+			t = ""
+		}
 		i := slices.IndexFunc(set, func(r Resource) bool { return r.Type == t })
 		if i < 0 {
 			set = append(set, Resource{Name: GPU, Type: t})

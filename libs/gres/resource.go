@@ -262,7 +262,7 @@ func parseElem(elem string) (Resource, error) {
 
 var (
 	nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
-	typeRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	typeRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,63}$`)
 )
 
 func checkName(name string) error {
@@ -277,11 +277,8 @@ func checkType(t string) error {
 		return nil
 	}
 	if !typeRE.MatchString(t) {
-		return fmt.Errorf("invalid type %q: want up to 64 letters, digits, _, . or -", t)
-	}
-	if startsWithDigit(t) {
-		// Slurm reads "gpu:2" as a count, so a type must not look like one.
-		return fmt.Errorf("invalid type %q: must not start with a digit", t)
+		// A type starting with a digit would read as a count ("gpu:2").
+		return fmt.Errorf("invalid type %q: want a letter, then up to 63 letters, digits, _, . or -", t)
 	}
 	return nil
 }
