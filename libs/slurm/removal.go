@@ -139,6 +139,9 @@ type Remover struct {
 	// Progress is told the number of jobs on the node whenever it changes (the first
 	// count included).
 	Progress func(node string, jobs int)
+	// Cancelling is told the jobs a CancelJobs removal is about to cancel (an action logs
+	// them).
+	Cancelling func(node string, jobs []string)
 	// Interval is the pause between steps in Remove; zero means Client.PollInterval, or
 	// DefaultPollInterval.
 	Interval time.Duration
@@ -247,6 +250,9 @@ func (m *Remover) jobs(ctx context.Context, r *Removal, jobs []Job) error {
 		}
 		if len(ids) == 0 {
 			return nil
+		}
+		if m.Cancelling != nil {
+			m.Cancelling(r.Node, ids)
 		}
 		if err := m.Client.CancelJobs(ctx, ids...); err != nil {
 			return fmt.Errorf("cannot cancel jobs %s on node %s: %w", strings.Join(ids, ","), r.Node, err)

@@ -108,6 +108,8 @@ func TestRemove(t *testing.T) {
 			var progress []int
 			m := newRemover(c, &stopped)
 			m.Progress = func(node string, jobs int) { progress = append(progress, jobs) }
+			var cancelling []string
+			m.Cancelling = func(node string, jobs []string) { cancelling = append(cancelling, jobs...) }
 			r := &slurm.Removal{Node: "node1", Reason: tt.reason, Jobs: tt.policy}
 			err := m.Remove(ctx, r)
 			if !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil) {
@@ -124,6 +126,9 @@ func TestRemove(t *testing.T) {
 			}
 			if d := cmp.Diff(tt.cancelled, r.Cancelled); d != "" {
 				t.Errorf("cancelled (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tt.cancelled, cancelling); d != "" {
+				t.Errorf("told cancelling (-want +got):\n%s", d)
 			}
 		})
 	}
