@@ -63,6 +63,13 @@ func (c Status) SetApp(ctx context.Context, code StatusCode, msg string) error {
 	return err
 }
 
+// SetVersion records the workload's version, which juju status shows in the application's
+// Version column: application-version-set <version>.
+func (c Status) SetVersion(ctx context.Context, version string) error {
+	_, err := run(ctx, c.Runner, nil, "application-version-set", version)
+	return err
+}
+
 // Unit reads the unit's status: status-get --include-data --format=json.
 func (c Status) Unit(ctx context.Context) (WorkloadStatus, error) {
 	var st WorkloadStatus

@@ -166,6 +166,12 @@ func TestTools(t *testing.T) {
 		},
 		wantArgs: []string{"status-set", "--application", "active", ""},
 	}, {
+		name: "application-version-set",
+		call: func(ctx context.Context, hc *juju.HookContext) (any, error) {
+			return nil, hc.Status.SetVersion(ctx, "22.05.8")
+		},
+		wantArgs: []string{"application-version-set", "22.05.8"},
+	}, {
 		name: "status-get unit",
 		call: func(ctx context.Context, hc *juju.HookContext) (any, error) {
 			return hc.Status.Unit(ctx)

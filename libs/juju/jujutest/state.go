@@ -76,6 +76,8 @@ type State struct {
 	// UnitStatus and AppStatus are the workload statuses.
 	UnitStatus juju.WorkloadStatus
 	AppStatus  juju.WorkloadStatus
+	// Version is the workload version set with application-version-set.
+	Version string
 	// Ports are the unit's opened ports, sorted.
 	Ports []juju.Port
 	// Networks is network-get's answer per endpoint; an endpoint missing

@@ -54,32 +54,33 @@ type toolSpec struct {
 }
 
 var tools = map[string]toolSpec{
-	"relation-ids":    {values: []string{"format"}, json: true, run: (*model).relationIDs},
-	"relation-list":   {bools: []string{"app"}, values: []string{"format", "r", "relation"}, json: true, run: (*model).relationList},
-	"relation-get":    {bools: []string{"app"}, values: []string{"format", "r", "relation"}, json: true, run: (*model).relationGet},
-	"relation-set":    {bools: []string{"app"}, values: []string{"format", "r", "relation", "file"}, run: (*model).relationSet},
-	"config-get":      {bools: []string{"all", "a"}, values: []string{"format"}, json: true, run: (*model).configGet},
-	"is-leader":       {values: []string{"format"}, json: true, run: (*model).isLeader},
-	"status-set":      {bools: []string{"application"}, run: (*model).statusSet},
-	"status-get":      {bools: []string{"application", "include-data"}, values: []string{"format"}, json: true, run: (*model).statusGet},
-	"action-get":      {values: []string{"format"}, json: true, run: (*model).actionGet},
-	"action-set":      {run: (*model).actionSet},
-	"action-fail":     {run: (*model).actionFail},
-	"action-log":      {run: (*model).actionLog},
-	"secret-add":      {values: []string{"label", "description", "owner", "expire", "rotate", "file"}, run: (*model).secretAdd},
-	"secret-get":      {bools: []string{"peek", "refresh"}, values: []string{"format", "label"}, json: true, run: (*model).secretGet},
-	"secret-set":      {values: []string{"label", "description", "owner", "expire", "rotate", "file"}, run: (*model).secretSet},
-	"secret-grant":    {values: []string{"r", "relation", "unit"}, run: (*model).secretGrant},
-	"secret-revoke":   {values: []string{"r", "relation", "unit", "app", "application"}, run: (*model).secretRevoke},
-	"secret-remove":   {values: []string{"revision"}, run: (*model).secretRemove},
-	"secret-info-get": {values: []string{"format", "label"}, json: true, run: (*model).secretInfoGet},
-	"secret-ids":      {values: []string{"format"}, json: true, run: (*model).secretIDs},
-	"open-port":       {values: []string{"endpoints"}, run: (*model).openPort},
-	"close-port":      {values: []string{"endpoints"}, run: (*model).closePort},
-	"opened-ports":    {bools: []string{"endpoints"}, values: []string{"format"}, json: true, run: (*model).openedPorts},
-	"network-get":     {bools: []string{"ingress-address", "bind-address", "egress-subnets", "primary-address"}, values: []string{"format", "r", "relation"}, json: true, run: (*model).networkGet},
-	"unit-get":        {values: []string{"format"}, json: true, run: (*model).unitGet},
-	"juju-log":        {bools: []string{"debug"}, values: []string{"l", "log-level"}, run: (*model).jujuLog},
+	"relation-ids":            {values: []string{"format"}, json: true, run: (*model).relationIDs},
+	"relation-list":           {bools: []string{"app"}, values: []string{"format", "r", "relation"}, json: true, run: (*model).relationList},
+	"relation-get":            {bools: []string{"app"}, values: []string{"format", "r", "relation"}, json: true, run: (*model).relationGet},
+	"relation-set":            {bools: []string{"app"}, values: []string{"format", "r", "relation", "file"}, run: (*model).relationSet},
+	"config-get":              {bools: []string{"all", "a"}, values: []string{"format"}, json: true, run: (*model).configGet},
+	"is-leader":               {values: []string{"format"}, json: true, run: (*model).isLeader},
+	"status-set":              {bools: []string{"application"}, run: (*model).statusSet},
+	"status-get":              {bools: []string{"application", "include-data"}, values: []string{"format"}, json: true, run: (*model).statusGet},
+	"application-version-set": {run: (*model).applicationVersionSet},
+	"action-get":              {values: []string{"format"}, json: true, run: (*model).actionGet},
+	"action-set":              {run: (*model).actionSet},
+	"action-fail":             {run: (*model).actionFail},
+	"action-log":              {run: (*model).actionLog},
+	"secret-add":              {values: []string{"label", "description", "owner", "expire", "rotate", "file"}, run: (*model).secretAdd},
+	"secret-get":              {bools: []string{"peek", "refresh"}, values: []string{"format", "label"}, json: true, run: (*model).secretGet},
+	"secret-set":              {values: []string{"label", "description", "owner", "expire", "rotate", "file"}, run: (*model).secretSet},
+	"secret-grant":            {values: []string{"r", "relation", "unit"}, run: (*model).secretGrant},
+	"secret-revoke":           {values: []string{"r", "relation", "unit", "app", "application"}, run: (*model).secretRevoke},
+	"secret-remove":           {values: []string{"revision"}, run: (*model).secretRemove},
+	"secret-info-get":         {values: []string{"format", "label"}, json: true, run: (*model).secretInfoGet},
+	"secret-ids":              {values: []string{"format"}, json: true, run: (*model).secretIDs},
+	"open-port":               {values: []string{"endpoints"}, run: (*model).openPort},
+	"close-port":              {values: []string{"endpoints"}, run: (*model).closePort},
+	"opened-ports":            {bools: []string{"endpoints"}, values: []string{"format"}, json: true, run: (*model).openedPorts},
+	"network-get":             {bools: []string{"ingress-address", "bind-address", "egress-subnets", "primary-address"}, values: []string{"format", "r", "relation"}, json: true, run: (*model).networkGet},
+	"unit-get":                {values: []string{"format"}, json: true, run: (*model).unitGet},
+	"juju-log":                {bools: []string{"debug"}, values: []string{"l", "log-level"}, run: (*model).jujuLog},
 }
 
 // parse parses argv like Juju's flag package: -x and --x alike,
@@ -422,6 +423,14 @@ func (m *model) statusSet(a *args) ([]byte, *toolError) {
 		return nil, nil
 	}
 	m.both(func(s *State) { s.UnitStatus = st })
+	return nil, nil
+}
+
+func (m *model) applicationVersionSet(a *args) ([]byte, *toolError) {
+	if len(a.pos) != 1 {
+		return nil, usagef("invalid args, require <new-version>")
+	}
+	m.both(func(s *State) { s.Version = a.pos[0] })
 	return nil, nil
 }
 
