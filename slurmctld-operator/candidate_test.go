@@ -98,3 +98,11 @@ func TestSlurmRefusesPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestVersionShown: juju status's Version column shows the Slurm version.
+func TestVersionShown(t *testing.T) {
+	e := newEnv(t)
+	if out := e.started(); out.Version != "22.05.8" {
+		t.Errorf("application version %q, want 22.05.8", out.Version)
+	}
+}

@@ -40,6 +40,8 @@ type charmState struct {
 	SecretID string `json:"secret-id,omitempty"`
 	// SlurmVersion caches `slurmctld -V` (read again on upgrade-charm).
 	SlurmVersion string `json:"slurm-version,omitempty"`
+	// VersionShown is the version last given to application-version-set.
+	VersionShown string `json:"version-shown,omitempty"`
 	// UnitStatus is the unit status this unit last set ("code: message"); the same status is
 	// not set again.
 	UnitStatus string `json:"unit-status,omitempty"`
