@@ -34,8 +34,8 @@ demo: deps tools charms
 	scripts/demo.sh
 
 # Benchmarks (docs/benchmarks.md), on real Slurm through the local model (needs root): prints
-# name=value lines and writes build/bench.json, build/bench.md, build/bench-join.svg and
-# build/bench-trace.txt.
+# name=value lines and writes build/bench.json, build/bench.md (with each figure's spread),
+# build/bench-join.svg, build/bench-scale.svg and build/bench-trace.txt.
 bench: deps
 	$(GO) run ./tests/cmd/bench -out build
 
