@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
-
-	"gopkg.in/yaml.v3"
 )
 
 // EnqueueAction queues action name on unit with params given as `juju run` takes them
@@ -76,54 +73,19 @@ func (m *Model) Run(ctx context.Context, unit, name string, params map[string]st
 	return m.WaitAction(ctx, id)
 }
 
-// actionParams converts and checks params against spec, adding defaults.
+// actionParams parses params as `juju run` does (YAML values), validates them against spec's
+// schema and inserts the defaults of parameters not given, as Juju does before queuing.
 func actionParams(spec Action, params map[string]string) (map[string]any, error) {
-	out := map[string]any{}
+	out, err := parseActionArgs(params)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateActionParams(spec, out); err != nil {
+		return nil, err
+	}
 	for name, p := range spec.Params {
-		if p.Default != nil {
+		if _, ok := out[name]; !ok && p.Default != nil {
 			out[name] = p.Default
-		}
-	}
-	for _, k := range sortedKeys(params) {
-		raw := params[k]
-		p, ok := spec.Params[k]
-		if !ok {
-			if spec.AdditionalProperties != nil && !*spec.AdditionalProperties {
-				return nil, fmt.Errorf("validation failed: (root) : additional property %q is not allowed", k)
-			}
-		}
-		var v any
-		switch p.Type {
-		case "string":
-			v = raw
-		case "integer":
-			n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("validation failed: (root).%s : must be of type integer, given %q", k, raw)
-			}
-			v = n
-		case "number":
-			f, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
-			if err != nil {
-				return nil, fmt.Errorf("validation failed: (root).%s : must be of type number, given %q", k, raw)
-			}
-			v = f
-		case "boolean":
-			b, err := strconv.ParseBool(strings.TrimSpace(raw))
-			if err != nil {
-				return nil, fmt.Errorf("validation failed: (root).%s : must be of type boolean, given %q", k, raw)
-			}
-			v = b
-		default:
-			if err := yaml.Unmarshal([]byte(raw), &v); err != nil {
-				v = raw
-			}
-		}
-		out[k] = v
-	}
-	for _, r := range spec.Required {
-		if _, ok := out[r]; !ok {
-			return nil, fmt.Errorf("validation failed: (root) : %q is required", r)
 		}
 	}
 	return out, nil

@@ -27,6 +27,8 @@ type Hook struct {
 	ActionID       string `json:"action-id,omitempty"`
 	ActionName     string `json:"action-name,omitempty"`
 	Version        int    `json:"version,omitempty"` // the data version the hook acknowledges
+	// Due is when a secret-rotate hook fell due.
+	Due time.Time `json:"due,omitzero"`
 }
 
 // Name is the hook's name (JUJU_HOOK_NAME), e.g. "slurmd-relation-joined", or the action's.
@@ -55,9 +57,15 @@ func (h Hook) advance(s *State, u *Unit) {
 	switch h.Kind {
 	case "install":
 		L.Installed = true
+		L.CharmVersion = h.Version
+	case "upgrade-charm":
+		L.CharmVersion = h.Version
+		// Juju queues config-changed right after upgrade-charm (operation/runhook.go).
+		L.ConfigVersion = -1
 	case "leader-elected", "leader-settings-changed":
 		L.LeaderHook = true
 		L.WasLeader = h.Kind == "leader-elected"
+		L.LeaderData = h.Version
 	case "config-changed":
 		L.ConfigVersion = h.Version
 	case "start":
@@ -79,12 +87,16 @@ func (h Hook) advance(s *State, u *Unit) {
 		}
 	case "relation-joined":
 		if rl != nil {
-			rl.Joined[h.RemoteUnit] = -1
+			rl.Joined[h.RemoteUnit] = h.Version
+			rl.ChangedPending = h.RemoteUnit
 		}
 	case "relation-changed":
 		if rl != nil {
 			if h.RemoteUnit != "" {
 				rl.Joined[h.RemoteUnit] = h.Version
+				if rl.ChangedPending == h.RemoteUnit {
+					rl.ChangedPending = ""
+				}
 			} else {
 				rl.AppVersion = h.Version
 			}
@@ -99,7 +111,22 @@ func (h Hook) advance(s *State, u *Unit) {
 		}
 	case "secret-changed":
 		L.Secrets[h.SecretID] = h.SecretRevision
+	case "secret-remove", "secret-expired", "secret-rotate":
+		L.OwnerHooks[h.ownerHookKey()] = true
+		if h.Kind == "secret-rotate" {
+			if sec := s.Secrets[h.SecretID]; sec != nil {
+				sec.NextRotate = nextRotation(sec.RotatePolicy, sec.NextRotate, h.Due)
+			}
+		}
 	}
+}
+
+// ownerHookKey identifies an owner's secret hook in UnitLocal.OwnerHooks.
+func (h Hook) ownerHookKey() string {
+	if h.Kind == "secret-rotate" {
+		return fmt.Sprintf("%s %s@%d", h.Kind, h.SecretID, h.Due.UnixNano())
+	}
+	return fmt.Sprintf("%s %s/%d", h.Kind, h.SecretID, h.SecretRevision)
 }
 
 // inScope reports whether unit u is in relation r's scope: alive and has run relation-created.
@@ -112,8 +139,9 @@ func inScope(u *Unit, r *Relation) bool {
 }
 
 // nextHook derives the unit's next hook from the model state and what the unit has seen, in
-// Juju's order.
-func nextHook(s *State, name string) (Hook, bool) {
+// Juju's order (worker/uniter/resolver.go, relation/resolver.go, leadership/resolver.go,
+// secrets/resolver.go); now decides which owner secret hooks (rotate, expired) are due.
+func nextHook(s *State, name string, now time.Time) (Hook, bool) {
 	u := s.Units[name]
 	if u == nil || !u.Ready || u.Failed != nil || u.Seen.Removed {
 		return Hook{}, false
@@ -133,7 +161,10 @@ func nextHook(s *State, name string) (Hook, bool) {
 		return Hook{}, false // never installed: nothing to tell the charm
 	}
 	if !L.Installed {
-		return Hook{Kind: "install"}, true
+		return Hook{Kind: "install", Version: app.CharmVersion}, true
+	}
+	if !u.Dying && L.CharmVersion != app.CharmVersion {
+		return Hook{Kind: "upgrade-charm", Version: app.CharmVersion}, true
 	}
 	if !u.Dying {
 		for _, r := range rels {
@@ -143,11 +174,13 @@ func nextHook(s *State, name string) (Hook, bool) {
 		}
 	}
 	isLeader := app.Leader == name
-	if !u.Dying && (!L.LeaderHook || isLeader && !L.WasLeader) {
-		if isLeader {
-			return Hook{Kind: "leader-elected"}, true
+	if !u.Dying {
+		switch {
+		case isLeader && (!L.LeaderHook || !L.WasLeader):
+			return Hook{Kind: "leader-elected", Version: app.LeaderDataVersion}, true
+		case !isLeader && (!L.LeaderHook || L.LeaderData != app.LeaderDataVersion):
+			return Hook{Kind: "leader-settings-changed", Version: app.LeaderDataVersion}, true
 		}
-		return Hook{Kind: "leader-settings-changed"}, true
 	}
 	if !u.Dying && L.ConfigVersion != app.ConfigVersion {
 		return Hook{Kind: "config-changed", Version: app.ConfigVersion}, true
@@ -155,64 +188,13 @@ func nextHook(s *State, name string) (Hook, bool) {
 	if !u.Dying && !L.Started {
 		return Hook{Kind: "start"}, true
 	}
+	if !u.Dying {
+		if h, ok := nextOwnerSecretHook(s, u, isLeader, now); ok {
+			return h, true
+		}
+	}
 	for _, r := range rels {
-		rl := L.Relations[r.ID]
-		if rl == nil || rl.Broken {
-			continue
-		}
-		remoteApp := r.remoteApp(u.App)
-		base := Hook{RelationID: r.ID, Endpoint: epName(r), RemoteApp: remoteApp}
-		joined := sortedKeys(rl.Joined)
-		sort.Slice(joined, func(i, j int) bool { return unitNumber(joined[i]) < unitNumber(joined[j]) })
-		if u.Dying {
-			// The leaving unit departs from every remote unit, then the relation breaks.
-			for _, ru := range joined {
-				h := base
-				h.Kind, h.RemoteUnit, h.DepartingUnit = "relation-departed", ru, name
-				return h, true
-			}
-			h := base
-			h.Kind = "relation-broken"
-			return h, true
-		}
-		present := map[string]bool{}
-		var presentNames []string
-		for _, ou := range s.Units {
-			if ou.App == remoteApp && ou.Name != name && inScope(ou, r) && inScope(u, r) {
-				present[ou.Name] = true
-				presentNames = append(presentNames, ou.Name)
-			}
-		}
-		sort.Slice(presentNames, func(i, j int) bool { return unitNumber(presentNames[i]) < unitNumber(presentNames[j]) })
-		for _, ru := range joined {
-			if !present[ru] {
-				h := base
-				h.Kind, h.RemoteUnit, h.DepartingUnit = "relation-departed", ru, ru
-				return h, true
-			}
-		}
-		if r.Dying {
-			h := base
-			h.Kind = "relation-broken"
-			return h, true
-		}
-		for _, ru := range presentNames {
-			if _, ok := rl.Joined[ru]; !ok {
-				h := base
-				h.Kind, h.RemoteUnit = "relation-joined", ru
-				return h, true
-			}
-		}
-		for _, ru := range presentNames {
-			if v := r.UnitVersion[ru]; rl.Joined[ru] != v {
-				h := base
-				h.Kind, h.RemoteUnit, h.Version = "relation-changed", ru, v
-				return h, true
-			}
-		}
-		if v := r.AppVersion[remoteApp]; v != rl.AppVersion {
-			h := base
-			h.Kind, h.Version = "relation-changed", v
+		if h, ok := nextRelationHook(s, u, app, r, epName(r)); ok {
 			return h, true
 		}
 	}
@@ -237,6 +219,147 @@ func nextHook(s *State, name string) (Hook, bool) {
 		return Hook{Kind: "update-status"}, true
 	}
 	return Hook{}, false
+}
+
+// nextRelationHook is Juju's relation resolver (worker/uniter/relation/resolver.go,
+// nextHookForRelation) for unit u in relation r: the changed hook pending after a join first;
+// then departures; then broken when the unit or the relation is dying (never for a peer
+// relation); then the remote application's data; then joins (each followed by its changed);
+// then changed data. Remote units are taken in lexical order, as Juju sorts them.
+func nextRelationHook(s *State, u *Unit, app *Application, r *Relation, endpoint string) (Hook, bool) {
+	rl := u.Seen.Relations[r.ID]
+	if rl == nil || rl.Broken {
+		return Hook{}, false
+	}
+	remoteApp := r.remoteApp(u.App)
+	base := Hook{RelationID: r.ID, Endpoint: endpoint, RemoteApp: remoteApp}
+	with := func(kind, remote, departing string, version int) (Hook, bool) {
+		h := base
+		h.Kind, h.RemoteUnit, h.DepartingUnit, h.Version = kind, remote, departing, version
+		return h, true
+	}
+	if ru := rl.ChangedPending; ru != "" {
+		return with("relation-changed", ru, "", r.UnitVersion[ru])
+	}
+	broken := u.Dying || r.Dying
+	present := map[string]bool{}
+	if !broken {
+		for _, ou := range s.Units {
+			if ou.App == remoteApp && ou.Name != u.Name && inScope(ou, r) {
+				present[ou.Name] = true
+			}
+		}
+	}
+	for _, ru := range sortedKeys(rl.Joined) {
+		if !present[ru] {
+			departing := ru
+			if u.Dying || app.Dying {
+				departing = u.Name
+			}
+			return with("relation-departed", ru, departing, rl.Joined[ru])
+		}
+	}
+	if broken {
+		if r.isPeer() {
+			return Hook{}, false // Juju runs no relation-broken for a peer relation
+		}
+		return with("relation-broken", "", "", 0)
+	}
+	if v := r.AppVersion[remoteApp]; v != rl.AppVersion {
+		return with("relation-changed", "", "", v)
+	}
+	units := sortedKeys(present)
+	for _, ru := range units {
+		if _, ok := rl.Joined[ru]; !ok {
+			return with("relation-joined", ru, "", r.UnitVersion[ru])
+		}
+	}
+	for _, ru := range units {
+		if v := r.UnitVersion[ru]; rl.Joined[ru] != v {
+			return with("relation-changed", ru, "", v)
+		}
+	}
+	return Hook{}, false
+}
+
+// nextOwnerSecretHook returns the secret hooks Juju runs on a secret's owner (the unit, or the
+// leader for an application secret; worker/uniter/secrets/resolver.go): secret-rotate when the
+// rotation is due, secret-expired when a revision's expiry has passed, secret-remove for each
+// revision no consumer tracks any more (obsolete, not the latest).
+func nextOwnerSecretHook(s *State, u *Unit, isLeader bool, now time.Time) (Hook, bool) {
+	for _, id := range sortedKeys(s.Secrets) {
+		sec := s.Secrets[id]
+		if len(sec.Revisions) == 0 || !(sec.OwnerUnit == u.Name || sec.OwnerApp == u.App && isLeader) {
+			continue
+		}
+		base := Hook{SecretID: id, SecretLabel: sec.Label}
+		if sec.RotatePolicy != "" && !sec.NextRotate.IsZero() && !now.Before(sec.NextRotate) {
+			h := base
+			h.Kind, h.Due = "secret-rotate", sec.NextRotate
+			if !u.Seen.OwnerHooks[h.ownerHookKey()] {
+				return h, true
+			}
+		}
+		latest := sec.latest().Revision
+		for _, rev := range sec.Revisions {
+			h := base
+			h.SecretRevision = rev.Revision
+			if !rev.Expire.IsZero() && !now.Before(rev.Expire) {
+				h.Kind = "secret-expired"
+				if !u.Seen.OwnerHooks[h.ownerHookKey()] {
+					return h, true
+				}
+			}
+			if rev.Revision != latest && !sec.tracked(rev.Revision) {
+				h.Kind = "secret-remove"
+				if !u.Seen.OwnerHooks[h.ownerHookKey()] {
+					return h, true
+				}
+			}
+		}
+	}
+	return Hook{}, false
+}
+
+// nextOwnerDeadline is the earliest future time an owner secret hook of unit u falls due
+// (zero: none), so that the agent wakes up for it.
+func nextOwnerDeadline(s *State, u *Unit, now time.Time) time.Time {
+	var next time.Time
+	consider := func(t time.Time) {
+		if !t.IsZero() && t.After(now) && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	for _, sec := range s.Secrets {
+		if !sec.ownedBy(u.Name, u.App) {
+			continue
+		}
+		if sec.RotatePolicy != "" {
+			consider(sec.NextRotate)
+		}
+		for _, rev := range sec.Revisions {
+			consider(rev.Expire)
+		}
+	}
+	return next
+}
+
+// rotatePeriods are Juju's rotation policies (core/secrets/secret.go).
+var rotatePeriods = map[string]time.Duration{
+	"hourly": time.Hour, "daily": 24 * time.Hour, "weekly": 7 * 24 * time.Hour,
+	"monthly": 30 * 24 * time.Hour, "quarterly": 90 * 24 * time.Hour, "yearly": 365 * 24 * time.Hour,
+}
+
+// nextRotation is the rotation time after due under policy (zero for no policy).
+func nextRotation(policy string, last, due time.Time) time.Time {
+	p, ok := rotatePeriods[policy]
+	if !ok {
+		return time.Time{}
+	}
+	if last.IsZero() {
+		last = due
+	}
+	return last.Add(p)
 }
 
 // nextAction returns the unit's oldest pending action, when the unit may run one.
@@ -316,7 +439,7 @@ func (a *agent) run(ctx context.Context) {
 			hook, ok = Hook{Kind: "action", ActionID: act.ID, ActionName: act.Name}, true
 			act.Status = "running"
 		} else {
-			hook, ok = nextHook(m.state, a.unit)
+			hook, ok = nextHook(m.state, a.unit, time.Now())
 		}
 		if !ok {
 			if u.Failed == nil {
@@ -326,10 +449,17 @@ func (a *agent) run(ctx context.Context) {
 				}
 			}
 			changed := m.changed
+			var due <-chan time.Time
+			var dueTimer *time.Timer
+			if t := nextOwnerDeadline(m.state, u, time.Now()); !t.IsZero() {
+				dueTimer = time.NewTimer(time.Until(t))
+				due = dueTimer.C
+			}
 			m.mu.Unlock()
 			select {
 			case <-ctx.Done():
 				return
+			case <-due:
 			case <-changed:
 			case <-update.C:
 				m.mu.Lock()
@@ -347,6 +477,9 @@ func (a *agent) run(ctx context.Context) {
 				}
 				m.mu.Unlock()
 			}
+			if dueTimer != nil {
+				dueTimer.Stop()
+			}
 			continue
 		}
 		a.running = true
@@ -359,7 +492,14 @@ func (a *agent) run(ctx context.Context) {
 		}
 		hc, snap := a.newContext(hook)
 		msg := u.Agent.Message
+		charmSrc := m.state.Applications[u.App].CharmDir
 		m.mu.Unlock()
+		if hook.Kind == "upgrade-charm" {
+			// Juju deploys the new charm's files, then runs upgrade-charm.
+			if err := installCharm(charmSrc, a.machine.Path(path.Join("/var/lib/juju/agents", unitTag(a.unit), "charm"))); err != nil {
+				m.progress("%s: cannot install the refreshed charm: %v", a.unit, err)
+			}
+		}
 		view := fromSnapshot(snap)
 		m.mu.Lock()
 		hc.view = view
@@ -392,12 +532,9 @@ func (a *agent) run(ctx context.Context) {
 			u.Failed = &h
 			u.Agent = StatusInfo{Status: "error", Message: fmt.Sprintf("hook failed: %q", hook.Name()), Since: time.Now()}
 			if m.opts.HookRetry > 0 {
-				if a.retryDelay == 0 {
-					a.retryDelay = m.opts.HookRetry
-				} else if a.retryDelay *= 2; a.retryDelay > 5*time.Minute {
-					a.retryDelay = 5 * time.Minute
-				}
+				a.retryDelay = nextRetryDelay(a.retryDelay, m.opts.HookRetry)
 				retry = time.After(a.retryDelay)
+				m.progress("%s: retrying %q in %v", a.unit, hook.Name(), a.retryDelay)
 			}
 		}
 		if hook.Kind == "action" {
@@ -411,6 +548,16 @@ func (a *agent) run(ctx context.Context) {
 			m.progress("%s: hook failed: %q: %v", a.unit, hook.Name(), err)
 		}
 	}
+}
+
+// nextRetryDelay is the delay before the next automatic retry of a failed hook, after prev
+// (zero for the first failure): Juju's hook retry strategy starts at base (5 s by default),
+// doubles and is capped at MaxHookRetry (apiserver/facades/agent/retrystrategy).
+func nextRetryDelay(prev, base time.Duration) time.Duration {
+	if prev == 0 {
+		return min(base, MaxHookRetry)
+	}
+	return min(2*prev, MaxHookRetry)
 }
 
 // finish destroys the unit's machine and removes the unit from the model.
@@ -492,82 +639,62 @@ func (a *agent) provision(ctx context.Context) error {
 	return nil
 }
 
-// env is the hook's environment, as Juju's uniter sets it.
+// env is the hook's environment, as Juju's uniter sets it (worker/uniter/runner/context,
+// HookVars and OSDependentEnvVars): the common variables always, empty ones exported as empty
+// strings; the relation, action and secret variables for those hooks.
 func (a *agent) env(hc *hookContext) []string {
 	m := a.m
 	h := hc.hook
+	hookName := h.Name()
+	if h.Kind == "action" {
+		hookName = "" // actions have no hook name: Juju exports it empty
+	}
 	env := map[string]string{
-		"PATH":                       a.toolsDir + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"LANG":                       "C.UTF-8",
-		"CHARM_DIR":                  a.charmDir,
-		"JUJU_CHARM_DIR":             a.charmDir,
-		"JUJU_UNIT_NAME":             a.unit,
-		"JUJU_MODEL_NAME":            hc.view.Name,
-		"JUJU_MODEL_UUID":            hc.view.UUID,
-		"JUJU_CONTEXT_ID":            hc.id,
-		"JUJU_AGENT_SOCKET_ADDRESS":  m.sockPath,
-		"JUJU_AGENT_SOCKET_NETWORK":  "unix",
-		"JUJU_VERSION":               JujuVersion,
-		"JUJU_HOOK_NAME":             h.Name(),
-		"JUJU_DISPATCH_PATH":         h.dispatchPath(),
-		"JUJU_MACHINE_ID":            a.machineID,
-		"JUJU_PRINCIPAL_UNIT":        "",
-		"JUJU_AVAILABILITY_ZONE":     "",
-		"JUJU_API_ADDRESSES":         "",
-		"JUJU_CHARM_HTTP_PROXY":      "",
-		"JUJU_CHARM_HTTPS_PROXY":     "",
-		"JUJU_CHARM_NO_PROXY":        "",
-		"JUJU_CHARM_FTP_PROXY":       "",
-		"JUJU_METER_STATUS":          "",
-		"JUJU_METER_INFO":            "",
-		"JUJU_SLA":                   "unsupported",
-		"JUJU_CONTAINER_NAMES":       "",
-		"JUJU_TARGET_BASE":           "",
-		"JUJU_NOTICE_ID":             "",
-		"JUJU_PEBBLE_SOCKET_PATH":    "",
-		"JUJU_WORKLOAD_NAME":         "",
-		"JUJU_STORAGE_ID":            "",
-		"JUJU_STORAGE_LOCATION":      "",
-		"JUJU_STORAGE_KIND":          "",
-		"JUJU_SECRET_ID":             "",
-		"JUJU_SECRET_LABEL":          "",
-		"JUJU_SECRET_REVISION":       "",
-		"JUJU_RELATION":              "",
-		"JUJU_RELATION_ID":           "",
-		"JUJU_REMOTE_UNIT":           "",
-		"JUJU_REMOTE_APP":            "",
-		"JUJU_DEPARTING_UNIT":        "",
-		"JUJU_ACTION_NAME":           "",
-		"JUJU_ACTION_UUID":           "",
-		"JUJU_ACTION_ID":             "",
-		"JUJU_CHARM_UNIT_STATE_FILE": "",
+		"PATH":                      a.toolsDir + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"LANG":                      "C.UTF-8",
+		"DEBIAN_FRONTEND":           "noninteractive",
+		"APT_LISTCHANGES_FRONTEND":  "none",
+		"CHARM_DIR":                 a.charmDir,
+		"JUJU_CHARM_DIR":            a.charmDir,
+		"JUJU_CONTEXT_ID":           hc.id,
+		"JUJU_HOOK_NAME":            hookName,
+		"JUJU_DISPATCH_PATH":        h.dispatchPath(),
+		"JUJU_AGENT_SOCKET_ADDRESS": m.sockPath,
+		"JUJU_AGENT_SOCKET_NETWORK": "unix",
+		"JUJU_UNIT_NAME":            a.unit,
+		"JUJU_MODEL_UUID":           hc.view.UUID,
+		"JUJU_MODEL_NAME":           hc.view.Name,
+		"JUJU_API_ADDRESSES":        "",
+		"JUJU_SLA":                  "unsupported",
+		"JUJU_MACHINE_ID":           a.machineID,
+		"JUJU_PRINCIPAL_UNIT":       "",
+		"JUJU_AVAILABILITY_ZONE":    "",
+		"JUJU_VERSION":              JujuVersion,
+		"CLOUD_API_VERSION":         "",
+		"JUJU_CHARM_HTTP_PROXY":     "",
+		"JUJU_CHARM_HTTPS_PROXY":    "",
+		"JUJU_CHARM_FTP_PROXY":      "",
+		"JUJU_CHARM_NO_PROXY":       "",
 	}
-	for k, v := range env {
-		if v == "" && k != "JUJU_PRINCIPAL_UNIT" {
-			delete(env, k)
-		}
-	}
-	if strings.HasPrefix(h.Kind, "relation-") {
+	switch {
+	case strings.HasPrefix(h.Kind, "relation-"):
 		env["JUJU_RELATION"] = h.Endpoint
 		env["JUJU_RELATION_ID"] = fmt.Sprintf("%s:%d", h.Endpoint, h.RelationID)
+		env["JUJU_REMOTE_UNIT"] = h.RemoteUnit // empty for application-level and broken hooks
 		env["JUJU_REMOTE_APP"] = h.RemoteApp
-		if h.RemoteUnit != "" {
-			env["JUJU_REMOTE_UNIT"] = h.RemoteUnit
-		}
 		if h.DepartingUnit != "" {
 			env["JUJU_DEPARTING_UNIT"] = h.DepartingUnit
 		}
-	}
-	if h.Kind == "secret-changed" {
+	case strings.HasPrefix(h.Kind, "secret-"):
 		env["JUJU_SECRET_ID"] = h.SecretID
-		if h.SecretLabel != "" {
-			env["JUJU_SECRET_LABEL"] = h.SecretLabel
+		env["JUJU_SECRET_LABEL"] = h.SecretLabel
+		if h.SecretRevision > 0 && h.Kind != "secret-changed" {
+			env["JUJU_SECRET_REVISION"] = strconv.Itoa(h.SecretRevision)
 		}
-	}
-	if h.Kind == "action" {
+	case h.Kind == "action":
 		env["JUJU_ACTION_NAME"] = h.ActionName
 		env["JUJU_ACTION_UUID"] = h.ActionID
-		delete(env, "JUJU_HOOK_NAME") // actions have no hook name
+		env["JUJU_ACTION_TAG"] = "action-" + h.ActionID
 	}
 	out := make([]string, 0, len(env))
 	for _, k := range sortedKeys(env) {

@@ -46,11 +46,19 @@ type Action struct {
 	AdditionalProperties *bool            `json:"additionalProperties,omitempty" yaml:"additionalProperties"`
 }
 
-// Param is one action parameter.
+// Param is one action parameter: the JSON schema keywords the model checks (schema.go).
 type Param struct {
-	Type        string `json:"type,omitempty" yaml:"type"`
-	Default     any    `json:"default,omitempty" yaml:"default"`
-	Description string `json:"description,omitempty" yaml:"description"`
+	Type                 string           `json:"type,omitempty" yaml:"type"`
+	Default              any              `json:"default,omitempty" yaml:"default"`
+	Description          string           `json:"description,omitempty" yaml:"description"`
+	Enum                 []any            `json:"enum,omitempty" yaml:"enum"`
+	Minimum              *float64         `json:"minimum,omitempty" yaml:"minimum"`
+	Maximum              *float64         `json:"maximum,omitempty" yaml:"maximum"`
+	MinLength            *int             `json:"minLength,omitempty" yaml:"minLength"`
+	MaxLength            *int             `json:"maxLength,omitempty" yaml:"maxLength"`
+	Properties           map[string]Param `json:"properties,omitempty" yaml:"properties"`
+	Required             []string         `json:"required,omitempty" yaml:"required"`
+	AdditionalProperties *bool            `json:"additionalProperties,omitempty" yaml:"additionalProperties"`
 }
 
 type charmcraftFile struct {

@@ -218,7 +218,7 @@ var verbs = []*Verb{
 		Summary: "Start the model daemon in the background (state in $JUJU_LOCAL_DIR).",
 		Flags: func(fs *pflag.FlagSet) {
 			fs.Duration("update-status-interval", 5*time.Minute, "period of update-status hooks")
-			fs.Duration("hook-retry", 0, "retry failed hooks after this delay, doubling (0: wait for resolve)")
+			fs.Duration("hook-retry", 0, "first delay of the automatic retry of failed hooks, doubling up to 5m (0: Juju's 5s; negative: no automatic retry, wait for resolve)")
 			fs.String("machines", "auto", "hosts (netns hosts with Pebble; needs root), local (plain processes) or auto")
 			fs.String("pebble", "", "pebble binary for hosts (default: build/bin/pebble of the repository, or PATH)")
 			fs.String("model", "local", "model name")
@@ -367,6 +367,24 @@ var verbs = []*Verb{
 				return err
 			}
 			return c.m.SetConfig(c.ctx, app, kv, reset)
+		},
+	},
+	{
+		Name: "refresh", Args: "<application> --path <charm>",
+		Summary: "Replace an application's charm (juju refresh --path): each unit runs upgrade-charm, then config-changed.",
+		Flags:   func(fs *pflag.FlagSet) { fs.String("path", "", "the new charm: a .charm file or a charm directory") },
+		run: func(c *cliCall) error {
+			if err := c.want(1, 1); err != nil {
+				return err
+			}
+			if c.str("path") == "" {
+				return &usageError{"--path is required"}
+			}
+			if err := c.m.Refresh(c.ctx, c.args[0], c.path(c.str("path"))); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.stderr, "Added local charm %q to the model.\n", c.args[0])
+			return nil
 		},
 	},
 	{

@@ -21,31 +21,48 @@
 // the same filesystem, so a charm must not rewrite its shipped files in place), makes
 // /var/lib/juju/tools/unit-<app>-<n> a link to the model's hook tools (as Juju links it to the
 // agent's tools), and runs hooks one at a time by executing the charm's
-// dispatch inside the machine with Juju's environment: JUJU_DISPATCH_PATH (hooks/<hook> or
-// actions/<action>), JUJU_UNIT_NAME, JUJU_MODEL_NAME, JUJU_MODEL_UUID, JUJU_CHARM_DIR,
-// JUJU_CONTEXT_ID, JUJU_AGENT_SOCKET_ADDRESS, JUJU_VERSION, JUJU_HOOK_NAME, JUJU_MACHINE_ID, the
-// relation variables (JUJU_RELATION, JUJU_RELATION_ID, JUJU_REMOTE_UNIT, JUJU_REMOTE_APP,
-// JUJU_DEPARTING_UNIT), the action variables (JUJU_ACTION_NAME, JUJU_ACTION_UUID) and the
-// secret ones (JUJU_SECRET_ID, JUJU_SECRET_LABEL), with the tools directory first on PATH.
+// dispatch inside the machine with Juju's environment (worker/uniter/runner/context): the
+// common variables (JUJU_DISPATCH_PATH hooks/<hook> or actions/<action>, JUJU_UNIT_NAME,
+// JUJU_MODEL_NAME, JUJU_MODEL_UUID, JUJU_CHARM_DIR, JUJU_CONTEXT_ID, JUJU_AGENT_SOCKET_ADDRESS,
+// JUJU_VERSION, JUJU_HOOK_NAME, JUJU_MACHINE_ID, ...) always, the empty ones (proxies,
+// JUJU_AVAILABILITY_ZONE, JUJU_PRINCIPAL_UNIT, JUJU_HOOK_NAME of an action) exported empty as
+// Juju does; the relation variables (JUJU_RELATION, JUJU_RELATION_ID, JUJU_REMOTE_UNIT, empty on
+// application-level and broken hooks, JUJU_REMOTE_APP, JUJU_DEPARTING_UNIT); the action ones
+// (JUJU_ACTION_NAME, JUJU_ACTION_UUID, JUJU_ACTION_TAG); the secret ones (JUJU_SECRET_ID,
+// JUJU_SECRET_LABEL, JUJU_SECRET_REVISION for secret-remove and secret-expired); the tools
+// directory first on PATH.
 //
 // Like Juju's uniter, the agent derives the next hook by comparing the model with what the
-// unit has already been told (Unit.Seen), in Juju's order:
+// unit has already been told (Unit.Seen), in Juju's order (docs/fidelity.md lists each rule
+// with the Juju source it follows and the test that checks it):
 //
-//	install → <ep>-relation-created (relations existing at deploy, peers included)
-//	  → leader-elected (leader) or leader-settings-changed → config-changed → start
-//	per relation: created → joined (per remote unit) → changed (after joined, when a remote
-//	  unit's or the remote application's data changes; JUJU_REMOTE_UNIT is empty for the latter)
-//	  → departed (per remote unit leaving: JUJU_REMOTE_UNIT and JUJU_DEPARTING_UNIT name it)
-//	  → broken (relation removed, or the other application gone)
+//	install → upgrade-charm (after Refresh) → <ep>-relation-created (relations existing at
+//	  deploy, peers included) → leader-elected (leader) or leader-settings-changed (the others,
+//	  at start and after each leader-set that changed the leader data) → config-changed
+//	  (queued after upgrade-charm too) → start
+//	owner secret hooks: secret-rotate when due, secret-expired when a revision expires,
+//	  secret-remove for each revision no consumer tracks any more
+//	per relation (worker/uniter/relation/resolver.go): created → for each remote unit, in
+//	  lexical order, joined immediately followed by that unit's changed; the application-level
+//	  changed (JUJU_REMOTE_UNIT empty) comes before any join whenever the remote application's
+//	  data changed, so a unit's first relation hook may see an empty relation-list; changed
+//	  when a remote unit's data changes → departed (per remote unit leaving: JUJU_REMOTE_UNIT and
+//	  JUJU_DEPARTING_UNIT name it) → broken (relation removed, or the other application gone)
 //	unit removal: departed for every remote unit (JUJU_DEPARTING_UNIT = the leaving unit itself)
-//	  → broken for every relation → stop → remove → the machine is destroyed
+//	  → broken for every relation except peer relations → stop → remove → machine destroyed
 //	secret-changed on a consumer when the owner publishes a revision newer than it tracks
 //	leader-elected on the next unit when the leader is removed
 //	update-status every Options.UpdateStatusInterval (5m by default, as in Juju)
 //
 // Remote units see a leaving unit depart as soon as it is dying, while it still runs its own
-// departed hooks (Juju's scope handling). Actions queue behind the running hook and go before
-// other pending hooks once the unit has started.
+// departed hooks (Juju's scope handling); relation-ids keeps listing a dying relation to a unit
+// until that unit's relation-broken. Integrate refuses a relation beyond an endpoint's limit
+// ("would exceed its maximum relation limit", ErrQuotaLimitExceeded). Actions queue behind
+// the running hook and go before other pending hooks once the unit has started, also while the
+// unit is in error (as juju run does). Their parameters are parsed as `juju run` parses them
+// (each value as YAML 1.1: parameters=10 is an integer) and validated against the action's JSON
+// schema (type, enum, required, additionalProperties, properties, minimum, maximum, minLength,
+// maxLength) before they are queued; defaults are then inserted.
 //
 // # Commit on success
 //
@@ -54,11 +71,12 @@
 // consumer tracking), ports, leader data and charm state written by the hook are applied to
 // the model only when dispatch exits 0. A hook that fails is discarded and puts the unit in
 // error (agent status error, shown by Status as workload "error" with message
-// `hook failed: "<hook>"`, as juju status shows it); nothing else runs on the unit (actions
-// included) until Resolve (the failed hook runs again; with retry=false it is skipped), or
-// after Options.HookRetry when set (doubling up to 5 minutes, Juju's automatic retry).
-// status-set, application-version-set, juju-log and action-set/-log/-fail take effect at once,
-// as in Juju.
+// `hook failed: "<hook>"`, as juju status shows it); no other hook runs on the unit until the
+// failed one succeeds: Juju's automatic retry (automatically-retry-hooks, on by default) runs
+// it again after Options.HookRetry (5 s by default), doubling up to 5 minutes, and Resolve runs
+// it at once (with retry=false it is skipped). A negative Options.HookRetry turns the automatic
+// retry off. status-set, application-version-set, juju-log and action-set/-log/-fail take
+// effect at once, as in Juju.
 //
 // # Hook tools
 //
@@ -93,14 +111,15 @@
 //	st := m.Status(ctx) // the shape of juju status --format=json
 //
 // From the shell, juju-local's CLI verbs (bootstrap, deploy, integrate, add-unit, remove-unit,
-// remove-application, remove-relation, config, run, exec, status, debug-log, wait, resolve,
-// actions, destroy) are served by RunCLI on Dir/model.sock; see `juju-local --help`.
+// remove-application, remove-relation, config, refresh, run, exec, status, debug-log, wait,
+// resolve, actions, destroy) are served by RunCLI on Dir/model.sock; see `juju-local --help`.
 //
 // # Limits
 //
 // A model directory belongs to one running Model: hosts do not survive the process, so New
 // refuses a directory whose state still lists units. Not played: subordinates, storage,
-// containers (Pebble notices), secret expiry and rotation, secret-remove hooks for obsolete
-// revisions, leader-settings-changed on leader-set, upgrade-charm, goal-state and
-// credential-get, juju exec of hook tools outside hooks.
+// containers (Pebble notices), suspended and cross-model relations, the jitter of Juju's retry
+// delays, goal-state and credential-get, juju exec of hook tools outside hooks. A retried hook
+// is derived again from the model (the same hook unless something of higher priority, such
+// as a refresh, came in meanwhile), where Juju replays the failed hook as recorded.
 package model

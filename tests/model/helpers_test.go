@@ -85,6 +85,7 @@ func forEachMachines(t *testing.T, fn func(t *testing.T, prov func(t *testing.T)
 type modelOptions struct {
 	prov                 func(t *testing.T) model.Provisioner
 	updateStatusInterval time.Duration
+	hookRetry            time.Duration // model.Options.HookRetry: 0 Juju's default, <0 off
 }
 
 // newModel starts a model in a short temporary directory (unix socket paths are limited).
@@ -105,6 +106,7 @@ func newModel(t *testing.T, o modelOptions) *model.Model {
 	}
 	m, err := model.New(context.Background(), model.Options{
 		Dir: dir, Name: "test", Tools: toolsBin, Machines: prov, UpdateStatusInterval: interval,
+		HookRetry: o.hookRetry,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -146,6 +148,9 @@ type record struct {
 	Unit string
 	Hook string            `json:"hook"`
 	Env  map[string]string `json:"env"`
+	// Relation hooks: what relation-ids (of the hook's endpoint) and relation-list printed.
+	IDs     string `json:"ids"`
+	Members string `json:"members"`
 }
 
 // hooks returns the hooks each unit ran, in order, from the charm's juju-log lines.
@@ -222,7 +227,8 @@ func runTool(t *testing.T, m *model.Model, unit string, argv ...string) (stdout,
 	js, _ := json.Marshal(argv)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	act, err := m.Run(ctx, unit, "run-tool", map[string]string{"argv": string(js)})
+	// juju run parses values as YAML: the JSON list is quoted to stay a string.
+	act, err := m.Run(ctx, unit, "run-tool", map[string]string{"argv": yamlQuote(string(js))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,3 +237,6 @@ func runTool(t *testing.T, m *model.Model, unit string, argv ...string) (stdout,
 	}
 	return fmt.Sprint(act.Results["out"]), fmt.Sprint(act.Results["err"]), fmt.Sprint(act.Results["code"])
 }
+
+// yamlQuote quotes s as a single-quoted YAML scalar, so that `juju run` keeps it a string.
+func yamlQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -205,7 +205,8 @@ func TestSecrets(t *testing.T) {
 
 func TestHookFailure(t *testing.T) {
 	forEachMachines(t, func(t *testing.T, prov func(*testing.T) model.Provisioner) {
-		m := newModel(t, modelOptions{prov: prov})
+		// Automatic retries off: the unit stays in error until resolved.
+		m := newModel(t, modelOptions{prov: prov, hookRetry: -1})
 		ctx := context.Background()
 		deploy(t, m, "alpha", 1, nil)
 		deploy(t, m, "beta", 1, map[string]string{"fail-hooks": "sink-relation-changed"})
@@ -225,7 +226,9 @@ func TestHookFailure(t *testing.T) {
 		}
 		rel := relationOf(t, m, "beta", "sink")
 		data := rel.UnitData["beta/0"]
-		if data["failed-write"] != "" || data["last-hook"] != "sink-relation-joined" {
+		// Juju's first relation hook after created is the application-level changed (alpha's
+		// leader has set its application data): it fails, and its writes are discarded.
+		if data["failed-write"] != "" || data["last-hook"] != "sink-relation-created" {
 			t.Errorf("failed hook's relation writes were kept: %v", data)
 		}
 		if d := cmp.Diff([]string{"8080/tcp"}, u.OpenPorts); d != "" {
@@ -274,7 +277,8 @@ func TestRemoveUnit(t *testing.T) {
 		sd := index(leaver, "source-relation-departed", map[string]string{"JUJU_REMOTE_UNIT": "beta/0", "JUJU_DEPARTING_UNIT": "alpha/0", "JUJU_REMOTE_APP": "beta"})
 		pb, sb := index(leaver, "peer-relation-broken", nil), index(leaver, "source-relation-broken", nil)
 		stop, remove := index(leaver, "stop", nil), index(leaver, "remove", nil)
-		if pd < 0 || sd < 0 || pb < pd || sb < sd || stop < pb || stop < sb || remove != stop+1 || remove != len(leaver)-1 {
+		// Juju runs no relation-broken for a peer relation on a leaving unit.
+		if pd < 0 || sd < 0 || pb >= 0 || sb < sd || stop < sb || remove != stop+1 || remove != len(leaver)-1 {
 			t.Errorf("leaving unit's hooks: %v", names(leaver))
 		}
 		if d := index(h["beta/0"], "sink-relation-departed", map[string]string{"JUJU_REMOTE_UNIT": "alpha/0", "JUJU_DEPARTING_UNIT": "alpha/0"}); d < 0 {

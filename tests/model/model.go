@@ -21,6 +21,13 @@ import (
 // JujuVersion is the Juju version the model plays (JUJU_VERSION).
 const JujuVersion = "3.6.4"
 
+// Juju's retry strategy for failed hooks (apiserver/facades/agent/retrystrategy): the first
+// retry after DefaultHookRetry, doubling up to MaxHookRetry.
+const (
+	DefaultHookRetry = 5 * time.Second
+	MaxHookRetry     = 5 * time.Minute
+)
+
 // Options configure a model.
 type Options struct {
 	// Dir holds the state (state.json), the sockets and the unpacked charms. Required.
@@ -33,9 +40,10 @@ type Options struct {
 	Machines Provisioner
 	// UpdateStatusInterval is the update-status period; default 5m as in Juju.
 	UpdateStatusInterval time.Duration
-	// HookRetry, when non-zero, retries a failed hook automatically after this delay, doubling
-	// up to 5 minutes (Juju's automatically-retry-hooks). Zero leaves a failed unit in error
-	// until Resolve.
+	// HookRetry is the first delay of the automatic retry of a failed hook (Juju's model config
+	// automatically-retry-hooks, on by default): the delay doubles after each failure up to
+	// MaxHookRetry. Zero means Juju's DefaultHookRetry (5 s); a negative value turns automatic
+	// retries off, leaving a failed unit in error until Resolve.
 	HookRetry time.Duration
 	// Log receives progress lines ("slurmd/1: running start hook") and debug-log lines.
 	Log func(line string)
@@ -81,6 +89,9 @@ func New(ctx context.Context, opts Options) (*Model, error) {
 	}
 	if opts.Name == "" {
 		opts.Name = "local"
+	}
+	if opts.HookRetry == 0 {
+		opts.HookRetry = DefaultHookRetry
 	}
 	if opts.UpdateStatusInterval <= 0 {
 		opts.UpdateStatusInterval = 5 * time.Minute
@@ -294,6 +305,98 @@ func (m *Model) State() *State {
 	return m.state.clone()
 }
 
+// stageCharm unpacks a charm directory or .charm file into a new directory under Dir (the
+// charm is in its "charm" subdirectory) and reads it; the caller removes the directory.
+func (m *Model) stageCharm(path string) (string, *Charm, error) {
+	src, err := filepath.Abs(path)
+	if err != nil {
+		return "", nil, err
+	}
+	fi, err := os.Stat(src)
+	if err != nil {
+		return "", nil, err
+	}
+	stage, err := os.MkdirTemp(m.opts.Dir, "charm-")
+	if err != nil {
+		return "", nil, err
+	}
+	if fi.IsDir() {
+		err = os.CopyFS(filepath.Join(stage, "charm"), os.DirFS(src))
+	} else {
+		err = ExtractCharm(src, filepath.Join(stage, "charm"))
+	}
+	if err != nil {
+		os.RemoveAll(stage)
+		return "", nil, err
+	}
+	charm, err := ReadCharm(filepath.Join(stage, "charm"))
+	if err != nil {
+		os.RemoveAll(stage)
+		return "", nil, err
+	}
+	return stage, charm, nil
+}
+
+// Refresh replaces app's charm with the charm at path (`juju refresh --path`): every unit gets
+// the new charm's files, then runs upgrade-charm and config-changed. Config values of options
+// the new charm no longer has are dropped; an endpoint in use must still exist, and its limit
+// must allow the relations established on it.
+func (m *Model) Refresh(ctx context.Context, app, path string) error {
+	stage, charm, err := m.stageCharm(path)
+	if err != nil {
+		return fmt.Errorf("cannot refresh %s: %w", app, err)
+	}
+	defer os.RemoveAll(stage)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a, ok := m.state.Applications[app]
+	if !ok {
+		return fmt.Errorf("cannot refresh: application %q not found", app)
+	}
+	if a.Dying {
+		return fmt.Errorf("cannot refresh: application %q is being removed", app)
+	}
+	if charm.Name != a.Charm.Name {
+		return fmt.Errorf("cannot refresh %s: charm %q is not charm %q", app, charm.Name, a.Charm.Name)
+	}
+	old := a.Charm
+	a.Charm = charm
+	for _, r := range m.state.Relations {
+		e, ok := r.endpointOf(app)
+		if !ok {
+			continue
+		}
+		if _, _, ok := charm.endpoint(e.Name); !ok {
+			a.Charm = old
+			return fmt.Errorf("cannot refresh %s: endpoint %q is in use (relation %d) and the new charm has no such endpoint", app, e.Name, r.ID)
+		}
+		if err := m.checkLimit(app, e.Name, 0); err != nil {
+			a.Charm = old
+			return fmt.Errorf("cannot refresh %s: new charm version imposes a limit: %w", app, err)
+		}
+	}
+	dir := filepath.Join(m.opts.Dir, "charms", fmt.Sprintf("%s-%d", app, a.CharmVersion+1))
+	os.RemoveAll(dir)
+	if err := os.Rename(filepath.Join(stage, "charm"), dir); err != nil {
+		a.Charm = old
+		return fmt.Errorf("cannot refresh %s: %w", app, err)
+	}
+	for k := range a.Config {
+		if _, ok := charm.Options[k]; !ok {
+			delete(a.Config, k)
+		}
+	}
+	// The units' charm files are hard links: the old copy can go once they are replaced.
+	a.CharmDir = dir
+	a.CharmVersion++
+	if err := m.save(); err != nil {
+		return err
+	}
+	m.notify()
+	m.progress("refreshed %s (charm %s, version %d)", app, charm.Name, a.CharmVersion)
+	return nil
+}
+
 // DeployOptions say what Deploy deploys.
 type DeployOptions struct {
 	// Charm is a charm directory (with charmcraft.yaml or metadata.yaml, and dispatch) or a
@@ -315,30 +418,8 @@ func (m *Model) Deploy(ctx context.Context, opts DeployOptions) ([]string, error
 	if opts.Charm == "" {
 		return nil, errors.New("cannot deploy: no charm given")
 	}
-	src, err := filepath.Abs(opts.Charm)
+	stage, charm, err := m.stageCharm(opts.Charm)
 	if err != nil {
-		return nil, fmt.Errorf("cannot deploy %s: %w", opts.Charm, err)
-	}
-	fi, err := os.Stat(src)
-	if err != nil {
-		return nil, fmt.Errorf("cannot deploy: %w", err)
-	}
-	stage, err := os.MkdirTemp(m.opts.Dir, "charm-")
-	if err != nil {
-		return nil, fmt.Errorf("cannot deploy: %w", err)
-	}
-	if fi.IsDir() {
-		err = os.CopyFS(filepath.Join(stage, "charm"), os.DirFS(src))
-	} else {
-		err = ExtractCharm(src, filepath.Join(stage, "charm"))
-	}
-	if err != nil {
-		os.RemoveAll(stage)
-		return nil, fmt.Errorf("cannot deploy %s: %w", opts.Charm, err)
-	}
-	charm, err := ReadCharm(filepath.Join(stage, "charm"))
-	if err != nil {
-		os.RemoveAll(stage)
 		return nil, fmt.Errorf("cannot deploy %s: %w", opts.Charm, err)
 	}
 	name := opts.Name
@@ -459,7 +540,7 @@ func (m *Model) addUnits(app string, n int) []string {
 			Name: name, App: app, Machine: mid,
 			Workload: StatusInfo{Status: "waiting", Message: "waiting for machine", Since: now},
 			Agent:    StatusInfo{Status: "allocating", Since: now},
-			Seen:     UnitLocal{Relations: map[int]*RelationLocal{}, Secrets: map[string]int{}},
+			Seen:     UnitLocal{Relations: map[int]*RelationLocal{}, Secrets: map[string]int{}, OwnerHooks: map[string]bool{}},
 		}
 		if a.Leader == "" {
 			a.Leader = name
@@ -593,6 +674,11 @@ func (m *Model) Integrate(ctx context.Context, a, b string) (int, error) {
 			return 0, fmt.Errorf("cannot integrate %s %s: relation %s already exists", a, b, r.key())
 		}
 	}
+	for _, c := range []cand{x, y} {
+		if err := m.checkLimit(c.app, c.ep, 1); err != nil {
+			return 0, fmt.Errorf("cannot add relation \"%s:%s %s:%s\": %w", x.app, x.ep, y.app, y.ep, err)
+		}
+	}
 	id := m.state.NextRelation
 	m.state.NextRelation++
 	m.state.Relations[id] = &Relation{
@@ -609,6 +695,31 @@ func (m *Model) Integrate(ctx context.Context, a, b string) (int, error) {
 	m.notify()
 	m.progress("integrated %s:%s %s:%s (relation %d)", x.app, x.ep, y.app, y.ep, id)
 	return id, nil
+}
+
+// ErrQuotaLimitExceeded is wrapped by the error of an integrate that would exceed an
+// endpoint's limit.
+var ErrQuotaLimitExceeded = errors.New("quota limit exceeded")
+
+// checkLimit refuses adding more relations on app's endpoint beyond its charm's limit, counting
+// every relation on that endpoint, dying ones included, as Juju's state does
+// (state/relation.go, establishedRelationCount); callers hold m.mu.
+func (m *Model) checkLimit(app, endpoint string, adding int) error {
+	a := m.state.Applications[app]
+	ep, _, ok := a.Charm.endpoint(endpoint)
+	if !ok || ep.Limit <= 0 {
+		return nil
+	}
+	n := 0
+	for _, r := range m.state.Relations {
+		if e, ok := r.endpointOf(app); ok && e.Name == endpoint && !r.isPeer() {
+			n++
+		}
+	}
+	if n+adding > ep.Limit {
+		return fmt.Errorf("establishing a new relation for %s:%s would exceed its maximum relation limit of %d (%w)", app, endpoint, ep.Limit, ErrQuotaLimitExceeded)
+	}
+	return nil
 }
 
 // RemoveRelation removes the relation between two applications (`juju remove-relation`).

@@ -50,6 +50,11 @@ type Application struct {
 	Version       string            `json:"version,omitempty"`
 	Dying         bool              `json:"dying,omitempty"`
 	LeaderData    map[string]string `json:"leader-data,omitempty"`
+	// LeaderDataVersion counts the leader-set commits that changed LeaderData; non-leaders run
+	// leader-settings-changed until they have seen the latest.
+	LeaderDataVersion int `json:"leader-data-version,omitempty"`
+	// CharmVersion counts refreshes; a unit runs upgrade-charm when it has seen an older one.
+	CharmVersion int `json:"charm-version,omitempty"`
 	// Base is the base the application was deployed with (deploy --base); "" is the
 	// provisioner's default (see BaseProvisioner).
 	Base string `json:"base,omitempty"`
@@ -87,20 +92,28 @@ type UnitLocal struct {
 	LeaderHook      bool                   `json:"leader-hook,omitempty"` // leader-elected or leader-settings-changed ran
 	WasLeader       bool                   `json:"was-leader,omitempty"`
 	ConfigVersion   int                    `json:"config-version"`
+	LeaderData      int                    `json:"leader-data,omitempty"` // leader data version seen
+	CharmVersion    int                    `json:"charm-version,omitempty"`
 	Started         bool                   `json:"started,omitempty"`
 	Stopped         bool                   `json:"stopped,omitempty"`
 	Removed         bool                   `json:"removed,omitempty"`
 	UpdateStatusDue bool                   `json:"update-status-due,omitempty"`
 	Relations       map[int]*RelationLocal `json:"relations,omitempty"`
 	Secrets         map[string]int         `json:"secrets,omitempty"` // secret-changed already run for revision
+	// OwnerHooks records the owner's secret hooks already run: "secret-remove secret:x/2",
+	// "secret-expired secret:x/3", "secret-rotate secret:x@<time>".
+	OwnerHooks map[string]bool `json:"owner-hooks,omitempty"`
 }
 
 // RelationLocal is a unit's view of one relation.
 type RelationLocal struct {
 	Created    bool           `json:"created"`
 	Broken     bool           `json:"broken,omitempty"`
-	Joined     map[string]int `json:"joined,omitempty"` // remote unit → data version seen (-1: joined, changed pending)
+	Joined     map[string]int `json:"joined,omitempty"` // remote unit → data version seen
 	AppVersion int            `json:"app-version"`
+	// ChangedPending names the remote unit whose relation-changed must run next: Juju runs it
+	// right after that unit's relation-joined.
+	ChangedPending string `json:"changed-pending,omitempty"`
 }
 
 // Relation is one integration between two applications (or a peer relation of one).
@@ -132,12 +145,18 @@ type Secret struct {
 	Revisions   []SecretRevision           `json:"revisions"`
 	Grants      []SecretGrant              `json:"grants,omitempty"`
 	Consumers   map[string]*SecretConsumer `json:"consumers,omitempty"`
+	// RotatePolicy is hourly, daily, weekly, monthly, quarterly, yearly or empty (never);
+	// NextRotate is when the owner next gets secret-rotate.
+	RotatePolicy string    `json:"rotate-policy,omitempty"`
+	NextRotate   time.Time `json:"next-rotate,omitzero"`
 }
 
 // SecretRevision is one revision's content.
 type SecretRevision struct {
 	Revision int               `json:"revision"`
 	Content  map[string]string `json:"content"`
+	// Expire is when the owner gets secret-expired for this revision (zero: never).
+	Expire time.Time `json:"expire,omitzero"`
 }
 
 // SecretGrant gives an application (Unit empty) or one unit read access through a relation.
@@ -242,6 +261,9 @@ func (s *State) fill() {
 		}
 		if u.Seen.Secrets == nil {
 			u.Seen.Secrets = map[string]int{}
+		}
+		if u.Seen.OwnerHooks == nil {
+			u.Seen.OwnerHooks = map[string]bool{}
 		}
 	}
 	for _, sec := range s.Secrets {
@@ -424,6 +446,16 @@ func (s *State) secretByLabel(unit, label string) *Secret {
 
 func (sec *Secret) latest() SecretRevision {
 	return sec.Revisions[len(sec.Revisions)-1]
+}
+
+// tracked reports whether a consumer still tracks revision n.
+func (sec *Secret) tracked(n int) bool {
+	for _, c := range sec.Consumers {
+		if c.Tracked == n {
+			return true
+		}
+	}
+	return false
 }
 
 func (sec *Secret) revision(n int) (SecretRevision, bool) {

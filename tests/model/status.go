@@ -214,7 +214,7 @@ func (m *Model) busy(unit string) bool {
 	if !u.Ready {
 		return u.Agent.Status != "error"
 	}
-	if _, ok := nextHook(m.state, unit); ok {
+	if _, ok := nextHook(m.state, unit, time.Now()); ok {
 		return true
 	}
 	_, ok := nextAction(m.state, unit)

@@ -41,7 +41,10 @@ func (t *toolCall) leaderSet() error {
 		if a == nil {
 			return nil
 		}
-		a.LeaderData, _ = applySettings(a.LeaderData, kv)
+		var changed bool
+		if a.LeaderData, changed = applySettings(a.LeaderData, kv); changed {
+			a.LeaderDataVersion++ // the other units run leader-settings-changed
+		}
 		return nil
 	})
 }

@@ -59,10 +59,13 @@ func (t *toolCall) relationIDs() error {
 	ids := []string{}
 	var nums []int
 	for _, r := range t.hc.view.Relations {
-		if e, ok := r.endpointOf(t.hc.app); ok && e.Name == ep && !r.Dying {
-			if rl := t.unitState().Seen.Relations[r.ID]; rl != nil && rl.Broken {
-				continue
-			}
+		e, ok := r.endpointOf(t.hc.app)
+		if !ok || e.Name != ep {
+			continue
+		}
+		// Juju lists a relation the unit has entered until its relation-broken, dying or not.
+		rl := t.unitState().Seen.Relations[r.ID]
+		if rl == nil && !r.Dying || rl != nil && !rl.Broken {
 			nums = append(nums, r.ID)
 		}
 	}
@@ -91,9 +94,7 @@ func (t *toolCall) members(r *Relation) []string {
 			delete(set, h.RemoteUnit)
 		}
 	}
-	out := sortedKeys(set)
-	sort.Slice(out, func(i, j int) bool { return unitNumber(out[i]) < unitNumber(out[j]) })
-	return out
+	return sortedKeys(set)
 }
 
 func (t *toolCall) relationList() error {

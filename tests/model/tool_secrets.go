@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -84,8 +85,8 @@ func (t *toolCall) secretAdd() error {
 	label := t.fs.String("label", "", "a label")
 	desc := t.fs.String("description", "", "a description")
 	owner := t.fs.String("owner", "application", "application or unit")
-	t.fs.String("expire", "", "expiry (not enforced)")
-	t.fs.String("rotate", "", "rotation policy (not enforced)")
+	expire := t.fs.String("expire", "", "expiry: a duration (24h) or an RFC 3339 time")
+	rotate := t.fs.String("rotate", "", "rotation policy: never, hourly, daily, weekly, monthly, quarterly, yearly")
 	file := t.fs.String("file", "", "YAML file of content")
 	args, err := t.parse(0, -1)
 	if err != nil {
@@ -126,13 +127,18 @@ func (t *toolCall) secretAdd() error {
 	if *label != "" && t.hc.view.secretByLabel(t.hc.unit, *label) != nil {
 		return fmt.Errorf("secret with label %q already exists", *label)
 	}
+	pol, err := parseSecretPolicy(*expire, *rotate, time.Now())
+	if err != nil {
+		return err
+	}
 	id := newSecretID()
 	lbl, d := *label, *desc
 	if err := t.hc.do(func(s *State) error {
 		s.Secrets[id] = &Secret{
 			ID: id, OwnerApp: ownerApp, OwnerUnit: ownerUnit, Label: lbl, Description: d,
-			Revisions: []SecretRevision{{Revision: 1, Content: content}},
-			Consumers: map[string]*SecretConsumer{},
+			Revisions:    []SecretRevision{{Revision: 1, Content: content, Expire: pol.expire}},
+			Consumers:    map[string]*SecretConsumer{},
+			RotatePolicy: pol.rotate, NextRotate: pol.nextRotate,
 		}
 		return nil
 	}); err != nil {
@@ -255,8 +261,8 @@ func (t *toolCall) secretGet() error {
 func (t *toolCall) secretSet() error {
 	label := t.fs.String("label", "", "a label")
 	desc := t.fs.String("description", "", "a description")
-	t.fs.String("expire", "", "expiry (not enforced)")
-	t.fs.String("rotate", "", "rotation policy (not enforced)")
+	expire := t.fs.String("expire", "", "expiry: a duration (24h) or an RFC 3339 time")
+	rotate := t.fs.String("rotate", "", "rotation policy: never, hourly, daily, weekly, monthly, quarterly, yearly")
 	t.fs.String("owner", "", "owner")
 	file := t.fs.String("file", "", "YAML file of content")
 	args, err := t.parse(1, -1)
@@ -287,6 +293,10 @@ func (t *toolCall) secretSet() error {
 			content[k] = v
 		}
 	}
+	pol, err := parseSecretPolicy(*expire, *rotate, time.Now())
+	if err != nil {
+		return err
+	}
 	secID, lbl, d := sec.ID, *label, *desc
 	return t.hc.do(func(s *State) error {
 		x := s.Secrets[secID]
@@ -302,8 +312,47 @@ func (t *toolCall) secretSet() error {
 		if len(content) > 0 && fmt.Sprint(content) != fmt.Sprint(x.latest().Content) {
 			x.Revisions = append(x.Revisions, SecretRevision{Revision: x.latest().Revision + 1, Content: content})
 		}
+		if pol.hasExpire {
+			x.Revisions[len(x.Revisions)-1].Expire = pol.expire
+		}
+		if pol.hasRotate {
+			x.RotatePolicy, x.NextRotate = pol.rotate, pol.nextRotate
+		}
 		return nil
 	})
+}
+
+// secretPolicy is the parsed --expire and --rotate of secret-add and secret-set.
+type secretPolicy struct {
+	hasExpire, hasRotate bool
+	expire               time.Time
+	rotate               string // empty for never
+	nextRotate           time.Time
+}
+
+// parseSecretPolicy parses --expire (a duration from now or an RFC 3339 time) and --rotate (a
+// rotation policy), as Juju's secret-add and secret-set do.
+func parseSecretPolicy(expire, rotate string, now time.Time) (secretPolicy, error) {
+	var p secretPolicy
+	if expire != "" {
+		p.hasExpire = true
+		if d, err := time.ParseDuration(expire); err == nil {
+			p.expire = now.Add(d)
+		} else if t, err := time.Parse(time.RFC3339, expire); err == nil {
+			p.expire = t
+		} else {
+			return p, &usageError{fmt.Sprintf("invalid value %q for option --expire: want a duration or an RFC 3339 time", expire)}
+		}
+	}
+	if rotate != "" {
+		p.hasRotate = true
+		if period, ok := rotatePeriods[rotate]; ok {
+			p.rotate, p.nextRotate = rotate, now.Add(period)
+		} else if rotate != "never" {
+			return p, &usageError{fmt.Sprintf("invalid value %q for option --rotate: secret rotate policy %q not valid", rotate, rotate)}
+		}
+	}
+	return p, nil
 }
 
 func (t *toolCall) secretGrant() error {

@@ -150,7 +150,7 @@ func TestActions(t *testing.T) {
 		params       map[string]string
 		err          string
 	}{
-		{"missing required", "echo", nil, `"message" is required`},
+		{"missing required", "echo", nil, `"message" property is missing and required`},
 		{"additional property", "echo", map[string]string{"message": "x", "other": "y"}, `additional property "other"`},
 		{"unknown action", "nosuch", nil, `no action "nosuch"`},
 	} {

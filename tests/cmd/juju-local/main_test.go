@@ -144,6 +144,14 @@ func TestCLI(t *testing.T) {
 	if out := must("debug-log", "--no-tail"); !strings.Contains(out, "unit.alpha/0.juju-log") {
 		t.Errorf("debug-log lacks juju-log lines")
 	}
+	if _, errOut, code := run("run", "alpha/0", "echo", "message=10"); code == 0 || !strings.Contains(errOut, "must be of type string") {
+		t.Errorf("run echo message=10 (a YAML integer): exit %d %q", code, errOut)
+	}
+	must("refresh", "alpha", "--path", charm)
+	must("wait", "--timeout", "3m")
+	if out := must("debug-log", "--no-tail"); !strings.Contains(out, `"hook":"upgrade-charm"`) {
+		t.Errorf("no upgrade-charm hook after refresh")
+	}
 	must("remove-unit", "alpha/1")
 	must("add-unit", "beta")
 	must("wait", "--for", "active", "--timeout", "3m")

@@ -55,7 +55,21 @@ func handle(ctx context.Context, hc *juju.HookContext) error {
 			env[k] = v
 		}
 	}
-	rec, _ := json.Marshal(map[string]any{"hook": ev.Name, "env": env})
+	record := map[string]any{"hook": ev.Name, "env": env}
+	if ev.Kind.IsRelation() {
+		// What relation-ids and relation-list show during this hook.
+		for key, argv := range map[string][]string{
+			"ids":     {"relation-ids", ev.Endpoint, "--format=json"},
+			"members": {"relation-list", "-r", string(ev.Relation), "--format=json"},
+		} {
+			res, err := hc.Runner.Run(ctx, juju.Command{Args: argv})
+			if err != nil {
+				return err
+			}
+			record[key] = strings.TrimSpace(string(res.Stdout)) + strings.TrimSpace(string(res.Stderr))
+		}
+	}
+	rec, _ := json.Marshal(record)
 	if err := hc.Log.Log(ctx, juju.LevelInfo, "testcharm-hook "+string(rec)); err != nil {
 		return err
 	}
@@ -99,6 +113,11 @@ func handle(ctx context.Context, hc *juju.HookContext) error {
 		}
 	case juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted:
 		if err := relation(ctx, hc, cfg, leader); err != nil {
+			return err
+		}
+	case juju.SecretRemove:
+		// A well-behaved owner removes the revision no consumer tracks any more.
+		if err := hc.Secrets.Remove(ctx, ev.SecretID, ev.SecretRevision); err != nil {
 			return err
 		}
 	case juju.SecretChanged:
@@ -238,6 +257,12 @@ func action(ctx context.Context, hc *juju.HookContext) error {
 		return hc.Actions.Set(ctx, map[string]string{"error": strings.TrimSpace(te.Stderr), "exit-code": fmt.Sprint(te.ExitCode)})
 	case "clients":
 		return clients(ctx, hc)
+	case "typed":
+		js, err := json.Marshal(params)
+		if err != nil {
+			return err
+		}
+		return hc.Actions.Set(ctx, map[string]string{"params": string(js)})
 	case "revoke":
 		info, err := hc.Secrets.InfoByLabel(ctx, "shared")
 		if err != nil {
