@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -38,54 +39,66 @@ const hostDev = "/run/hostdev"
 //     uuid, pci.bus_id, memory.total), and fails like nvidia-smi on
 //     anything else.
 //
-// It can be called once per host.
+// It can be called once per host. RemoveFakeGPU takes one away again.
 func (h *Host) AddFakeGPUs(ctx context.Context, g FakeGPUs) error {
-	if g.Count < 1 || g.Count > 64 || strings.ContainsAny(g.Model, "'\n,\\") || g.Model == "" {
-		return fmt.Errorf("cannot add fake GPUs to host %q: want 1 to 64 GPUs and a model name without quotes, commas or new lines", h.Name)
+	if g.Count < 1 || g.Count > 64 || strings.ContainsAny(g.Model, "'\n,\\|") || g.Model == "" {
+		return fmt.Errorf("cannot add fake GPUs to host %q: want 1 to 64 GPUs and a model name without quotes, commas, | or new lines", h.Name)
 	}
 	if _, err := os.Lstat(h.ProcPath(hostDev)); err == nil {
 		return fmt.Errorf("cannot add fake GPUs to host %q: already added", h.Name)
 	}
-	if err := h.privateDev(ctx); err != nil {
+	if err := os.Mkdir(h.ProcPath(hostDev), 0o755); err != nil {
 		return fmt.Errorf("cannot add fake GPUs to host %q: %w", h.Name, err)
 	}
-	files := []string{"nvidiactl"}
-	for i := range g.Count {
-		files = append(files, "nvidia"+strconv.Itoa(i))
+	if err := h.mount(ctx, "--rbind", "/dev", hostDev); err != nil {
+		return fmt.Errorf("cannot add fake GPUs to host %q: %w", h.Name, err)
 	}
-	for _, f := range files {
-		if err := os.WriteFile(h.ProcPath("/dev/"+f), nil, 0o666); err != nil {
-			return fmt.Errorf("cannot add fake GPUs to host %q: %w", h.Name, err)
-		}
-		if err := h.mount(ctx, "--bind", hostDev+"/null", "/dev/"+f); err != nil {
-			return fmt.Errorf("cannot add fake GPUs to host %q: %w", h.Name, err)
-		}
+	minors := make([]int, g.Count)
+	for i := range minors {
+		minors[i] = i
+	}
+	if err := h.fakeGPUs(ctx, g.Model, minors, !g.NoSMI); err != nil {
+		return fmt.Errorf("cannot add fake GPUs to host %q: %w", h.Name, err)
 	}
 	if g.NoSMI {
 		return nil
 	}
-	bin := filepath.Join(h.Dir, "fake-nvidia", "sbin")
-	if err := os.MkdirAll(bin, 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(bin, "nvidia-smi"), nvidiaSMIStub(g), 0o755); err != nil {
-		return err
-	}
-	if err := h.mount(ctx, "--bind", bin, "/usr/local/sbin"); err != nil {
+	if err := h.mount(ctx, "--bind", h.fakeBin(), "/usr/local/sbin"); err != nil {
 		return fmt.Errorf("cannot add fake GPUs to host %q: %w", h.Name, err)
 	}
 	return nil
 }
 
-// privateDev gives the host a tmpfs /dev whose entries link to the
-// machine's /dev, bind-mounted (with its submounts) at hostDev.
-func (h *Host) privateDev(ctx context.Context) error {
-	if err := os.Mkdir(h.ProcPath(hostDev), 0o755); err != nil {
-		return err
+// RemoveFakeGPU takes GPU minor away from a host given fake GPUs by
+// AddFakeGPUs, as when a GPU fails or is unplugged: /dev/nvidia<minor>
+// disappears and nvidia-smi (if there is one) stops reporting it.
+func (h *Host) RemoveFakeGPU(ctx context.Context, minor int) error {
+	data, err := os.ReadFile(h.fakeRecord())
+	if err != nil {
+		return fmt.Errorf("cannot remove fake GPU %d from host %q: %w", minor, h.Name, err)
 	}
-	if err := h.mount(ctx, "--rbind", "/dev", hostDev); err != nil {
-		return err
+	model, minors, smi := parseRecord(data)
+	if !slices.Contains(minors, minor) {
+		return fmt.Errorf("cannot remove fake GPU %d from host %q: no such GPU", minor, h.Name)
 	}
+	minors = slices.DeleteFunc(minors, func(m int) bool { return m == minor })
+	if err := h.fakeGPUs(ctx, model, minors, smi); err != nil {
+		return fmt.Errorf("cannot remove fake GPU %d from host %q: %w", minor, h.Name, err)
+	}
+	return nil
+}
+
+func (h *Host) fakeBin() string    { return filepath.Join(h.Dir, "fake-nvidia", "sbin") }
+func (h *Host) fakeRecord() string { return filepath.Join(h.Dir, "fake-nvidia", "gpus") }
+
+// fakeGPUs mounts a fresh /dev over the host's (the machine's /dev must be
+// at hostDev): a tmpfs holding a link to every entry of hostDev, and
+// /dev/nvidiactl and /dev/nvidia<m> for each of minors bound from
+// /dev/null. The new tmpfs stacks on any earlier one, so that a GPU can be
+// taken away without umount (whose libmount needs /proc/self, which this
+// machine kind's /proc does not always resolve). It writes the stub
+// nvidia-smi when smi is set, and records model, minors and smi.
+func (h *Host) fakeGPUs(ctx context.Context, model string, minors []int, smi bool) error {
 	entries, err := os.ReadDir(h.ProcPath(hostDev))
 	if err != nil {
 		return err
@@ -104,7 +117,30 @@ func (h *Host) privateDev(ctx context.Context) error {
 		}
 		errs = append(errs, os.Symlink(target, h.ProcPath("/dev/"+e.Name())))
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	files := []string{"nvidiactl"}
+	for _, m := range minors {
+		files = append(files, "nvidia"+strconv.Itoa(m))
+	}
+	for _, f := range files {
+		if err := os.WriteFile(h.ProcPath("/dev/"+f), nil, 0o666); err != nil {
+			return err
+		}
+		if err := h.mount(ctx, "--bind", hostDev+"/null", "/dev/"+f); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(h.fakeBin(), 0o755); err != nil {
+		return err
+	}
+	if smi {
+		if err := os.WriteFile(filepath.Join(h.fakeBin(), "nvidia-smi"), nvidiaSMIStub(model, minors), 0o755); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(h.fakeRecord(), []byte(record(model, minors, smi)), 0o644)
 }
 
 // mount runs mount with args inside the host's mount namespace.
@@ -112,17 +148,41 @@ func (h *Host) mount(ctx context.Context, args ...string) error {
 	return run(ctx, append([]string{"nsenter", "-t", strconv.Itoa(h.PID()), "--mount", "--", "mount"}, args...))
 }
 
+// record renders what fakeGPUs made: "model|smi|minor|minor...".
+func record(model string, minors []int, smi bool) string {
+	s := model + "|" + strconv.FormatBool(smi)
+	for _, m := range minors {
+		s += "|" + strconv.Itoa(m)
+	}
+	return s
+}
+
+func parseRecord(data []byte) (model string, minors []int, smi bool) {
+	fields := strings.Split(string(data), "|")
+	if len(fields) < 2 {
+		return "", nil, false
+	}
+	for _, f := range fields[2:] {
+		if n, err := strconv.Atoi(f); err == nil {
+			minors = append(minors, n)
+		}
+	}
+	return fields[0], minors, fields[1] == "true"
+}
+
 // nvidiaSMIStub is a POSIX shell script answering nvidia-smi's CSV queries
-// about g's GPUs.
-func nvidiaSMIStub(g FakeGPUs) []byte {
+// about GPUs of model with the given minor numbers.
+func nvidiaSMIStub(model string, minors []int) []byte {
 	var values strings.Builder
-	for i := range g.Count {
-		fmt.Fprintf(&values, "  %d,index) v=%d ;;\n", i, i)
-		fmt.Fprintf(&values, "  %d,minor_number) v=%d ;;\n", i, i)
-		fmt.Fprintf(&values, "  %d,name) v='%s' ;;\n", i, g.Model)
-		fmt.Fprintf(&values, "  %d,uuid) v=GPU-00000000-0000-4000-8000-%012d ;;\n", i, i)
-		fmt.Fprintf(&values, "  %d,pci.bus_id) v=00000000:%02X:00.0 ;;\n", i, i+1)
-		fmt.Fprintf(&values, "  %d,memory.total) v=\"15360$mib\" ;;\n", i)
+	list := make([]string, len(minors))
+	for i, m := range minors {
+		list[i] = strconv.Itoa(m)
+		fmt.Fprintf(&values, "  %d,index) v=%d ;;\n", m, i)
+		fmt.Fprintf(&values, "  %d,minor_number) v=%d ;;\n", m, m)
+		fmt.Fprintf(&values, "  %d,name) v='%s' ;;\n", m, model)
+		fmt.Fprintf(&values, "  %d,uuid) v=GPU-00000000-0000-4000-8000-%012d ;;\n", m, m)
+		fmt.Fprintf(&values, "  %d,pci.bus_id) v=00000000:%02X:00.0 ;;\n", m, m+1)
+		fmt.Fprintf(&values, "  %d,memory.total) v=\"15360$mib\" ;;\n", m)
 	}
 	return []byte(`#!/bin/sh
 # Stub nvidia-smi written by tests/hosts (AddFakeGPUs): answers
@@ -156,8 +216,7 @@ if [ $header = yes ]; then
   done
   echo "$out"
 fi
-i=0
-while [ $i -lt ` + strconv.Itoa(g.Count) + ` ]; do
+for i in ` + strings.Join(list, " ") + `; do
   out= sep=
   for f in $fields; do
     case "$i,$f" in
@@ -166,7 +225,6 @@ while [ $i -lt ` + strconv.Itoa(g.Count) + ` ]; do
     out="$out$sep$v"; sep=", "
   done
   echo "$out"
-  i=$((i + 1))
 done
 `)
 }
