@@ -325,3 +325,81 @@ func readSlurmdLog(h *hosts.Host) string {
 	data, _ := os.ReadFile(h.Path("/var/log/slurm/slurmd.log"))
 	return string(data)
 }
+
+// TestGresDeviceRemoved proves the path for a node whose GPUs changed (one
+// removed): re-detection gives the new set, and the node re-registers with
+// it through drain, wait for its job, stop, delete and start with the new
+// --conf and gres.conf lines; never while a job runs on it.
+func TestGresDeviceRemoved(t *testing.T) {
+	t.Parallel()
+	c := gresCluster(t, "gpu")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	gpu := c.addCompute("gpu0")
+	if err := gpu.AddFakeGPUs(ctx, hosts.FakeGPUs{Model: "Tesla T4", Count: 2}); err != nil {
+		t.Fatal(err)
+	}
+	detector := gres.Detector{Runner: slurm.ExecRunner{Command: gpu.Command}, Root: gpu.ProcPath("/")}
+	register := func() gres.Set {
+		t.Helper()
+		det, err := detector.Detect(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, gpu.Path(gresLocal), det.Resources().Conf("gpu0"))
+		c.startSlurmd(ctx, gpu, "RealMemory=1000 Feature=gpu Gres="+det.Resources().String())
+		return det.Resources()
+	}
+	sc := &slurm.Client{Runner: slurm.ExecRunner{Command: c.ctl.Command}, Conf: confPath, PollInterval: pollInterval}
+	idle := func(n slurm.Node) bool { return n.State.Base == slurm.StateIdle }
+	if res := register(); res.String() != "gpu:tesla_t4:2" {
+		t.Fatalf("detected %q, want gpu:tesla_t4:2", res)
+	}
+	waitNode(t, ctx, sc, "gpu0", idle)
+
+	job := c.startGPUJob(ctx, "running")
+	job.waitDevice(t, ctx)
+	if err := gpu.RemoveFakeGPU(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+
+	// The node-config path: drain, wait for the job, stop, delete, start.
+	if err := sc.Drain(ctx, "gpu0", "devices changed: re-registering"); err != nil {
+		t.Fatal(err)
+	}
+	drained := make(chan error, 1)
+	go func() { drained <- sc.WaitDrained(ctx, "gpu0") }()
+	select {
+	case err := <-drained:
+		t.Fatalf("WaitDrained returned while a GPU job runs: %v", err)
+	default:
+	}
+	writeFile(t, gpu.Path("/var/lib/juju/release"), nil)
+	if err := <-drained; err != nil {
+		t.Fatal(err)
+	}
+	if err := job.cmd.Wait(); err != nil {
+		t.Errorf("job: %v", err)
+	}
+	if err := c.pebble(gpu).Stop(ctx, "slurmd"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.DeleteNode(ctx, "gpu0"); err != nil {
+		t.Fatal(err)
+	}
+	if res := register(); res.String() != "gpu:tesla_t4:1" {
+		t.Fatalf("re-detected %q, want gpu:tesla_t4:1", res)
+	}
+	n := waitNode(t, ctx, sc, "gpu0", idle)
+	if g, _ := n.Get("Gres"); g != "gpu:tesla_t4:1" || n.State.Drain() {
+		t.Errorf("gpu0 re-registered: Gres=%s state %v, want gpu:tesla_t4:1 and idle", g, n.State)
+	}
+	out := c.ctl.Command(ctx, []string{"srun", "-p", "gpu", "--gres=gpu:1", "--mem=100", "sh", "-c", "echo $CUDA_VISIBLE_DEVICES"})
+	out.Env = append(out.Env, "SLURM_CONF="+confPath)
+	if dev, err := out.Output(); err != nil || string(dev) != "0\n" {
+		t.Errorf("srun --gres=gpu:1 after re-registration: %q, %v; want 0", dev, err)
+	}
+	if out, err := c.onCtl(ctx, "sbatch", "-p", "gpu", "--gres=gpu:2", "--wrap", "true"); err == nil {
+		t.Errorf("sbatch --gres=gpu:2 on a 1-GPU node accepted: %s", out)
+	}
+}
