@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/charmed-slurm/operators/libs/slurm"
+	"github.com/charmed-slurm/operators/libs/command"
 )
 
 // CLI runs a Juju client binary.
@@ -23,8 +23,8 @@ type CLI struct {
 	Model string
 	// Env holds extra KEY=value entries for every command (e.g. JUJU_LOCAL_DIR).
 	Env []string
-	// Runner runs the commands (required): slurm.ExecRunner{} on this host.
-	Runner slurm.Runner
+	// Runner runs the commands (required): command.Exec{} on this host.
+	Runner command.Runner
 }
 
 // Error is a Juju command that exited non-zero.
@@ -56,11 +56,8 @@ func (c *CLI) run(ctx context.Context, argv []string) ([]byte, error) {
 		return nil, err
 	}
 	if out.ExitCode != 0 {
-		msg := strings.TrimSpace(string(out.Stderr))
-		if msg == "" {
-			msg = strings.TrimSpace(string(out.Stdout))
-		}
-		return nil, &Error{Argv: argv, ExitCode: out.ExitCode, Stderr: msg}
+		// Juju reports its errors on stderr ("ERROR ...").
+		return nil, &Error{Argv: argv, ExitCode: out.ExitCode, Stderr: strings.TrimSpace(string(out.Stderr))}
 	}
 	return out.Stdout, nil
 }
@@ -168,17 +165,17 @@ func (c *CLI) RemoveUnit(ctx context.Context, units ...string) error {
 	return err
 }
 
-// UnitRunner is a slurm.Runner that runs each command on a unit's machine with
+// UnitRunner is a slurm.Runner (command.Runner) that runs each command on a unit's machine with
 // `juju exec --unit UNIT -- env KEY=value... argv` and reports the command's own exit code.
 type UnitRunner struct {
 	CLI  *CLI
 	Unit string
 }
 
-// Run implements slurm.Runner.
-func (r UnitRunner) Run(ctx context.Context, argv []string, env []string) (slurm.Output, error) {
+// Run implements command.Runner.
+func (r UnitRunner) Run(ctx context.Context, argv []string, env []string) (command.Output, error) {
 	if r.CLI == nil || r.CLI.Runner == nil {
-		return slurm.Output{}, fmt.Errorf("unit runner has no juju client")
+		return command.Output{}, fmt.Errorf("unit runner has no juju client")
 	}
 	full := r.CLI.argv("exec", "--unit", r.Unit, "--")
 	if len(env) > 0 {

@@ -9,17 +9,17 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/charmed-slurm/operators/autoscaler/jujucli"
-	"github.com/charmed-slurm/operators/libs/slurm"
+	"github.com/charmed-slurm/operators/libs/command"
 )
 
 // recorder is a slurm.Runner that records argv and env and answers out.
 type recorder struct {
 	calls [][]string
 	env   [][]string
-	out   slurm.Output
+	out   command.Output
 }
 
-func (r *recorder) Run(ctx context.Context, argv, env []string) (slurm.Output, error) {
+func (r *recorder) Run(ctx context.Context, argv, env []string) (command.Output, error) {
 	r.calls = append(r.calls, argv)
 	r.env = append(r.env, env)
 	return r.out, nil
@@ -64,7 +64,7 @@ func TestVerbs(t *testing.T) {
 
 func TestFailedCommand(t *testing.T) {
 	t.Parallel()
-	r := &recorder{out: slurm.Output{ExitCode: 1, Stderr: []byte("ERROR cannot add unit: quota exceeded\n")}}
+	r := &recorder{out: command.Output{ExitCode: 1, Stderr: []byte("ERROR cannot add unit: quota exceeded\n")}}
 	c := &jujucli.CLI{Path: "juju", Runner: r}
 	err := c.AddUnit(context.Background(), "slurmd", 1)
 	var je *jujucli.Error
@@ -81,7 +81,7 @@ func TestStatusOfTheLocalModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &recorder{out: slurm.Output{Stdout: data}}
+	r := &recorder{out: command.Output{Stdout: data}}
 	st, err := (&jujucli.CLI{Path: "juju-local", Runner: r}).Status(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -281,6 +281,8 @@ func ParseApp(spec string) (App, error) {
 	if name == "" || strings.ContainsAny(name, " \t/=,") {
 		return App{}, fmt.Errorf("invalid application spec %q: bad application name %q", spec, name)
 	}
+	ints := map[string]*int{"min": &a.Min, "max": &a.Max, "out": &a.ScaleOutStep, "in": &a.ScaleInStep}
+	durations := map[string]*time.Duration{"idle": &a.IdleTime, "register-timeout": &a.RegisterTimeout}
 	if opts != "" {
 		for _, kv := range strings.Split(opts, ",") {
 			k, v, ok := strings.Cut(kv, "=")
@@ -288,20 +290,11 @@ func ParseApp(spec string) (App, error) {
 				return App{}, fmt.Errorf("invalid application spec %q: %q is not key=value", spec, kv)
 			}
 			var err error
-			switch k {
-			case "min":
-				a.Min, err = strconv.Atoi(v)
-			case "max":
-				a.Max, err = strconv.Atoi(v)
-			case "out":
-				a.ScaleOutStep, err = strconv.Atoi(v)
-			case "in":
-				a.ScaleInStep, err = strconv.Atoi(v)
-			case "idle":
-				a.IdleTime, err = time.ParseDuration(v)
-			case "register-timeout":
-				a.RegisterTimeout, err = time.ParseDuration(v)
-			default:
+			if p, ok := ints[k]; ok {
+				*p, err = strconv.Atoi(v)
+			} else if p, ok := durations[k]; ok {
+				*p, err = time.ParseDuration(v)
+			} else {
 				return App{}, fmt.Errorf("invalid application spec %q: unknown key %q (want min, max, idle, out, in, register-timeout)", spec, k)
 			}
 			if err != nil {

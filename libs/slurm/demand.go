@@ -1,8 +1,6 @@
 package slurm
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -40,38 +38,38 @@ func (c *Client) PendingJobs(ctx context.Context) ([]PendingJob, error) {
 // a range ("2-4") gives its minimum.
 func ParsePending(data []byte) ([]PendingJob, error) {
 	var jobs []PendingJob
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	lineNo := 0
-	for sc.Scan() {
-		lineNo++
-		line := strings.TrimRight(sc.Text(), "\r")
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimRight(line, "\r")
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		f := strings.Split(line, "|")
-		if len(f) != 4 {
-			return nil, fmt.Errorf("cannot parse pending squeue line %d %q: want 4 fields separated by '|'", lineNo, line)
+		j, err := parsePendingLine(line)
+		if err != nil {
+			return nil, fmt.Errorf("cannot parse pending squeue line %d %q: %w", i+1, line, err)
 		}
-		if f[0] == "" || strings.ContainsAny(f[0], " \t") {
-			return nil, fmt.Errorf("cannot parse pending squeue line %d: bad job id %q", lineNo, f[0])
-		}
-		if f[1] == "" || strings.ContainsAny(f[1], " \t") {
-			return nil, fmt.Errorf("cannot parse pending squeue line %d: bad partition %q", lineNo, f[1])
-		}
-		min, _, _ := strings.Cut(f[2], "-")
-		n, err := strconv.Atoi(min)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("cannot parse pending squeue line %d: bad node count %q", lineNo, f[2])
-		}
-		if f[3] == "" {
-			return nil, fmt.Errorf("cannot parse pending squeue line %d: empty reason", lineNo)
-		}
-		jobs = append(jobs, PendingJob{ID: f[0], Partitions: strings.Split(f[1], ","), Nodes: n, Reason: f[3]})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("cannot parse pending squeue output: %w", err)
+		jobs = append(jobs, j)
 	}
 	return jobs, nil
+}
+
+func parsePendingLine(line string) (PendingJob, error) {
+	f := strings.Split(line, "|")
+	switch {
+	case len(f) != 4:
+		return PendingJob{}, fmt.Errorf("want 4 fields separated by '|'")
+	case f[0] == "" || strings.ContainsAny(f[0], " \t"):
+		return PendingJob{}, fmt.Errorf("bad job id %q", f[0])
+	case f[1] == "" || strings.ContainsAny(f[1], " \t"):
+		return PendingJob{}, fmt.Errorf("bad partition %q", f[1])
+	case f[3] == "":
+		return PendingJob{}, fmt.Errorf("empty reason")
+	}
+	min, _, _ := strings.Cut(f[2], "-")
+	n, err := strconv.Atoi(min)
+	if err != nil || n < 0 {
+		return PendingJob{}, fmt.Errorf("bad node count %q", f[2])
+	}
+	return PendingJob{ID: f[0], Partitions: strings.Split(f[1], ","), Nodes: n, Reason: f[3]}, nil
 }
 
 // slurmTimeLayout is how scontrol prints times (in the controller's local time zone).

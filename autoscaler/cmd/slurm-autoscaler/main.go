@@ -25,6 +25,7 @@ import (
 	"github.com/charmed-slurm/operators/autoscaler"
 	"github.com/charmed-slurm/operators/autoscaler/jujucli"
 	"github.com/charmed-slurm/operators/autoscaler/policy"
+	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
@@ -60,6 +61,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	interval := fs.Duration("interval", autoscaler.DefaultInterval, "time between decisions")
 	dryRun := fs.Bool("dry-run", false, "only report the decisions")
 	once := fs.Bool("once", false, "make one decision and exit")
+	timeout := fs.Duration("command-timeout", 2*time.Minute, "bound on each juju command")
 	tz := fs.String("controller-tz", "UTC", "the controller's time zone (scontrol prints LastBusyTime in it)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -73,7 +75,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "invalid --controller-tz: %v\n", err)
 		return 2
 	}
-	cli := &jujucli.CLI{Path: *jujuPath, Model: *model, Runner: slurm.ExecRunner{}}
+	cli := &jujucli.CLI{Path: *jujuPath, Model: *model, Runner: command.Exec{Timeout: *timeout}}
 	s := &autoscaler.Scaler{
 		Juju:     cli,
 		Apps:     apps,
