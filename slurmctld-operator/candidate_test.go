@@ -106,3 +106,30 @@ func TestVersionShown(t *testing.T) {
 		t.Errorf("application version %q, want 22.05.8", out.Version)
 	}
 }
+
+// TestPartitionMembershipRepaired: a registered node missing from its NodeSet's partition
+// (Slurm bug 16295 after a reconfigure on 22.05) is put back by the next update-status, and
+// after the controller's own reconfigures.
+func TestPartitionMembershipRepaired(t *testing.T) {
+	e := newEnv(t)
+	in := e.withApp("slurmd", "slurmd/0", "slurmd/1")
+	e.slurm.addNode("slurmd-0", "slurmd", "IDLE", false)
+	e.slurm.addNode("slurmd-1", "slurmd", "IDLE", false)
+	e.slurm.lost = map[string]bool{"slurmd-1": true}
+	out := e.run(in, jujutest.Hook(juju.UpdateStatus))
+	if len(e.slurm.lost) != 0 || e.slurm.count("scontrol", "update", "partitionname=slurmd", "nodes=slurmd") != 1 {
+		t.Errorf("lost node not repaired: lost %v, calls %v", e.slurm.lost, e.slurm.calls)
+	}
+	// A healthy partition is left alone.
+	e.run(out, jujutest.Hook(juju.UpdateStatus))
+	if n := e.slurm.count("scontrol", "update", "partitionname=slurmd", "nodes=slurmd"); n != 1 {
+		t.Errorf("%d repairs of a healthy partition, want none", n-1)
+	}
+	// The controller's own reconfigure is followed by a check.
+	e.slurm.lost = map[string]bool{"slurmd-0": true}
+	out.Config["slurm-conf-parameters"] = "MaxJobCount=5000"
+	e.run(out, jujutest.Hook(juju.ConfigChanged))
+	if len(e.slurm.lost) != 0 {
+		t.Errorf("lost node not repaired after the reconfigure")
+	}
+}

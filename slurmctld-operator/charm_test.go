@@ -64,6 +64,7 @@ func newEnv(t *testing.T) *env {
 		RemoveWait:   0,
 		DeleteWait:   time.Second,
 	}
+	e.slurm.confDir = e.c.path(confDir)
 	return e
 }
 

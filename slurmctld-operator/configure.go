@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
@@ -388,7 +389,32 @@ func (h *hook) reconfigure(ctx context.Context) error {
 		return fmt.Errorf("cannot reconfigure slurmctld: %w", err)
 	}
 	h.logf(ctx, juju.LevelInfo, "reconfigured slurmctld")
+	h.repairPartitions(ctx)
 	return nil
+}
+
+// repairPartitions checks that every partition holds exactly the registered nodes of its
+// NodeSet and repairs one that does not. Slurm before 23.02.2 rebuilds NodeSet partitions
+// from stale feature bitmaps on `scontrol reconfigure` when the node table has holes
+// (deleted nodes), dropping registered nodes from their partition until the next
+// registration (SchedMD bug 16295; libs/slurm's RepairPartitionMembership). It runs after
+// every reconfigure and on update-status; a failure is logged, not fatal: the next run
+// tries again.
+func (h *hook) repairPartitions(ctx context.Context) {
+	cl := h.c.client()
+	for _, app := range h.st.Apps {
+		if _, rm := h.st.Removing[app]; rm {
+			continue
+		}
+		repaired, err := cl.RepairPartitionMembership(ctx, app, app)
+		if err != nil {
+			h.logf(ctx, juju.LevelWarning, "cannot check the nodes of partition %s: %v", app, err)
+			continue
+		}
+		if len(repaired) > 0 {
+			h.logf(ctx, juju.LevelWarning, "partition %s had lost or gained nodes after a reconfigure (Slurm bug 16295): repaired %s", app, strings.Join(repaired, ","))
+		}
+	}
 }
 
 // publishAll publishes ControllerData on every slurmd relation.

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/charmed-slurm/operators/libs/hostlist"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurm/slurmtest"
@@ -49,6 +51,11 @@ type fakeSlurm struct {
 	// slurm.conf the parser read.
 	refuseConf string
 	checked    []string
+	// lost are nodes a reconfigure dropped from their NodeSet's partition (Slurm bug 16295):
+	// `scontrol show partition` leaves them out until the partition's nodes are set again.
+	lost map[string]bool
+	// confDir is the live configuration directory: its partitions are known to slurmctld.
+	confDir string
 }
 
 func newFakeSlurm() *fakeSlurm {
@@ -199,8 +206,22 @@ func (f *fakeSlurm) Run(ctx context.Context, argv []string, env []string) (slurm
 		if !f.partitionKnown(p) {
 			return fail("slurm_update error: Invalid partition name specified"), nil
 		}
+		if nodes, isNodes := strings.CutPrefix(argv[3], "nodes="); isNodes {
+			// Slurm rebuilds the partition from the NodeSets' features: nothing is lost any more.
+			if nodes != p {
+				return fail("fake: partition " + p + " repaired with nodes=" + nodes), nil
+			}
+			for n := range f.lost {
+				if slices.Contains(f.nodes[n].Features, p) {
+					delete(f.lost, n)
+				}
+			}
+			return ok(""), nil
+		}
 		f.parts[p] = strings.TrimPrefix(argv[3], "state=")
 		return ok(""), nil
+	case argv[0] == "scontrol" && argv[1] == "show" && argv[2] == "partition":
+		return f.showPartition(argv[len(argv)-1])
 	case argv[0] == "scontrol" && argv[1] == "delete":
 		name := strings.TrimPrefix(argv[2], "nodename=")
 		n, ok2 := f.nodes[name]
@@ -253,8 +274,16 @@ func (f *fakeSlurm) partitionKnown(p string) bool {
 			return true
 		}
 	}
-	_, ok := f.parts[p]
-	return ok
+	if _, ok := f.parts[p]; ok {
+		return true
+	}
+	// slurmctld knows the partitions of the slurm.conf it runs with.
+	if f.confDir != "" {
+		if _, err := os.Stat(filepath.Join(f.confDir, partitionInclude(p))); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 func (f *fakeSlurm) nodeLine(name string, n *fakeNode) string {
@@ -469,4 +498,28 @@ func (f *fakeSlurm) checkConf(env []string) (slurm.Output, error) {
 		}
 	}
 	return slurmtest.Real("checkconf-ok").Output, nil
+}
+
+// showPartition answers `scontrol show partition -o NAME` in real Slurm 22.05's format
+// (slurmtest's show-partition-repaired): the partition's NodeSet is NAME, its nodes those
+// carrying feature NAME, less the lost ones.
+func (f *fakeSlurm) showPartition(name string) (slurm.Output, error) {
+	if !f.partitionKnown(name) {
+		return fail("Partition " + name + " not found"), nil
+	}
+	var nodes []string
+	for _, n := range slices.Sorted(maps.Keys(f.nodes)) {
+		if slices.Contains(f.nodes[n].Features, name) && !f.lost[n] {
+			nodes = append(nodes, n)
+		}
+	}
+	list := "(null)"
+	if len(nodes) > 0 {
+		list = hostlist.Compress(nodes)
+	}
+	state := "UP"
+	if s := f.parts[name]; s != "" {
+		state = s
+	}
+	return ok(fmt.Sprintf("PartitionName=%s AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL AllocNodes=ALL Default=NO QoS=N/A DefaultTime=NONE DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO MaxNodes=UNLIMITED MaxTime=UNLIMITED MinNodes=0 LLN=NO MaxCPUsPerNode=UNLIMITED NodeSets=%s Nodes=%s PriorityJobFactor=1 PriorityTier=1 RootOnly=NO ReqResv=NO OverSubscribe=NO OverTimeLimit=NONE PreemptMode=OFF State=%s TotalCPUs=%d TotalNodes=%d SelectTypeParameters=NONE JobDefaults=(null) DefMemPerNode=UNLIMITED MaxMemPerNode=UNLIMITED\n", name, name, list, state, len(nodes), len(nodes))), nil
 }

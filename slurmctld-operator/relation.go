@@ -384,6 +384,9 @@ func (c *Charm) updateStatus(ctx context.Context, hc *juju.HookContext) error {
 		if err := h.finishRemovals(ctx, 0); err != nil {
 			return err
 		}
+		if h.running(ctx) {
+			h.repairPartitions(ctx)
+		}
 	}
 	return h.finish(ctx, h.setStatus(ctx))
 }
