@@ -14,14 +14,15 @@
 // Global parameters are read and changed with [Doc.Get], [Doc.GetAll],
 // [Doc.Set], [Doc.Add] and [Doc.Delete]. Keys are matched
 // case-insensitively, as Slurm does; names of nodes, nodesets and partitions
-// are case-sensitive, as in Slurm. Typed entries have the same four
-// operations each:
+// are case-sensitive, as in Slurm. The entries a charm edits have the same
+// four operations each; NodeName and DownNodes lines, which dynamic nodes
+// never need, are read-only:
 //
 //	PartitionName=  Partition, Partitions, SetPartition, DeletePartition
-//	NodeName=       Node, Nodes, SetNode, DeleteNode
 //	NodeSet=        NodeSet, NodeSets, SetNodeSet, DeleteNodeSet
-//	DownNodes=      DownNodes, DownNodesEntries, SetDownNodes, DeleteDownNodes
 //	Include         Includes, AddInclude, DeleteInclude
+//	NodeName=       Nodes
+//	DownNodes=      DownNodesEntries
 //
 // FrontendName lines are kept as written ([Doc.FrontendNames] lists them).
 // An entry's name key is not part of its [Params]: a [Partition] is

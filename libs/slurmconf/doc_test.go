@@ -70,8 +70,7 @@ func TestEdit(t *testing.T) {
 		in:   "full-cluster.conf",
 		edit: func(t *testing.T, d *slurmconf.Doc) {
 			mustTrue(t, d.DeletePartition("bigmem"))
-			mustTrue(t, d.DeleteNode("bigmem01"))
-			mustTrue(t, d.DeleteDownNodes("gpu05"))
+			mustTrue(t, d.DeletePartition("gpu"))
 			mustTrue(t, d.Delete("JobAcctGatherFrequency"))
 			if d.DeletePartition("nope") {
 				t.Error("DeletePartition(nope) = true")
@@ -96,9 +95,6 @@ func TestEdit(t *testing.T) {
 		name: "edit-continued-line",
 		in:   "continuations.conf",
 		edit: func(t *testing.T, d *slurmconf.Doc) {
-			n, _ := d.Node("cn[01-32]")
-			n.Params.Set("RealMemory", "250000")
-			noErr(t, d.SetNode(n))
 			p, _ := d.Partition("long")
 			p.Params.Set("State", "DOWN")
 			noErr(t, d.SetPartition(p))
@@ -122,16 +118,16 @@ func TestEdit(t *testing.T) {
 		name: "quoting-on-render",
 		in:   "quoted.conf",
 		edit: func(t *testing.T, d *slurmconf.Doc) {
-			dn, _ := d.DownNodes("n1")
-			dn.Params.Set("Reason", `rack #4 \ row "B"`) // '#' and '\' escaped; quote mid-value kept
-			err := d.SetDownNodes(dn)
+			p, _ := d.Partition("q")
+			p.Params.Set("AllowAccounts", `rack #4 \ row "B"`) // '#' and '\' escaped; quote mid-value kept
+			err := d.SetPartition(p)
 			var pe *slurmconf.ParseError
-			if !errors.As(err, &pe) || pe.Key != "Reason" {
-				t.Fatalf("SetDownNodes with a quote next to spaces: got %v, want a ParseError for Reason", err)
+			if !errors.As(err, &pe) || pe.Key != "AllowAccounts" {
+				t.Fatalf("SetPartition with a quote next to spaces: got %v, want a ParseError for AllowAccounts", err)
 			}
-			dn.Params.Set("Reason", `rack #4 \ row B`)
-			noErr(t, d.SetDownNodes(dn))
-			noErr(t, d.SetDownNodes(slurmconf.DownNodes{Name: "n4", Params: slurmconf.Params{{Key: "State", Value: "DOWN"}, {Key: "Reason", Value: ""}}}))
+			p.Params.Set("AllowAccounts", `rack #4 \ row B`)
+			noErr(t, d.SetPartition(p))
+			noErr(t, d.SetPartition(slurmconf.Partition{Name: "n4", Params: slurmconf.Params{{Key: "State", Value: "DOWN"}, {Key: "AllowGroups", Value: ""}}}))
 			noErr(t, d.Set("PrologSlurmctld", "/usr/bin/true"))
 		},
 	}, {
@@ -145,7 +141,7 @@ func TestEdit(t *testing.T) {
 			p.Params.Set("MaxTime", "20") // keeps MAXTIME as written
 			noErr(t, d.SetPartition(p))
 			noErr(t, d.Set("SLURMDPORT", "7000")) // a line holding three keys
-			noErr(t, d.SetNode(slurmconf.Node{Name: "n4", Params: slurmconf.Params{{Key: "CPUs", Value: "4"}}}))
+			noErr(t, d.SetNodeSet(slurmconf.NodeSet{Name: "n4", Params: slurmconf.Params{{Key: "Feature", Value: "n4"}}}))
 		},
 	}, {
 		name: "unchanged-set-is-noop",
@@ -161,7 +157,6 @@ func TestEdit(t *testing.T) {
 		edit: func(t *testing.T, d *slurmconf.Doc) {
 			noErr(t, d.SetPartition(slurmconf.Partition{Name: "p", Params: slurmconf.Params{{Key: "Nodes", Value: "p"}}}))
 			noErr(t, d.SetNodeSet(slurmconf.NodeSet{Name: "p", Params: slurmconf.Params{{Key: "Feature", Value: "p"}}}))
-			noErr(t, d.SetNode(slurmconf.Node{Name: "n1", Params: slurmconf.Params{{Key: "CPUs", Value: "1"}}}))
 			noErr(t, d.Set("ClusterName", "new"))
 			noErr(t, d.Add("SlurmctldHost", "ctl"))
 		},
@@ -267,9 +262,9 @@ func TestEntryErrors(t *testing.T) {
 		{"empty name", d.SetPartition(slurmconf.Partition{}), "PartitionName"},
 		{"name with space", d.SetNodeSet(slurmconf.NodeSet{Name: "a b"}), "NodeSet"},
 		{"duplicate key", d.SetPartition(slurmconf.Partition{Name: "p", Params: slurmconf.Params{{Key: "Nodes", Value: "a"}, {Key: "nodes", Value: "b"}}}), "nodes"},
-		{"alias duplicate", d.SetNode(slurmconf.Node{Name: "n", Params: slurmconf.Params{{Key: "Feature", Value: "a"}, {Key: "Features", Value: "b"}}}), "Features"},
-		{"name key in params", d.SetNode(slurmconf.Node{Name: "n", Params: slurmconf.Params{{Key: "NodeName", Value: "m"}}}), "NodeName"},
-		{"bad key", d.SetDownNodes(slurmconf.DownNodes{Name: "n", Params: slurmconf.Params{{Key: "a=b", Value: "m"}}}), "a=b"},
+		{"alias duplicate", d.SetPartition(slurmconf.Partition{Name: "p", Params: slurmconf.Params{{Key: "OverSubscribe", Value: "NO"}, {Key: "Shared", Value: "NO"}}}), "Shared"},
+		{"name key in params", d.SetPartition(slurmconf.Partition{Name: "p", Params: slurmconf.Params{{Key: "PartitionName", Value: "m"}}}), "PartitionName"},
+		{"bad key", d.SetNodeSet(slurmconf.NodeSet{Name: "n", Params: slurmconf.Params{{Key: "a=b", Value: "m"}}}), "a=b"},
 		{"include path", d.AddInclude("a b"), "Include"},
 	}
 	for _, tt := range tests {

@@ -458,44 +458,11 @@ func (d *Doc) SetNodeSet(s NodeSet) error {
 // DeleteNodeSet removes every NodeSet line named name.
 func (d *Doc) DeleteNodeSet(name string) bool { return d.del(kindNodeSet, name) }
 
-// Node returns the first NodeName line whose name is exactly name (a
-// hostlist expression is matched as written, not expanded).
-func (d *Doc) Node(name string) (Node, bool) {
-	p, ok := d.get(kindNode, name)
-	return Node{Name: name, Params: p}, ok
-}
-
 // Nodes returns every NodeName line in order, "DEFAULT" lines included.
 func (d *Doc) Nodes() []Node { return entries[Node](d, kindNode) }
 
-// SetNode replaces the first NodeName line with the same name or adds it
-// after the last NodeName line (else before the first NodeSet or partition
-// line, else at the end).
-func (d *Doc) SetNode(n Node) error {
-	return d.set(kindNode, nodeSpec, n.Name, n.Params, []kind{kindNode}, []kind{kindNodeSet, kindPartition, kindDownNodes})
-}
-
-// DeleteNode removes every NodeName line named name.
-func (d *Doc) DeleteNode(name string) bool { return d.del(kindNode, name) }
-
-// DownNodes returns the first DownNodes line whose node list is exactly name.
-func (d *Doc) DownNodes(name string) (DownNodes, bool) {
-	p, ok := d.get(kindDownNodes, name)
-	return DownNodes{Name: name, Params: p}, ok
-}
-
 // DownNodesEntries returns every DownNodes line in order.
 func (d *Doc) DownNodesEntries() []DownNodes { return entries[DownNodes](d, kindDownNodes) }
-
-// SetDownNodes replaces the first DownNodes line with the same node list or
-// adds it after the last DownNodes line (else after the last NodeName line,
-// else at the end).
-func (d *Doc) SetDownNodes(dn DownNodes) error {
-	return d.set(kindDownNodes, downNodesSpec, dn.Name, dn.Params, []kind{kindDownNodes, kindNode}, nil)
-}
-
-// DeleteDownNodes removes every DownNodes line for the node list name.
-func (d *Doc) DeleteDownNodes(name string) bool { return d.del(kindDownNodes, name) }
 
 // FrontendNames returns the names of the FrontendName lines, which are kept
 // as written and cannot be edited through Doc.

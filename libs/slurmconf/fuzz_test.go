@@ -43,13 +43,13 @@ func FuzzParse(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		for _, n := range d.Nodes() {
+		for _, n := range d.NodeSets() {
 			n.Params = append(n.Params, slurmconf.Param{Key: "FuzzKey", Value: "v"})
-			if d.SetNode(n) != nil {
+			if d.SetNodeSet(n) != nil {
 				return
 			}
 			n.Params = n.Params[:len(n.Params)-1]
-			if err := d.SetNode(n); err != nil {
+			if err := d.SetNodeSet(n); err != nil {
 				t.Fatal(err)
 			}
 		}
