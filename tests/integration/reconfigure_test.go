@@ -16,7 +16,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/charmed-slurm/operators/libs/service"
-	"github.com/charmed-slurm/operators/libs/service/pebble"
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/tests/hosts"
 )
@@ -46,12 +45,14 @@ var partitionOf = map[string]string{"base": "base", "gpu": "gpu"}
 // The cause (see /work/notes/reconfigure-findings.md): a reconfigure moves the dynamic
 // nodes to new slots of the node table when an earlier slot was freed by a deletion,
 // then rebuilds the partitions from feature bitmaps still indexed by the old slots.
+// The test also shows a second 22.05 reconfigure bug on the way: a dynamic node running a
+// job during a reconfigure stays ALLOCATED, and cannot be deleted, once the job ends.
 func TestReconfigureKeepsDynamicNodesInPartitions(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, func(ctl *hosts.Host) []byte {
 		return append(baseConf(t, ctl), []byte("NodeSet=gpu Feature=gpu\nPartitionName=gpu Nodes=gpu MaxTime=INFINITE State=UP\n")...)
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	sc := &slurm.Client{Runner: slurm.ExecRunner{Command: c.ctl.Command}, Conf: confPath, PollInterval: pollInterval}
 	v, err := sc.Version(ctx)
@@ -64,13 +65,24 @@ func TestReconfigureKeepsDynamicNodesInPartitions(t *testing.T) {
 	var nodes []*dynNode
 	for i, feature := range []string{"base", "gpu", "base", "gpu", "base"} {
 		n := c.addDynamicNode(ctx, fmt.Sprintf("node%d", i+1), feature)
-		n.start(t, ctx)
 		waitNode(t, ctx, sc, n.name, func(n slurm.Node) bool { return n.State.Base == slurm.StateIdle })
 		nodes = append(nodes, n)
 	}
 	checkMembership(t, ctx, sc, "after registration")
 
 	t.Run("deleted first node", func(t *testing.T) {
+		// A job runs on node5 throughout: the loss and the repair leave it alone.
+		out, err := c.onCtl(ctx, "sbatch", "--parsable", "-p", "base", "-w", "node5", "-o", "/dev/null",
+			"--wrap", "while [ ! -e /var/lib/juju/release ]; do sleep 0.1; done")
+		if err != nil {
+			t.Fatal(err)
+		}
+		running := []slurm.Job{{ID: out, State: "RUNNING", Partition: "base", User: "root", Nodes: "node5", Name: "wrap"}}
+		waitUntil(t, ctx, "job running on node5", func() (bool, string) {
+			jobs, err := sc.JobsOnNode(ctx, "node5")
+			return err == nil && cmp.Equal(running, jobs), fmt.Sprint(jobs, err)
+		})
+
 		// Freeing slot 0 makes the reconfigure move node2..node5 to slots 0..3, and
 		// build the partitions from the bitmaps of slots 1..4.
 		c.removeNode(t, ctx, sc, nodes[0])
@@ -121,8 +133,52 @@ func TestReconfigureKeepsDynamicNodesInPartitions(t *testing.T) {
 		if out, err := c.onCtl(ctx, "srun", "-p", "base", "-w", "node3", "hostname"); err != nil || out != "node3" {
 			t.Errorf("srun -p base -w node3 hostname after the repair: %q, %v", out, err)
 		}
+		if jobs, err := sc.JobsOnNode(ctx, "node5"); err != nil || !cmp.Equal(running, jobs) {
+			t.Errorf("jobs on node5 after the loss and the repair: %v, %v; want %v", jobs, err, running)
+		}
+		if err := os.WriteFile(nodes[4].host.Path("/var/lib/juju/release"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, ctx, "the job on node5 to end", func() (bool, string) {
+			jobs, err := sc.JobsOnNode(ctx, "node5")
+			n, err2 := sc.ShowNode(ctx, "node5")
+			return err == nil && err2 == nil && len(jobs) == 0 && !n.State.Has(slurm.FlagCompleting), fmt.Sprint(jobs, n.State)
+		})
+		n, err := sc.ShowNode(ctx, "node5")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if jobCountFixed(v) {
+			if n.State.Base != slurm.StateIdle {
+				t.Errorf("node5 after its job ended: %v, want IDLE", n.State)
+			}
+		} else {
+			// SchedMD bug 16434: the reconfigure kept node5's count of running jobs
+			// and counted its job again, so with no job left node5 stays ALLOCATED
+			// and cannot be deleted.
+			if n.State.Base != slurm.StateAllocated || n.CPUAlloc != 0 {
+				t.Errorf("node5 after its job ended, Slurm %v: %v with %d CPUs allocated, want ALLOCATED with 0 (bug 16434)", v, n.State, n.CPUAlloc)
+			}
+			if err := sc.DeleteNode(ctx, "node5"); !errors.Is(err, slurm.ErrNodeBusy) {
+				t.Errorf("DeleteNode(node5) with no job but ALLOCATED: %v, want ErrNodeBusy", err)
+			}
+			// With no job on it, DOWN kills nothing and makes it deletable; it
+			// then registers afresh with a right count.
+			if err := nodes[4].svc.Stop(ctx, "slurmd"); err != nil {
+				t.Fatal(err)
+			}
+			if err := sc.UpdateNode(ctx, "node5", slurm.NodeUpdate{State: "down", Reason: "stuck ALLOCATED after reconfigure"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := sc.DeleteNode(ctx, "node5"); err != nil {
+				t.Fatalf("DeleteNode(node5) once DOWN: %v", err)
+			}
+			nodes[4].start(t, ctx)
+		}
 		nodes[0].start(t, ctx)
-		waitNode(t, ctx, sc, nodes[0].name, func(n slurm.Node) bool { return n.State.Base == slurm.StateIdle })
+		for _, n := range []*dynNode{nodes[0], nodes[4]} {
+			waitNode(t, ctx, sc, n.name, func(n slurm.Node) bool { return n.State.Base == slurm.StateIdle && !n.State.Busy() })
+		}
 		checkMembership(t, ctx, sc, "after node1 joined again")
 	})
 
@@ -197,6 +253,12 @@ func reconfigureFixed(v slurm.Version) bool {
 	return v.Major > 23 || (v.Major == 23 && (v.Minor > 2 || (v.Minor == 2 && v.Micro >= 2)))
 }
 
+// jobCountFixed reports whether Slurm v resets the job counts of dynamic nodes on
+// reconfigure (SchedMD bug 16434, fixed in 23.02.3).
+func jobCountFixed(v slurm.Version) bool {
+	return v.Major > 23 || (v.Major == 23 && (v.Minor > 2 || (v.Minor == 2 && v.Micro >= 3)))
+}
+
 // cmpEmpty treats nil and empty slices alike.
 var cmpEmpty = cmp.Comparer(func(a, b []string) bool { return slices.Equal(a, b) })
 
@@ -234,24 +296,13 @@ func checkMembership(t *testing.T, ctx context.Context, sc *slurm.Client, when s
 	}
 }
 
-// addDynamicNode adds a compute host whose slurmd service (configured, not started)
-// registers as dynamic node name with feature.
+// addDynamicNode adds a compute host whose slurmd registers as dynamic node name with
+// feature, started through its Pebble.
 func (c *cluster) addDynamicNode(ctx context.Context, name, feature string) *dynNode {
 	c.t.Helper()
 	h := c.addCompute(name)
-	svc, err := pebble.New(h.PebbleSocket())
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	spec := service.Spec{
-		Name:      "slurmd",
-		Command:   slurmdArgs(name, c.ctl.Addr, "RealMemory=500 CPUs=1 Feature="+feature),
-		KillDelay: 5 * time.Second,
-	}
-	if err := svc.Configure(ctx, spec); err != nil {
-		c.t.Fatal(err)
-	}
-	return &dynNode{name: name, feature: feature, host: h, svc: svc}
+	c.startSlurmd(ctx, h, "RealMemory=500 CPUs=1 Feature="+feature)
+	return &dynNode{name: name, feature: feature, host: h, svc: c.pebble(h)}
 }
 
 func (n *dynNode) start(t *testing.T, ctx context.Context) {
