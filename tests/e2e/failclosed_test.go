@@ -123,3 +123,50 @@ func TestRemoveApplicationPendingJobs(t *testing.T) {
 	c.slurm("scontrol", "release", job)
 	c.waitJobState(job, "COMPLETED", time.Minute)
 }
+
+// TestReconfigureKeepsPartitionMembers: Slurm 22.05 drops a registered dynamic node from its
+// NodeSet's partition when a reconfigure runs while the node table has a hole before it (a
+// deleted node; SchedMD bug 16295). The controller checks and repairs every partition after
+// its own reconfigures, so after each partition-config change every registered node of the
+// application is in its partition, while units come and go.
+func TestReconfigureKeepsPartitionMembers(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 3)
+	for round, step := range []struct {
+		remove, maxTime string
+		add             bool
+	}{
+		{remove: "slurmd/0", maxTime: "01:00:00"},
+		{add: true, maxTime: "02:00:00"},
+		{remove: "slurmd/1", maxTime: "03:00:00"},
+		{remove: "slurmd/3", add: true, maxTime: "04:00:00"},
+	} {
+		if step.remove != "" {
+			if err := c.m.RemoveUnit(c.bg(), step.remove); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if step.add {
+			if _, err := c.m.AddUnit(c.bg(), "slurmd", 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.waitActive()
+		if err := c.m.SetConfig(c.bg(), "slurmd", map[string]string{"partition-config": "MaxTime=" + step.maxTime}, nil); err != nil {
+			t.Fatal(err)
+		}
+		c.waitActive()
+		c.eventually(15*time.Second, "MaxTime="+step.maxTime, func() (bool, string) {
+			p := c.partition("slurmd")
+			return field(p, "MaxTime") == step.maxTime, p
+		})
+		registered := c.nodeNames()
+		part := field(c.partition("slurmd"), "Nodes")
+		members := strings.TrimSpace(c.slurm("scontrol", "show", "hostnames", part))
+		for _, n := range registered {
+			if !strings.Contains("\n"+members+"\n", "\n"+n+"\n") {
+				t.Errorf("round %d: registered node %s is not in partition slurmd (Nodes=%s)", round, n, part)
+			}
+		}
+	}
+}
