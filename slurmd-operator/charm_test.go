@@ -146,6 +146,17 @@ func (e *env) savedState() State {
 	return st
 }
 
+// stateUnchanged checks the saved state is before's; the status the unit last set is a cache
+// of Juju's, not the node's state, and is not compared.
+func (e *env) stateUnchanged(before State) {
+	e.t.Helper()
+	after := e.savedState()
+	before.UnitStatus, after.UnitStatus = "", ""
+	if d := cmp.Diff(before, after); d != "" {
+		e.t.Errorf("saved state changed (-want +got):\n%s", d)
+	}
+}
+
 // slurmCalls are the controller-facing commands run (no slurmd -C/-V).
 func (e *env) slurmCalls() []string {
 	var out []string

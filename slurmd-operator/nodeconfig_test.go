@@ -46,12 +46,7 @@ func TestNodeConfigBadInput(t *testing.T) {
 					t.Errorf("bad input ran service call %q", c)
 				}
 			}
-			// The status the unit last set is a cache of Juju's, not the node's state.
-			after := e.savedState()
-			before.UnitStatus, after.UnitStatus = "", ""
-			if d := cmp.Diff(before, after); d != "" {
-				t.Errorf("saved state changed (-want +got):\n%s", d)
-			}
+			e.stateUnchanged(before)
 		})
 	}
 }
@@ -172,12 +167,7 @@ func TestNodeConfigTimeout(t *testing.T) {
 			if !e.svc.isActive(SlurmdService) {
 				t.Errorf("slurmd stopped")
 			}
-			// The status the unit last set is a cache of Juju's, not the node's state.
-			after := e.savedState()
-			before.UnitStatus, after.UnitStatus = "", ""
-			if d := cmp.Diff(before, after); d != "" {
-				t.Errorf("saved state changed (-want +got):\n%s", d)
-			}
+			e.stateUnchanged(before)
 		})
 	}
 }
