@@ -29,9 +29,9 @@ const reconfigureRounds = 10
 
 // dynNode is a compute host running one dynamic slurmd under its Pebble.
 type dynNode struct {
-	name, feature string
-	host          *hosts.Host
-	svc           service.Manager
+	name string
+	host *hosts.Host
+	svc  service.Manager
 }
 
 // partitionOf maps each NodeSet feature to its partition (both are named after the
@@ -302,7 +302,7 @@ func (c *cluster) addDynamicNode(ctx context.Context, name, feature string) *dyn
 	c.t.Helper()
 	h := c.addCompute(name)
 	c.startSlurmd(ctx, h, "RealMemory=500 CPUs=1 Feature="+feature)
-	return &dynNode{name: name, feature: feature, host: h, svc: c.pebble(h)}
+	return &dynNode{name: name, host: h, svc: c.pebble(h)}
 }
 
 func (n *dynNode) start(t *testing.T, ctx context.Context) {
