@@ -1,21 +1,14 @@
 package gres_test
 
 import (
-	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/charmed-slurm/operators/libs/gres"
 )
 
 func TestParseDeclaration(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name, in string
-		want     gres.Set
-		err      string
-	}{
+	tests := []parseCase[gres.Set]{
 		{name: "empty", in: ""},
 		{name: "blank entries", in: " ; \n;"},
 		{name: "files give the count", in: "Name=fpga Type=u250 File=/dev/xclmgmt[0-1]",
@@ -42,22 +35,5 @@ func TestParseDeclaration(t *testing.T) {
 		{name: "same resource twice", in: "Name=nic Count=1; Name=nic Count=2", err: "nic listed twice"},
 		{name: "relative file", in: "Name=fpga File=fpga0", err: "invalid file"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got, err := gres.ParseDeclaration(tt.in)
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("ParseDeclaration(%q) = %v, %v; want error containing %q", tt.in, got, err, tt.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(tt.want, got); d != "" {
-				t.Errorf("ParseDeclaration(%q) (-want +got):\n%s", tt.in, d)
-			}
-		})
-	}
+	runParseCases(t, "gres.ParseDeclaration", gres.ParseDeclaration, tests)
 }

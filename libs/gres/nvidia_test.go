@@ -21,11 +21,7 @@ const smiT4x2 = "0, Tesla T4, GPU-9f6c3f4e-1c1b-4a7e-a8b4-2d8e0a6b1c01\n1, Tesla
 
 func TestParseNvidiaSMI(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name, in string
-		want     []gres.Device
-		err      string
-	}{
+	tests := []parseCase[[]gres.Device]{
 		{name: "no GPU", in: ""},
 		{name: "two GPUs", in: smiT4x2, want: []gres.Device{
 			{Minor: 0, Model: "Tesla T4", UUID: "GPU-9f6c3f4e-1c1b-4a7e-a8b4-2d8e0a6b1c01"},
@@ -44,24 +40,7 @@ func TestParseNvidiaSMI(t *testing.T) {
 		{name: "leading zero", in: "01, A, GPU-a\n", err: "is not a number"},
 		{name: "negative", in: "-1, A, GPU-a\n", err: "is not a number"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got, err := gres.ParseNvidiaSMI([]byte(tt.in))
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("ParseNvidiaSMI = %v, %v; want error containing %q", got, err, tt.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(tt.want, got); d != "" {
-				t.Errorf("ParseNvidiaSMI (-want +got):\n%s", d)
-			}
-		})
-	}
+	runParseCases(t, "ParseNvidiaSMI", func(s string) ([]gres.Device, error) { return gres.ParseNvidiaSMI([]byte(s)) }, tests)
 }
 
 func TestTypeName(t *testing.T) {

@@ -11,11 +11,7 @@ import (
 
 func TestParseGres(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name, in string
-		want     gres.Set
-		err      string
-	}{
+	tests := []parseCase[gres.Set]{
 		{name: "empty", in: ""},
 		{name: "null as scontrol prints it", in: "(null)"},
 		{name: "typed", in: "gpu:tesla_t4:2", want: gres.Set{{Name: "gpu", Type: "tesla_t4", Count: 2}}},
@@ -37,24 +33,7 @@ func TestParseGres(t *testing.T) {
 		{name: "negative", in: "gpu:-1", err: "invalid type"},
 		{name: "overflow", in: "gpu:99999999999P", err: "too large"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got, err := gres.ParseGres(tt.in)
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("ParseGres(%q) = %v, %v; want error containing %q", tt.in, got, err, tt.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(tt.want, got); d != "" {
-				t.Errorf("ParseGres(%q) (-want +got):\n%s", tt.in, d)
-			}
-		})
-	}
+	runParseCases(t, "gres.ParseGres", gres.ParseGres, tests)
 }
 
 func TestCount(t *testing.T) {

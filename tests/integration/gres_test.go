@@ -67,6 +67,36 @@ func (c *cluster) startSlurmd(ctx context.Context, h *hosts.Host, conf string) {
 	}
 }
 
+// addGPUHost adds a compute host with count fake GPUs of model "Tesla T4".
+func (c *cluster) addGPUHost(ctx context.Context, name string, count int) *hosts.Host {
+	c.t.Helper()
+	h := c.addCompute(name)
+	if err := h.AddFakeGPUs(ctx, hosts.FakeGPUs{Model: "Tesla T4", Count: count}); err != nil {
+		c.t.Fatal(err)
+	}
+	return h
+}
+
+// detect runs libs/gres detection on h, as the slurmd charm does on its
+// machine.
+func detect(t *testing.T, ctx context.Context, h *hosts.Host) gres.Detection {
+	t.Helper()
+	det, err := gres.Detector{Runner: slurm.ExecRunner{Command: h.Command}, Root: h.ProcPath("/")}.Detect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return det
+}
+
+// ctlStdout runs a Slurm client command on the controller host and returns
+// its standard output only (srun reports waits on standard error).
+func (c *cluster) ctlStdout(ctx context.Context, argv ...string) (string, error) {
+	cmd := c.ctl.Command(ctx, argv)
+	cmd.Env = append(cmd.Env, "SLURM_CONF="+confPath)
+	out, err := cmd.Output()
+	return string(out), err
+}
+
 // TestGresDynamicNode proves GPUs on a dynamic node against real slurmctld
 // and slurmd 22.05: fake GPUs detected with libs/gres, Gres in --conf, the
 // node's gres.conf lines in its local file included by the controller's
@@ -78,24 +108,18 @@ func TestGresDynamicNode(t *testing.T) {
 	c := gresCluster(t, "gpu")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	gpu := c.addCompute("gpu0")
+	gpu := c.addGPUHost(ctx, "gpu0", 2)
 	cpu := c.addCompute("cpu0")
-	if err := gpu.AddFakeGPUs(ctx, hosts.FakeGPUs{Model: "Tesla T4", Count: 2}); err != nil {
-		t.Fatal(err)
-	}
 
 	// Detection, as the slurmd charm runs it on its machine.
-	det, err := gres.Detector{Runner: slurm.ExecRunner{Command: gpu.Command}, Root: gpu.ProcPath("/")}.Detect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	det := detect(t, ctx, gpu)
 	want := gres.Set{{Name: "gpu", Type: "tesla_t4", Count: 2, Files: []string{"/dev/nvidia0", "/dev/nvidia1"}}}
 	if d := cmp.Diff(want, det.Resources()); d != "" || len(det.Notes) > 0 {
 		t.Fatalf("detected on gpu0 (-want +got):\n%s\nnotes: %q", d, det.Notes)
 	}
-	cpuDet, err := gres.Detector{Runner: slurm.ExecRunner{Command: cpu.Command}, Root: cpu.ProcPath("/")}.Detect(ctx)
-	if err != nil || len(cpuDet.GPUs) != 0 || len(cpuDet.Notes) != 0 {
-		t.Fatalf("detected on cpu0: %+v, %v; want nothing", cpuDet, err)
+	cpuDet := detect(t, ctx, cpu)
+	if len(cpuDet.GPUs) != 0 || len(cpuDet.Notes) != 0 {
+		t.Fatalf("detected on cpu0: %+v; want nothing", cpuDet)
 	}
 
 	// What the charm writes: the local gres.conf (empty of lines on a CPU
@@ -109,6 +133,7 @@ func TestGresDynamicNode(t *testing.T) {
 	// The very first record of the node already carries its GPUs.
 	var first slurm.Node
 	waitUntil(t, ctx, "gpu0 registered", func() (bool, string) {
+		var err error
 		first, err = sc.ShowNode(ctx, "gpu0")
 		if err != nil {
 			return false, err.Error()
@@ -151,9 +176,7 @@ func TestGresDynamicNode(t *testing.T) {
 
 	// The CPU-only node beside it runs jobs meanwhile (srun may say it
 	// waited a scheduling cycle: the pending GPU job is older).
-	out := c.ctl.Command(ctx, []string{"srun", "-p", "base", "-w", "cpu0", "--mem=100", "hostname"})
-	out.Env = append(out.Env, "SLURM_CONF="+confPath)
-	if host, err := out.Output(); err != nil || string(host) != "cpu0\n" {
+	if host, err := c.ctlStdout(ctx, "srun", "-p", "base", "-w", "cpu0", "--mem=100", "hostname"); err != nil || host != "cpu0\n" {
 		t.Errorf("srun on cpu0 while the GPUs are busy: %q, %v", host, err)
 	}
 	writeFile(t, release, nil)
@@ -230,10 +253,7 @@ func TestGresTypesNeedRestart(t *testing.T) {
 	res := gres.Set{{Name: "gpu", Type: "tesla_t4", Count: 2, Files: []string{"/dev/nvidia0", "/dev/nvidia1"}}}
 	conf := "RealMemory=1000 Feature=gpu Gres=" + res.String()
 	gpuNode := func(name, linesFor string) *hosts.Host {
-		h := c.addCompute(name)
-		if err := h.AddFakeGPUs(ctx, hosts.FakeGPUs{Model: "Tesla T4", Count: 2}); err != nil {
-			t.Fatal(err)
-		}
+		h := c.addGPUHost(ctx, name, 2)
 		writeFile(t, h.Path(gresLocal), res.Conf(linesFor))
 		c.startSlurmd(ctx, h, conf)
 		return h
@@ -335,17 +355,10 @@ func TestGresDeviceRemoved(t *testing.T) {
 	c := gresCluster(t, "gpu")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	gpu := c.addCompute("gpu0")
-	if err := gpu.AddFakeGPUs(ctx, hosts.FakeGPUs{Model: "Tesla T4", Count: 2}); err != nil {
-		t.Fatal(err)
-	}
-	detector := gres.Detector{Runner: slurm.ExecRunner{Command: gpu.Command}, Root: gpu.ProcPath("/")}
+	gpu := c.addGPUHost(ctx, "gpu0", 2)
 	register := func() gres.Set {
 		t.Helper()
-		det, err := detector.Detect(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		det := detect(t, ctx, gpu)
 		writeFile(t, gpu.Path(gresLocal), det.Resources().Conf("gpu0"))
 		c.startSlurmd(ctx, gpu, "RealMemory=1000 Feature=gpu Gres="+det.Resources().String())
 		return det.Resources()
@@ -394,9 +407,7 @@ func TestGresDeviceRemoved(t *testing.T) {
 	if g, _ := n.Get("Gres"); g != "gpu:tesla_t4:1" || n.State.Drain() {
 		t.Errorf("gpu0 re-registered: Gres=%s state %v, want gpu:tesla_t4:1 and idle", g, n.State)
 	}
-	out := c.ctl.Command(ctx, []string{"srun", "-p", "gpu", "--gres=gpu:1", "--mem=100", "sh", "-c", "echo $CUDA_VISIBLE_DEVICES"})
-	out.Env = append(out.Env, "SLURM_CONF="+confPath)
-	if dev, err := out.Output(); err != nil || string(dev) != "0\n" {
+	if dev, err := c.ctlStdout(ctx, "srun", "-p", "gpu", "--gres=gpu:1", "--mem=100", "sh", "-c", "echo $CUDA_VISIBLE_DEVICES"); err != nil || dev != "0\n" {
 		t.Errorf("srun --gres=gpu:1 after re-registration: %q, %v; want 0", dev, err)
 	}
 	if out, err := c.onCtl(ctx, "sbatch", "-p", "gpu", "--gres=gpu:2", "--wrap", "true"); err == nil {
