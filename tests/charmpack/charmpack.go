@@ -1,9 +1,17 @@
 // Package charmpack packs a Go charm into a .charm file, the zip that `juju deploy` takes.
 //
-// A packed charm holds what charmcraft would produce for a charm whose parts build one static Go
-// binary: metadata.yaml (name, summary, description, relations), config.yaml (config.options),
-// actions.yaml, manifest.yaml (bases) and an executable dispatch. All of it is derived from the
-// charm's charmcraft.yaml, so the source of truth stays in one file.
+// A packed charm holds what charmcraft 3 would produce for a charm whose parts build one static
+// Go binary: metadata.yaml (name, display-name, summary, description, assumes, the links as
+// docs/issues/source/website/maintainers, relations), config.yaml (config.options),
+// actions.yaml, manifest.yaml (the base, with the platform's build-for architectures) and an
+// executable dispatch; one archive per platform, written 0644 like any file a user deploys.
+// All of it is derived from the charm's charmcraft.yaml, so the source of truth stays in one
+// file; a key of charmcraft.yaml that charmpack does not model is refused, never dropped.
+//
+// The charms' own charmcraft.yaml parts build dispatch from the repository as charmcraft
+// does; CraftBuild runs those steps (the go plugin's commands, organize) on a copy of the tree
+// laid out as charmcraft lays it out (parts/<part>/src, build, install; prime), so that the
+// build charmcraft runs is tested too.
 //
 // Typical use, from the repository root:
 //
@@ -19,10 +27,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -31,27 +40,98 @@ import (
 type Options struct {
 	// Dir is the charm's source folder: charmcraft.yaml and the main package of dispatch.
 	Dir string
-	// Out is the .charm file to write.
+	// Out is the .charm file to write. A charm with several platforms gets one archive per
+	// platform, named as ArchivePath names them.
 	Out string
 	// GoArgv is the go command to build dispatch with (default {"go"}).
 	GoArgv []string
-	// Dispatch, when set, is an already built dispatch binary to pack instead of building one.
+	// Dispatch, when set, is an already built dispatch binary to pack instead of building one
+	// (for every platform).
 	Dispatch string
 }
 
-// Charmcraft is the part of charmcraft.yaml that a packed charm carries.
+// Charmcraft is charmcraft.yaml as charmpack reads it: every key it carries into the packed
+// charm, and the keys of the build (type, parts) it checks. Any other key is refused.
 type Charmcraft struct {
-	Name        string              `yaml:"name"`
-	Title       string              `yaml:"title,omitempty"`
-	Summary     string              `yaml:"summary"`
-	Description string              `yaml:"description"`
-	Base        string              `yaml:"base"`
-	Platforms   map[string]any      `yaml:"platforms"`
-	Provides    map[string]Endpoint `yaml:"provides,omitempty"`
-	Requires    map[string]Endpoint `yaml:"requires,omitempty"`
-	Peers       map[string]Endpoint `yaml:"peers,omitempty"`
-	Config      *Config             `yaml:"config,omitempty"`
-	Actions     map[string]any      `yaml:"actions,omitempty"`
+	Type        string               `yaml:"type"`
+	Name        string               `yaml:"name"`
+	Title       string               `yaml:"title,omitempty"`
+	Summary     string               `yaml:"summary"`
+	Description string               `yaml:"description"`
+	Links       *Links               `yaml:"links,omitempty"`
+	Assumes     []any                `yaml:"assumes,omitempty"`
+	Base        string               `yaml:"base"`
+	BuildBase   string               `yaml:"build-base,omitempty"`
+	Platforms   map[string]*Platform `yaml:"platforms"`
+	Parts       map[string]Part      `yaml:"parts,omitempty"`
+	Provides    map[string]Endpoint  `yaml:"provides,omitempty"`
+	Requires    map[string]Endpoint  `yaml:"requires,omitempty"`
+	Peers       map[string]Endpoint  `yaml:"peers,omitempty"`
+	Config      *Config              `yaml:"config,omitempty"`
+	Actions     map[string]any       `yaml:"actions,omitempty"`
+}
+
+// Links are charmcraft's links; each goes into metadata.yaml under Juju's name for it.
+type Links struct {
+	Documentation string   `yaml:"documentation,omitempty"`
+	Issues        []string `yaml:"issues,omitempty"`
+	Source        []string `yaml:"source,omitempty"`
+	Website       []string `yaml:"website,omitempty"`
+	Contact       []string `yaml:"contact,omitempty"`
+}
+
+// UnmarshalYAML accepts a string or a list of strings for the list-valued links, as
+// charmcraft does.
+func (l *Links) UnmarshalYAML(n *yaml.Node) error {
+	var raw struct {
+		Documentation string    `yaml:"documentation"`
+		Issues        stringsOr `yaml:"issues"`
+		Source        stringsOr `yaml:"source"`
+		Website       stringsOr `yaml:"website"`
+		Contact       stringsOr `yaml:"contact"`
+	}
+	if err := decodeStrict(n, &raw); err != nil {
+		return err
+	}
+	*l = Links{Documentation: raw.Documentation, Issues: raw.Issues, Source: raw.Source, Website: raw.Website, Contact: raw.Contact}
+	return nil
+}
+
+type stringsOr []string
+
+func (s *stringsOr) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*s = []string{n.Value}
+		return nil
+	}
+	var l []string
+	if err := n.Decode(&l); err != nil {
+		return err
+	}
+	*s = l
+	return nil
+}
+
+// Platform is one entry of platforms: where the charm builds and what it runs on. An empty
+// entry (amd64:) is the shorthand for build-on and build-for both the entry's name.
+type Platform struct {
+	BuildOn  []string `yaml:"build-on"`
+	BuildFor []string `yaml:"build-for"`
+}
+
+// Part is one charmcraft part. charmpack reads the keys its build uses and runs them in
+// CraftBuild.
+type Part struct {
+	Plugin           string              `yaml:"plugin"`
+	Source           string              `yaml:"source"`
+	SourceType       string              `yaml:"source-type,omitempty"`
+	SourceSubdir     string              `yaml:"source-subdir,omitempty"`
+	After            []string            `yaml:"after,omitempty"`
+	BuildSnaps       []string            `yaml:"build-snaps,omitempty"`
+	BuildPackages    []string            `yaml:"build-packages,omitempty"`
+	BuildEnvironment []map[string]string `yaml:"build-environment,omitempty"`
+	Organize         map[string]string   `yaml:"organize,omitempty"`
+	Prime            []string            `yaml:"prime,omitempty"`
 }
 
 // Endpoint is one relation endpoint.
@@ -74,7 +154,19 @@ type Option struct {
 	Description string `yaml:"description,omitempty"`
 }
 
-// ReadCharmcraft reads and checks dir/charmcraft.yaml.
+// decodeStrict decodes n into v, refusing keys v does not have.
+func decodeStrict(n *yaml.Node, v any) error {
+	b, err := yaml.Marshal(n)
+	if err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	return dec.Decode(v)
+}
+
+// ReadCharmcraft reads and checks dir/charmcraft.yaml. Keys charmpack does not model are
+// refused (charmcraft would put them in the charm; dropping them would deploy another charm).
 func ReadCharmcraft(dir string) (*Charmcraft, error) {
 	path := filepath.Join(dir, "charmcraft.yaml")
 	data, err := os.ReadFile(path)
@@ -83,8 +175,12 @@ func ReadCharmcraft(dir string) (*Charmcraft, error) {
 	}
 	var c Charmcraft
 	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("cannot parse %s: %w", path, err)
+		return nil, fmt.Errorf("cannot parse %s (charmpack refuses keys it does not carry into the charm): %w", path, err)
+	}
+	if c.Type != "charm" {
+		return nil, fmt.Errorf("%s: type is %q, want charm", path, c.Type)
 	}
 	if c.Name == "" || c.Summary == "" || c.Description == "" {
 		return nil, fmt.Errorf("%s: name, summary and description are required", path)
@@ -92,11 +188,74 @@ func ReadCharmcraft(dir string) (*Charmcraft, error) {
 	if c.Base == "" {
 		return nil, fmt.Errorf("%s: base is required", path)
 	}
+	if _, _, ok := splitBase(c.Base); !ok {
+		return nil, fmt.Errorf("%s: invalid base %q: want name@channel", path, c.Base)
+	}
+	if len(c.Platforms) == 0 {
+		return nil, fmt.Errorf("%s: platforms is required", path)
+	}
+	for _, name := range sortedKeys(c.Platforms) {
+		if _, err := c.BuildFor(name); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
 	return &c, nil
 }
 
-// Files renders the YAML files of the packed charm, keyed by their name in the zip.
-func (c *Charmcraft) Files() (map[string][]byte, error) {
+// PlatformNames lists the platforms, sorted.
+func (c *Charmcraft) PlatformNames() []string { return sortedKeys(c.Platforms) }
+
+// BuildFor is the architecture platform name runs on: its build-for, or its name for the
+// shorthand entry. charmcraft allows one build-for architecture per charm platform.
+func (c *Charmcraft) BuildFor(name string) (string, error) {
+	p, ok := c.Platforms[name]
+	if !ok {
+		return "", fmt.Errorf("no platform %q", name)
+	}
+	if p == nil || len(p.BuildFor) == 0 && len(p.BuildOn) == 0 {
+		if !knownArch[name] {
+			return "", fmt.Errorf("platform %q: a shorthand platform must be named after an architecture", name)
+		}
+		return name, nil
+	}
+	if len(p.BuildFor) != 1 || len(p.BuildOn) == 0 {
+		return "", fmt.Errorf("platform %q: want build-on and exactly one build-for architecture", name)
+	}
+	arch := p.BuildFor[0]
+	if strings.Contains(arch, ":") { // base:arch form
+		arch = arch[strings.LastIndex(arch, ":")+1:]
+	}
+	if !knownArch[arch] {
+		return "", fmt.Errorf("platform %q: unknown build-for architecture %q", name, arch)
+	}
+	return arch, nil
+}
+
+// knownArch are the architectures Juju knows, and GOARCH for each.
+var knownArch = map[string]bool{"amd64": true, "arm64": true, "ppc64el": true, "s390x": true, "riscv64": true}
+
+func goArch(arch string) string {
+	if arch == "ppc64el" {
+		return "ppc64le"
+	}
+	return arch
+}
+
+// ArchivePath is the archive Pack writes for platform: out itself for a charm with one
+// platform, else out with "_<platform>" before ".charm" (charmcraft's naming).
+func (c *Charmcraft) ArchivePath(out, platform string) string {
+	if len(c.Platforms) == 1 {
+		return out
+	}
+	return strings.TrimSuffix(out, ".charm") + "_" + platform + ".charm"
+}
+
+// Files renders the YAML files of the charm packed for platform, keyed by their name in the zip.
+func (c *Charmcraft) Files(platform string) (map[string][]byte, error) {
+	arch, err := c.BuildFor(platform)
+	if err != nil {
+		return nil, err
+	}
 	meta := map[string]any{
 		"name":        c.Name,
 		"summary":     c.Summary,
@@ -104,6 +263,19 @@ func (c *Charmcraft) Files() (map[string][]byte, error) {
 	}
 	if c.Title != "" {
 		meta["display-name"] = c.Title
+	}
+	if len(c.Assumes) > 0 {
+		meta["assumes"] = c.Assumes
+	}
+	if l := c.Links; l != nil {
+		for key, v := range map[string][]string{"issues": l.Issues, "source": l.Source, "website": l.Website, "maintainers": l.Contact} {
+			if len(v) > 0 {
+				meta[key] = v
+			}
+		}
+		if l.Documentation != "" {
+			meta["docs"] = l.Documentation
+		}
 	}
 	for key, eps := range map[string]map[string]Endpoint{"provides": c.Provides, "requires": c.Requires, "peers": c.Peers} {
 		if len(eps) > 0 {
@@ -118,18 +290,11 @@ func (c *Charmcraft) Files() (map[string][]byte, error) {
 	if actions == nil {
 		actions = map[string]any{}
 	}
-	name, channel, ok := splitBase(c.Base)
-	if !ok {
-		return nil, fmt.Errorf("invalid base %q: want name@channel", c.Base)
-	}
-	var archs []string
-	for arch := range c.Platforms {
-		archs = append(archs, arch)
-	}
+	name, channel, _ := splitBase(c.Base)
 	manifest := map[string]any{
 		"charmcraft-version":    "3.2.0",
 		"charmcraft-started-at": "1970-01-01T00:00:00Z",
-		"bases":                 []map[string]any{{"name": name, "channel": channel, "architectures": archs}},
+		"bases":                 []map[string]any{{"name": name, "channel": channel, "architectures": []string{arch}}},
 	}
 	out := map[string][]byte{}
 	for file, v := range map[string]any{"metadata.yaml": meta, "config.yaml": config, "actions.yaml": actions, "manifest.yaml": manifest} {
@@ -143,24 +308,40 @@ func (c *Charmcraft) Files() (map[string][]byte, error) {
 }
 
 func splitBase(base string) (name, channel string, ok bool) {
-	for i := 0; i < len(base); i++ {
-		if base[i] == '@' {
-			return base[:i], base[i+1:], i > 0 && i < len(base)-1
-		}
-	}
-	return "", "", false
+	name, channel, found := strings.Cut(base, "@")
+	return name, channel, found && name != "" && channel != ""
 }
 
-// Pack builds dispatch (unless Options.Dispatch names one) and writes the .charm zip.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Pack builds dispatch for each platform (unless Options.Dispatch names one) and writes one
+// .charm zip per platform (ArchivePath), mode 0644.
 func Pack(ctx context.Context, opts Options) error {
 	c, err := ReadCharmcraft(opts.Dir)
 	if err != nil {
 		return err
 	}
-	files, err := c.Files()
+	for _, platform := range c.PlatformNames() {
+		if err := packPlatform(ctx, c, opts, platform); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func packPlatform(ctx context.Context, c *Charmcraft, opts Options, platform string) error {
+	files, err := c.Files(platform)
 	if err != nil {
 		return err
 	}
+	arch, _ := c.BuildFor(platform)
 	dispatch := opts.Dispatch
 	if dispatch == "" {
 		tmp, err := os.MkdirTemp("", "charmpack-")
@@ -173,26 +354,28 @@ func Pack(ctx context.Context, opts Options) error {
 		if len(goArgv) == 0 {
 			goArgv = []string{"go"}
 		}
-		abs, err := filepath.Abs(dispatch)
-		if err != nil {
-			return err
-		}
-		argv := append(append([]string{}, goArgv...), "build", "-trimpath", "-ldflags=-s -w", "-o", abs, ".")
+		argv := append(append([]string{}, goArgv...), "build", "-trimpath", "-ldflags=-s -w", "-o", dispatch, ".")
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Dir = opts.Dir
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOARCH="+goArch(arch))
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("cannot build dispatch for %s: %w\n%s", c.Name, err, out)
+			return fmt.Errorf("cannot build dispatch for %s (%s): %w\n%s", c.Name, platform, err, out)
 		}
 	}
 	bin, err := os.ReadFile(dispatch)
 	if err != nil {
 		return fmt.Errorf("cannot read dispatch: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(opts.Out), 0o755); err != nil {
+	return writeArchive(c.ArchivePath(opts.Out, platform), files, bin)
+}
+
+// writeArchive writes the charm zip atomically, readable by everyone (0644): a charm packed
+// by root must deploy for any user.
+func writeArchive(out string, files map[string][]byte, dispatch []byte) error {
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(opts.Out), ".charm-*")
+	tmp, err := os.CreateTemp(filepath.Dir(out), ".charm-*")
 	if err != nil {
 		return err
 	}
@@ -205,7 +388,7 @@ func Pack(ctx context.Context, opts Options) error {
 		if err != nil {
 			return err
 		}
-		_, err = io.Copy(w, bytes.NewReader(data))
+		_, err = w.Write(data)
 		return err
 	}
 	for _, name := range []string{"metadata.yaml", "config.yaml", "actions.yaml", "manifest.yaml"} {
@@ -213,14 +396,19 @@ func Pack(ctx context.Context, opts Options) error {
 			return fmt.Errorf("cannot write %s: %w", name, err)
 		}
 	}
-	if err := add("dispatch", 0o755, bin); err != nil {
+	if err := add("dispatch", 0o755, dispatch); err != nil {
 		return fmt.Errorf("cannot write dispatch: %w", err)
 	}
 	if err := zw.Close(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
 		return err
 	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), opts.Out)
+	return os.Rename(tmp.Name(), out)
 }

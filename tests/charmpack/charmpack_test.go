@@ -6,8 +6,10 @@ import (
 	"context"
 	"debug/elf"
 	"io"
+	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -31,7 +33,7 @@ func TestPackOperators(t *testing.T) {
 		dir: "slurmctld-operator", name: "slurmctld",
 		relations: map[string]map[string]string{"requires": {"slurmd": "slurmd"}},
 		options:   []string{"cluster-name", "default-partition", "max-node-count", "slurm-conf-parameters"},
-		actions:   []string{"delete-node", "drain", "resume", "rotate-auth-key", "set-node-state", "show-current-config"},
+		actions:   []string{"delete-node", "drain", "resume", "rotate-auth-key", "set-node-state", "settle-jobs", "show-current-config"},
 	}, {
 		dir: "slurmd-operator", name: "slurmd",
 		relations: map[string]map[string]string{"provides": {"slurmctld": "slurmd"}},
@@ -43,6 +45,9 @@ func TestPackOperators(t *testing.T) {
 			out := filepath.Join(t.TempDir(), tt.name+".charm")
 			if err := charmpack.Pack(context.Background(), charmpack.Options{Dir: filepath.Join("..", "..", tt.dir), Out: out}); err != nil {
 				t.Fatal(err)
+			}
+			if fi, err := os.Stat(out); err != nil || fi.Mode().Perm() != 0o644 {
+				t.Errorf("archive mode: %v %v, want 0644 (a non-root juju deploy must read it)", fi.Mode(), err)
 			}
 			zr, err := zip.OpenReader(out)
 			if err != nil {
@@ -88,12 +93,20 @@ func TestPackOperators(t *testing.T) {
 			var meta struct {
 				Name     string                       `yaml:"name"`
 				Summary  string                       `yaml:"summary"`
+				Source   []string                     `yaml:"source"`
+				Assumes  []string                     `yaml:"assumes"`
 				Provides map[string]map[string]string `yaml:"provides"`
 				Requires map[string]map[string]string `yaml:"requires"`
 			}
 			mustYAML(t, files["metadata.yaml"], &meta)
 			if meta.Name != tt.name || meta.Summary == "" {
 				t.Errorf("metadata.yaml: name %q summary %q", meta.Name, meta.Summary)
+			}
+			if d := cmp.Diff([]string{"https://github.com/charmed-slurm/operators"}, meta.Source); d != "" {
+				t.Errorf("metadata.yaml source, from links (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff([]string{"juju >= 3.1"}, meta.Assumes); d != "" {
+				t.Errorf("metadata.yaml assumes (-want +got):\n%s", d)
 			}
 			gotRel := map[string]map[string]string{}
 			for kind, eps := range map[string]map[string]map[string]string{"provides": meta.Provides, "requires": meta.Requires} {
@@ -133,17 +146,132 @@ func TestPackOperators(t *testing.T) {
 				} `yaml:"bases"`
 			}
 			mustYAML(t, files["manifest.yaml"], &manifest)
-			if len(manifest.Bases) != 1 || manifest.Bases[0].Name != "ubuntu" || manifest.Bases[0].Channel == "" || len(manifest.Bases[0].Architectures) == 0 {
+			if len(manifest.Bases) != 1 || manifest.Bases[0].Name != "ubuntu" || manifest.Bases[0].Channel == "" || !cmp.Equal(manifest.Bases[0].Architectures, []string{"amd64"}) {
 				t.Errorf("manifest.yaml bases: %+v", manifest.Bases)
 			}
 		})
 	}
 }
 
+const minimal = `type: charm
+name: c
+summary: s
+description: d
+base: ubuntu@24.04
+`
+
+func writeCharmcraft(t *testing.T, yml string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "charmcraft.yaml"), []byte(yml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 func TestReadCharmcraftErrors(t *testing.T) {
 	if _, err := charmpack.ReadCharmcraft(t.TempDir()); err == nil {
 		t.Error("missing charmcraft.yaml: no error")
 	}
+	for _, tt := range []struct {
+		name, yml, err string
+	}{
+		{"unknown key", minimal + "platforms: {amd64: }\nresources: {img: {type: file}}\n", "field resources not found"},
+		{"unknown link", minimal + "platforms: {amd64: }\nlinks: {chat: x}\n", "field chat not found"},
+		{"unknown part key", minimal + "platforms: {amd64: }\nparts: {c: {plugin: go, override-stage: x}}\n", "field override-stage not found"},
+		{"no platforms", minimal, "platforms is required"},
+		{"shorthand not an arch", minimal + "platforms: {x86: }\n", `platform "x86": a shorthand platform must be named after an architecture`},
+		{"two build-for", minimal + "platforms: {multi: {build-on: [amd64], build-for: [amd64, arm64]}}\n", "exactly one build-for"},
+		{"not a charm", strings.Replace(minimal, "type: charm", "type: bundle", 1) + "platforms: {amd64: }\n", `type is "bundle"`},
+		{"bad base", strings.Replace(minimal, "ubuntu@24.04", "ubuntu", 1) + "platforms: {amd64: }\n", "want name@channel"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := charmpack.ReadCharmcraft(writeCharmcraft(t, tt.yml))
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("err = %v, want %q", err, tt.err)
+			}
+		})
+	}
+}
+
+// One archive per platform, named <out>_<platform>.charm when there are several, with the
+// platform's build-for architecture (not its name) in manifest.yaml; links carried into
+// metadata.yaml under Juju's names.
+func TestPackPlatformsAndLinks(t *testing.T) {
+	dir := writeCharmcraft(t, minimal+`links:
+  documentation: https://docs.example/c
+  issues: https://example/issues
+  source: [https://example/src, https://mirror/src]
+  website: https://example
+  contact: Team <team@example>
+platforms:
+  x86:
+    build-on: [amd64]
+    build-for: [amd64]
+  arm:
+    build-on: [amd64]
+    build-for: [ubuntu@24.04:arm64]
+`)
+	dispatch := filepath.Join(t.TempDir(), "dispatch")
+	if err := os.WriteFile(dispatch, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "c.charm")
+	if err := charmpack.Pack(context.Background(), charmpack.Options{Dir: dir, Out: out, Dispatch: dispatch}); err != nil {
+		t.Fatal(err)
+	}
+	for platform, arch := range map[string]string{"x86": "amd64", "arm": "arm64"} {
+		files := readZip(t, strings.TrimSuffix(out, ".charm")+"_"+platform+".charm")
+		var manifest struct {
+			Bases []struct {
+				Architectures []string `yaml:"architectures"`
+			} `yaml:"bases"`
+		}
+		mustYAML(t, files["manifest.yaml"], &manifest)
+		if len(manifest.Bases) != 1 || !cmp.Equal(manifest.Bases[0].Architectures, []string{arch}) {
+			t.Errorf("%s: manifest bases %+v, want architectures [%s]", platform, manifest.Bases, arch)
+		}
+		var meta map[string]any
+		mustYAML(t, files["metadata.yaml"], &meta)
+		want := map[string]any{
+			"docs": "https://docs.example/c", "issues": []any{"https://example/issues"},
+			"source": []any{"https://example/src", "https://mirror/src"}, "website": []any{"https://example"},
+			"maintainers": []any{"Team <team@example>"},
+		}
+		got := map[string]any{}
+		for k := range want {
+			got[k] = meta[k]
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("%s: metadata links (-want +got):\n%s", platform, d)
+		}
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("%s written although the charm has two platforms", out)
+	}
+}
+
+func readZip(t *testing.T, path string) map[string][]byte {
+	t.Helper()
+	zr, err := zip.OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	files := map[string][]byte{}
+	for _, f := range zr.File {
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[f.Name] = b
+	}
+	return files
 }
 
 func mustYAML(t *testing.T, data []byte, v any) {

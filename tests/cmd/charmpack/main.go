@@ -16,7 +16,7 @@ import (
 func main() {
 	out := pflag.StringP("output", "o", "", "the .charm file to write (default build/<name>.charm)")
 	pflag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: charmpack [-o FILE] CHARM-DIR\n\nBuilds the charm's dispatch binary (static) and packs it with the\nmetadata derived from CHARM-DIR/charmcraft.yaml.\n\n")
+		fmt.Fprintf(os.Stderr, "usage: charmpack [-o FILE] CHARM-DIR\n\nBuilds the charm's dispatch binary (static) and packs it with the\nmetadata derived from CHARM-DIR/charmcraft.yaml: one archive (0644) per\nplatform, FILE itself for a charm with one platform, else FILE_<platform>.charm.\n\n")
 		pflag.PrintDefaults()
 	}
 	pflag.Parse()
@@ -25,17 +25,19 @@ func main() {
 		os.Exit(2)
 	}
 	dir := pflag.Arg(0)
+	c, err := charmpack.ReadCharmcraft(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "charmpack:", err)
+		os.Exit(1)
+	}
 	if *out == "" {
-		c, err := charmpack.ReadCharmcraft(dir)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "charmpack:", err)
-			os.Exit(1)
-		}
 		*out = "build/" + c.Name + ".charm"
 	}
 	if err := charmpack.Pack(context.Background(), charmpack.Options{Dir: dir, Out: *out}); err != nil {
 		fmt.Fprintln(os.Stderr, "charmpack:", err)
 		os.Exit(1)
 	}
-	fmt.Println(*out)
+	for _, p := range c.PlatformNames() {
+		fmt.Println(c.ArchivePath(*out, p))
+	}
 }
