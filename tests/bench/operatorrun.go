@@ -252,6 +252,11 @@ func runOperators(ctx context.Context, opts *RunOptions, rep *Report, root, scra
 			errs = append(errs, err)
 		}
 	}
+	if opts.part("autoscale") && len(errs) == 0 {
+		if err := c.autoscaleBurst(ctx, opts, rep, root, scratch, tools, slurmdCharm); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 

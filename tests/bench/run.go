@@ -19,7 +19,7 @@ import (
 
 // RunOptions configure Run.
 type RunOptions struct {
-	// Parts to run: "raw", "hooks", "join", "scale", "leave"; empty means all.
+	// Parts to run: "raw", "hooks", "join", "scale", "leave", "autoscale"; empty means all.
 	Parts []string
 	// Out is where WriteFiles puts the files (used for scratch only by Run: nothing).
 	Out string
@@ -59,8 +59,8 @@ func Run(ctx context.Context, opts RunOptions) (*Report, error) {
 		opts.Scales = []int{8, 32, 128, 256}
 	}
 	for _, p := range opts.Parts {
-		if !slices.Contains([]string{"raw", "hooks", "join", "scale", "leave"}, p) {
-			return nil, fmt.Errorf("unknown part %q (want raw, hooks, join, scale or leave)", p)
+		if !slices.Contains([]string{"raw", "hooks", "join", "scale", "leave", "autoscale"}, p) {
+			return nil, fmt.Errorf("unknown part %q (want raw, hooks, join, scale, leave or autoscale)", p)
 		}
 	}
 	root, err := hoststest.RepoRoot()
@@ -106,7 +106,7 @@ func Run(ctx context.Context, opts RunOptions) (*Report, error) {
 			fail("raw", err)
 		}
 	}
-	if opts.part("join") || opts.part("scale") || opts.part("leave") {
+	if opts.part("join") || opts.part("scale") || opts.part("leave") || opts.part("autoscale") {
 		if err := runOperators(ctx, &opts, rep, root, scratch, raw); err != nil {
 			fail("operators", err)
 		}

@@ -1,6 +1,6 @@
 // Command bench runs the benchmarks of `make bench` (package tests/bench; docs/benchmarks.md).
 //
-//	go run ./tests/cmd/bench [-out build] [-only raw,hooks,join,scale,leave] [-samples 15] [-hook-runs 20] [-scale 8,32,128,256]
+//	go run ./tests/cmd/bench [-out build] [-only raw,hooks,join,scale,leave,autoscale] [-samples 15] [-hook-runs 20] [-scale 8,32,128,256]
 //
 // It prints one `name=value unit` line per figure and writes <out>/bench.json, <out>/bench.md
 // (a table with each figure's spread), <out>/bench-join.svg (join latency against cluster
@@ -31,7 +31,7 @@ func main() {
 
 func run() int {
 	var opts bench.RunOptions
-	only := flag.String("only", "raw,hooks,join,scale,leave", "comma-separated parts to run: raw, hooks, join, scale, leave")
+	only := flag.String("only", "raw,hooks,join,scale,leave,autoscale", "comma-separated parts to run: raw, hooks, join, scale, leave, autoscale")
 	flag.StringVar(&opts.Out, "out", "build", "directory for bench.json, bench.md, bench-join.svg and bench-trace.txt")
 	flag.StringVar(&opts.PebbleBin, "pebble", "build/bin/pebble", "pebble binary for the hosts")
 	flag.IntVar(&opts.Samples, "samples", 15, "joins and leaves measured per figure (raw and operator joins interleaved)")
