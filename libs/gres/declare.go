@@ -1,6 +1,7 @@
 package gres
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -51,7 +52,7 @@ func parseEntry(entry string) (Resource, error) {
 		}
 		key := strings.ToLower(k)
 		if seen[key] {
-			return Resource{}, fmt.Errorf("%s given twice", k)
+			return Resource{}, fmt.Errorf("key %s given twice", k)
 		}
 		seen[key] = true
 		switch key {
@@ -68,15 +69,15 @@ func parseEntry(entry string) (Resource, error) {
 			}
 			r.Files = files
 		case "nodename":
-			return Resource{}, fmt.Errorf("NodeName is set by the charm (the node's own name)")
+			return Resource{}, errors.New("key NodeName is set by the charm (the node's own name)")
 		case "autodetect":
-			return Resource{}, fmt.Errorf("AutoDetect is not supported (Debian's Slurm has no NVML or RSMI plugin)")
+			return Resource{}, errors.New("key AutoDetect is not supported (Debian's Slurm has no NVML or RSMI plugin)")
 		default:
 			return Resource{}, fmt.Errorf("unknown key %s (want Name, Type, Count or File)", k)
 		}
 	}
 	if r.Name == "" {
-		return Resource{}, fmt.Errorf("Name is required")
+		return Resource{}, errors.New("key Name is required")
 	}
 	switch {
 	case count != "":
@@ -88,7 +89,7 @@ func parseEntry(entry string) (Resource, error) {
 	case len(r.Files) > 0:
 		r.Count = uint64(len(r.Files))
 	default:
-		return Resource{}, fmt.Errorf("Count or File is required")
+		return Resource{}, errors.New("key Count or File is required")
 	}
 	return r, nil
 }
