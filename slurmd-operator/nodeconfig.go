@@ -16,9 +16,17 @@ import (
 // forbiddenNodeKeys are node parameters the charm manages: node-config refuses them.
 var forbiddenNodeKeys = []string{"NodeName", "NodeAddr", "NodeHostname", "State", "Reason", "Port"}
 
-// numericNodeKeys are node parameters whose value must be a whole number.
-var numericNodeKeys = []string{"CPUs", "Boards", "Sockets", "SocketsPerBoard", "CoresPerSocket",
-	"ThreadsPerCore", "RealMemory", "TmpDisk", "Weight", "CoreSpecCount", "MemSpecLimit"}
+// numericNodeKeys are node parameters whose value must be a whole number, with the size in
+// bits of the field Slurm parses it into: slurmd exits at start on a value that does not fit
+// (Weight=99999999999 on 22.05).
+var numericNodeKeys = []struct {
+	key  string
+	bits int
+}{
+	{"CPUs", 16}, {"Boards", 16}, {"Sockets", 16}, {"SocketsPerBoard", 16}, {"CoresPerSocket", 16},
+	{"ThreadsPerCore", 16}, {"RealMemory", 64}, {"TmpDisk", 32}, {"Weight", 32}, {"CoreSpecCount", 16},
+	{"MemSpecLimit", 64},
+}
 
 // checkMachine refuses node-config values that claim more than this machine has (mi, from
 // `slurmd -C`): Slurm refuses such a node (it registers INVALID_REG, or slurmd does not
@@ -63,9 +71,12 @@ func ParseNodeConfig(s string) (slurmconf.Params, error) {
 			}
 		}
 		for _, k := range numericNodeKeys {
-			if strings.EqualFold(kv.Key, k) {
+			if strings.EqualFold(kv.Key, k.key) {
 				if _, err := strconv.ParseUint(kv.Value, 10, 64); err != nil {
 					return nil, fmt.Errorf("key %q: value %q is not a whole number", kv.Key, kv.Value)
+				}
+				if _, err := strconv.ParseUint(kv.Value, 10, k.bits); err != nil {
+					return nil, fmt.Errorf("key %q: value %s is out of range (at most %d)", kv.Key, kv.Value, uint64(1)<<k.bits-1)
 				}
 			}
 		}

@@ -24,6 +24,8 @@ func TestNodeConfigBadInput(t *testing.T) {
 		{"Port", map[string]any{"parameters": "Port=6818"}, `parameters: key "Port" is managed by the charm and cannot be set`},
 		{"unknown key", map[string]any{"parameters": "Wieght=10"}, `parameters: unknown node key "Wieght" (did you mean "Weight"?)`},
 		{"not a number", map[string]any{"parameters": "RealMemory=lots"}, `parameters: key "RealMemory": value "lots" is not a whole number`},
+		{"Weight out of range", map[string]any{"parameters": "Weight=4294967296"}, `parameters: key "Weight": value 4294967296 is out of range (at most 4294967295)`},
+		{"CPUs out of range", map[string]any{"parameters": "cpus=65536"}, `parameters: key "cpus": value 65536 is out of range (at most 65535)`},
 		{"syntax", map[string]any{"parameters": "Weight=1 Weight=2"}, `parameters: line 1, column 10: duplicate key "Weight" (first given at column 1)`},
 		{"timeout", map[string]any{"parameters": "Weight=2", "timeout": "soon"}, `timeout: invalid duration "soon" (want e.g. 90s or 10m)`},
 		{"negative timeout", map[string]any{"parameters": "Weight=2", "timeout": "-1s"}, `timeout: invalid duration "-1s" (want e.g. 90s or 10m)`},
