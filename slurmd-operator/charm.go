@@ -66,7 +66,6 @@ const (
 	DefaultUnreachableTimeout = 30 * time.Second
 	DefaultActionTimeout      = 10 * time.Minute
 	DefaultMungeTimeout       = 10 * time.Second
-	DefaultCommandTimeout     = 15 * time.Second
 	DefaultProbeTimeout       = 3 * time.Second
 )
 
@@ -115,7 +114,8 @@ type Charm struct {
 	// leaving its node drained for the controller to delete.
 	UnreachableTimeout time.Duration
 	// CommandTimeout bounds every Slurm command (scontrol, squeue, slurmd -C): a dead
-	// munged or controller must not hold a hook for Slurm's own minute of retries.
+	// munged or controller must not hold a hook for Slurm's own minute of retries. Zero
+	// means slurm.DefaultTimeout.
 	CommandTimeout time.Duration
 	// ProbeTimeout bounds one check that a local daemon answers (munge -n).
 	ProbeTimeout time.Duration
@@ -291,28 +291,7 @@ func (h *hook) confPath() (string, bool) {
 // slurm returns a Slurm client for commands that need no controller (slurmd -C, -V).
 func (h *hook) slurm() *slurm.Client {
 	conf, _ := h.confPath()
-	return &slurm.Client{Runner: h.c.runner(), Conf: conf, PollInterval: h.c.pollInterval()}
-}
-
-// timeoutRunner runs each command with its own time limit.
-type timeoutRunner struct {
-	r slurm.Runner
-	d time.Duration
-}
-
-func (t timeoutRunner) Run(ctx context.Context, argv []string, env []string) (slurm.Output, error) {
-	ctx, cancel := context.WithTimeout(ctx, t.d)
-	defer cancel()
-	return t.r.Run(ctx, argv, env)
-}
-
-// runner is Runner with CommandTimeout on every command.
-func (c *Charm) runner() slurm.Runner {
-	d := c.CommandTimeout
-	if d <= 0 {
-		d = DefaultCommandTimeout
-	}
-	return timeoutRunner{r: c.Runner, d: d}
+	return &slurm.Client{Runner: h.c.Runner, Conf: conf, PollInterval: h.c.pollInterval(), Timeout: h.c.CommandTimeout}
 }
 
 // ctl returns a Slurm client that talks to the controller, or errNoConf.
@@ -321,7 +300,7 @@ func (h *hook) ctl() (*slurm.Client, error) {
 	if !ok {
 		return nil, errNoConf
 	}
-	return &slurm.Client{Runner: h.c.runner(), Conf: conf, PollInterval: h.c.pollInterval()}, nil
+	return &slurm.Client{Runner: h.c.Runner, Conf: conf, PollInterval: h.c.pollInterval(), Timeout: h.c.CommandTimeout}, nil
 }
 
 func (c *Charm) path(p string) string {
