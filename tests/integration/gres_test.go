@@ -414,3 +414,46 @@ func TestGresDeviceRemoved(t *testing.T) {
 		t.Errorf("sbatch --gres=gpu:2 on a 1-GPU node accepted: %s", out)
 	}
 }
+
+// TestGresVariants proves the other shapes the charm may write: gres.conf
+// lines without NodeName (the file is the node's own), a Gres= lower than
+// the lines (node-config lowering the count: Slurm keeps the first files),
+// and untyped GPUs when nvidia-smi is missing (device files only).
+func TestGresVariants(t *testing.T) {
+	t.Parallel()
+	c := gresCluster(t, "gpu")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sc := &slurm.Client{Runner: slurm.ExecRunner{Command: c.ctl.Command}, Conf: confPath, PollInterval: pollInterval}
+	idle := func(n slurm.Node) bool { return n.State.Base == slurm.StateIdle }
+
+	lowered := c.addGPUHost(ctx, "gpua", 2)
+	res := detect(t, ctx, lowered).Resources()
+	writeFile(t, lowered.Path(gresLocal), res.Conf(""))
+	c.startSlurmd(ctx, lowered, "RealMemory=1000 Feature=gpu Gres=gpu:tesla_t4:1")
+
+	untyped := c.addCompute("gpub")
+	if err := untyped.AddFakeGPUs(ctx, hosts.FakeGPUs{Model: "Tesla T4", Count: 2, NoSMI: true}); err != nil {
+		t.Fatal(err)
+	}
+	det := detect(t, ctx, untyped)
+	if got := det.Resources().String(); got != "gpu:2" || len(det.Notes) != 1 {
+		t.Fatalf("detected without nvidia-smi: %q, notes %q; want gpu:2 and a note", got, det.Notes)
+	}
+	writeFile(t, untyped.Path(gresLocal), det.Resources().Conf("gpub"))
+	c.startSlurmd(ctx, untyped, "RealMemory=1000 Feature=gpu Gres="+det.Resources().String())
+
+	for node, want := range map[string]struct{ gres, gpus, devices string }{
+		"gpua": {"gpu:tesla_t4:1", "1", "0\n"},
+		"gpub": {"gpu:2", "2", "0,1\n"},
+	} {
+		n := waitNode(t, ctx, sc, node, idle)
+		if g, _ := n.Get("Gres"); g != want.gres || n.State.Drain() {
+			t.Errorf("%s: Gres=%s state %v, want %s and idle", node, g, n.State, want.gres)
+		}
+		dev, err := c.ctlStdout(ctx, "srun", "-p", "gpu", "-w", node, "--gres=gpu:"+want.gpus, "--mem=100", "sh", "-c", "echo $CUDA_VISIBLE_DEVICES")
+		if err != nil || dev != want.devices {
+			t.Errorf("%s: srun --gres=gpu:%s sees %q, %v; want %q", node, want.gpus, dev, err, want.devices)
+		}
+	}
+}
