@@ -27,13 +27,18 @@ import (
 //	err := cl.DeleteNode(ctx, "slurmd-0") // errors.Is(err, slurm.ErrNodeBusy): job runs
 //	c.EndJob(job)
 //
+// Besides nodes it keeps partitions and their jobs (running, pending, and ended records
+// until PurgeJobs), and answers the version commands, `slurmd -C` and `munge -n` as a
+// healthy host does.
+//
 // SetUnreachable makes every controller command fail as with a stopped slurmctld; Before
 // runs before each command (a test ends jobs after some polls, or brings the controller
 // back).
 type Cluster struct {
 	mu           sync.Mutex
 	nodes        map[string]*fakeNode
-	jobs         map[string]string // job id → node
+	jobs         map[string]*fakeJob
+	partitions   map[string]string // partition → state
 	nextJob      int
 	unreachable  bool
 	reconfigures int
@@ -46,9 +51,20 @@ type fakeNode struct {
 	reason      string
 }
 
-// NewCluster returns a cluster with no node.
+// fakeJob is a job: running on a node, pending (no node) or ended (a record kept until
+// PurgeJobs, as slurmctld keeps it for MinJobAge).
+type fakeJob struct {
+	node, partition string
+	ended           bool
+}
+
+// DefaultPartition is the partition of jobs started with StartJob: the recorded one.
+const DefaultPartition = "ns1"
+
+// NewCluster returns a cluster with no node and one partition, DefaultPartition.
 func NewCluster() *Cluster {
-	return &Cluster{nodes: map[string]*fakeNode{}, jobs: map[string]string{}, nextJob: 1}
+	return &Cluster{nodes: map[string]*fakeNode{}, jobs: map[string]*fakeJob{},
+		partitions: map[string]string{DefaultPartition: "UP"}, nextJob: 1}
 }
 
 // AddNode registers an idle dynamic node (what a started slurmd -Z does).
@@ -58,21 +74,53 @@ func (c *Cluster) AddNode(name string) {
 	c.nodes[name] = &fakeNode{}
 }
 
-// StartJob starts a running job on node and returns its id.
-func (c *Cluster) StartJob(node string) string {
+// StartJob starts a running job on node in DefaultPartition and returns its id.
+func (c *Cluster) StartJob(node string) string { return c.SubmitJob(DefaultPartition, node) }
+
+// SubmitJob adds a job to partition, running on node, or pending when node is empty, and
+// returns its id.
+func (c *Cluster) SubmitJob(partition, node string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	id := strconv.Itoa(c.nextJob)
 	c.nextJob++
-	c.jobs[id] = node
+	c.jobs[id] = &fakeJob{node: node, partition: partition}
 	return id
 }
 
-// EndJob ends job id.
+// EndJob ends job id; its record stays (squeue -t all) until PurgeJobs.
 func (c *Cluster) EndJob(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.jobs, id)
+	if j := c.jobs[id]; j != nil {
+		j.ended = true
+	}
+}
+
+// PurgeJobs drops the records of ended jobs (their MinJobAge passed).
+func (c *Cluster) PurgeJobs() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, j := range c.jobs {
+		if j.ended {
+			delete(c.jobs, id)
+		}
+	}
+}
+
+// AddPartition makes partition known to the controller (state UP).
+func (c *Cluster) AddPartition(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.partitions[name] = "UP"
+}
+
+// PartitionState is partition's state (UP, INACTIVE, ...) and whether it is known.
+func (c *Cluster) PartitionState(name string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, ok := c.partitions[name]
+	return st, ok
 }
 
 // SetUnreachable makes the controller unreachable (true) or reachable again.
@@ -141,6 +189,16 @@ func (c *Cluster) Run(ctx context.Context, argv []string, env []string) (slurm.O
 	defer c.mu.Unlock()
 	a := strings.Join(argv, " ")
 	switch {
+	case a == "slurmd -V", a == "slurmctld -V", a == "scontrol -V":
+		return Real(argv[0] + "-V").Output, nil
+	case a == "slurmd -C":
+		return Real("slurmd-C").Output, nil
+	case len(argv) == 2 && argv[0] == slurm.MungePath && argv[1] == "-n":
+		return slurm.Output{Stdout: []byte("MUNGE:AwQFAAA=:\n")}, nil
+	case strings.HasPrefix(a, "scontrol update partitionname=") && len(argv) == 4 && strings.HasPrefix(argv[3], "state="):
+		return c.updatePartition(strings.TrimPrefix(argv[2], "partitionname="), strings.TrimPrefix(argv[3], "state=")), nil
+	case len(argv) >= 6 && argv[0] == "squeue" && argv[1] == "-h" && slices.Contains(argv, "-p"):
+		return c.squeuePartition(argv), nil
 	case a == "scontrol ping":
 		if c.unreachable {
 			return Real("ping-down").Output, nil
@@ -177,7 +235,9 @@ func (c *Cluster) Run(ctx context.Context, argv []string, env []string) (slurm.O
 			return recorded("squeue-unreachable", "node1", ""), nil
 		}
 		for _, id := range argv[1:] {
-			delete(c.jobs, id)
+			if j := c.jobs[id]; j != nil {
+				j.ended = true
+			}
 		}
 		return slurm.Output{}, nil
 	}
@@ -226,15 +286,64 @@ func (c *Cluster) showLine(name string) string {
 	return line
 }
 
+// jobsOn are the ids of the jobs running on node, in order.
 func (c *Cluster) jobsOn(node string) []string {
+	return c.jobIDs(func(j *fakeJob) bool { return !j.ended && j.node == node })
+}
+
+// jobIDs are the ids of the jobs keep selects, in numeric order.
+func (c *Cluster) jobIDs(keep func(*fakeJob) bool) []string {
 	var ids []string
-	for id, n := range c.jobs {
-		if n == node {
+	for id, j := range c.jobs {
+		if keep(j) {
 			ids = append(ids, id)
 		}
 	}
 	slices.SortFunc(ids, func(a, b string) int { x, _ := strconv.Atoi(a); y, _ := strconv.Atoi(b); return x - y })
 	return ids
+}
+
+// jobLine is job id as the recorded squeue lines show it.
+func (c *Cluster) jobLine(id string) string {
+	j := c.jobs[id]
+	switch {
+	case j.ended:
+		return fmt.Sprintf("%s|COMPLETED|%s|root|%s|sleep|pipe job\n", id, j.partition, j.node)
+	case j.node == "":
+		return fmt.Sprintf("%s|PENDING|%s|root||wrap\n", id, j.partition)
+	}
+	return fmt.Sprintf("%s|RUNNING|%s|root|%s|sleep|pipe job\n", id, j.partition, j.node)
+}
+
+func (c *Cluster) updatePartition(name, state string) slurm.Output {
+	switch {
+	case c.unreachable:
+		return recorded("update-unreachable", "", "")
+	case c.partitions[name] == "":
+		return recorded("partition-unknown", "nope", name)
+	}
+	c.partitions[name] = state
+	return Real("partition-inactive").Output
+}
+
+// squeuePartition answers `squeue -h [-t all] -p P -o FORMAT`: pending jobs first, then
+// running ones (squeue's order), with ended records under -t all.
+func (c *Cluster) squeuePartition(argv []string) slurm.Output {
+	if c.unreachable {
+		return recorded("squeue-unreachable", "", "")
+	}
+	part := argv[slices.Index(argv, "-p")+1]
+	i := slices.Index(argv, "-t")
+	all := i >= 0 && i+1 < len(argv) && argv[i+1] == "all"
+	var b strings.Builder
+	for _, pending := range []bool{true, false} {
+		for _, id := range c.jobIDs(func(j *fakeJob) bool {
+			return j.partition == part && (j.node == "") == pending && (all || !j.ended)
+		}) {
+			b.WriteString(c.jobLine(id))
+		}
+	}
+	return slurm.Output{Stdout: []byte(b.String())}
 }
 
 func (c *Cluster) showNode(name string) slurm.Output {
@@ -307,8 +416,7 @@ func (c *Cluster) squeue(node string) slurm.Output {
 	}
 	var b strings.Builder
 	for _, id := range c.jobsOn(node) {
-		// The recorded squeue-node-running line, with this job's id and node.
-		fmt.Fprintf(&b, "%s|RUNNING|ns1|root|%s|sleep|pipe job\n", id, node)
+		b.WriteString(c.jobLine(id))
 	}
 	return slurm.Output{Stdout: []byte(b.String())}
 }

@@ -2,6 +2,7 @@ package slurmtest_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -48,6 +49,17 @@ func TestClusterAgreesWithRealSlurm(t *testing.T) {
 		{recorded: "resume-idle", setup: func(c *slurmtest.Cluster) { c.AddNode("node2") }},
 		{recorded: "reconfigure"},
 		{recorded: "reconfigure-unreachable", setup: func(c *slurmtest.Cluster) { c.SetUnreachable(true) }},
+		{recorded: "squeue-partition", setup: func(c *slurmtest.Cluster) {
+			c.AddNode("node1")
+			c.StartJob("node1")
+			c.SubmitJob(slurmtest.DefaultPartition, "")
+		}},
+		{recorded: "partition-inactive"},
+		{recorded: "partition-unknown"},
+		{recorded: "slurmd-V"},
+		{recorded: "slurmctld-V"},
+		{recorded: "scontrol-V"},
+		{recorded: "slurmd-C"},
 		{recorded: "ping-up"},
 		{recorded: "ping-down", setup: func(c *slurmtest.Cluster) { c.SetUnreachable(true) }},
 	} {
@@ -84,6 +96,45 @@ func TestClusterAgreesWithRealSlurm(t *testing.T) {
 				t.Errorf("exit code %d, real %d", got.ExitCode, want.Output.ExitCode)
 			}
 		})
+	}
+}
+
+// TestClusterJobRecords: an ended job leaves the node at once but its record stays in the
+// partition (squeue -t all) until PurgeJobs, as slurmctld keeps it for MinJobAge.
+func TestClusterJobRecords(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := slurmtest.NewCluster()
+	c.AddNode("node1")
+	job := c.StartJob("node1")
+	cl := &slurm.Client{Runner: c, Conf: "/etc/slurm/slurm.conf"}
+	count := func() []int {
+		on, err1 := cl.JobsOnNode(ctx, "node1")
+		in, err2 := cl.JobsInPartition(ctx, slurmtest.DefaultPartition)
+		recs, err3 := cl.PartitionJobRecords(ctx, slurmtest.DefaultPartition)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			t.Fatal(err)
+		}
+		return []int{len(on), len(in), len(recs)}
+	}
+	for _, step := range []struct {
+		do   func()
+		want []int
+	}{
+		{func() {}, []int{1, 1, 1}},
+		{func() { c.EndJob(job) }, []int{0, 0, 1}},
+		{c.PurgeJobs, []int{0, 0, 0}},
+	} {
+		step.do()
+		if d := cmp.Diff(step.want, count()); d != "" {
+			t.Errorf("jobs on node, in partition, records (-want +got):\n%s", d)
+		}
+	}
+	if err := cl.UpdatePartitionState(ctx, slurmtest.DefaultPartition, slurm.PartitionInactive); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := c.PartitionState(slurmtest.DefaultPartition); st != slurm.PartitionInactive {
+		t.Errorf("partition state %q", st)
 	}
 }
 
