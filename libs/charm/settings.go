@@ -24,9 +24,6 @@ type Settings struct {
 	// Root is prepended to every host path the charm reads or writes ("/" or empty in
 	// production, a temporary directory in tests).
 	Root string
-	// StateFile is the charm state's path; empty means the Lifecycle's default (in the
-	// unit's charm directory).
-	StateFile string
 	// PollInterval is the pause between checks in waits.
 	PollInterval time.Duration
 	// MungeTimeout bounds the wait for a (re)started munged to answer.
