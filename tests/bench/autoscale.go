@@ -68,7 +68,7 @@ func (c *opCluster) autoscaleBurst(ctx context.Context, opts *RunOptions, rep *R
 		}
 	}()
 	if err := Poll(withTimeout(ctx, time.Minute), 100*time.Millisecond, func() (bool, string) {
-		return as.first("nothing to do") != (time.Time{}), ""
+		return as.first(" "+burstApp+": ") != (time.Time{}), ""
 	}); err != nil {
 		return fmt.Errorf("no first decision from slurm-autoscaler: %w", err)
 	}

@@ -208,7 +208,7 @@ func TestAutoscaleBurst(t *testing.T) {
 	watch := c.watchUnits("slurmd")
 	as := c.startAutoscaler("--app", "slurmd:min=1,max=6,idle=10s,out=5,in=5,register-timeout=3m")
 	c.eventually(30*time.Second, "the autoscaler's first decision", func() (bool, string) {
-		return as.said("nothing to do"), strings.Join(as.output(), "; ")
+		return as.said(" slurmd: "), strings.Join(as.output(), "; ")
 	})
 
 	var ids []string
@@ -312,5 +312,25 @@ func TestAutoscaleFromZero(t *testing.T) {
 		if !as.said(want) {
 			t.Errorf("no autoscaler status line says %q", want)
 		}
+	}
+}
+
+// TestAutoscaleResumesARemoval: an autoscaler that stopped between its drain and remove-unit
+// left slurmd-1 drained with its reason; a new one, with no memory of it, recognises the drain
+// in Slurm and finishes the removal (its idle time of 1h is not what decides), and leaves
+// slurmd-0 alone.
+func TestAutoscaleResumesARemoval(t *testing.T) {
+	c := newCluster(t, 2)
+	c.slurm("scontrol", "update", "nodename=slurmd-1", "state=drain", "reason=autoscaler: idle, removing unit slurmd/1")
+	as := c.startAutoscaler("--app", "slurmd:min=1,max=3,idle=1h")
+	c.eventually(2*time.Minute, "slurmd/1 removed and its node deleted", func() (bool, string) {
+		u, nodes := c.units("slurmd"), c.nodeNames()
+		return u == 1 && slices.Equal(nodes, []string{"slurmd-0"}), fmt.Sprintf("%d units, nodes %v", u, nodes)
+	})
+	if !as.said("slurmd-1 drained and idle: removing") {
+		t.Error("no status line says the drained node is removed")
+	}
+	if st := c.nodes()["slurmd-0"]; !strings.HasPrefix(st, "idle") {
+		t.Errorf("slurmd-0 is %q, want idle", st)
 	}
 }
