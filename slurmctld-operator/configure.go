@@ -17,6 +17,7 @@ import (
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/authkey"
 	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/munge"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
@@ -31,7 +32,7 @@ const defaultMungeWait = 10 * time.Second
 // munged and its client, for the readiness check.
 const (
 	mungedPath = "/usr/sbin/munged"
-	mungePath  = slurm.MungePath
+	mungePath  = munge.ClientPath
 )
 
 // configure brings the controller to its configured state: auth key, munged, slurm.conf,
@@ -340,7 +341,7 @@ func (h *hook) waitMunge(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	return slurm.WaitMunge(ctx, c.Slurm, c.poll())
+	return munge.Wait(ctx, c.Slurm, c.poll())
 }
 
 func (c *Charm) restart(ctx context.Context, name string) error {

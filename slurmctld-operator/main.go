@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/munge"
 	"github.com/charmed-slurm/operators/libs/service/auto"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
@@ -32,7 +33,7 @@ func main() {
 		StateFile:    stateFilePath,
 		Slurm:        slurm.ExecRunner{},
 		Services:     mgr,
-		MungeService: mgr.MungeService(),
+		MungeService: munge.ServiceName(mgr.Backend),
 		Hostname:     os.Hostname,
 		LookPath:     defaultLookPath(exec.LookPath),
 		Rand:         rand.Reader,

@@ -1,6 +1,7 @@
 package slurmconf
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -115,7 +116,7 @@ func checkValue(kind valueKind, v string) error {
 		case "yes", "no", "up", "down", "true", "false", "1", "0":
 			return nil
 		}
-		return fmt.Errorf("want YES or NO")
+		return errors.New("want YES or NO")
 	case kindUint16:
 		return checkUint(v, 0xffff, false)
 	case kindUint32:
@@ -143,7 +144,7 @@ func checkValue(kind valueKind, v string) error {
 		case "cr_core", "cr_core_memory", "cr_socket", "cr_socket_memory":
 			return nil
 		}
-		return fmt.Errorf("want CR_Core, CR_Core_Memory, CR_Socket or CR_Socket_Memory")
+		return errors.New("want CR_Core, CR_Core_Memory, CR_Socket or CR_Socket_Memory")
 	case kindCPUBind:
 		return checkCPUBind(v)
 	case kindNames:
@@ -163,7 +164,7 @@ func checkValue(kind valueKind, v string) error {
 			return nil
 		}
 		if strings.ContainsFunc(v, func(r rune) bool { return !isHostRune(r) }) {
-			return fmt.Errorf("want a host list such as node[1-4],login1")
+			return errors.New("want a host list such as node[1-4],login1")
 		}
 		if _, err := hostlist.Expand(v); err != nil {
 			return err
@@ -172,7 +173,7 @@ func checkValue(kind valueKind, v string) error {
 	case kindTRESWeights:
 		return checkTRESWeights(v)
 	}
-	return fmt.Errorf("no rule for this key")
+	return errors.New("no rule for this key")
 }
 
 func isUnlimited(v string) bool {
@@ -202,7 +203,7 @@ func checkUint(v string, max uint64, kSuffix bool) error {
 // checkDigits accepts a non-negative decimal number up to max.
 func checkDigits(v string, max uint64) error {
 	if v == "" || strings.ContainsFunc(v, func(r rune) bool { return r < '0' || r > '9' }) {
-		return fmt.Errorf("want a non-negative whole number")
+		return errors.New("want a non-negative whole number")
 	}
 	n, err := strconv.ParseUint(v, 10, 64)
 	if err != nil || n > max {
@@ -225,7 +226,7 @@ func checkTime(v string) error {
 	}
 	parts := strings.Split(rest, ":")
 	if len(parts) > 3 || (dash && days == "") {
-		return fmt.Errorf(want)
+		return errors.New(want)
 	}
 	fields := parts
 	if dash {
@@ -233,12 +234,12 @@ func checkTime(v string) error {
 	}
 	for _, f := range fields {
 		if checkDigits(f, 1<<31-1) != nil {
-			return fmt.Errorf(want)
+			return errors.New(want)
 		}
 	}
 	secs, err := timeSeconds(days, parts)
 	if err != nil || secs > 1<<31-1 {
-		return fmt.Errorf("too long")
+		return errors.New("too long")
 	}
 	return nil
 }
@@ -291,14 +292,14 @@ func checkPreempt(v string) error {
 		case "off", "cluster", "cancel", "requeue", "on", "suspend":
 			modes++
 		default:
-			return fmt.Errorf("want OFF, CANCEL, REQUEUE or SUSPEND, optionally with GANG or WITHIN")
+			return errors.New("want OFF, CANCEL, REQUEUE or SUSPEND, optionally with GANG or WITHIN")
 		}
 	}
 	if modes > 1 {
-		return fmt.Errorf("only one of OFF, CANCEL, REQUEUE and SUSPEND may be given")
+		return errors.New("only one of OFF, CANCEL, REQUEUE and SUSPEND may be given")
 	}
 	if gang && within {
-		return fmt.Errorf("GANG and WITHIN cannot be combined")
+		return errors.New("GANG and WITHIN cannot be combined")
 	}
 	return nil
 }
@@ -311,7 +312,7 @@ func checkOverSubscribe(v string) error {
 	switch strings.ToLower(word) {
 	case "exclusive", "no":
 		if hasCount {
-			return fmt.Errorf(want)
+			return errors.New(want)
 		}
 		return nil
 	case "yes", "force":
@@ -323,14 +324,14 @@ func checkOverSubscribe(v string) error {
 			least = 1
 		}
 		if checkDigits(count, 0xffff) != nil {
-			return fmt.Errorf(want)
+			return errors.New(want)
 		}
 		if n, _ := strconv.ParseUint(count, 10, 64); n < least {
-			return fmt.Errorf(want)
+			return errors.New(want)
 		}
 		return nil
 	}
-	return fmt.Errorf(want)
+	return errors.New(want)
 }
 
 // checkCPUBind follows xlate_cpu_bind_str: one binding type, optionally
@@ -343,11 +344,11 @@ func checkCPUBind(v string) error {
 			types++
 		case "verbose", "v":
 		default:
-			return fmt.Errorf("want one of none, socket, ldom, core, thread, off (optionally with verbose)")
+			return errors.New("want one of none, socket, ldom, core, thread, off (optionally with verbose)")
 		}
 	}
 	if types != 1 {
-		return fmt.Errorf("want exactly one binding type")
+		return errors.New("want exactly one binding type")
 	}
 	return nil
 }
@@ -355,7 +356,7 @@ func checkCPUBind(v string) error {
 // checkWord accepts one account, group, QOS or partition name.
 func checkWord(n string) error {
 	if n == "" {
-		return fmt.Errorf("empty name")
+		return errors.New("empty name")
 	}
 	for _, r := range n {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
@@ -378,11 +379,11 @@ func checkTRESWeights(v string) error {
 		if !ok || tres == "" || strings.ContainsFunc(tres, func(r rune) bool {
 			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-./:", r))
 		}) {
-			return fmt.Errorf(want)
+			return errors.New(want)
 		}
 		w = strings.TrimRight(w, "KMGTPkmgtp")
 		if _, err := strconv.ParseFloat(w, 64); err != nil || strings.ContainsAny(w, "eEinfINFxX+-") {
-			return fmt.Errorf(want)
+			return errors.New(want)
 		}
 	}
 	return nil
