@@ -1,8 +1,10 @@
 package e2e_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/charmed-slurm/operators/tests/model"
 )
@@ -35,4 +37,54 @@ func (c *cluster) checkSystemd(unit, service string) {
 	if b := st.Machines[mid].Base; b.Name != "debian" {
 		c.t.Errorf("%s: machine %s has base %s@%s in status, want debian", unit, mid, b.Name, b.Channel)
 	}
+}
+
+// TestClusterTrixie runs the cluster on Debian 13 machines with Slurm 24.11: auth/slurm with
+// slurm.key and no munged, nodes joining (also after add-unit, with no reconfigure) and jobs
+// across them. Removing a unit is not here yet: under auth/slurm a node whose slurmd is
+// stopped has no sack socket, so the slurmd charm's own `scontrol delete` fails (see
+// docs/machines.md).
+func TestClusterTrixie(t *testing.T) {
+	t.Parallel()
+	c := newClusterOn(t, model.BaseTrixie, 2)
+	c.checkSystemd("slurmctld/0", "slurmctld")
+	c.checkSystemd("slurmd/0", "slurmd")
+	if v := c.slurm("scontrol", "-V"); !strings.Contains(v, " 24.11.") {
+		t.Errorf("scontrol -V = %q, want Slurm 24.11", v)
+	}
+	for _, unit := range []string{"slurmctld/0", "slurmd/0"} {
+		c.exec(unit, "test", "-s", "/etc/slurm/slurm.key")
+		if out, _, _ := c.tryExec(unit, "systemctl", "is-active", "munge.service"); strings.TrimSpace(out) == "active" {
+			t.Errorf("%s: munged runs under auth/slurm", unit)
+		}
+	}
+	conf := c.exec("slurmctld/0", "cat", ctlConf)
+	for _, want := range []string{"AuthType=auth/slurm", "CredType=cred/slurm"} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("slurm.conf lacks %s", want)
+		}
+	}
+	c.eventually(30*time.Second, "2 idle nodes", func() (bool, string) {
+		n := c.nodes()
+		return len(n) == 2 && strings.HasPrefix(n["slurmd-0"], "idle slurmd ") && strings.HasPrefix(n["slurmd-1"], "idle slurmd "), fmt.Sprint(n)
+	})
+	if got := len(strings.Fields(c.slurm("srun", "-p", "slurmd", "-N2", "hostname"))); got != 2 {
+		t.Errorf("srun -N2 hostname printed %d names, want 2", got)
+	}
+	reconf0, starts0 := c.reconfigures()
+	ctx, cancel := c.ctx(2 * time.Minute)
+	if _, err := c.m.AddUnit(ctx, "slurmd", 1); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	c.waitActive()
+	c.eventually(30*time.Second, "3 idle nodes", func() (bool, string) {
+		n := c.nodes()
+		return len(n) == 3 && strings.HasPrefix(n["slurmd-2"], "idle slurmd "), fmt.Sprint(n)
+	})
+	if reconf1, starts1 := c.reconfigures(); reconf1 != reconf0 || starts1 != starts0 {
+		t.Errorf("add-unit: reconfigures %d → %d, slurmctld starts %d → %d; want no change", reconf0, reconf1, starts0, starts1)
+	}
+	job := c.sbatch("slurmd", "-N3", "--wrap", "srun true")
+	c.waitJobState(job, "COMPLETED", time.Minute)
 }

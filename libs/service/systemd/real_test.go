@@ -180,6 +180,19 @@ func TestRealRestartOnFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := mainPID(t, "slurmctld.service")
+	waitComm(ctx, t, first, "sleep")
+	// Debian 13's packaged slurmctld.service says User=slurm: the spec names no user, so root.
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(first) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if strings.HasPrefix(line, "Uid:") || strings.HasPrefix(line, "Gid:") {
+			if f := strings.Fields(line); len(f) < 2 || f[1] != "0" {
+				t.Errorf("slurmctld runs with %q, want root", line)
+			}
+		}
+	}
 	if err := exec.Command("kill", "-KILL", strconv.Itoa(first)).Run(); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,8 @@
 //   - /etc/systemd/system/<name>.service.d/10-charm.conf: a drop-in that replaces the
 //     packaged ExecStart with the spec's argv (quoted for systemd), sets Type=simple and
 //     Restart=on-failure, clears the packaged ConditionPathExists (a configless slurmd
-//     has no /etc/slurm/slurm.conf) and PIDFile, and sets User= and TimeoutStopSec= when
+//     has no /etc/slurm/slurm.conf) and PIDFile, sets User= (root when the spec names no
+//     user, whatever the packaged unit says) and resets Group=, and sets TimeoutStopSec= when
 //     given;
 //
 // then runs daemon-reload. The argv goes into ExecStart rather than into a
@@ -163,8 +164,12 @@ func DropIn(spec service.Spec) (string, error) {
 	fmt.Fprintf(&b, "EnvironmentFile=-%s\n", EnvironmentFile(spec.Name))
 	b.WriteString("ExecStart=\nExecStart=" + ExecLine(spec.Command) + "\n")
 	b.WriteString("Restart=on-failure\n")
+	// The packaged unit may name its own user (Debian 13's slurmctld.service has User=slurm):
+	// the spec decides, as under Pebble, root when it names none.
 	if spec.User != "" {
-		fmt.Fprintf(&b, "User=%s\n", spec.User)
+		fmt.Fprintf(&b, "User=%s\nGroup=\n", spec.User)
+	} else {
+		b.WriteString("User=root\nGroup=root\n")
 	}
 	if spec.KillDelay > 0 {
 		fmt.Fprintf(&b, "TimeoutStopSec=%dms\n", spec.KillDelay.Milliseconds())

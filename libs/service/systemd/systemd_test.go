@@ -171,6 +171,7 @@ ExecStart=
 ExecStart=/usr/sbin/slurmd -D -Z --conf "RealMemory=1000 Feature=\"a\" 100%%" -N slurmd-0 --conf-server 10.0.0.1:6817 $$HOME
 Restart=on-failure
 User=root
+Group=
 TimeoutStopSec=10000ms
 `
 	if d := cmp.Diff(wantDropIn, string(dropIn)); d != "" {
