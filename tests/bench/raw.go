@@ -50,7 +50,7 @@ MpiDefault=none
 SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
 MailProg=/bin/true
 ReturnToService=2
-MaxNodeCount=256
+MaxNodeCount=1024
 TreeWidth=65533
 SlurmctldParameters=enable_configless
 SlurmdTimeout=60

@@ -109,6 +109,10 @@ func (c *opCluster) end(rep *Report, p phase, prefix string, n int) (hooks int, 
 	return hooks, restarts, ev
 }
 
+// scaleBound bounds each wait of a scale step of n units (a loaded 2-core machine creates a
+// host in about a second).
+func scaleBound(n int) time.Duration { return 2*time.Minute + time.Duration(n)*2*time.Second }
+
 // scale runs every size of opts.Scales: a raw scale-out of that many nodes (when raw is
 // set), then the operators' scale-out of that many units added at once, then their removal.
 func (c *opCluster) scale(ctx context.Context, opts *RunOptions, rep *Report, raw *RawCluster) error {
@@ -124,7 +128,7 @@ func (c *opCluster) scale(ctx context.Context, opts *RunOptions, rep *Report, ra
 	for _, n := range opts.Scales {
 		if raw != nil {
 			opts.progress("raw: scale-out of %d nodes at once", n)
-			sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+			sctx, cancel := context.WithTimeout(ctx, scaleBound(n))
 			res, err := raw.Scale(sctx, n)
 			cancel()
 			if err != nil {
@@ -157,7 +161,7 @@ func (c *opCluster) scaleOut(ctx context.Context, opts *RunOptions, rep *Report,
 		return 0, err
 	}
 	idleAt := map[string]time.Duration{}
-	sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	sctx, cancel := context.WithTimeout(ctx, scaleBound(n))
 	defer cancel()
 	werr := Poll(sctx, 100*time.Millisecond, func() (bool, string) {
 		nodes, err := c.sc.Nodes(sctx)
@@ -180,7 +184,7 @@ func (c *opCluster) scaleOut(ctx context.Context, opts *RunOptions, rep *Report,
 		return done == len(units), fmt.Sprintf("%d/%d idle", done, len(units))
 	})
 	total := time.Since(p.t0)
-	settleErr := c.wait(ctx, 5*time.Minute, nil)
+	settleErr := c.wait(ctx, scaleBound(n), nil)
 	settle := time.Since(p.t0)
 	var lastHost time.Time
 	done := 0
@@ -220,7 +224,7 @@ func (c *opCluster) scaleOut(ctx context.Context, opts *RunOptions, rep *Report,
 	opts.progress("operators: removing the %d units at once", n)
 	prefix = fmt.Sprintf("scale.%d.in", n)
 	p = c.begin()
-	rctx, rcancel := context.WithTimeout(ctx, 5*time.Minute)
+	rctx, rcancel := context.WithTimeout(ctx, scaleBound(n))
 	defer rcancel()
 	for _, u := range units {
 		if err := c.m.RemoveUnit(rctx, u); err != nil {
@@ -241,7 +245,7 @@ func (c *opCluster) scaleOut(ctx context.Context, opts *RunOptions, rep *Report,
 		return left == 0, fmt.Sprintf("%d/%d nodes left", left, len(units))
 	})
 	gone := time.Since(p.t0)
-	settleErr = c.wait(ctx, 5*time.Minute, nil)
+	settleErr = c.wait(ctx, scaleBound(n), nil)
 	settle = time.Since(p.t0)
 	f = Figure{Name: prefix + "_s", Value: gone.Seconds(), Unit: "s", Note: fmt.Sprintf("remove-unit of the %d units → every node record gone", n)}
 	if gerr != nil {

@@ -37,7 +37,7 @@ func run() int {
 	flag.IntVar(&opts.Samples, "samples", 15, "joins and leaves measured per figure (raw and operator joins interleaved)")
 	flag.IntVar(&opts.HookRuns, "hook-runs", 20, "runs per hook")
 	scales := flag.String("scale", "8,32,128,256", "comma-separated numbers of units added at once (then removed), one size after the other")
-	timeout := flag.Duration("timeout", 30*time.Minute, "bound on the whole run")
+	timeout := flag.Duration("timeout", 60*time.Minute, "bound on the whole run")
 	flag.Parse()
 	for _, f := range strings.Split(*scales, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
