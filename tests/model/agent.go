@@ -70,8 +70,17 @@ func (h Hook) advance(s *State, u *Unit) {
 		L.ConfigVersion = h.Version
 	case "start":
 		L.Started = true
+		if L.Rebooted {
+			// The agent restarted with the machine: config-changed follows start.
+			L.Rebooted = false
+			L.ConfigVersion = -1
+		}
 	case "stop":
-		L.Stopped = true
+		if u.Reboot == RebootStop {
+			u.Reboot = RebootDown // the machine goes down; the unit is not leaving
+		} else {
+			L.Stopped = true
+		}
 	case "remove":
 		L.Removed = true
 	case "update-status":
@@ -162,6 +171,9 @@ func nextHook(s *State, name string, now time.Time) (Hook, bool) {
 	}
 	if !L.Installed {
 		return Hook{Kind: "install", Version: app.CharmVersion}, true
+	}
+	if h, ok, hold := rebootHook(u); hold {
+		return h, ok
 	}
 	if !u.Dying && L.CharmVersion != app.CharmVersion {
 		return Hook{Kind: "upgrade-charm", Version: app.CharmVersion}, true
@@ -636,6 +648,9 @@ func (a *agent) provision(ctx context.Context) error {
 	m.saveLater()
 	m.notify()
 	m.mu.Unlock()
+	if r, ok := mach.(Rebootable); ok {
+		go a.watchBoots(ctx, r)
+	}
 	return nil
 }
 

@@ -331,6 +331,17 @@ var verbs = []*Verb{
 		},
 	},
 	{
+		Name: "reboot", Args: "<machine|unit>",
+		Summary: "Reboot a unit's machine (systemd machines): stop runs as it goes down, start then config-changed once it has booted with a new boot id.",
+		run: func(c *cliCall) error {
+			if err := c.want(1, 1); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.stderr, "rebooting %s\n", c.args[0])
+			return c.m.Reboot(c.ctx, c.args[0])
+		},
+	},
+	{
 		Name: "remove-application", Args: "<application>",
 		Summary: "Remove an application, its relations and all its units.",
 		run: func(c *cliCall) error {

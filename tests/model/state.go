@@ -35,6 +35,8 @@ type MachineState struct {
 	Status   string `json:"status"` // pending, started, error
 	Message  string `json:"message,omitempty"`
 	Base     string `json:"base,omitempty"` // "<os>@<channel>" when the machine knows it (Based)
+	// BootID is the running machine's boot id, new on every boot (Rebootable machines).
+	BootID string `json:"boot-id,omitempty"`
 }
 
 // Application is one deployed application.
@@ -83,6 +85,9 @@ type Unit struct {
 	// CharmState is the charm's own key-value store (state-get, state-set).
 	CharmState map[string]string `json:"charm-state,omitempty"`
 	Seen       UnitLocal         `json:"seen"`
+	// Reboot is the phase of a reboot of the unit's machine under way (RebootStop,
+	// RebootDown), "" when none is.
+	Reboot string `json:"reboot,omitempty"`
 }
 
 // UnitLocal is what the unit agent has already told the charm (like the uniter's local state):
@@ -96,6 +101,8 @@ type UnitLocal struct {
 	CharmVersion    int                    `json:"charm-version,omitempty"`
 	Started         bool                   `json:"started,omitempty"`
 	Stopped         bool                   `json:"stopped,omitempty"`
+	// Rebooted: the machine booted again; start, then config-changed, are due.
+	Rebooted bool `json:"rebooted,omitempty"`
 	Removed         bool                   `json:"removed,omitempty"`
 	UpdateStatusDue bool                   `json:"update-status-due,omitempty"`
 	Relations       map[int]*RelationLocal `json:"relations,omitempty"`

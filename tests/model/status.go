@@ -45,6 +45,9 @@ type MachineInfo struct {
 	InstanceID    string      `json:"instance-id" yaml:"instance-id"`
 	MachineStatus StatusValue `json:"machine-status" yaml:"machine-status"`
 	Base          BaseInfo    `json:"base" yaml:"base"`
+	// BootID is the running machine's boot id, new on every boot (juju-local only: Juju's
+	// status has none).
+	BootID string `json:"boot-id,omitempty" yaml:"boot-id,omitempty"`
 }
 
 // BaseInfo is a machine's OS.
@@ -120,6 +123,10 @@ func (m *Model) status() *Status {
 			InstanceID:    ms.Hostname,
 			MachineStatus: StatusValue{Current: "running"},
 			Base:          baseInfo(ms.Base),
+			BootID:        ms.BootID,
+		}
+		if u := s.Units[ms.Unit]; u != nil && u.Reboot != "" {
+			mi.MachineStatus = StatusValue{Current: "running", Message: "rebooting"}
 		}
 		if ms.Address != "" {
 			mi.IPAddresses = []string{ms.Address}

@@ -1,0 +1,231 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Rebootable is implemented by machines that reboot as a real machine does (systemd-nspawn
+// machines): the model plays Juju's hooks around each reboot and shows the boot id in status.
+type Rebootable interface {
+	// Reboot asks the machine's own init for a reboot and waits until it has booted again.
+	Reboot(ctx context.Context) error
+	// Boots counts the boots started so far; it grows on every reboot, from inside or not.
+	Boots() int
+	// WaitBooted waits until the current boot has finished.
+	WaitBooted(ctx context.Context) error
+	// BootID is the running machine's boot id (/proc/sys/kernel/random/boot_id).
+	BootID(ctx context.Context) (string, error)
+}
+
+// Unit.Reboot phases.
+const (
+	// RebootStop: a reboot was asked for; the unit runs stop before its machine goes down.
+	RebootStop = "stop"
+	// RebootDown: the machine is going down or booting; the unit runs no hook.
+	RebootDown = "down"
+)
+
+// bootPoll is how often an agent looks for a new boot of its machine.
+const bootPoll = 200 * time.Millisecond
+
+// Reboot reboots the machine of target (a machine id or a unit name) as Juju >= 2.8 sees a
+// machine reboot: the unit runs stop as the machine goes down (after the hook it is running,
+// if any), the machine reboots, and the unit runs start then config-changed once it has booted
+// (the agent restarts). It returns once the machine has booted with a new boot id, without
+// waiting for those hooks.
+func (m *Model) Reboot(ctx context.Context, target string) error {
+	m.mu.Lock()
+	unit := target
+	if ms := m.state.Machines[target]; ms != nil {
+		unit = ms.Unit
+	}
+	u := m.state.Units[unit]
+	ag := m.agents[unit]
+	switch {
+	case u == nil:
+		m.mu.Unlock()
+		return fmt.Errorf("cannot reboot %q: no such machine or unit", target)
+	case u.Dying:
+		m.mu.Unlock()
+		return fmt.Errorf("cannot reboot %s: unit %s is being removed", target, unit)
+	case u.Reboot != "":
+		m.mu.Unlock()
+		return fmt.Errorf("cannot reboot %s: its machine is rebooting already", target)
+	case ag == nil || ag.machine == nil || !u.Ready:
+		m.mu.Unlock()
+		return fmt.Errorf("cannot reboot %s: its machine is not provisioned yet", target)
+	}
+	mach, ok := ag.machine.(Rebootable)
+	if !ok {
+		m.mu.Unlock()
+		return fmt.Errorf("cannot reboot %s: machine %s cannot reboot (only systemd machines do: deploy --base)", target, u.Machine)
+	}
+	mid := u.Machine
+	before := ""
+	if ms := m.state.Machines[mid]; ms != nil {
+		before = ms.BootID
+	}
+	if u.Seen.Installed {
+		u.Reboot = RebootStop
+	} else {
+		u.Reboot = RebootDown
+	}
+	m.saveLater()
+	m.notify()
+	m.mu.Unlock()
+	m.progress("%s: machine %s rebooting", unit, mid)
+
+	// stop runs first (Juju runs it as the machine shuts down); a failed stop does not hold
+	// the reboot back.
+	if err := m.waitUnit(ctx, unit, func(u *Unit) bool {
+		return u.Reboot != RebootStop || (u.Failed != nil && u.Failed.Kind == "stop")
+	}); err != nil {
+		return fmt.Errorf("cannot reboot %s: %w", target, err)
+	}
+	m.mu.Lock()
+	if u := m.state.Units[unit]; u != nil {
+		if u.Failed != nil && u.Failed.Kind == "stop" {
+			m.progress("%s: stop failed; rebooting anyway", unit)
+			u.Failed = nil
+		}
+		u.Reboot = RebootDown
+	}
+	m.mu.Unlock()
+	if err := mach.Reboot(ctx); err != nil {
+		return fmt.Errorf("cannot reboot %s: %w", target, err)
+	}
+	// The agent's boot watcher records the new boot and queues start.
+	return m.waitUnit(ctx, unit, func(u *Unit) bool {
+		ms := m.state.Machines[mid]
+		return u.Reboot == "" && ms != nil && ms.BootID != before
+	})
+}
+
+// waitUnit waits until cond holds for unit (called with m.mu held), or the unit is gone.
+func (m *Model) waitUnit(ctx context.Context, unit string, cond func(u *Unit) bool) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		m.mu.Lock()
+		u := m.state.Units[unit]
+		done := u == nil || cond(u)
+		changed := m.changed
+		m.mu.Unlock()
+		if u == nil {
+			return fmt.Errorf("unit %s is gone", unit)
+		}
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		case <-tick.C:
+		}
+	}
+}
+
+// watchBoots follows the boots of the agent's machine for as long as ctx lives: it records
+// the boot id in the machine's state and, on every new boot (Reboot, or a reboot asked for
+// inside the machine, such as Slurm's RebootProgram), holds the unit's hooks while the machine
+// boots, then queues start and config-changed as Juju's agent does when it comes back.
+// A reboot from inside is seen after the fact, as a crash would be: no stop runs before it.
+func (a *agent) watchBoots(ctx context.Context, mach Rebootable) {
+	m := a.m
+	seen := mach.Boots()
+	a.recordBoot(ctx, mach, false)
+	tick := time.NewTicker(bootPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		b := mach.Boots()
+		if b == seen {
+			continue
+		}
+		seen = b
+		m.mu.Lock()
+		u := m.state.Units[a.unit]
+		if u == nil || u.Dying {
+			m.mu.Unlock()
+			return
+		}
+		u.Reboot = RebootDown
+		m.notify()
+		m.mu.Unlock()
+		if err := mach.WaitBooted(ctx); err != nil {
+			m.progress("%s: %v", a.unit, err)
+			if ctx.Err() != nil {
+				return
+			}
+		}
+		if mach.Boots() != seen {
+			continue // rebooted again meanwhile
+		}
+		a.recordBoot(ctx, mach, true)
+	}
+}
+
+// recordBoot stores the machine's boot id; after a reboot it also lets the unit run hooks
+// again, start first.
+func (a *agent) recordBoot(ctx context.Context, mach Rebootable, rebooted bool) {
+	m := a.m
+	id, err := mach.BootID(ctx)
+	if err != nil {
+		m.progress("%s: cannot read the boot id: %v", a.unit, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u := m.state.Units[a.unit]
+	if u == nil {
+		return
+	}
+	if ms := m.state.Machines[u.Machine]; ms != nil && id != "" {
+		ms.BootID = id
+	}
+	if rebooted {
+		u.Reboot = ""
+		if u.Seen.Installed {
+			u.Seen.Started = false
+			u.Seen.Rebooted = true
+		}
+		// A hook cut off by the reboot runs again after start, as the agent resumes.
+		if u.Failed != nil && u.Failed.Kind != "action" {
+			u.Failed = nil
+			u.Agent = StatusInfo{Status: "idle", Since: time.Now()}
+		}
+		m.progress("%s: machine %s booted (boot id %s)", a.unit, u.Machine, id)
+	}
+	m.saveLater()
+	m.notify()
+}
+
+// An nspawnMachine reboots as the tests/hosts machine below it does.
+func (m *nspawnMachine) Reboot(ctx context.Context) error           { return m.m.Reboot(ctx) }
+func (m *nspawnMachine) Boots() int                                 { return m.m.Boots() }
+func (m *nspawnMachine) WaitBooted(ctx context.Context) error       { return m.m.WaitBooted(ctx) }
+func (m *nspawnMachine) BootID(ctx context.Context) (string, error) { return m.m.BootID(ctx) }
+
+var _ Rebootable = (*nspawnMachine)(nil)
+
+// rebootHook is the unit's next hook while its machine reboots (hold: nextHook returns it):
+// stop as the machine goes down, nothing while it is down, start first after it booted.
+func rebootHook(u *Unit) (h Hook, ok, hold bool) {
+	switch {
+	case u.Dying:
+		return Hook{}, false, false
+	case u.Reboot == RebootStop:
+		return Hook{Kind: "stop"}, true, true
+	case u.Reboot != "":
+		return Hook{}, false, true
+	case u.Seen.Rebooted && !u.Seen.Started:
+		return Hook{Kind: "start"}, true, true
+	}
+	return Hook{}, false, false
+}

@@ -1,0 +1,124 @@
+package model_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
+	"github.com/charmed-slurm/operators/tests/model"
+)
+
+// newMachineModel is newModel with every unit on a bookworm systemd machine.
+func newMachineModel(t *testing.T) *model.Model {
+	t.Helper()
+	img := hoststest.Image(t, "bookworm")
+	dir, err := os.MkdirTemp("", "jlr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	prov := &model.BaseMachines{
+		Network: hoststest.New(t), Default: model.BaseBookworm,
+		Images: map[string]string{model.BaseBookworm: img},
+		Binds:  []string{dir, filepath.Dir(toolsBin)},
+	}
+	m, err := model.New(context.Background(), model.Options{
+		Dir: dir, Name: "test", Tools: toolsBin, Machines: prov, UpdateStatusInterval: time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			t.Errorf("cannot close model: %v", err)
+		}
+		if t.Failed() {
+			for _, l := range m.DebugLog() {
+				t.Log(l)
+			}
+		}
+	})
+	return m
+}
+
+// bootID is the boot id status shows for unit's machine.
+func bootID(t *testing.T, m *model.Model, unit string) string {
+	t.Helper()
+	st := m.Status(context.Background())
+	app, _, _ := strings.Cut(unit, "/")
+	id := st.Machines[st.Applications[app].Units[unit].Machine].BootID
+	if id == "" {
+		t.Fatalf("status shows no boot id for %s's machine", unit)
+	}
+	return id
+}
+
+// TestReboot: a reboot runs stop as the machine goes down, then start and config-changed once
+// it has booted with a new boot id, and never remove; a reboot asked for inside the machine
+// (as Slurm's RebootProgram does) is seen after the fact: start and config-changed again.
+func TestReboot(t *testing.T) {
+	t.Parallel()
+	m := newMachineModel(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	deploy(t, m, "alpha", 1, nil)
+	waitIdle(t, m)
+	first := bootID(t, m, "alpha/0")
+	before := len(hooks(m)["alpha/0"])
+
+	if err := m.Reboot(ctx, "0"); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, m)
+	second := bootID(t, m, "alpha/0")
+	if second == first {
+		t.Errorf("boot id unchanged by the reboot: %s", first)
+	}
+	got := names(hooks(m)["alpha/0"][before:])
+	if want := []string{"stop", "start", "config-changed"}; !slices.Equal(got, want) {
+		t.Errorf("hooks around the reboot: %v, want %v", got, want)
+	}
+
+	before = len(hooks(m)["alpha/0"])
+	var out strings.Builder
+	if _, err := m.Exec(ctx, "alpha/0", []string{"systemctl", "reboot"}, &out, &out); err != nil {
+		t.Logf("systemctl reboot: %v (%s)", err, out.String())
+	}
+	for bootID(t, m, "alpha/0") == second {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no new boot id after systemctl reboot: %v", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	waitIdle(t, m)
+	got = names(hooks(m)["alpha/0"][before:])
+	if want := []string{"start", "config-changed"}; !slices.Equal(got, want) {
+		t.Errorf("hooks after a reboot from inside: %v, want %v", got, want)
+	}
+	if u := m.Status(ctx).Applications["alpha"].Units["alpha/0"]; u.JujuStatus.Current != "idle" {
+		t.Errorf("alpha/0 agent %+v after the reboots, want idle", u.JujuStatus)
+	}
+}
+
+// TestRebootRefused: a machine that cannot reboot, an unknown target.
+func TestRebootRefused(t *testing.T) {
+	m := newModel(t, modelOptions{})
+	deploy(t, m, "alpha", 1, nil)
+	waitIdle(t, m)
+	ctx := context.Background()
+	for _, tc := range []struct{ target, want string }{
+		{"alpha/0", "cannot reboot"},
+		{"7", "no such machine or unit"},
+	} {
+		err := m.Reboot(ctx, tc.target)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Reboot(%q) = %v, want an error containing %q", tc.target, err, tc.want)
+		}
+	}
+}
