@@ -95,7 +95,7 @@ func (s *Scaler) Run(ctx context.Context) error {
 		case <-timer.C:
 		}
 		if err := s.Tick(ctx); err != nil && ctx.Err() == nil {
-			s.report("cannot decide: " + err.Error())
+			s.report("error: " + err.Error())
 		}
 		timer.Reset(interval)
 	}

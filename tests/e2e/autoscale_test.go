@@ -334,3 +334,34 @@ func TestAutoscaleResumesARemoval(t *testing.T) {
 		t.Errorf("slurmd-0 is %q, want idle", st)
 	}
 }
+
+// TestAutoscaleRetriesAFailedAddUnit: the Juju client refuses the first add-unit (as a cloud
+// out of quota does); the autoscaler reports it, waits its backoff, retries, and the waiting
+// job runs.
+func TestAutoscaleRetriesAFailedAddUnit(t *testing.T) {
+	c := newCluster(t, 1)
+	dir := t.TempDir()
+	juju := filepath.Join(dir, "juju")
+	script := "#!/bin/sh\n" +
+		"if [ \"$1\" = add-unit ] && [ ! -e " + dir + "/failed ]; then\n" +
+		"  touch " + dir + "/failed; echo 'ERROR cannot add unit: quota exceeded (injected)' >&2; exit 1\n" +
+		"fi\n" +
+		"exec " + toolsBin + " \"$@\"\n"
+	if err := os.WriteFile(juju, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	as := c.startAutoscaler("--juju", juju, "--add-retry", "2s", "--app", "slurmd:min=1,max=2,idle=5s")
+	ids := []string{
+		c.sbatch("slurmd", "-N1", "--exclusive", "--wrap", "sleep 3"),
+		c.sbatch("slurmd", "-N1", "--exclusive", "--wrap", "sleep 3"),
+	}
+	c.waitCompleted(ids, 3*time.Minute)
+	for _, want := range []string{"quota exceeded (injected)", "attempt 1, retrying in 2s", "add-unit failed 1 times", "added 1 units"} {
+		if !as.said(want) {
+			t.Errorf("no autoscaler status line says %q", want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "failed")); err != nil {
+		t.Errorf("the injected failure never happened: %v", err)
+	}
+}

@@ -61,6 +61,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	interval := fs.Duration("interval", autoscaler.DefaultInterval, "time between decisions")
 	dryRun := fs.Bool("dry-run", false, "only report the decisions")
 	once := fs.Bool("once", false, "make one decision and exit")
+	retry := fs.Duration("add-retry", autoscaler.DefaultRetryBase, "wait after a failed add-unit, doubling with each failure up to 5m")
 	timeout := fs.Duration("command-timeout", 2*time.Minute, "bound on each juju command")
 	tz := fs.String("controller-tz", "UTC", "the controller's time zone (scontrol prints LastBusyTime in it)")
 	if err := fs.Parse(args); err != nil {
@@ -77,11 +78,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cli := &jujucli.CLI{Path: *jujuPath, Model: *model, Runner: command.Exec{Timeout: *timeout}}
 	s := &autoscaler.Scaler{
-		Juju:     cli,
-		Apps:     apps,
-		DryRun:   *dryRun,
-		Interval: *interval,
-		Location: loc,
+		Juju:      cli,
+		Apps:      apps,
+		DryRun:    *dryRun,
+		Interval:  *interval,
+		RetryBase: *retry,
+		Location:  loc,
 		Report: func(line string) {
 			fmt.Fprintf(stdout, "%s %s\n", time.Now().UTC().Format(time.RFC3339), line)
 		},
@@ -107,7 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	s.Report("scaling " + strings.Join(names, ", ") + dryRunNote(*dryRun))
 	if *once {
 		if err := s.Tick(ctx); err != nil {
-			s.Report("cannot decide: " + err.Error())
+			s.Report("error: " + err.Error())
 			return 1
 		}
 		return 0
