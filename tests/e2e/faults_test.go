@@ -125,12 +125,14 @@ func TestDeadHost(t *testing.T) {
 	job := c.sbatch("slurmd", "-w", "slurmd-1", "--no-requeue", "--wrap", "sleep 600")
 	c.waitJobState(job, "RUNNING", 30*time.Second)
 	c.killHost("slurmd/1", "pebble", "slurmd", "munged")
+	killed := time.Now()
 
 	c.eventually(90*time.Second, "slurmd/1 reports its own daemons down", func() (bool, string) {
 		st, msg := c.unitStatus("slurmd/1")
 		return st != "active" && strings.Contains(msg, "munged") && strings.Contains(msg, "down") &&
 			!strings.Contains(msg, "controller"), st + ": " + msg
 	})
+	t.Logf("dead host reported %s after the kill", time.Since(killed).Round(time.Millisecond))
 	if st, msg := c.unitStatus("slurmd/0"); st != "active" {
 		t.Errorf("slurmd/0 (alive) is %s %q, want active", st, msg)
 	}
@@ -138,6 +140,7 @@ func TestDeadHost(t *testing.T) {
 	if err := c.m.RemoveUnit(c.bg(), "slurmd/1"); err != nil {
 		t.Fatal(err)
 	}
+	removing := time.Now()
 	c.eventually(3*time.Minute, "slurmd/1 removed and its node deleted", func() (bool, string) {
 		st := c.m.Status(c.bg())
 		u, ok := st.Applications["slurmd"].Units["slurmd/1"]
@@ -150,14 +153,17 @@ func TestDeadHost(t *testing.T) {
 		}
 		return cmp.Equal(names, []string{"slurmd-0"}), fmt.Sprint(names)
 	})
+	t.Logf("unit removed and node deleted %s after remove-unit", time.Since(removing).Round(time.Millisecond))
 	c.slurm("srun", "-p", "slurmd", "-N1", "true")
 
 	// destroy with a dead host: every application goes, without waiting out the timeout.
 	c.killHost("slurmd/0", "pebble", "slurmd", "munged")
 	var stdout, stderr bytes.Buffer
+	destroying := time.Now()
 	if code := c.m.RunCLI(c.bg(), model.Request{Argv: []string{"destroy", "--timeout", "2m"}}, &stdout, &stderr); code != 0 || strings.Contains(stderr.String(), "did not go in time") {
 		t.Errorf("destroy with a dead host: exit %d: %s", code, stderr.String())
 	}
+	t.Logf("destroy took %s", time.Since(destroying).Round(time.Millisecond))
 	if st := c.m.Status(c.bg()); len(st.Applications) != 0 {
 		t.Errorf("after destroy: applications %v remain", st.Applications)
 	}
