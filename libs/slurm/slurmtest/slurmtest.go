@@ -20,7 +20,8 @@
 // unknown,deleted,unreachable}, squeue-node-{running,completing,empty,unknown,unreachable},
 // squeue-partition, drain-busy, delete-{busy,drained,unknown,unreachable},
 // update-{unknown,unreachable,bad-state}, resume-idle, partition-{inactive,unknown},
-// reconfigure, reconfigure-unreachable, listjobs, sinfo-notresponding, checkconf-{ok,refused}.
+// reconfigure, reconfigure-unreachable, listjobs, sinfo-notresponding, checkconf-{ok,refused},
+// squeue-pending, squeue-pending-no-nodes (recorded by tests/e2e autoscale tests with SLURMTEST_RECORD).
 package slurmtest
 
 import (
