@@ -41,7 +41,13 @@ type fakeSlurm struct {
 	tmpDisk int
 	// exitOn makes slurmd exit at start (its fatal message) when its --conf has this key.
 	exitOn string
+	// exitAfterOn makes slurmd start, then exit before it registers, when its --conf has
+	// this key (the supervisor's start succeeded).
+	exitAfterOn string
 }
+
+// errExitedAfterStart: slurmd started, then exited before registering.
+var errExitedAfterStart = errors.New("slurmd exited after its start")
 
 type fakeNode struct {
 	conf     slurmconf.Params // the --conf the record was created with
@@ -106,6 +112,9 @@ func (f *fakeSlurm) register(argv []string) error {
 	}
 	if f.exitOn != "" && p.Has(f.exitOn) {
 		return fmt.Errorf("slurmd: fatal: bad %s", f.exitOn)
+	}
+	if f.exitAfterOn != "" && p.Has(f.exitAfterOn) {
+		return errExitedAfterStart
 	}
 	if f.unreachable {
 		return nil // slurmd runs but cannot register
@@ -399,7 +408,12 @@ func (s *fakeServices) Disable(ctx context.Context, name string) error {
 func (s *fakeServices) start(name string) error {
 	spec := s.specs[name]
 	if name == SlurmdService {
-		if err := s.cluster.register(spec.Command); err != nil {
+		err := s.cluster.register(spec.Command)
+		if errors.Is(err, errExitedAfterStart) {
+			s.active[name] = false
+			return nil
+		}
+		if err != nil {
 			return err
 		}
 		if s.noCache {

@@ -51,11 +51,12 @@ func TestNodeConfigAboveMachine(t *testing.T) {
 // Slurm's reason.
 func TestNodeConfigRefusedRollsBack(t *testing.T) {
 	tests := []struct {
-		name, params, want string
-		exitOn             string
+		name, params, want  string
+		exitOn, exitAfterOn string
 	}{
 		{name: "INVALID_REG", params: "TmpDisk=5000", want: `Slurm refused node-config "TmpDisk=5000": Low TmpDisk; node slurmd-3 restored with its previous configuration and state, node-config unchanged`},
-		{name: "slurmd exits", params: "Gres=gpu:1", exitOn: "Gres", want: `Slurm refused node-config "Gres=gpu:1": cannot restart slurmd: slurmd: fatal: bad Gres; node slurmd-3 restored`},
+		{name: "slurmd does not start", params: "Gres=gpu:1", exitOn: "Gres", want: `Slurm refused node-config "Gres=gpu:1": cannot restart slurmd: slurmd: fatal: bad Gres; node slurmd-3 restored`},
+		{name: "slurmd exits before registering", params: "Gres=gpu:1", exitAfterOn: "Gres", want: `Slurm refused node-config "Gres=gpu:1": slurmd exited (service inactive) before node slurmd-3 registered; node slurmd-3 restored`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,7 +66,7 @@ func TestNodeConfigRefusedRollsBack(t *testing.T) {
 				t.Fatalf("node-config Weight=4: %s", a.Message)
 			}
 			e.slurm.mu.Lock()
-			e.slurm.exitOn = tt.exitOn
+			e.slurm.exitOn, e.slurm.exitAfterOn = tt.exitOn, tt.exitAfterOn
 			e.slurm.nodes[node].drain, e.slurm.nodes[node].reason = true, "admin hold"
 			e.slurm.mu.Unlock()
 			before := e.savedState()
