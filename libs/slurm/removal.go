@@ -18,6 +18,9 @@ const (
 	// DefaultBusyFor is how long Remove retries a delete that Slurm refuses as busy once
 	// the node's jobs are gone (a job record still completing).
 	DefaultBusyFor = time.Minute
+	// DefaultStuckFor is how long a node may stay busy with no job before a removal sets
+	// it DOWN to delete it (Slurm 22.05 bug 16434, see Remover.StuckFor).
+	DefaultStuckFor = 10 * time.Second
 )
 
 // RemovalPhase is where a node's removal stands. The phases run in this order; a removal
@@ -78,6 +81,13 @@ type Removal struct {
 	Counted  bool `json:"counted,omitempty"`
 	// Cancelled are the jobs cancelled under CancelJobs.
 	Cancelled []string `json:"cancelled,omitempty"`
+	// IdleBusySince is when the node was first seen busy with no job on it, in a row
+	// (zero when it was not): measured across Steps for Remover.StuckFor.
+	IdleBusySince time.Time `json:"idle-busy-since,omitzero"`
+	// Stuck: the node stayed busy with no job for StuckFor; it is set DOWN before the
+	// delete. Downed: that was done.
+	Stuck  bool `json:"stuck,omitempty"`
+	Downed bool `json:"downed,omitempty"`
 }
 
 // Done reports whether the node is gone.
@@ -151,6 +161,14 @@ type Remover struct {
 	// BusyFor bounds how long Remove retries a delete refused as busy; zero means
 	// DefaultBusyFor, negative no retry.
 	BusyFor time.Duration
+	// StuckFor is how long a node may stay busy while squeue shows no job on it before the
+	// removal treats it as stuck: on Slurm 22.05 a dynamic node that ran a job during a
+	// reconfigure counts that job twice and stays ALLOCATED after it ends, and
+	// `scontrol delete` refuses it as busy for ever (SchedMD bug 16434, fixed in 23.02.3).
+	// A stuck node's daemon is stopped, the node set DOWN (no job to kill; the reason
+	// names the removal) and deleted. Measured across Steps (Removal.IdleBusySince) with
+	// Now; zero means DefaultStuckFor, negative never.
+	StuckFor time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -202,6 +220,7 @@ func (m *Remover) Step(ctx context.Context, r *Removal) (bool, error) {
 				}
 			}
 			if len(jobs) > 0 {
+				r.IdleBusySince = time.Time{}
 				return false, m.jobs(ctx, r, jobs)
 			}
 			n, err := c.ShowNode(ctx, r.Node)
@@ -211,9 +230,10 @@ func (m *Remover) Step(ctx context.Context, r *Removal) (bool, error) {
 			if err != nil {
 				return false, err
 			}
-			if n.State.Busy() {
+			if n.State.Busy() && !m.stuck(r) {
 				return false, nil // a job still completing
 			}
+			r.IdleBusySince = time.Time{}
 			r.Phase = RemovalStop
 		case RemovalStop:
 			if err := m.stop(ctx, r); err != nil {
@@ -221,12 +241,23 @@ func (m *Remover) Step(ctx context.Context, r *Removal) (bool, error) {
 			}
 			r.Phase = RemovalDelete
 		case RemovalDelete:
+			if r.Stuck && !r.Downed {
+				err := c.UpdateNode(ctx, r.Node, NodeUpdate{State: "down", Reason: r.stuckReason()})
+				switch {
+				case errors.Is(err, ErrUnknownNode):
+					r.Phase = RemovalDone
+					continue
+				case err != nil:
+					return false, err
+				}
+				r.Downed = true
+			}
 			err := c.DeleteNode(ctx, r.Node)
 			switch {
 			case err == nil, errors.Is(err, ErrUnknownNode):
 				r.Phase = RemovalDone
 			case errors.Is(err, ErrNodeBusy):
-				return false, nil
+				return false, m.busyDelete(ctx, r)
 			default:
 				return false, err
 			}
@@ -234,6 +265,53 @@ func (m *Remover) Step(ctx context.Context, r *Removal) (bool, error) {
 			return false, fmt.Errorf("cannot remove node %s: unknown phase %q", r.Node, r.Phase)
 		}
 	}
+}
+
+// stuck reports whether r's node, busy with no job on it, has been so for StuckFor (and
+// marks r Stuck then); the first sighting starts the clock.
+func (m *Remover) stuck(r *Removal) bool {
+	if m.StuckFor < 0 {
+		return false
+	}
+	now := m.now()
+	if r.IdleBusySince.IsZero() {
+		r.IdleBusySince = now
+	}
+	if now.Sub(r.IdleBusySince) < bound(m.StuckFor, DefaultStuckFor) {
+		return false
+	}
+	r.Stuck = true
+	return true
+}
+
+// busyDelete handles a delete refused as busy: when no job runs on the node, the refusal
+// counts towards StuckFor (the next Step sets the node DOWN once it is reached); a job
+// on it restarts the clock.
+func (m *Remover) busyDelete(ctx context.Context, r *Removal) error {
+	if r.Stuck {
+		return nil
+	}
+	jobs, err := m.Client.JobsOnNode(ctx, r.Node)
+	switch {
+	case errors.Is(err, ErrUnknownNode):
+		return nil // the next Step's delete ends it
+	case err != nil:
+		return err
+	case len(jobs) > 0:
+		r.IdleBusySince = time.Time{}
+		return nil
+	}
+	m.stuck(r)
+	return nil
+}
+
+// stuckReason is the DOWN reason of a stuck node: the removal's reason with the cause.
+func (r *Removal) stuckReason() string {
+	reason := r.Reason
+	if reason == "" {
+		reason = "node removal"
+	}
+	return reason + ": busy with no job (Slurm bug 16434), set down to delete it"
 }
 
 // jobs applies r's policy to the jobs found on its node.

@@ -322,3 +322,113 @@ func TestRestore(t *testing.T) {
 		})
 	}
 }
+
+// TestRemoveStuckNode: a node that stays busy while squeue shows no job on it (Slurm 22.05
+// bug 16434: ALLOCATED for ever after a job that ran during a reconfigure) is, after
+// StuckFor (5 s of the fake clock), stopped, set DOWN with a reason naming the removal and
+// deleted; whether it wedges before the wait sees it idle or only at the delete. Without
+// the bound the removal waits until the guard cancels it, and the test fails.
+func TestRemoveStuckNode(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name  string
+		setup func(c *slurmtest.Cluster) func(argv []string)
+	}{
+		{name: "stuck before the wait", setup: func(c *slurmtest.Cluster) func([]string) {
+			c.StartJob("node1")
+			c.Wedge("node1")
+			return nil
+		}},
+		{name: "stuck at the delete", setup: func(c *slurmtest.Cluster) func([]string) {
+			wedged := false
+			return func(argv []string) {
+				if argv[1] == "delete" && !wedged {
+					wedged = true
+					c.Wedge("node1")
+				}
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := slurmtest.NewCluster()
+			c.AddNode("node1")
+			ctx := guard(t, c, 200, tt.setup(c))
+			var stopped []string
+			m := newRemover(c, &stopped)
+			m.StuckFor = 5 * time.Second
+			r := &slurm.Removal{Node: "node1", Reason: "unit slurmd/1 removed"}
+			if err := m.Remove(ctx, r); err != nil {
+				t.Fatalf("Remove: %v", err)
+			}
+			if len(c.NodeNames()) != 0 || !r.Stuck || !r.Downed {
+				t.Errorf("nodes left %v, stuck %v, downed %v", c.NodeNames(), r.Stuck, r.Downed)
+			}
+			if d := cmp.Diff([]string{"node1"}, stopped); d != "" {
+				t.Errorf("stopped (-want +got):\n%s", d)
+			}
+			var tail [][]string
+			for _, call := range c.Calls() {
+				if call.Argv[0] == "scontrol" && (call.Argv[1] == "update" || call.Argv[1] == "delete") {
+					tail = append(tail, call.Argv)
+				}
+			}
+			want := [][]string{
+				{"scontrol", "update", "nodename=node1", "state=down", "reason=unit slurmd/1 removed: busy with no job (Slurm bug 16434), set down to delete it"},
+				{"scontrol", "delete", "nodename=node1"},
+			}
+			if len(tail) < 2 {
+				t.Fatalf("commands %v", tail)
+			}
+			if d := cmp.Diff(want, tail[len(tail)-2:]); d != "" {
+				t.Errorf("last commands (-want +got):\n%s", d)
+			}
+			if n := len(c.Calls()); n > 40 {
+				t.Errorf("%d commands for a 5 s bound at 1 s a read", n)
+			}
+		})
+	}
+}
+
+// TestStepStuckNodeAcrossHooks: the reconcile's use, one Step per hook: the time a node has
+// been busy with no job is kept in the Removal between Steps; a job on the node restarts
+// it, and a node with a job is never set down.
+func TestStepStuckNodeAcrossHooks(t *testing.T) {
+	t.Parallel()
+	c := slurmtest.NewCluster()
+	c.AddNode("slurmd-1")
+	job := c.StartJob("slurmd-1")
+	clock := &fakeClock{}
+	m := &slurm.Remover{Client: &slurm.Client{Runner: c, Conf: "/etc/slurm/slurm.conf"}, StuckFor: 3 * time.Second, Now: clock.Now}
+	saved, _ := json.Marshal(slurm.Removal{Node: "slurmd-1", Reason: "unit slurmd/1 removed"})
+	step := func() bool {
+		var r slurm.Removal
+		if err := json.Unmarshal(saved, &r); err != nil {
+			t.Fatal(err)
+		}
+		done, err := m.Step(context.Background(), &r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved, _ = json.Marshal(r)
+		return done
+	}
+	for i := range 5 {
+		if step() {
+			t.Fatalf("step %d: removed with a job running", i)
+		}
+	}
+	c.Wedge("slurmd-1")
+	c.EndJob(job)
+	if step() || step() {
+		t.Fatal("stuck node removed before StuckFor")
+	}
+	if n, _ := c.Node("slurmd-1"); n.State.Down() {
+		t.Fatal("set down before StuckFor")
+	}
+	for i := 0; i < 3 && !step(); i++ {
+	}
+	if len(c.NodeNames()) != 0 {
+		t.Errorf("stuck node not removed after StuckFor: %v", c.NodeNames())
+	}
+}

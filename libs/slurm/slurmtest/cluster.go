@@ -49,6 +49,8 @@ type Cluster struct {
 type fakeNode struct {
 	down, drain bool
 	reason      string
+	// stuck: ALLOCATED with no job (Slurm 22.05 bug 16434) until set DOWN.
+	stuck bool
 }
 
 // fakeJob is a job: running on a node, pending (no node) or ended (a record kept until
@@ -72,6 +74,22 @@ func (c *Cluster) AddNode(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.nodes[name] = &fakeNode{}
+}
+
+// Wedge makes node stay ALLOCATED with no job, and `scontrol delete` refuse it as busy,
+// until it is set DOWN: Slurm 22.05's state after a job that ran during a reconfigure
+// (SchedMD bug 16434). Its jobs end.
+func (c *Cluster) Wedge(node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := c.nodes[node]; n != nil {
+		n.stuck = true
+	}
+	for _, j := range c.jobs {
+		if j.node == node {
+			j.ended = true
+		}
+	}
 }
 
 // StartJob starts a running job on node in DefaultPartition and returns its id.
@@ -268,7 +286,7 @@ func (c *Cluster) showLine(name string) string {
 	switch {
 	case n.down:
 		base = "DOWN"
-	case len(jobs) > 0:
+	case len(jobs) > 0, n.stuck:
 		base = "ALLOCATED"
 	}
 	state := base
@@ -381,7 +399,7 @@ func (c *Cluster) update(args []string) slurm.Output {
 	case "drain":
 		n.drain, n.reason = true, reason
 	case "down":
-		n.down, n.reason = true, reason
+		n.down, n.reason, n.stuck = true, reason, false
 	case "resume":
 		if !n.drain && !n.down {
 			return recorded("resume-idle", "node2", name)
@@ -400,7 +418,7 @@ func (c *Cluster) delete(name string) slurm.Output {
 		return recorded("delete-unreachable", "node1", name)
 	case c.nodes[name] == nil:
 		return recorded("delete-unknown", "nodeX", name)
-	case len(c.jobsOn(name)) > 0:
+	case len(c.jobsOn(name)) > 0, c.nodes[name].stuck:
 		return recorded("delete-busy", "node1", name)
 	}
 	delete(c.nodes, name)
