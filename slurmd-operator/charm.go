@@ -31,9 +31,13 @@
 // is reported as such and not as an unreachable controller; every Slurm command is bounded by
 // CommandTimeout.
 //
-// When the unit leaves (its own relation-departed, or stop, whichever comes first) the node is
-// drained with reason "unit <unit> removed", the hook waits for its jobs with the count in the
-// status, stops slurmd and deletes the node. A node with running jobs is never deleted. If the
+// When the unit leaves (its own relation-departed, or relation-broken, whichever comes first)
+// the node is drained with reason "unit <unit> removed", the hook waits for its jobs with the
+// count in the status, stops slurmd and deletes the node. A bare stop is a machine shutdown or
+// reboot (Juju >= 2.8), not a removal: the node keeps its record and state, slurmd is enabled
+// at boot, and start after the boot repairs what changed and resumes a node Slurm set DOWN for
+// its unexpected reboot (an administrator's drain stays). install and start put RebootProgram
+// in place, the program slurmctld's RebootProgram names: it reboots the machine through systemd. A node with running jobs is never deleted. If the
 // controller cannot be reached, or this host's munged is down, the node is left for the
 // controller's reconcile; a dead service manager fails neither hook while slurmd is not running.
 //
@@ -132,7 +136,7 @@ func (c *Charm) Router() *juju.Router {
 	r.Handle(juju.UpgradeCharm, c.handler(func(ctx context.Context, h *hook) error { return h.upgrade(ctx) }))
 	r.Handle(juju.ConfigChanged, c.handler(func(ctx context.Context, h *hook) error { return h.configChanged(ctx) }))
 	r.Handle(juju.LeaderElected, c.handler(func(ctx context.Context, h *hook) error { return h.configChanged(ctx) }))
-	r.Handle(juju.Start, c.handler(func(ctx context.Context, h *hook) error { return h.updateStatus(ctx) }))
+	r.Handle(juju.Start, c.handler(func(ctx context.Context, h *hook) error { return h.start(ctx) }))
 	r.Handle(juju.UpdateStatus, c.handler(func(ctx context.Context, h *hook) error { return h.updateStatus(ctx) }))
 	r.Handle(juju.Stop, c.handler(func(ctx context.Context, h *hook) error { return h.stop(ctx) }))
 	r.Handle(juju.SecretChanged, c.handler(func(ctx context.Context, h *hook) error { return h.relation(ctx) }))

@@ -554,7 +554,6 @@ func TestDepart(t *testing.T) {
 	}{
 		{"idle, relation departed", 0, 0, departed(), juju.WorkloadStatus{Code: juju.StatusMaintenance, Message: "node slurmd-3 removed"}},
 		{"jobs, relation departed", 2, 5, departed(), juju.WorkloadStatus{Code: juju.StatusMaintenance, Message: "node slurmd-3 removed"}},
-		{"jobs, stop", 1, 3, jujutest.Hook(juju.Stop), juju.WorkloadStatus{Code: juju.StatusMaintenance, Message: "node slurmd-3 removed"}},
 		{"idle, broken", 0, 0, jujutest.RelationHook(juju.RelationBroken, relID, ""), juju.WorkloadStatus{Code: juju.StatusBlocked, Message: "waiting for slurmctld relation"}},
 	}
 	for _, tt := range tests {

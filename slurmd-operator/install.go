@@ -38,6 +38,9 @@ func (h *hook) install(ctx context.Context) error {
 	if _, _, err := h.facts(ctx); err != nil {
 		return err
 	}
+	if err := h.installRebootProgram(); err != nil {
+		return err
+	}
 	return h.setStatus(ctx, juju.StatusWaiting, "waiting for slurmctld relation")
 }
 
@@ -49,19 +52,13 @@ func (h *hook) upgrade(ctx context.Context) error {
 	if _, _, err := h.facts(ctx); err != nil {
 		return err
 	}
+	if err := h.installRebootProgram(); err != nil {
+		return err
+	}
 	if h.st.Applied == nil || h.st.Departed {
 		return h.updateStatus(ctx)
 	}
-	id, err := h.relationID(ctx)
-	if err != nil || id == "" {
-		return errors.Join(err, h.updateStatus(ctx))
-	}
-	data, err := slurmd.Provider{HookContext: h.hc}.Controller(ctx, id)
-	if err != nil {
-		h.logf(ctx, juju.LevelWarning, "cannot read the controller's data: %v", err)
-		return h.updateStatus(ctx)
-	}
-	return h.ready(ctx, data)
+	return h.reapply(ctx)
 }
 
 // configChanged (also leader-elected): the leader publishes the partition; a new

@@ -229,22 +229,6 @@ func (h *hook) disconnected(ctx context.Context) error {
 	return h.setStatus(ctx, juju.StatusBlocked, "waiting for slurmctld relation")
 }
 
-// stop: the unit is going away; the node leaves if it has not yet, then the daemons stop.
-func (h *hook) stop(ctx context.Context) error {
-	if err := h.depart(ctx); err != nil {
-		return err
-	}
-	err := h.c.Services.Stop(ctx, h.c.mungeService())
-	if err == nil || errors.Is(err, service.ErrUnknownService) {
-		return nil
-	}
-	if !h.mungeAnswers(ctx) {
-		h.logf(ctx, juju.LevelWarning, "cannot stop munged, which does not answer: %v", err)
-		return nil
-	}
-	return fmt.Errorf("cannot stop munged: %w", err)
-}
-
 // RefusedError is a new slurmd --conf that Slurm refused: slurmd did not start or exited,
 // the node did not register in time, or it registered as INVALID_REG. Reason is Slurm's own
 // (the node's Reason=, or slurmd's log).

@@ -99,6 +99,9 @@ func describeState(n slurm.Node) string {
 			s += "+completing"
 		}
 	}
+	if r := rebootState(n); r != "" {
+		s += ", " + r
+	}
 	if n.State.NotResponding() {
 		s += " (not responding)"
 	}
