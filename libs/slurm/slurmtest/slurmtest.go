@@ -37,7 +37,7 @@ import (
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
-//go:embed real
+//go:embed real real-24.11
 var realFS embed.FS
 
 // Case is one scripted command: the exact argv and what it answers.
@@ -50,9 +50,19 @@ type Case struct {
 
 // Real returns the recorded real Slurm 22.05 case name (a file stem under real/). It
 // panics on an unknown name: that is a bug in the test.
-func Real(name string) Case {
+func Real(name string) Case { return readCase("real", name) }
+
+// Real2411 returns the recorded real Slurm 24.11 case name (a file stem under real-24.11/,
+// recorded on Debian 13 machines under auth/slurm by tests/e2e's TestRecordSlurm2411, with
+// nodes slurmd-0 and slurmd-1 in partition slurmd). The cases share 22.05's names, plus
+// node-no-sack (a client command on a node whose slurmd is stopped). It panics on an unknown
+// name.
+func Real2411(name string) Case { return readCase("real-24.11", name) }
+
+// readCase reads case name under dir.
+func readCase(dir, name string) Case {
 	read := func(ext string) []byte {
-		b, err := realFS.ReadFile(path.Join("real", name+"."+ext))
+		b, err := realFS.ReadFile(path.Join(dir, name+"."+ext))
 		if err != nil {
 			panic(fmt.Sprintf("slurmtest: no recorded case %q: %v", name, err))
 		}

@@ -1,0 +1,94 @@
+package e2e_test
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmed-slurm/operators/tests/model"
+)
+
+// recordEnv names the directory TestRecordSlurm2411 writes to; the recordings live in
+// libs/slurm/slurmtest/real-24.11:
+//
+//	SLURM_RECORD_DIR=$PWD/libs/slurm/slurmtest/real-24.11 go test -run TestRecordSlurm2411 ./tests/e2e/
+const recordEnv = "SLURM_RECORD_DIR"
+
+// TestRecordSlurm2411 is not a check but the recorder of real Slurm 24.11 outputs, on trixie
+// machines run by the charms (auth/slurm): the cases of slurmtest/capture.sh for 22.05 that
+// the operators rely on, under the same names, with node names slurmd-0 and slurmd-1 and
+// partition slurmd. Each case is <case>.{argv,stdout,stderr,rc}.
+func TestRecordSlurm2411(t *testing.T) {
+	out := os.Getenv(recordEnv)
+	if out == "" {
+		t.Skip("recorder of real Slurm 24.11 outputs; set " + recordEnv)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := newClusterOn(t, model.BaseTrixie, 2)
+	capOn := func(unit, name string, argv ...string) string {
+		t.Helper()
+		full := argv
+		if unit == "slurmctld/0" {
+			full = append([]string{"env", "SLURM_CONF=" + ctlConf}, argv...)
+		}
+		stdout, code, stderr := c.tryExec(unit, full...)
+		for ext, data := range map[string]string{
+			"argv": strings.Join(argv, "\n") + "\n", "stdout": stdout, "stderr": stderr, "rc": strconv.Itoa(code) + "\n",
+		} {
+			if err := os.WriteFile(filepath.Join(out, name+"."+ext), []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return stdout
+	}
+	ctl := func(name string, argv ...string) string { t.Helper(); return capOn("slurmctld/0", name, argv...) }
+	state := func(node string) string { return field(c.slurm("scontrol", "show", "node", "-o", node), "State") }
+	const q = "%i|%T|%P|%u|%N|%j"
+	const active = "RUNNING,COMPLETING,CONFIGURING,SUSPENDED"
+
+	c.eventually(30*time.Second, "2 idle nodes", func() (bool, string) {
+		return state("slurmd-0") == "IDLE+DYNAMIC_NORM" && state("slurmd-1") == "IDLE+DYNAMIC_NORM", state("slurmd-0")
+	})
+	ctl("scontrol-V", "scontrol", "-V")
+	capOn("slurmd/0", "slurmd-V", "slurmd", "-V")
+	ctl("slurmctld-V", "slurmctld", "-V")
+	capOn("slurmd/0", "slurmd-C", "slurmd", "-C")
+	ctl("ping-up", "scontrol", "ping")
+	ctl("show-node-idle", "scontrol", "show", "node", "-o", "slurmd-1")
+	job := c.sbatch("slurmd", "-w", "slurmd-0", "-J", "sleep|pipe job", "--wrap", "sleep 300")
+	c.waitJobState(job, "RUNNING", 30*time.Second)
+	ctl("show-node-allocated", "scontrol", "show", "node", "-o", "slurmd-0")
+	ctl("squeue-node-running", "squeue", "-h", "-w", "slurmd-0", "-t", active, "-o", q)
+	ctl("partition-records", "squeue", "-h", "-t", "all", "-p", "slurmd", "-o", q)
+	capOn("slurmd/0", "listjobs", "scontrol", "listjobs", "--json")
+	ctl("drain-busy", "scontrol", "update", "nodename=slurmd-0", "state=drain", "reason=unit slurmd/0 removed")
+	ctl("show-node-draining", "scontrol", "show", "node", "-o", "slurmd-0")
+	ctl("delete-busy", "scontrol", "delete", "nodename=slurmd-0")
+	ctl("resume-idle", "scontrol", "update", "nodename=slurmd-1", "state=resume")
+	c.slurm("scancel", job)
+	c.eventually(time.Minute, "slurmd-0 drained", func() (bool, string) {
+		s := state("slurmd-0")
+		return s == "IDLE+DRAIN+DYNAMIC_NORM", s
+	})
+	ctl("show-node-drained", "scontrol", "show", "node", "-o", "slurmd-0")
+	ctl("squeue-node-empty", "squeue", "-h", "-w", "slurmd-0", "-t", active, "-o", q)
+	ctl("show-node-unknown", "scontrol", "show", "node", "-o", "nodeX")
+	ctl("delete-unknown", "scontrol", "delete", "nodename=nodeX")
+	ctl("update-unknown", "scontrol", "update", "nodename=nodeX", "state=drain", "reason=x")
+	ctl("squeue-node-unknown", "squeue", "-h", "-w", "nodeX", "-t", active, "-o", q)
+	ctl("update-bad-state", "scontrol", "update", "nodename=slurmd-1", "state=bogus")
+	ctl("partition-unknown", "scontrol", "update", "partitionname=nope", "state=INACTIVE")
+	ctl("reconfigure", "scontrol", "reconfigure")
+	// A drained node whose slurmd is stopped is deleted.
+	c.exec("slurmd/0", "systemctl", "stop", "slurmd.service")
+	ctl("delete-drained", "scontrol", "delete", "nodename=slurmd-0")
+	ctl("show-node-deleted", "scontrol", "show", "node", "-o", "slurmd-0")
+	// On a node whose slurmd is stopped, client commands have no sack socket (auth/slurm).
+	capOn("slurmd/0", "node-no-sack", "env", "SLURM_CONF=/var/spool/slurmd/conf-cache/slurm.conf", "scontrol", "ping")
+	ctl("show-node-all", "scontrol", "show", "node", "-o")
+}
