@@ -274,6 +274,19 @@ func appendTrace(m map[string][]string, name string, lines []string) map[string]
 	return m
 }
 
+// times returns when the lines logged since t0 that match were logged.
+func (t *tracer) times(t0 time.Time, match func(string) bool) []time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []time.Time
+	for _, l := range t.lines {
+		if !l.at.Before(t0) && match(l.text) {
+			out = append(out, l.at)
+		}
+	}
+	return out
+}
+
 // count returns how many lines so far match.
 func (t *tracer) count(match func(string) bool) int {
 	t.mu.Lock()

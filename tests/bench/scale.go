@@ -87,6 +87,18 @@ func (c *opCluster) end(rep *Report, p phase, prefix string, n int) (hooks int, 
 		modelPeak, _ = ParseVmHWM(status)
 	}
 	per := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(n) }
+	// The controller runs its hooks one after the other: while its queue is full, the gap from
+	// one hook's start to the next is that hook's cost (plus the model's dispatch).
+	var gaps []float64
+	starts := c.trace.times(p.t0, ctlHookLine)
+	for i := 1; i < len(starts); i++ {
+		gaps = append(gaps, float64(starts[i].Sub(starts[i-1]))/float64(time.Millisecond))
+	}
+	if len(gaps) > 0 {
+		g := Summarize(gaps)
+		rep.Add(Figure{Name: prefix + ".ctl_hook_gap_ms", Value: g.Median, Unit: "ms", Samples: g.N, Values: gaps,
+			Note: "median gap between the starts of successive controller hooks (a hook's wall time plus dispatch while hooks queue): flat when no controller hook grows with the number of units"})
+	}
 	rep.Add(
 		Figure{Name: prefix + ".ctl_hooks", Value: float64(hooks), Unit: "count",
 			Note: fmt.Sprintf("hooks the controller (slurmctld/0) ran: %.2f per unit", float64(hooks)/float64(n))},
@@ -214,9 +226,7 @@ func (c *opCluster) scaleOut(ctx context.Context, opts *RunOptions, rep *Report,
 		Figure{Name: prefix + "_hosts_s", Value: lastHost.Sub(p.t0).Seconds(), Unit: "s", Note: "add-unit → the last host is up"},
 		Figure{Name: prefix + "_settle_s", Value: settle.Seconds(), Unit: "s", Note: settleNote})
 	c.end(rep, p, prefix, n)
-	if n == slices.Max(opts.Scales) {
-		rep.Traces = appendTrace(rep.Traces, fmt.Sprintf("scale-out of %d: slurmctld/0 until settled", n), c.trace.since(p.t0, subjects("slurmctld/0")...))
-	}
+	rep.Traces = appendTrace(rep.Traces, fmt.Sprintf("scale-out of %d: slurmctld/0 until settled", n), c.trace.since(p.t0, subjects("slurmctld/0")...))
 	if werr != nil || settleErr != nil {
 		return total, errors.Join(werr, settleErr)
 	}
