@@ -140,7 +140,7 @@ func (h *hook) stopSlurmd(ctx context.Context) error {
 }
 
 // depart takes the node out of the cluster, once: drain, wait for its jobs, stop slurmd,
-// delete the node. With an unreachable controller the node stays drained (or as it is) for
+// delete the node (under auth/slurm delete, then stop: see authSlurm). With an unreachable controller the node stays drained (or as it is) for
 // the controller's reconcile, and the hook succeeds.
 func (h *hook) depart(ctx context.Context) error {
 	if h.st.Departed {
@@ -184,10 +184,17 @@ func (h *hook) depart(ctx context.Context) error {
 	if err != nil && !unreachable(err) {
 		return fmt.Errorf("cannot remove node %s: %w", h.node, err)
 	}
+	deleteFirst := err == nil && h.authSlurm(ctx)
+	if deleteFirst {
+		err = h.deleteNode(ctx)
+		if err != nil && !unreachable(err) {
+			return err
+		}
+	}
 	if err := h.stopSlurmd(ctx); err != nil {
 		return err
 	}
-	if err == nil {
+	if err == nil && !deleteFirst {
 		err = h.deleteNode(ctx)
 		if err != nil && !unreachable(err) {
 			return err
@@ -327,10 +334,16 @@ func (h *hook) reregister(ctx context.Context, spec service.Spec, old *service.S
 // replaceNode stops slurmd, deletes the node's record (when known), starts slurmd as spec
 // says and waits for a valid registration; a refused one is a *RefusedError.
 func (h *hook) replaceNode(ctx context.Context, spec service.Spec, known bool) error {
+	deleteFirst := known && h.authSlurm(ctx)
+	if deleteFirst {
+		if err := h.deleteNode(ctx); err != nil {
+			return err
+		}
+	}
 	if err := h.stopSlurmd(ctx); err != nil {
 		return err
 	}
-	if known {
+	if known && !deleteFirst {
 		if err := h.deleteNode(ctx); err != nil {
 			return err
 		}

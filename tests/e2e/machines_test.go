@@ -41,9 +41,7 @@ func (c *cluster) checkSystemd(unit, service string) {
 
 // TestClusterTrixie runs the cluster on Debian 13 machines with Slurm 24.11: auth/slurm with
 // slurm.key and no munged, nodes joining (also after add-unit, with no reconfigure) and jobs
-// across them. Removing a unit is not here yet: under auth/slurm a node whose slurmd is
-// stopped has no sack socket, so the slurmd charm's own `scontrol delete` fails (see
-// docs/machines.md).
+// across them. TestNodeLifecycleTrixie walks the rest.
 func TestClusterTrixie(t *testing.T) {
 	t.Parallel()
 	c := newClusterOn(t, model.BaseTrixie, 2)
@@ -87,4 +85,9 @@ func TestClusterTrixie(t *testing.T) {
 	}
 	job := c.sbatch("slurmd", "-N3", "--wrap", "srun true")
 	c.waitJobState(job, "COMPLETED", time.Minute)
+}
+
+func TestNodeLifecycleTrixie(t *testing.T) {
+	t.Parallel()
+	nodeLifecycle(t, newClusterOn(t, model.BaseTrixie, 2))
 }
