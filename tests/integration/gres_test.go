@@ -189,6 +189,34 @@ func TestGresDynamicNode(t *testing.T) {
 	if jobs[2].device != "0" && jobs[2].device != "1" {
 		t.Errorf("third job: CUDA_VISIBLE_DEVICES=%q", jobs[2].device)
 	}
+
+	// A reconfigure (a partition change) re-reads gres.conf, the include
+	// from each node's own disk: the GPUs stay. (Once the jobs are gone:
+	// a node reconfigured while a job was still completing was seen to stay
+	// COMPLETING.)
+	waitNode(t, ctx, sc, "gpu0", func(n slurm.Node) bool {
+		return n.State.Base == slurm.StateIdle && !n.State.Has(slurm.FlagCompleting)
+	})
+	if err := sc.Reconfigure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// slurmd 22.05 logs this line when it (re)reads its configuration: at
+	// start and on every reconfigure.
+	waitUntil(t, ctx, "slurmd on gpu0 reconfigured", func() (bool, string) {
+		return strings.Count(readSlurmdLog(gpu), "CPU frequency setting not configured") >= 2, ""
+	})
+	n = waitNode(t, ctx, sc, "gpu0", func(n slurm.Node) bool { return n.State.Base == slurm.StateIdle })
+	if g, _ := n.Get("Gres"); g != "gpu:tesla_t4:2" || n.State.Drain() {
+		t.Errorf("gpu0 after reconfigure: Gres=%s state %v, want gpu:tesla_t4:2 and idle", g, n.State)
+	}
+	sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
+	defer scancel()
+	if dev, err := c.ctlStdout(sctx, "srun", "-p", "gpu", "--gres=gpu:2", "--mem=100", "sh", "-c", "echo $CUDA_VISIBLE_DEVICES"); err != nil || dev != "0,1\n" {
+		node, _ := c.scontrol(ctx, "show", "node", "gpu0")
+		part, _ := c.scontrol(ctx, "show", "partition", "gpu")
+		q, _ := c.onCtl(ctx, "squeue", "-o", "%i %T %r %b")
+		t.Errorf("srun --gres=gpu:2 after reconfigure: %q, %v; want 0,1\nnode: %s\npartition: %s\nqueue: %s", dev, err, node, part, q)
+	}
 }
 
 // gpuJob is a running `srun --gres=gpu:1` and the device it was given.
