@@ -4,7 +4,7 @@
 // it: `juju add-unit`, scontrol drain/resume, and `juju remove-unit` for idle nodes it drained
 // itself, after rechecking that nothing runs on them. Jobs Slurm holds with reason
 // PartitionConfig (submitted while their partition had no node) are handed back to the main
-// scheduler once a node is idle ([slurm.Client.Reconsider]). All state that matters is read again on
+// scheduler once nodes are idle ([slurm.Client.Reconsider]). All state that matters is read again on
 // every tick (units from Juju, nodes, drains and idle times from Slurm), so a restarted
 // autoscaler resumes where the previous one stopped; only add-unit backoff and how long a unit
 // has been waiting to register are kept in memory.
@@ -283,19 +283,25 @@ func (s *Scaler) act(ctx context.Context, sl Slurm, app policy.App, in policy.In
 	return errors.Join(errs...)
 }
 
-// reconsider asks Slurm to evaluate again the jobs held with reason PartitionConfig in app's
-// partition once it has an idle node: Slurm 22.05 leaves them to the backfill scheduler (up
-// to bf_interval, 30 s by default) after the partition's first node joins.
+// reconsider hands jobs Slurm holds for want of a node (reason PartitionConfig on 22.05,
+// ReqNodeNotAvail or "Nodes required for job..." with FUTURE nodes on 24.11) back to the main
+// scheduler once app's partition has usable nodes enough for them: Slurm otherwise leaves them
+// to the backfill scheduler, up to bf_interval (30 s by default) after the nodes joined. At most
+// maxReconsider jobs a decision, so a long queue costs a bounded number of RPCs.
 func (s *Scaler) reconsider(ctx context.Context, sl Slurm, app policy.App, in policy.Input, pending []slurm.PendingJob) error {
-	if !slices.ContainsFunc(in.Units, func(u policy.Unit) bool {
-		return !u.Dying && u.Node != nil && !u.Node.Busy && !u.Node.Drain && !u.Node.Unusable
-	}) {
-		return nil
+	usable := 0
+	for _, u := range in.Units {
+		if !u.Dying && u.Node != nil && !u.Node.Drain && !u.Node.Unusable {
+			usable++
+		}
 	}
 	var ids []string
 	var errs []error
 	for _, j := range pending {
-		if j.Reason != "PartitionConfig" || !slices.Contains(j.Partitions, app.Name) {
+		if len(ids)+len(errs) == maxReconsider {
+			break
+		}
+		if !held(j.Reason) || !slices.Contains(j.Partitions, app.Name) || max(j.Nodes, 1) > usable {
 			continue
 		}
 		if err := sl.Reconsider(ctx, j); err != nil {
@@ -305,9 +311,19 @@ func (s *Scaler) reconsider(ctx context.Context, sl Slurm, app policy.App, in po
 		ids = append(ids, j.ID)
 	}
 	if len(ids) > 0 {
-		s.report(fmt.Sprintf("%s: jobs %s held as PartitionConfig with a node idle: asked Slurm to schedule them again", app.Name, strings.Join(ids, " ")))
+		s.report(fmt.Sprintf("%s: jobs %s held for want of a node, with nodes up: asked Slurm to schedule them again", app.Name, strings.Join(ids, " ")))
 	}
 	return errors.Join(errs...)
+}
+
+// maxReconsider bounds the jobs handed back to the scheduler in one decision.
+const maxReconsider = 50
+
+// held reports a pending reason that says the job's partition had no usable node when Slurm
+// last looked at it.
+func held(reason string) bool {
+	return reason == "PartitionConfig" || strings.HasPrefix(reason, "ReqNodeNotAvail") ||
+		strings.HasPrefix(strings.ReplaceAll(reason, "_", " "), "Nodes required for job")
 }
 
 // recheck confirms, just before remove-unit, that node is still drained by the autoscaler and

@@ -276,19 +276,21 @@ func TestHeldJobsReconsideredOnceANodeIsIdle(t *testing.T) {
 		{ID: "1", Partitions: []string{"slurmd"}, Nodes: 1, Reason: "PartitionConfig"},
 		{ID: "2", Partitions: []string{"other"}, Nodes: 1, Reason: "PartitionConfig"},
 		{ID: "3", Partitions: []string{"slurmd"}, Nodes: 1, Reason: "Dependency"},
+		{ID: "4", Partitions: []string{"slurmd"}, Nodes: 2, Reason: "ReqNodeNotAvail, May be reserved for other job"},
+		{ID: "5", Partitions: []string{"slurmd"}, Nodes: 1, Reason: "ReqNodeNotAvail, May be reserved for other job"},
 	}
 	// No node yet: add one, nothing to reconsider.
 	e := newEnv(nil, map[string]string{}, false)
-	e.s.Apps[0].Min = 0
+	e.s.Apps[0].Min, e.s.Apps[0].ScaleOutStep = 0, 1
 	e.slurm.pending = held
 	e.tick(t)
 	if len(e.slurm.actions) != 0 {
 		t.Fatalf("slurm actions %v with no node, want none", e.slurm.actions)
 	}
-	// The new unit's node is idle: job 1 goes back to the scheduler.
+	// The new unit's node is up: jobs 1 and 5 go back to the scheduler; job 4 needs 2 nodes.
 	e.slurm.nodes["slurmd-0"] = "State=IDLE+DYNAMIC_NORM LastBusyTime=2026-11-23T20:00:00"
 	e.tick(t)
-	if d := cmp.Diff([]string{"reconsider 1"}, e.slurm.actions); d != "" {
+	if d := cmp.Diff([]string{"reconsider 1", "reconsider 5"}, e.slurm.actions); d != "" {
 		t.Errorf("slurm actions (-want +got):\n%s", d)
 	}
 }

@@ -125,8 +125,10 @@ var reasons = []string{
 // WantsNodes reports whether a job pending for reason would run with more nodes in its
 // partition. Dependencies, holds, limits, reservations and down partitions are not demand.
 func WantsNodes(reason string) bool {
+	// squeue prints "Nodes required for job are DOWN, ..." (24.11; underscores in some versions),
+	// and "ReqNodeNotAvail, ..." for jobs waiting for nodes that are not there yet (FUTURE).
 	return slices.Contains(reasons, reason) || strings.HasPrefix(reason, "ReqNodeNotAvail") ||
-		strings.HasPrefix(reason, "Nodes_required_for_job")
+		strings.HasPrefix(strings.ReplaceAll(reason, "_", " "), "Nodes required for job")
 }
 
 // Decide makes one decision for one application.

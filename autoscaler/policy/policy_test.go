@@ -187,7 +187,9 @@ func TestWantsNodes(t *testing.T) {
 		want   bool
 	}{
 		{"Resources", true}, {"Priority", true}, {"None", true}, {"PartitionConfig", true}, {"BadConstraints", true},
-		{"ReqNodeNotAvail, UnavailableNodes:slurmd-1", true},
+		{"ReqNodeNotAvail, UnavailableNodes:slurmd-1", true}, {"ReqNodeNotAvail, May be reserved for other job", true},
+		{"Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions", true},
+		{"Nodes_required_for_job_are_DOWN,_DRAINED_or_reserved_for_jobs_in_higher_priority_partitions", true},
 		{"Dependency", false}, {"JobHeldUser", false}, {"JobHeldAdmin", false}, {"BeginTime", false},
 		{"PartitionDown", false}, {"PartitionInactive", false}, {"QOSMaxJobsPerUserLimit", false}, {"Reservation", false},
 	} {

@@ -25,6 +25,9 @@ func TestPendingJobs(t *testing.T) {
 		want []slurm.PendingJob
 	}{
 		{"burst of 12 one-node jobs", "squeue-pending", burst},
+		{"24.11, partition with only FUTURE nodes", "squeue-pending-future-24.11", []slurm.PendingJob{
+			{ID: "2", Partitions: []string{"slurmd"}, Nodes: 1, Reason: "ReqNodeNotAvail, May be reserved for other job"},
+		}},
 		{"partition with no node (scale from zero)", "squeue-pending-no-nodes", []slurm.PendingJob{
 			{ID: "1", Partitions: []string{"slurmd"}, Nodes: 1, Reason: "PartitionConfig"},
 			{ID: "2", Partitions: []string{"slurmd"}, Nodes: 2, Reason: "PartitionConfig"},
@@ -87,7 +90,7 @@ func TestParsePending(t *testing.T) {
 }
 
 func FuzzParsePending(f *testing.F) {
-	for _, name := range []string{"squeue-pending", "squeue-pending-no-nodes"} {
+	for _, name := range []string{"squeue-pending", "squeue-pending-no-nodes", "squeue-pending-future-24.11"} {
 		f.Add(slurmtest.Real(name).Output.Stdout)
 	}
 	f.Add([]byte("7_3|a,b|2-4|Resources\n"))

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/charmed-slurm/operators/tests/model"
 )
 
 // autoscaler is a running slurm-autoscaler command acting on the cluster's model through the
@@ -308,7 +310,7 @@ func TestAutoscaleFromZero(t *testing.T) {
 	if got := watch.most(); got != 2 {
 		t.Errorf("peak %d units, want 2 (max 2, one 2-node job)", got)
 	}
-	for _, want := range []string{"more nodes: adding", "held as PartitionConfig with a node idle: asked Slurm to schedule them again"} {
+	for _, want := range []string{"more nodes: adding", "held for want of a node, with nodes up: asked Slurm to schedule them again"} {
 		if !as.said(want) {
 			t.Errorf("no autoscaler status line says %q", want)
 		}
@@ -364,4 +366,45 @@ func TestAutoscaleRetriesAFailedAddUnit(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "failed")); err != nil {
 		t.Errorf("the injected failure never happened: %v", err)
 	}
+}
+
+// TestAutoscaleHeldJobTrixie: scale from zero on Slurm 24.11 (Debian 13 machines, auth/slurm).
+// The slurmd charm cannot remove a unit there yet (TestClusterTrixie), so the partition is
+// emptied at Slurm's level: slurmd stopped on the unit's machine, its node deleted from the
+// controller. Unlike 22.05, 24.11 rejects a job for a NodeSet partition with no node
+// ("Requested node configuration is not available"). With FUTURE node records carrying the
+// NodeSet's feature (written here by hand, as the slurmctld charm would have to), it accepts
+// and holds jobs; once a node is back the autoscaler sees the demand and the job completes.
+func TestAutoscaleHeldJobTrixie(t *testing.T) {
+	c := newClusterOn(t, model.BaseTrixie, 1)
+	if v := c.slurm("scontrol", "-V"); !strings.Contains(v, " 24.11.") {
+		t.Fatalf("scontrol -V = %q, want Slurm 24.11", v)
+	}
+	c.exec("slurmd/0", "systemctl", "stop", "slurmd.service")
+	c.slurm("scontrol", "delete", "nodename=slurmd-0")
+	if nodes := c.nodeNames(); len(nodes) != 0 {
+		t.Fatalf("nodes %v left after the delete", nodes)
+	}
+	sbatch := []string{"env", "SLURM_CONF=" + ctlConf, "sbatch", "--parsable", "-p", "slurmd", "-N1", "-o", "/dev/null", "--wrap", "sleep 1"}
+	if out, code, stderr := c.tryExec("slurmctld/0", sbatch...); code == 0 || !strings.Contains(stderr, "Requested node configuration is not available") {
+		t.Fatalf("Slurm 24.11, no node in the partition: sbatch exited %d (%s%s), want the rejection 22.05 does not make", code, out, stderr)
+	}
+
+	c.exec("slurmctld/0", "sh", "-c", "echo 'NodeName=slurmd-future[1-2] State=FUTURE Feature=slurmd CPUs=1 RealMemory=100' >> "+ctlConf)
+	c.slurm("scontrol", "reconfigure")
+	id := c.sbatch("slurmd", "-N1", "--wrap", "sleep 1") // accepted now
+	c.recordPending("squeue-pending-future-24.11")
+	out := c.slurm("scontrol", "show", "job", "-o", id)
+	st, reason := jobStateRE.FindStringSubmatch(out), jobReasonRE.FindStringSubmatch(out)
+	if st == nil || st[1] != "PENDING" || reason == nil {
+		t.Fatalf("job %s with only FUTURE nodes in its partition: want PENDING, got %s", id, out)
+	}
+	t.Logf("Slurm 24.11, FUTURE nodes only: job %s %s (Reason=%s)", id, st[1], reason[1])
+	as := c.startAutoscaler("--app", "slurmd:min=1,max=1,idle=1h")
+	c.exec("slurmd/0", "systemctl", "start", "slurmd.service")
+	c.waitCompleted([]string{id}, 3*time.Minute)
+	if !as.said(" slurmd: ") {
+		t.Error("the autoscaler made no decision")
+	}
+	t.Logf("handed back to the main scheduler by the autoscaler: %v", as.said("asked Slurm to schedule them again"))
 }

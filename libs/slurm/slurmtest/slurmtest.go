@@ -21,7 +21,8 @@
 // squeue-partition, drain-busy, delete-{busy,drained,unknown,unreachable},
 // update-{unknown,unreachable,bad-state}, resume-idle, partition-{inactive,unknown},
 // reconfigure, reconfigure-unreachable, listjobs, sinfo-notresponding, checkconf-{ok,refused},
-// squeue-pending, squeue-pending-no-nodes (recorded by tests/e2e autoscale tests with SLURMTEST_RECORD).
+// squeue-pending, squeue-pending-no-nodes, squeue-pending-future-24.11 (Slurm 24.11; recorded by
+// tests/e2e autoscale tests with SLURMTEST_RECORD).
 package slurmtest
 
 import (
