@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/hostlist"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/slurm"
@@ -21,7 +22,7 @@ import (
 
 // showCurrentConfig returns slurm.conf and its includes as results.
 func (c *Charm) showCurrentConfig(ctx context.Context, hc *juju.HookContext) error {
-	data, err := os.ReadFile(c.path(confPath))
+	data, err := os.ReadFile(c.Path(confPath))
 	if err != nil {
 		return fmt.Errorf("cannot read %s: %w", confPath, err)
 	}
@@ -35,7 +36,7 @@ func (c *Charm) showCurrentConfig(ctx context.Context, hc *juju.HookContext) err
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(confDir, p)
 		}
-		b, err := os.ReadFile(c.path(p))
+		b, err := os.ReadFile(c.Path(p))
 		if err != nil {
 			return fmt.Errorf("cannot read include %s: %w", p, err)
 		}
@@ -203,8 +204,10 @@ func nodeError(n string, err error) string {
 	return fmt.Sprintf("node %s: %s", n, msg)
 }
 
-// deleteNode deletes dynamic nodes; with force it drains them, cancels their jobs (reported
-// in the results) and waits for the jobs to end first.
+// deleteNode deletes dynamic nodes through slurm.Remover: a node with jobs is refused
+// (RefuseJobs); with force it is drained, its jobs cancelled (reported in the results and
+// the action log) and waited for (CancelJobs). DeleteWait bounds the wait for the jobs and
+// for a delete Slurm refuses as busy.
 func (c *Charm) deleteNode(ctx context.Context, hc *juju.HookContext) error {
 	var p struct {
 		Nodes string `json:"nodes"`
@@ -217,38 +220,37 @@ func (c *Charm) deleteNode(ctx context.Context, hc *juju.HookContext) error {
 	if err != nil {
 		return hc.Actions.Fail(ctx, err.Error())
 	}
-	cl := c.client()
+	wait := charm.Or(c.DeleteWait, time.Minute)
+	m := c.remover()
+	m.BusyFor = wait
+	m.Cancelling = func(node string, jobs []string) {
+		_ = hc.Actions.Log(ctx, fmt.Sprintf("cancelling jobs %s on node %s", strings.Join(jobs, ","), node))
+	}
 	var cancelled, deleted []string
 	var o nodeOutcome
-	fail := o.fail
 	for _, n := range nodes {
-		jobs, err := cl.JobsOnNode(ctx, n)
-		if err != nil {
-			fail(n, nodeError(n, err))
+		// An unknown node is a failure here, not a removal already done.
+		if _, err := m.Client.ShowNode(ctx, n); err != nil {
+			o.fail(n, nodeError(n, err))
 			continue
 		}
-		if len(jobs) > 0 && !p.Force {
-			fail(n, fmt.Sprintf("node %s has running jobs %s: not deleted (force=true cancels them)", n, strings.Join(jobIDs(jobs), ",")))
-			continue
+		r := &slurm.Removal{Node: n, Jobs: slurm.RefuseJobs}
+		if p.Force {
+			r.Reason, r.Jobs = "deleted by the delete-node action", slurm.CancelJobs
 		}
-		if len(jobs) > 0 {
-			if err := cl.Drain(ctx, n, "deleted by the delete-node action"); err != nil && !errors.Is(err, slurm.ErrInvalidNodeState) {
-				fail(n, nodeError(n, err))
-				continue
-			}
-			ids := jobIDs(jobs)
-			_ = hc.Actions.Log(ctx, fmt.Sprintf("cancelling jobs %s on node %s", strings.Join(ids, ","), n))
-			if err := c.scancel(ctx, ids); err != nil {
-				fail(n, fmt.Sprintf("node %s: %v", n, err))
-				continue
-			}
-			cancelled = append(cancelled, ids...)
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		err := m.Remove(wctx, r)
+		cancel()
+		cancelled = append(cancelled, r.Cancelled...)
+		var busy *slurm.BusyError
+		switch {
+		case errors.As(err, &busy):
+			o.fail(n, fmt.Sprintf("node %s has running jobs %s: not deleted (force=true cancels them)", n, strings.Join(slurm.JobIDs(busy.Jobs), ",")))
+		case err != nil:
+			o.fail(n, nodeError(n, err))
+		default:
+			deleted = append(deleted, n)
 		}
-		if err := c.deleteWhenFree(ctx, cl, n, p.Force); err != nil {
-			fail(n, nodeError(n, err))
-			continue
-		}
-		deleted = append(deleted, n)
 	}
 	res := map[string]string{"deleted": hostlist.Compress(deleted)}
 	if len(cancelled) > 0 {
@@ -257,52 +259,10 @@ func (c *Charm) deleteNode(ctx context.Context, hc *juju.HookContext) error {
 	return o.report(ctx, hc, res)
 }
 
-// deleteWhenFree deletes node n; with force it retries while cancelled jobs finish, for at
-// most DeleteWait.
-func (c *Charm) deleteWhenFree(ctx context.Context, cl *slurm.Client, n string, force bool) error {
-	budget := c.DeleteWait
-	if budget <= 0 {
-		budget = time.Minute
-	}
-	deadline := time.Now().Add(budget)
-	for {
-		err := cl.DeleteNode(ctx, n)
-		if err == nil || !force || !errors.Is(err, slurm.ErrNodeBusy) || !time.Now().Add(c.poll()).Before(deadline) {
-			return err
-		}
-		if werr := wait(ctx, c.poll()); werr != nil {
-			return err
-		}
-	}
-}
-
-func jobIDs(jobs []slurm.Job) []string {
-	ids := make([]string, len(jobs))
-	for i, j := range jobs {
-		ids[i] = j.ID
-	}
-	return ids
-}
-
-// scancel cancels jobs.
-func (c *Charm) scancel(ctx context.Context, ids []string) error {
-	out, err := c.Slurm.Run(ctx, append([]string{"scancel"}, ids...), []string{"SLURM_CONF=" + confPath})
-	if err != nil {
-		return fmt.Errorf("cannot cancel jobs %s: %w", strings.Join(ids, ","), err)
-	}
-	if out.ExitCode != 0 {
-		return fmt.Errorf("cannot cancel jobs %s: scancel exited with %d: %s", strings.Join(ids, ","), out.ExitCode, strings.TrimSpace(string(out.Stderr)))
-	}
-	return nil
-}
-
 // rotateAuthKey publishes a new auth key revision (leader only), installs it here and
 // restarts munged; slurmd units follow on secret-changed.
-func (c *Charm) rotateAuthKey(ctx context.Context, hc *juju.HookContext) error {
-	h, err := c.begin(ctx, hc)
-	if err != nil {
-		return err
-	}
+func (c *Charm) rotateAuthKey(ctx context.Context, h *hook) error {
+	hc := h.hc
 	if !h.leader {
 		return hc.Actions.Fail(ctx, "rotate-auth-key must run on the leader unit")
 	}
@@ -335,24 +295,21 @@ func (c *Charm) rotateAuthKey(ctx context.Context, hc *juju.HookContext) error {
 		return err
 	}
 	h.logf(ctx, juju.LevelInfo, "rotated the auth key to key id %s", keyID)
-	return h.finish(ctx, hc.Actions.Set(ctx, map[string]string{"keyid": keyID, "secret-id": string(id)}))
+	return hc.Actions.Set(ctx, map[string]string{"keyid": keyID, "secret-id": string(id)})
 }
 
 // settleJobs settles the pending jobs of a partition being removed (they can never run
 // there): move-to queues them in another live partition, cancel=true cancels them. Running
 // jobs are never touched: the partition is removed once they end. The results name the jobs
 // moved or cancelled.
-func (c *Charm) settleJobs(ctx context.Context, hc *juju.HookContext) error {
+func (c *Charm) settleJobs(ctx context.Context, h *hook) error {
+	hc := h.hc
 	var p struct {
 		Partition string `json:"partition"`
 		MoveTo    string `json:"move-to"`
 		Cancel    bool   `json:"cancel"`
 	}
 	if err := hc.Actions.Params(ctx, &p); err != nil {
-		return err
-	}
-	h, err := c.begin(ctx, hc)
-	if err != nil {
 		return err
 	}
 	if !h.leader {
@@ -399,7 +356,7 @@ func (c *Charm) settleJobs(ctx context.Context, hc *juju.HookContext) error {
 		return err
 	}
 	res := map[string]string{key: strings.Join(done, ","), "partition": p.Partition}
-	if err := h.finish(ctx, errors.Join(hc.Actions.Set(ctx, res), h.setStatus(ctx))); err != nil {
+	if err := errors.Join(hc.Actions.Set(ctx, res), h.setStatus(ctx)); err != nil {
 		return err
 	}
 	if len(failed) > 0 {

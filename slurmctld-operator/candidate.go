@@ -31,7 +31,7 @@ func (h *hook) confFile(name string) string {
 	if h.stage != "" {
 		return filepath.Join(h.stage, name)
 	}
-	return h.c.path(filepath.Join(confDir, name))
+	return h.c.Path(filepath.Join(confDir, name))
 }
 
 // managedConf reports whether name is a file of confDir that the charm manages.
@@ -47,7 +47,7 @@ func (h *hook) changeConf(ctx context.Context, edit func(ctx context.Context) (b
 	if h.stage != "" {
 		return edit(ctx)
 	}
-	live := h.c.path(confDir)
+	live := h.c.Path(confDir)
 	if err := os.MkdirAll(live, 0o755); err != nil {
 		return false, fmt.Errorf("cannot create %s: %w", confDir, err)
 	}

@@ -36,7 +36,7 @@ func TestSlurmRefusesParameters(t *testing.T) {
 	if len(e.slurm.checked) == 0 || !strings.Contains(e.slurm.checked[len(e.slurm.checked)-1], candidatePrefix) {
 		t.Errorf("Slurm's parser read %q, want a candidate directory", e.slurm.checked)
 	}
-	if left, _ := filepath.Glob(e.c.path(filepath.Join(confDir, candidatePrefix+"*"))); len(left) > 0 {
+	if left, _ := filepath.Glob(e.c.Path(filepath.Join(confDir, candidatePrefix+"*"))); len(left) > 0 {
 		t.Errorf("candidate directories left behind: %v", left)
 	}
 
@@ -94,7 +94,7 @@ func TestSlurmRefusesPartition(t *testing.T) {
 	if n := e.slurm.count("scontrol", "reconfigure"); n != reconf {
 		t.Errorf("%d reconfigures after refused partitions, want none", n-reconf)
 	}
-	if _, err := os.Stat(e.c.path(confPath)); err != nil {
+	if _, err := os.Stat(e.c.Path(confPath)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -13,11 +13,11 @@
 package main
 
 import (
-	"context"
 	"io"
-	"path/filepath"
 	"time"
 
+	"github.com/charmed-slurm/operators/libs/charm"
+	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
@@ -45,14 +45,16 @@ const svcSlurmctld = "slurmctld"
 
 // Charm holds the dependencies of every handler. Tests fill it with fakes.
 type Charm struct {
-	// Root is the file system root for every file the charm writes ("/" in production,
-	// a temporary directory in tests).
-	Root string
+	// Settings are the kit's shared tunables: Root (the file system root for every file
+	// the charm writes), PollInterval (the pause between checks in bounded waits; 2 s when
+	// zero), MungeTimeout (the bound on a (re)started munged answering `munge -n`; 10 s when
+	// zero) and LookupUser (file owners; nil uses os/user).
+	charm.Settings
 	// StateFile is the charm state's path (in the unit's charm directory); empty means
 	// /var/lib/slurmctld-operator/state.json below Root.
 	StateFile string
 	// Slurm runs Slurm's commands (scontrol, squeue, scancel) and apt-get.
-	Slurm slurm.Runner
+	Slurm command.Runner
 	// Services runs munged and slurmctld.
 	Services service.Manager
 	// MungeService is munged's service name: "munged" under Pebble, "munge" with systemd.
@@ -63,29 +65,20 @@ type Charm struct {
 	LookPath func(string) (string, error)
 	// Rand is the randomness for new keys (crypto/rand.Reader).
 	Rand io.Reader
-	// LookupUser returns a user's uid and gid (for file owners); nil uses os/user.
-	LookupUser func(name string) (uid, gid int, err error)
-	// PollInterval is the pause between checks in bounded waits.
-	PollInterval time.Duration
 	// DepartWait bounds the wait for a departed unit's node in relation-departed.
 	DepartWait time.Duration
 	// RemoveWait bounds the wait for a removed application's jobs in relation-broken.
 	RemoveWait time.Duration
-	// DeleteWait bounds delete-node force=true's wait for cancelled jobs to end.
+	// DeleteWait bounds delete-node's wait for cancelled jobs to end and for a delete that
+	// Slurm refuses as busy; zero means a minute.
 	DeleteWait time.Duration
-	// MungeWait bounds the wait for a (re)started munged to answer `munge -n`; zero means
-	// 10 s.
-	MungeWait time.Duration
+	// StuckFor is how long a departed unit's node may stay busy with no job before it is
+	// set DOWN to be deleted (Slurm 22.05 bug 16434); zero means slurm.DefaultStuckFor.
+	StuckFor time.Duration
 }
 
-// path is p below Root.
-func (c *Charm) path(p string) string {
-	root := c.Root
-	if root == "" {
-		root = "/"
-	}
-	return filepath.Join(root, p)
-}
+// defaultPoll is the pause between checks when Settings.PollInterval is zero.
+const defaultPoll = 2 * time.Second
 
 // client is the Slurm client over c.Slurm. SLURM_CONF is the real path: commands run on the
 // host, not below Root.
@@ -93,51 +86,31 @@ func (c *Charm) client() *slurm.Client {
 	return &slurm.Client{Runner: c.Slurm, Conf: confPath, PollInterval: c.PollInterval}
 }
 
-func (c *Charm) lookupUser(name string) (int, int, error) {
-	if c.LookupUser != nil {
-		return c.LookupUser(name)
-	}
-	return service.UserIDs(name)
-}
+// poll is the pause between checks in the charm's bounded waits.
+func (c *Charm) poll() time.Duration { return c.Poll(defaultPoll) }
 
-// wait pauses for d or until ctx ends.
-func wait(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-func (c *Charm) poll() time.Duration {
-	if c.PollInterval > 0 {
-		return c.PollInterval
-	}
-	return 2 * time.Second
+// remover runs node removals through the client, with the charm's bounds.
+func (c *Charm) remover() *slurm.Remover {
+	return &slurm.Remover{Client: c.client(), Interval: c.poll(), StuckFor: c.StuckFor}
 }
 
 // Router routes every hook and action the charm handles.
 func (c *Charm) Router() *juju.Router {
 	r := juju.NewRouter()
-	r.Handle(juju.Install, c.install)
-	r.Handle(juju.LeaderElected, c.configure)
-	r.Handle(juju.LeaderSettingsChanged, c.configure)
-	r.Handle(juju.ConfigChanged, c.configure)
-	r.Handle(juju.Start, c.configure)
-	r.Handle(juju.UpgradeCharm, c.configure)
-	r.Handle(juju.UpdateStatus, c.updateStatus)
+	r.Handle(juju.Install, c.handle(c.install))
+	for _, k := range []juju.Kind{juju.LeaderElected, juju.LeaderSettingsChanged, juju.ConfigChanged, juju.Start, juju.UpgradeCharm} {
+		r.Handle(k, c.handle(c.configure))
+	}
+	r.Handle(juju.UpdateStatus, c.handle(c.updateStatus))
 	for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted, juju.RelationBroken} {
-		r.HandleRelation("slurmd", k, c.slurmdRelation)
+		r.HandleRelation("slurmd", k, c.handle(c.slurmdRelation))
 	}
 	r.HandleAction("show-current-config", c.showCurrentConfig)
 	r.HandleAction("set-node-state", c.setNodeState)
 	r.HandleAction("drain", c.drain)
 	r.HandleAction("resume", c.resume)
 	r.HandleAction("delete-node", c.deleteNode)
-	r.HandleAction("rotate-auth-key", c.rotateAuthKey)
-	r.HandleAction("settle-jobs", c.settleJobs)
+	r.HandleAction("rotate-auth-key", c.handle(c.rotateAuthKey))
+	r.HandleAction("settle-jobs", c.handle(c.settleJobs))
 	return r
 }

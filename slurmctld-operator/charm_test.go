@@ -12,8 +12,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/juju/jujutest"
+	"github.com/charmed-slurm/operators/libs/munge"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
@@ -46,7 +48,11 @@ func newEnv(t *testing.T) *env {
 		e.found[p.Binary] = true
 	}
 	e.c = &Charm{
-		Root:         t.TempDir(),
+		Settings: charm.Settings{
+			Root:         t.TempDir(),
+			LookupUser:   func(string) (int, int, error) { return os.Getuid(), os.Getgid(), nil },
+			PollInterval: time.Millisecond,
+		},
 		Slurm:        e.slurm,
 		Services:     e.svc,
 		MungeService: "munged",
@@ -57,14 +63,12 @@ func newEnv(t *testing.T) *env {
 			}
 			return "", errors.New("not found")
 		},
-		Rand:         &seqReader{},
-		LookupUser:   func(string) (int, int, error) { return os.Getuid(), os.Getgid(), nil },
-		PollInterval: time.Millisecond,
-		DepartWait:   0,
-		RemoveWait:   0,
-		DeleteWait:   time.Second,
+		Rand:       &seqReader{},
+		DepartWait: 0,
+		RemoveWait: 0,
+		DeleteWait: time.Second,
 	}
-	e.slurm.confDir = e.c.path(confDir)
+	e.slurm.confDir = e.c.Path(confDir)
 	return e
 }
 
@@ -79,7 +83,7 @@ func (e *env) run(in jujutest.State, ev juju.Event) jujutest.State {
 
 func (e *env) read(p string) string {
 	e.t.Helper()
-	b, err := os.ReadFile(e.c.path(p))
+	b, err := os.ReadFile(e.c.Path(p))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -87,7 +91,7 @@ func (e *env) read(p string) string {
 }
 
 func (e *env) exists(p string) bool {
-	_, err := os.Stat(e.c.path(p))
+	_, err := os.Stat(e.c.Path(p))
 	return err == nil
 }
 
@@ -196,7 +200,7 @@ func TestConfigureStartsController(t *testing.T) {
 	if got := e.read("/etc/munge/munge.key"); got != string(key) {
 		t.Errorf("munge key differs from the secret")
 	}
-	if fi, _ := os.Stat(e.c.path("/etc/munge/munge.key")); fi.Mode().Perm() != 0o400 {
+	if fi, _ := os.Stat(e.c.Path("/etc/munge/munge.key")); fi.Mode().Perm() != 0o400 {
 		t.Errorf("munge key mode %v", fi.Mode())
 	}
 	conf := e.read(confPath)
@@ -239,7 +243,7 @@ func TestSlurmConfParameters(t *testing.T) {
 	// An admin's comment survives the charm's edits.
 	conf := e.read(confPath)
 	conf = strings.Replace(conf, "MinJobAge=300\n", "# keep job records for a while\nMinJobAge=300\n", 1)
-	if err := os.WriteFile(e.c.path(confPath), []byte(conf), 0o644); err != nil {
+	if err := os.WriteFile(e.c.Path(confPath), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out.Config["slurm-conf-parameters"] = "MinJobAge=10 DebugFlags=Power"
@@ -687,7 +691,7 @@ func TestStartFailure(t *testing.T) {
 	e := newEnv(t)
 	e.svc.startErr = errors.New("exited quickly with code 1")
 	_, err := jujutest.Run(t, baseState(), jujutest.Hook(juju.ConfigChanged), e.c.Router().Dispatch)
-	if err == nil || !strings.Contains(err.Error(), "cannot restart munged") {
+	if err == nil || !strings.Contains(err.Error(), "cannot start munged") {
 		t.Errorf("error %v", err)
 	}
 }
@@ -711,14 +715,14 @@ func TestAuthSlurmKey(t *testing.T) {
 func TestStateFileIsPrivate(t *testing.T) {
 	e := newEnv(t)
 	e.started()
-	fi, err := os.Stat(e.c.path(stateFile))
+	fi, err := os.Stat(e.c.Path(stateFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("state mode %v", fi.Mode())
 	}
-	if err := os.WriteFile(e.c.path(stateFile), []byte("{"), 0o600); err != nil {
+	if err := os.WriteFile(e.c.Path(stateFile), []byte("{"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	_, err = jujutest.Run(t, baseState(), jujutest.Hook(juju.UpdateStatus), e.c.Router().Dispatch)
@@ -767,12 +771,12 @@ func TestApplicationRemovedKeepsNodesWithItsFeature(t *testing.T) {
 func TestMungedReadiness(t *testing.T) {
 	e := newEnv(t)
 	e.started()
-	if n := e.slurm.count(mungePath, "-n"); n == 0 {
+	if n := e.slurm.count(munge.ClientPath, "-n"); n == 0 {
 		t.Errorf("munged's readiness never checked")
 	}
 
 	e = newEnv(t)
-	e.c.MungeWait = 20 * time.Millisecond
+	e.c.MungeTimeout = 20 * time.Millisecond
 	e.slurm.mungeUp = func() bool { return false }
 	_, err := jujutest.Run(t, baseState(), jujutest.Hook(juju.ConfigChanged), e.c.Router().Dispatch)
 	if err == nil || !strings.Contains(err.Error(), "cannot wait for munged to answer") {

@@ -17,7 +17,7 @@ import (
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/authkey"
 	"github.com/charmed-slurm/operators/libs/juju"
-	"github.com/charmed-slurm/operators/libs/munge"
+	"github.com/charmed-slurm/operators/libs/poll"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
@@ -25,27 +25,13 @@ import (
 // startWait bounds the wait for a freshly started slurmctld to answer `scontrol ping`.
 const startWait = 30 * time.Second
 
-// defaultMungeWait bounds the wait for a (re)started munged to answer, unless
-// Charm.MungeWait says otherwise.
-const defaultMungeWait = 10 * time.Second
-
-// munged and its client, for the readiness check.
-const (
-	mungedPath = "/usr/sbin/munged"
-	mungePath  = munge.ClientPath
-)
-
 // configure brings the controller to its configured state: auth key, munged, slurm.conf,
 // partitions, slurmctld running, port open, ControllerData published. It runs on
 // leader-elected, config-changed, start and upgrade-charm.
-func (c *Charm) configure(ctx context.Context, hc *juju.HookContext) error {
-	h, err := c.begin(ctx, hc)
-	if err != nil {
-		return err
-	}
+func (c *Charm) configure(ctx context.Context, h *hook) error {
 	if h.cfgErr != nil || h.clusterNameError() != nil || !h.leader {
 		// Nothing is changed: a running slurmctld keeps its configuration.
-		return h.finish(ctx, h.setStatus(ctx))
+		return h.setStatus(ctx)
 	}
 	if err := h.ensureController(ctx); err != nil {
 		return err
@@ -53,7 +39,7 @@ func (c *Charm) configure(ctx context.Context, hc *juju.HookContext) error {
 	if err := h.publishAll(ctx); err != nil {
 		return err
 	}
-	return h.finish(ctx, h.setStatus(ctx))
+	return h.setStatus(ctx)
 }
 
 // ensureController writes the key, slurm.conf and partitions and makes sure munged and
@@ -149,7 +135,7 @@ func (h *hook) keyInstalled(feat slurm.Features) bool {
 	if p.SecretID == "" || p.KeyHash == "" || p.SecretID != h.st.SecretID {
 		return false
 	}
-	data, err := os.ReadFile(h.c.path(feat.AuthKeyFile))
+	data, err := os.ReadFile(h.c.Path(feat.AuthKeyFile))
 	return err == nil && authkey.Hash(data) == p.KeyHash
 }
 
@@ -276,11 +262,11 @@ func (h *hook) installKey(ctx context.Context, feat slurm.Features, key []byte, 
 	if !feat.Munge {
 		owner, mode = slurmUser, 0o600
 	}
-	uid, gid, err := c.lookupUser(owner)
+	uid, gid, err := c.UserIDs(owner)
 	if err != nil {
 		return err
 	}
-	changed, err := authkey.Write(ctx, c.path(feat.AuthKeyFile), key, authkey.Options{Mode: mode, UID: uid, GID: gid})
+	changed, err := authkey.Write(ctx, c.Path(feat.AuthKeyFile), key, authkey.Options{Mode: mode, UID: uid, GID: gid})
 	if err != nil {
 		return err
 	}
@@ -307,41 +293,11 @@ func (h *hook) ensureKeyService(ctx context.Context, feat slurm.Features, change
 }
 
 // ensureMunged makes sure munged runs, (re)starting it when restart is set (the key changed)
-// or it is not running, then waits until it answers. A running munged with an unchanged key
-// is left alone.
+// or it is not running, then waits (bounded by MungeTimeout) until it answers. A running
+// munged with an unchanged key is left alone.
 func (h *hook) ensureMunged(ctx context.Context, restart bool) error {
 	c := h.c
-	m, name := c.Services, c.MungeService
-	if st, err := m.Status(ctx, name); err == nil && st.State == service.StateActive && !restart {
-		return nil
-	}
-	spec := service.Spec{Name: name, Summary: "MUNGE authentication service", Command: []string{mungedPath, "--foreground"}, User: mungeUser}
-	if err := m.Configure(ctx, spec); err != nil {
-		return fmt.Errorf("cannot configure %s: %w", name, err)
-	}
-	if err := m.Enable(ctx, name); err != nil {
-		return fmt.Errorf("cannot enable %s: %w", name, err)
-	}
-	// Respawn returns once the process runs (no supervisor stay-up check); readiness is
-	// checked by a credential round trip.
-	if err := m.Respawn(ctx, name); err != nil {
-		return fmt.Errorf("cannot restart %s: %w", name, err)
-	}
-	return h.waitMunge(ctx)
-}
-
-// waitMunge waits until munged answers: `munge -n` gets a credential encoded by munged (its
-// socket accepts requests and its key is loaded). Polls start 2 ms apart and back off to
-// PollInterval, bounded by MungeWait.
-func (h *hook) waitMunge(ctx context.Context) error {
-	c := h.c
-	bound := c.MungeWait
-	if bound <= 0 {
-		bound = defaultMungeWait
-	}
-	ctx, cancel := context.WithTimeout(ctx, bound)
-	defer cancel()
-	return munge.Wait(ctx, c.Slurm, c.poll())
+	return c.Munge(c.Services, c.MungeService, c.Slurm).Ensure(ctx, restart)
 }
 
 func (c *Charm) restart(ctx context.Context, name string) error {
@@ -369,16 +325,16 @@ func (h *hook) startSlurmctld(ctx context.Context) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, startWait)
 	defer cancel()
-	for {
-		_, err := c.client().Ping(wctx)
-		if err == nil {
-			h.logf(ctx, juju.LevelInfo, "slurmctld started")
-			return nil
-		}
-		if werr := wait(wctx, c.poll()); werr != nil {
-			return fmt.Errorf("slurmctld started but does not answer (see %s): %w", slurmctldLog, err)
-		}
+	var last error
+	err := poll.Until(wctx, c.poll(), func(ctx context.Context) (bool, error) {
+		_, last = c.client().Ping(ctx)
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("slurmctld started but does not answer (see %s): %w", slurmctldLog, errors.Join(last, err))
 	}
+	h.logf(ctx, juju.LevelInfo, "slurmctld started")
+	return nil
 }
 
 // reconfigure runs one `scontrol reconfigure`.

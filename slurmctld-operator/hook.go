@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,42 +8,70 @@ import (
 	"strings"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
-// hook is what one hook reads once: the charm state, the configuration and leadership.
+// hook is what one hook reads once: the charm state (through the kit's lifecycle), the
+// configuration and leadership.
 type hook struct {
 	c      *Charm
 	hc     *juju.HookContext
-	st     *charmState
+	k      *charm.Hook[charmState]
+	st     *charmState // &k.State
 	cfg    Config
 	extra  slurmconf.Params
 	cfgErr error // a *ConfigError, or nil
 	leader bool
 	addr   string // ingress address, once read
 	// pub is this hook's copy of st.Published, updated as the hook writes to Juju; it
-	// replaces st.Published only when the hook succeeds (finish).
+	// replaces st.Published only when the hook succeeds (handle).
 	pub *published
-	// saved is st as last read or written (encodeState); save writes only a different one.
-	saved []byte
 	// stage is the candidate configuration directory while changeConf runs an edit.
 	stage string
 }
 
-// begin reads the state, configuration and leadership for a hook.
-func (c *Charm) begin(ctx context.Context, hc *juju.HookContext) (*hook, error) {
-	st, err := c.loadState()
-	if err != nil {
-		return nil, err
+// lifecycle runs the charm's hooks: the state is loaded before the handler and saved once
+// after it. A failed hook's writes to Juju are discarded by Juju, so its record of them is
+// dropped (the next hook writes again); the rest of the state is still saved, as the host
+// changes it records (slurmctld started, a key installed, a partition removed) are not
+// undone.
+func (c *Charm) lifecycle() charm.Lifecycle[charmState] {
+	return charm.Lifecycle[charmState]{
+		StateFile: c.statePath(),
+		Failed: func(saved, cur charmState) charmState {
+			cur.Published = saved.Published
+			return cur
+		},
 	}
-	saved, err := encodeState(st)
-	if err != nil {
-		return nil, err
-	}
-	h := &hook{c: c, hc: hc, st: st, saved: saved}
+}
+
+// handle runs fn as a hook of the charm's lifecycle, with the configuration and leadership
+// read; when fn succeeds, the record of what the hook wrote to Juju replaces the saved one.
+func (c *Charm) handle(fn func(ctx context.Context, h *hook) error) juju.Handler {
+	return c.lifecycle().Handler(func(ctx context.Context, k *charm.Hook[charmState]) error {
+		h, err := c.begin(ctx, k)
+		if err != nil {
+			return err
+		}
+		if err := fn(ctx, h); err != nil {
+			return err
+		}
+		h.st.Published = h.pub
+		if h.pub.empty() {
+			h.st.Published = nil
+		}
+		return nil
+	})
+}
+
+// begin reads the configuration and leadership for a hook.
+func (c *Charm) begin(ctx context.Context, k *charm.Hook[charmState]) (*hook, error) {
+	hc := k.HookContext
+	h := &hook{c: c, hc: hc, k: k, st: &k.State}
 	cfg, extra, err := readConfig(ctx, hc)
 	var ce *ConfigError
 	switch {
@@ -57,32 +84,14 @@ func (c *Charm) begin(ctx context.Context, hc *juju.HookContext) (*hook, error) 
 	if h.leader, err = hc.Leadership.IsLeader(ctx); err != nil {
 		return nil, fmt.Errorf("cannot check leadership: %w", err)
 	}
-	switch k := hc.Event.Kind; {
-	case !h.leader, k == juju.LeaderElected, k == juju.UpgradeCharm:
+	switch kind := hc.Event.Kind; {
+	case !h.leader, kind == juju.LeaderElected, kind == juju.UpgradeCharm:
 		// Only a leader keeps a record, and a new term or charm trusts no earlier one.
 		h.pub = &published{}
 	default:
-		h.pub = st.Published.clone()
+		h.pub = h.st.Published.clone()
 	}
 	return h, nil
-}
-
-// finish ends a handler whose outcome is err and writes the state, once, when the hook
-// changed it. When the hook succeeds, the record of what it wrote to Juju replaces the saved
-// one. A failed hook's writes are discarded by Juju, so its record is dropped too (the next
-// hook writes again); the rest of the state is still saved, as the host changes it records
-// (slurmctld started, a key installed, a partition removed) are not undone.
-//
-// A handler that returns early with an error, without finish, saves nothing.
-func (h *hook) finish(ctx context.Context, err error) error {
-	if err == nil {
-		pub := h.pub
-		if pub.empty() {
-			pub = nil
-		}
-		h.st.Published = pub
-	}
-	return errors.Join(err, h.save(ctx))
 }
 
 // configureHook reports whether the hook is one of the configure hooks, which read the
@@ -97,25 +106,12 @@ func (h *hook) configureHook() bool {
 
 // logf writes to the unit's log; a failing juju-log is not worth failing the hook.
 func (h *hook) logf(ctx context.Context, level juju.LogLevel, format string, args ...any) {
-	_ = h.hc.Log.Logf(ctx, level, format, args...)
+	h.k.Logf(ctx, level, format, args...)
 }
 
-// save writes the charm state when it differs from what was last read or written. finish
-// calls it; a handler calls it only to keep progress in the middle of a long wait.
-func (h *hook) save(ctx context.Context) error {
-	data, err := encodeState(h.st)
-	if err != nil {
-		return err
-	}
-	if bytes.Equal(data, h.saved) {
-		return nil
-	}
-	if err := h.c.saveState(ctx, data); err != nil {
-		return err
-	}
-	h.saved = data
-	return nil
-}
+// save keeps the state now (progress in the middle of a long wait); the lifecycle saves it
+// at the end of the hook anyway.
+func (h *hook) save(ctx context.Context) error { return h.k.Checkpoint(ctx) }
 
 // running reports whether slurmctld runs.
 func (h *hook) running(ctx context.Context) bool {
@@ -132,27 +128,15 @@ func (h *hook) clusterNameError() error {
 }
 
 // setStatus sets the unit status from everything known in this hook, unless this unit set
-// the same status last (the cache is saved with the state at the end of the hook).
+// the same status last (the kit's status cache, saved with the state).
 func (h *hook) setStatus(ctx context.Context) error {
 	code, msg := h.status(ctx)
-	s := string(code) + ": " + msg
-	if h.st.UnitStatus == s {
-		return nil
-	}
-	if err := h.hc.Status.SetUnit(ctx, code, msg); err != nil {
-		return err
-	}
-	h.st.UnitStatus = s
-	return nil
+	return h.k.SetUnitStatus(ctx, code, msg)
 }
 
 // progress shows a step in maintenance status; setStatus replaces it at the end of the hook.
 func (h *hook) progress(ctx context.Context, msg string) error {
-	if err := h.hc.Status.SetUnit(ctx, juju.StatusMaintenance, msg); err != nil {
-		return err
-	}
-	h.st.UnitStatus = string(juju.StatusMaintenance) + ": " + msg
-	return nil
+	return h.k.SetUnitStatus(ctx, juju.StatusMaintenance, msg)
 }
 
 // ingress is the controller's ingress address on the slurmd endpoint, read once per

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/charmed-slurm/operators/libs/apt"
-	"github.com/charmed-slurm/operators/libs/juju"
 )
 
 // programs are the commands the charm needs and the Debian packages providing them.
@@ -21,13 +20,13 @@ var programs = []apt.Need{
 
 // install installs Slurm and munge with apt when they are missing and creates the
 // directories slurmctld needs.
-func (c *Charm) install(ctx context.Context, hc *juju.HookContext) error {
+func (c *Charm) install(ctx context.Context, h *hook) error {
 	pkgs, err := apt.Missing(c.LookPath, programs)
 	if err != nil {
 		return err
 	}
 	if len(pkgs) > 0 {
-		if err := hc.Status.SetUnit(ctx, juju.StatusMaintenance, "installing "+strings.Join(pkgs, " ")); err != nil {
+		if err := h.progress(ctx, "installing "+strings.Join(pkgs, " ")); err != nil {
 			return err
 		}
 		if err := apt.Install(ctx, c.Slurm, pkgs); err != nil {
@@ -37,13 +36,13 @@ func (c *Charm) install(ctx context.Context, hc *juju.HookContext) error {
 	if err := c.makeDirs(); err != nil {
 		return err
 	}
-	return hc.Status.SetUnit(ctx, juju.StatusMaintenance, "installed, waiting for leadership and configuration")
+	return h.progress(ctx, "installed, waiting for leadership and configuration")
 }
 
 // makeDirs creates slurm.conf's directory, the state save location and the log directory,
 // the last two owned by the slurm user.
 func (c *Charm) makeDirs() error {
-	uid, gid, err := c.lookupUser(slurmUser)
+	uid, gid, err := c.UserIDs(slurmUser)
 	if err != nil {
 		return err
 	}
@@ -52,7 +51,7 @@ func (c *Charm) makeDirs() error {
 		mode  os.FileMode
 		owned bool
 	}{{confDir, 0o755, false}, {stateSaveDir, 0o750, true}, {logDir, 0o755, true}} {
-		p := c.path(d.path)
+		p := c.Path(d.path)
 		if err := os.MkdirAll(p, d.mode); err != nil {
 			return fmt.Errorf("cannot create %s: %w", d.path, err)
 		}

@@ -269,7 +269,7 @@ func TestRecordNotTrusted(t *testing.T) {
 		}
 		// The key file no longer matches the record (changed behind the charm's back):
 		// the secret is read and the key written again.
-		if err := writeTestFile(e.c.path("/etc/munge/munge.key"), "tampered"); err != nil {
+		if err := writeTestFile(e.c.Path("/etc/munge/munge.key"), "tampered"); err != nil {
 			t.Fatal(err)
 		}
 		_, calls, err = e.runTools(out, jujutest.Hook(juju.ConfigChanged), nil)

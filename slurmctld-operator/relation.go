@@ -9,20 +9,19 @@ import (
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/poll"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
 // slurmdRelation handles every hook of the slurmd endpoint through the interface's events.
-func (c *Charm) slurmdRelation(ctx context.Context, hc *juju.HookContext) error {
-	h, err := c.begin(ctx, hc)
-	if err != nil {
-		return err
-	}
+func (c *Charm) slurmdRelation(ctx context.Context, h *hook) error {
+	hc := h.hc
 	ev, evErr := slurmd.Requirer{HookContext: hc}.Event(ctx)
 	if !h.leader {
 		// Only the leader manages the cluster; a standby only reports.
-		return h.finish(ctx, h.setStatus(ctx))
+		return h.setStatus(ctx)
 	}
+	var err error
 	if ev != nil {
 		// The record follows the relations as they come and go.
 		if hc.Event.Kind == juju.RelationBroken {
@@ -46,7 +45,7 @@ func (c *Charm) slurmdRelation(ctx context.Context, hc *juju.HookContext) error 
 	if err != nil {
 		return err
 	}
-	return h.finish(ctx, h.setStatus(ctx))
+	return h.setStatus(ctx)
 }
 
 // slurmdJoined grants the auth secret to the relation and publishes ControllerData. evErr is a
@@ -188,62 +187,53 @@ func (h *hook) goneApps(ctx context.Context, app string) ([]string, error) {
 	return gone, nil
 }
 
-// reconcileNodes drains and deletes the nodes of departed units, for at most budget (one pass
-// when budget is zero). A node with running jobs is never deleted; it stays pending.
+// reconcileNodes advances the removals of departed units' nodes (drain → wait for their
+// jobs → delete, slurm.Remover's Step, the Removal kept in the state), checking again every
+// poll interval for at most budget (one pass when budget is zero). A node with running jobs
+// is never deleted; it stays pending.
 func (h *hook) reconcileNodes(ctx context.Context, budget time.Duration) error {
-	cl := h.c.client()
-	deadline := time.Now().Add(budget)
-	for {
-		for _, node := range sortedKeys(h.st.Pending) {
-			p := h.st.Pending[node]
-			done, err := h.reconcileNode(ctx, cl, node, p)
-			if err != nil {
-				h.logf(ctx, juju.LevelWarning, "cannot remove node %s of departed unit %s yet: %v", node, p.Unit, err)
-			}
-			if done {
-				delete(h.st.Pending, node)
-			}
-		}
-		if len(h.st.Pending) == 0 || !time.Now().Add(h.c.poll()).Before(deadline) {
-			return nil
-		}
-		if err := wait(ctx, h.c.poll()); err != nil {
-			return nil
-		}
+	pass := func(context.Context) (bool, error) {
+		h.reconcilePass(ctx)
+		return len(h.st.Pending) == 0, nil
 	}
+	if budget <= 0 {
+		_, err := pass(ctx)
+		return err
+	}
+	// Only the waits between passes are bounded: a pass runs to its end on ctx.
+	wctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	_ = poll.Until(wctx, h.c.poll(), pass)
+	return ctx.Err()
 }
 
-// reconcileNode makes one step for a departed unit's node and reports whether it is gone.
-func (h *hook) reconcileNode(ctx context.Context, cl *slurm.Client, node string, p pendingNode) (bool, error) {
-	n, err := cl.ShowNode(ctx, node)
-	if errors.Is(err, slurm.ErrUnknownNode) {
-		return true, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	if !n.State.Drain() {
-		// The unit could not drain its node (it may be gone already): do it for it.
-		reason := "unit " + p.Unit + " removed"
-		if err := cl.Drain(ctx, node, reason); err != nil {
-			return errors.Is(err, slurm.ErrUnknownNode), err
+// reconcilePass makes one Step of every pending node's removal.
+func (h *hook) reconcilePass(ctx context.Context) {
+	m := h.c.remover()
+	for _, node := range sortedKeys(h.st.Pending) {
+		p := h.st.Pending[node]
+		r := &p.Removal
+		if r.Node == "" {
+			*r = slurm.Removal{Node: node, Reason: "unit " + p.Unit + " removed"}
 		}
-		h.logf(ctx, juju.LevelInfo, "drained node %s: %s", node, reason)
+		drained, stuck := r.Drained, r.Stuck
+		done, err := m.Step(ctx, r)
+		if r.Drained && !drained {
+			h.logf(ctx, juju.LevelInfo, "drained node %s: %s", node, r.Reason)
+		}
+		if r.Stuck && !stuck {
+			h.logf(ctx, juju.LevelWarning, "node %s of departed unit %s stays busy with no job (Slurm bug 16434): setting it down to delete it", node, p.Unit)
+		}
+		switch {
+		case err != nil:
+			h.logf(ctx, juju.LevelWarning, "cannot remove node %s of departed unit %s yet: %v", node, p.Unit, err)
+		case done:
+			h.logf(ctx, juju.LevelInfo, "node %s of departed unit %s is deleted", node, p.Unit)
+			delete(h.st.Pending, node)
+			continue
+		}
+		h.st.Pending[node] = p
 	}
-	if n.State.Busy() {
-		return false, nil
-	}
-	err = cl.DeleteNode(ctx, node)
-	switch {
-	case err == nil:
-		h.logf(ctx, juju.LevelInfo, "deleted node %s of departed unit %s", node, p.Unit)
-		return true, nil
-	case errors.Is(err, slurm.ErrUnknownNode):
-		return true, nil
-	case errors.Is(err, slurm.ErrNodeBusy):
-		return false, nil
-	}
-	return false, err
 }
 
 // partitionJobs lists every job record slurmctld still holds in partition, in all states:
@@ -256,45 +246,53 @@ func (c *Charm) partitionJobs(ctx context.Context, partition string) ([]slurm.Jo
 	return jobs, nil
 }
 
-// finishRemovals removes the partitions being removed whose jobs are all gone, for at most
-// budget (one pass when zero), then reconfigures once. The wait is visible in the status.
+// finishRemovals removes the partitions being removed whose jobs are all gone, checking
+// again every poll interval for at most budget (one pass when zero), reconfiguring once
+// after a pass that removed one. The wait is visible in the status.
 func (h *hook) finishRemovals(ctx context.Context, budget time.Duration) error {
-	c := h.c
-	deadline := time.Now().Add(budget)
-	for len(h.st.Removing) > 0 {
-		removed := false
-		for _, app := range sortedKeys(h.st.Removing) {
-			done, err := h.finishRemoval(ctx, app)
-			if err != nil {
-				h.logf(ctx, juju.LevelWarning, "cannot remove partition %s yet: %v", app, err)
-			}
-			if done {
-				removed = true
-			}
+	if len(h.st.Removing) == 0 {
+		return nil
+	}
+	if budget <= 0 {
+		_, err := h.removalPass(ctx, false)
+		return err
+	}
+	// Only the waits between passes are bounded: a pass runs to its end on ctx.
+	wctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	err := poll.Until(wctx, h.c.poll(), func(context.Context) (bool, error) { return h.removalPass(ctx, true) })
+	if wctx.Err() != nil && ctx.Err() == nil {
+		return nil // the budget is spent: update-status goes on
+	}
+	return err
+}
+
+// removalPass makes one pass over the partitions being removed and reports whether the
+// wait is over (none left, or only pending jobs that never end by themselves). Before
+// another wait, it shows the progress and keeps it in the state.
+func (h *hook) removalPass(ctx context.Context, more bool) (bool, error) {
+	removed := false
+	for _, app := range sortedKeys(h.st.Removing) {
+		done, err := h.finishRemoval(ctx, app)
+		if err != nil {
+			h.logf(ctx, juju.LevelWarning, "cannot remove partition %s yet: %v", app, err)
 		}
-		if removed {
-			if h.running(ctx) {
-				if err := h.reconfigure(ctx); err != nil {
-					return err
-				}
-			}
-		}
-		if len(h.st.Removing) == 0 || !time.Now().Add(c.poll()).Before(deadline) || h.onlyPendingLeft() {
-			break
-		}
-		if err := h.setStatus(ctx); err != nil {
-			return err
-		}
-		// Keep the progress (partitions removed, the status) before a wait that may be long;
-		// otherwise finish writes the state once.
-		if err := h.save(ctx); err != nil {
-			return err
-		}
-		if err := wait(ctx, c.poll()); err != nil {
-			break
+		removed = removed || done
+	}
+	if removed && h.running(ctx) {
+		if err := h.reconfigure(ctx); err != nil {
+			return false, err
 		}
 	}
-	return nil
+	if len(h.st.Removing) == 0 || h.onlyPendingLeft() || !more {
+		return true, nil
+	}
+	if err := h.setStatus(ctx); err != nil {
+		return false, err
+	}
+	// Keep the progress (partitions removed, the status) before a wait that may be long;
+	// otherwise the lifecycle writes the state once.
+	return false, h.save(ctx)
 }
 
 // onlyPendingLeft reports whether every partition being removed waits only for pending jobs,
@@ -372,11 +370,7 @@ func (h *hook) finishRemoval(ctx context.Context, app string) (bool, error) {
 }
 
 // updateStatus repeats the reconciles (one pass each) and refreshes the status.
-func (c *Charm) updateStatus(ctx context.Context, hc *juju.HookContext) error {
-	h, err := c.begin(ctx, hc)
-	if err != nil {
-		return err
-	}
+func (c *Charm) updateStatus(ctx context.Context, h *hook) error {
 	if h.leader {
 		if err := h.reconcileNodes(ctx, 0); err != nil {
 			return err
@@ -388,5 +382,5 @@ func (c *Charm) updateStatus(ctx context.Context, hc *juju.HookContext) error {
 			h.repairPartitions(ctx)
 		}
 	}
-	return h.finish(ctx, h.setStatus(ctx))
+	return h.setStatus(ctx)
 }

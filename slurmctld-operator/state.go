@@ -1,19 +1,13 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 
+	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/juju"
-	"github.com/charmed-slurm/operators/libs/slurmconf"
+	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
 // stateFile is the charm's state below Charm.Root when Charm.StateFile is not set.
@@ -28,11 +22,11 @@ func (c *Charm) statePath() string {
 	if c.StateFile != "" {
 		return c.StateFile
 	}
-	return c.path(stateFile)
+	return c.Path(stateFile)
 }
 
 // charmState is what the charm remembers between hooks. It is written atomically once, at
-// the end of every hook that changed it (hook.finish).
+// the end of every hook that changed it (Charm.lifecycle).
 type charmState struct {
 	// ClusterName is the ClusterName slurmctld was first started with; it cannot change.
 	ClusterName string `json:"cluster-name,omitempty"`
@@ -42,9 +36,9 @@ type charmState struct {
 	SlurmVersion string `json:"slurm-version,omitempty"`
 	// VersionShown is the version last given to application-version-set.
 	VersionShown string `json:"version-shown,omitempty"`
-	// UnitStatus is the unit status this unit last set ("code: message"); the same status is
-	// not set again.
-	UnitStatus string `json:"unit-status,omitempty"`
+	// StatusCache is the unit status this unit last set ("unit-status": "code: message");
+	// the same status is not set again.
+	charm.StatusCache
 	// KeyID is the id of the auth key written to this host.
 	KeyID string `json:"key-id,omitempty"`
 	// ExtraKeys are the global keys last applied from slurm-conf-parameters.
@@ -133,10 +127,13 @@ func (p *published) empty() bool {
 	return p == nil || reflect.DeepEqual(*p, published{}) || reflect.DeepEqual(*p, published{Relations: map[juju.RelationID]*publishedRel{}})
 }
 
-// pendingNode is a node whose unit departed.
+// pendingNode is a node whose unit departed, with its removal as far as it went.
 type pendingNode struct {
 	Unit string `json:"unit"`
 	App  string `json:"app"`
+	// Removal is the node's removal (drain → wait for its jobs → delete), advanced one
+	// Step per pass; zero before the first.
+	Removal slurm.Removal `json:"removal,omitzero"`
 }
 
 // removal is a partition being removed; Jobs is the number of job records last seen in it
@@ -165,41 +162,4 @@ func (s *charmState) setProblem(app, msg string) {
 		s.Problems = map[string]string{}
 	}
 	s.Problems[app] = msg
-}
-
-// loadState reads the state; a missing file is the empty state.
-func (c *Charm) loadState() (*charmState, error) {
-	st := &charmState{}
-	data, err := os.ReadFile(c.statePath())
-	if errors.Is(err, fs.ErrNotExist) {
-		return st, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cannot read charm state: %w", err)
-	}
-	if err := json.Unmarshal(data, st); err != nil {
-		return nil, fmt.Errorf("cannot read charm state %s: %w", c.statePath(), err)
-	}
-	return st, nil
-}
-
-// encodeState is the state as saveState writes it.
-func encodeState(st *charmState) ([]byte, error) {
-	data, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("cannot encode charm state: %w", err)
-	}
-	return append(data, '\n'), nil
-}
-
-// saveState writes the encoded state atomically.
-func (c *Charm) saveState(ctx context.Context, data []byte) error {
-	path := c.statePath()
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("cannot write charm state: %w", err)
-	}
-	if err := slurmconf.WriteFile(ctx, path, data, slurmconf.EditOptions{Mode: 0o600}); err != nil {
-		return fmt.Errorf("cannot write charm state: %w", err)
-	}
-	return nil
 }

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -70,4 +73,17 @@ func TestStateWrittenOncePerHook(t *testing.T) {
 	if n := stateWrites(t, e.c, func() { e.run(in, jujutest.RelationHook(juju.RelationCreated, "slurmd:1", "")) }); n != 1 {
 		t.Errorf("relation-created wrote the state %d times, want 1", n)
 	}
+}
+
+// loadState reads the charm state as the lifecycle saved it.
+func (c *Charm) loadState() (*charmState, error) {
+	st := &charmState{}
+	data, err := os.ReadFile(c.statePath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return st, err
+	}
+	return st, json.Unmarshal(data, st)
 }
