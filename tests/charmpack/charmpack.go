@@ -27,10 +27,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -312,14 +313,7 @@ func splitBase(base string) (name, channel string, ok bool) {
 	return name, channel, found && name != "" && channel != ""
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // Pack builds dispatch for each platform (unless Options.Dispatch names one) and writes one
 // .charm zip per platform (ArchivePath), mode 0644.

@@ -27,18 +27,12 @@ func TestPackOperators(t *testing.T) {
 	tests := []struct {
 		dir, name string
 		relations map[string]map[string]string // provides/requires → endpoint → interface
-		options   []string
-		actions   []string
 	}{{
 		dir: "slurmctld-operator", name: "slurmctld",
 		relations: map[string]map[string]string{"requires": {"slurmd": "slurmd"}},
-		options:   []string{"cluster-name", "default-partition", "max-node-count", "slurm-conf-parameters"},
-		actions:   []string{"delete-node", "drain", "resume", "rotate-auth-key", "set-node-state", "settle-jobs", "show-current-config"},
 	}, {
 		dir: "slurmd-operator", name: "slurmd",
 		relations: map[string]map[string]string{"provides": {"slurmctld": "slurmd"}},
-		options:   []string{"default-node-reason", "default-node-state", "partition-config"},
-		actions:   []string{"node-config"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,29 +40,25 @@ func TestPackOperators(t *testing.T) {
 			if err := charmpack.Pack(context.Background(), charmpack.Options{Dir: filepath.Join("..", "..", tt.dir), Out: out}); err != nil {
 				t.Fatal(err)
 			}
-			if fi, err := os.Stat(out); err != nil || fi.Mode().Perm() != 0o644 {
-				t.Errorf("archive mode: %v %v, want 0644 (a non-root juju deploy must read it)", fi.Mode(), err)
+			if fi, err := os.Stat(out); err != nil {
+				t.Fatal(err)
+			} else if fi.Mode().Perm() != 0o644 {
+				t.Errorf("archive mode %v, want 0644 (a non-root juju deploy must read it)", fi.Mode())
 			}
-			zr, err := zip.OpenReader(out)
+			// The options and actions packed are those charmcraft.yaml defines.
+			var def struct {
+				Config struct {
+					Options map[string]any `yaml:"options"`
+				} `yaml:"config"`
+				Actions map[string]any `yaml:"actions"`
+			}
+			yml, err := os.ReadFile(filepath.Join("..", "..", tt.dir, "charmcraft.yaml"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer zr.Close()
-			files := map[string][]byte{}
-			modes := map[string]uint32{}
-			for _, f := range zr.File {
-				rc, err := f.Open()
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, err := io.ReadAll(rc)
-				rc.Close()
-				if err != nil {
-					t.Fatal(err)
-				}
-				files[f.Name] = b
-				modes[f.Name] = uint32(f.Mode().Perm())
-			}
+			mustYAML(t, yml, &def)
+			wantOptions, wantActions := keys(def.Config.Options), keys(def.Actions)
+			files, modes := readZip(t, out)
 			var names []string
 			for n := range files {
 				names = append(names, n)
@@ -125,7 +115,7 @@ func TestPackOperators(t *testing.T) {
 				Options map[string]map[string]any `yaml:"options"`
 			}
 			mustYAML(t, files["config.yaml"], &config)
-			if d := cmp.Diff(tt.options, keys(config.Options)); d != "" {
+			if d := cmp.Diff(wantOptions, keys(config.Options)); d != "" {
 				t.Errorf("config options (-want +got):\n%s", d)
 			}
 			for name, o := range config.Options {
@@ -135,7 +125,7 @@ func TestPackOperators(t *testing.T) {
 			}
 			var actions map[string]map[string]any
 			mustYAML(t, files["actions.yaml"], &actions)
-			if d := cmp.Diff(tt.actions, keys(actions)); d != "" {
+			if d := cmp.Diff(wantActions, keys(actions)); d != "" {
 				t.Errorf("actions (-want +got):\n%s", d)
 			}
 			var manifest struct {
@@ -221,7 +211,7 @@ platforms:
 		t.Fatal(err)
 	}
 	for platform, arch := range map[string]string{"x86": "amd64", "arm": "arm64"} {
-		files := readZip(t, strings.TrimSuffix(out, ".charm")+"_"+platform+".charm")
+		files, _ := readZip(t, strings.TrimSuffix(out, ".charm")+"_"+platform+".charm")
 		var manifest struct {
 			Bases []struct {
 				Architectures []string `yaml:"architectures"`
@@ -251,7 +241,8 @@ platforms:
 	}
 }
 
-func readZip(t *testing.T, path string) map[string][]byte {
+// readZip returns the archive's files and their permission bits.
+func readZip(t *testing.T, path string) (map[string][]byte, map[string]uint32) {
 	t.Helper()
 	zr, err := zip.OpenReader(path)
 	if err != nil {
@@ -259,7 +250,9 @@ func readZip(t *testing.T, path string) map[string][]byte {
 	}
 	defer zr.Close()
 	files := map[string][]byte{}
+	modes := map[string]uint32{}
 	for _, f := range zr.File {
+		modes[f.Name] = uint32(f.Mode().Perm())
 		rc, err := f.Open()
 		if err != nil {
 			t.Fatal(err)
@@ -271,7 +264,7 @@ func readZip(t *testing.T, path string) map[string][]byte {
 		}
 		files[f.Name] = b
 	}
-	return files
+	return files, modes
 }
 
 func mustYAML(t *testing.T, data []byte, v any) {

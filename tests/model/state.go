@@ -93,16 +93,16 @@ type Unit struct {
 // UnitLocal is what the unit agent has already told the charm (like the uniter's local state):
 // the next hook is derived by comparing it with the model.
 type UnitLocal struct {
-	Installed       bool                   `json:"installed,omitempty"`
-	LeaderHook      bool                   `json:"leader-hook,omitempty"` // leader-elected or leader-settings-changed ran
-	WasLeader       bool                   `json:"was-leader,omitempty"`
-	ConfigVersion   int                    `json:"config-version"`
-	LeaderData      int                    `json:"leader-data,omitempty"` // leader data version seen
-	CharmVersion    int                    `json:"charm-version,omitempty"`
-	Started         bool                   `json:"started,omitempty"`
-	Stopped         bool                   `json:"stopped,omitempty"`
+	Installed     bool `json:"installed,omitempty"`
+	LeaderHook    bool `json:"leader-hook,omitempty"` // leader-elected or leader-settings-changed ran
+	WasLeader     bool `json:"was-leader,omitempty"`
+	ConfigVersion int  `json:"config-version"`
+	LeaderData    int  `json:"leader-data,omitempty"` // leader data version seen
+	CharmVersion  int  `json:"charm-version,omitempty"`
+	Started       bool `json:"started,omitempty"`
+	Stopped       bool `json:"stopped,omitempty"`
 	// Rebooted: the machine booted again; start, then config-changed, are due.
-	Rebooted bool `json:"rebooted,omitempty"`
+	Rebooted        bool                   `json:"rebooted,omitempty"`
 	Removed         bool                   `json:"removed,omitempty"`
 	UpdateStatusDue bool                   `json:"update-status-due,omitempty"`
 	Relations       map[int]*RelationLocal `json:"relations,omitempty"`

@@ -92,22 +92,9 @@ func (t *toolCall) secretAdd() error {
 	if err != nil {
 		return err
 	}
-	content, err := parseSecretContent(args)
+	content, err := t.secretContent(args, *file != "")
 	if err != nil {
 		return err
-	}
-	if *file != "" {
-		var raw map[string]string
-		if err := yaml.Unmarshal(t.stdin, &raw); err != nil {
-			return fmt.Errorf("cannot parse secret file: %w", err)
-		}
-		fc, err := parseSecretContent(settingsArgs(raw))
-		if err != nil {
-			return err
-		}
-		for k, v := range fc {
-			content[k] = v
-		}
 	}
 	if len(content) == 0 {
 		return errors.New("missing secret value")
@@ -146,6 +133,27 @@ func (t *toolCall) secretAdd() error {
 	}
 	_, err = fmt.Fprintln(t.stdout, id)
 	return err
+}
+
+// secretContent parses the key=value arguments of secret-add and secret-set and, with
+// --file, the YAML content the client sent on stdin.
+func (t *toolCall) secretContent(args []string, file bool) (map[string]string, error) {
+	content, err := parseSecretContent(args)
+	if err != nil || !file {
+		return content, err
+	}
+	var raw map[string]string
+	if err := yaml.Unmarshal(t.stdin, &raw); err != nil {
+		return nil, fmt.Errorf("cannot parse secret file: %w", err)
+	}
+	fc, err := parseSecretContent(settingsArgs(raw))
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range fc {
+		content[k] = v
+	}
+	return content, nil
 }
 
 func settingsArgs(m map[string]string) []string {
@@ -276,22 +284,9 @@ func (t *toolCall) secretSet() error {
 	if err := t.mayManage(sec); err != nil {
 		return err
 	}
-	content, err := parseSecretContent(args[1:])
+	content, err := t.secretContent(args[1:], *file != "")
 	if err != nil {
 		return err
-	}
-	if *file != "" {
-		var raw map[string]string
-		if err := yaml.Unmarshal(t.stdin, &raw); err != nil {
-			return fmt.Errorf("cannot parse secret file: %w", err)
-		}
-		fc, err := parseSecretContent(settingsArgs(raw))
-		if err != nil {
-			return err
-		}
-		for k, v := range fc {
-			content[k] = v
-		}
 	}
 	pol, err := parseSecretPolicy(*expire, *rotate, time.Now())
 	if err != nil {
