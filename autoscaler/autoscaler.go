@@ -301,7 +301,7 @@ func (s *Scaler) reconsider(ctx context.Context, sl Slurm, app policy.App, in po
 		if len(ids)+len(errs) == maxReconsider {
 			break
 		}
-		if !held(j.Reason) || !slices.Contains(j.Partitions, app.Name) || max(j.Nodes, 1) > usable {
+		if !policy.Held(j.Reason) || !slices.Contains(j.Partitions, app.Name) || max(j.Nodes, 1) > usable {
 			continue
 		}
 		if err := sl.Reconsider(ctx, j); err != nil {
@@ -318,13 +318,6 @@ func (s *Scaler) reconsider(ctx context.Context, sl Slurm, app policy.App, in po
 
 // maxReconsider bounds the jobs handed back to the scheduler in one decision.
 const maxReconsider = 50
-
-// held reports a pending reason that says the job's partition had no usable node when Slurm
-// last looked at it.
-func held(reason string) bool {
-	return reason == "PartitionConfig" || strings.HasPrefix(reason, "ReqNodeNotAvail") ||
-		strings.HasPrefix(strings.ReplaceAll(reason, "_", " "), "Nodes required for job")
-}
 
 // recheck confirms, just before remove-unit, that node is still drained by the autoscaler and
 // that no job runs, completes or starts on it; a job that landed at the last moment keeps it.

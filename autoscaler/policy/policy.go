@@ -117,7 +117,6 @@ var reasons = []string{
 	"None",            // not yet looked at by the scheduler
 	"Resources",       // no free node now
 	"Priority",        // queued behind jobs that wait for resources
-	"PartitionConfig", // the partition has no node yet (scale from zero)
 	"BadConstraints",  // its nodes were deleted while it waited
 	"NodeDown",
 }
@@ -125,9 +124,15 @@ var reasons = []string{
 // WantsNodes reports whether a job pending for reason would run with more nodes in its
 // partition. Dependencies, holds, limits, reservations and down partitions are not demand.
 func WantsNodes(reason string) bool {
-	// squeue prints "Nodes required for job are DOWN, ..." (24.11; underscores in some versions),
-	// and "ReqNodeNotAvail, ..." for jobs waiting for nodes that are not there yet (FUTURE).
-	return slices.Contains(reasons, reason) || strings.HasPrefix(reason, "ReqNodeNotAvail") ||
+	return slices.Contains(reasons, reason) || Held(reason)
+}
+
+// Held reports a pending reason that says the job's partition had no usable node for it when
+// Slurm last looked: PartitionConfig (22.05, no node at all), "ReqNodeNotAvail, ..." and
+// "Nodes required for job are DOWN, ..." (24.11 with FUTURE nodes; squeue prints the latter
+// with underscores in some versions). Slurm leaves such jobs to its backfill scheduler.
+func Held(reason string) bool {
+	return reason == "PartitionConfig" || strings.HasPrefix(reason, "ReqNodeNotAvail") ||
 		strings.HasPrefix(strings.ReplaceAll(reason, "_", " "), "Nodes required for job")
 }
 

@@ -199,6 +199,19 @@ func TestWantsNodes(t *testing.T) {
 	}
 }
 
+func TestHeld(t *testing.T) {
+	t.Parallel()
+	for reason, want := range map[string]bool{
+		"PartitionConfig": true, "ReqNodeNotAvail, May be reserved for other job": true,
+		"Nodes_required_for_job_are_DOWN,_DRAINED_or_reserved_for_jobs_in_higher_priority_partitions": true,
+		"Resources": false, "Priority": false, "Dependency": false,
+	} {
+		if got := policy.Held(reason); got != want {
+			t.Errorf("Held(%q) = %v, want %v", reason, got, want)
+		}
+	}
+}
+
 func TestBackoff(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
