@@ -114,10 +114,10 @@ type Decision struct {
 
 // reasons are the pending reasons that more nodes in the job's partition can cure.
 var reasons = []string{
-	"None",            // not yet looked at by the scheduler
-	"Resources",       // no free node now
-	"Priority",        // queued behind jobs that wait for resources
-	"BadConstraints",  // its nodes were deleted while it waited
+	"None",           // not yet looked at by the scheduler
+	"Resources",      // no free node now
+	"Priority",       // queued behind jobs that wait for resources
+	"BadConstraints", // its nodes were deleted while it waited
 	"NodeDown",
 }
 
