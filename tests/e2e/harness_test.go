@@ -271,8 +271,9 @@ func (c *cluster) eventually(d time.Duration, what string, cond func() (bool, st
 const ctlLogPath = "/var/log/slurm/slurmctld.log"
 
 // reconfigures counts the reconfigure requests slurmctld has handled, and starts the times it
-// started, from its own log. A log that records no start fails the test: the counts would
-// otherwise compare equal whatever slurmctld did.
+// started (not counting the re-executions of a 24.11 reconfigure), from its own log. A log
+// that records no start fails the test: the counts would otherwise compare equal whatever
+// slurmctld did.
 func (c *cluster) reconfigures() (reconfigures, starts int) {
 	c.t.Helper()
 	log := c.exec("slurmctld/0", "cat", ctlLogPath)
@@ -280,7 +281,13 @@ func (c *cluster) reconfigures() (reconfigures, starts int) {
 	if starts == 0 {
 		c.t.Fatalf("%s on slurmctld/0 records no start of slurmctld", ctlLogPath)
 	}
-	return strings.Count(log, "_slurm_rpc_reconfigure_controller: completed"), starts
+	reconfigures = strings.Count(log, "_slurm_rpc_reconfigure_controller: completed")
+	if sighup := strings.Count(log, "Reconfigure signal (SIGHUP) received"); reconfigures == 0 && sighup > 0 {
+		// Slurm 24.05 and later reconfigure by re-executing slurmctld in place (same PID):
+		// each reconfigure logs the SIGHUP it turns into and a start, and no "completed".
+		reconfigures, starts = sighup, starts-sighup
+	}
+	return reconfigures, starts
 }
 
 // ctlPID is the main slurmctld's PID on the controller host (its pid file: slurmctld also forks

@@ -91,3 +91,24 @@ func TestNodeLifecycleTrixie(t *testing.T) {
 	t.Parallel()
 	nodeLifecycle(t, newClusterOn(t, model.BaseTrixie, 2))
 }
+
+func TestPartitionsBookworm(t *testing.T) {
+	t.Parallel()
+	partitions(t, newClusterOn(t, model.BaseBookworm, 1, partitionsConfig))
+}
+
+func TestPartitionsTrixie(t *testing.T) {
+	t.Parallel()
+	partitions(t, newClusterOn(t, model.BaseTrixie, 1, partitionsConfig))
+}
+
+func TestRotateAuthKeyBookworm(t *testing.T) {
+	t.Parallel()
+	rotateAuthKey(t, newClusterOn(t, model.BaseBookworm, 2), "/etc/munge/munge.key")
+}
+
+// TestRotateAuthKeyTrixie rotates slurm.key (auth/slurm, Slurm 24.11).
+func TestRotateAuthKeyTrixie(t *testing.T) {
+	t.Parallel()
+	rotateAuthKey(t, newClusterOn(t, model.BaseTrixie, 2), "/etc/slurm/slurm.key")
+}

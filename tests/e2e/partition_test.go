@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,8 +13,16 @@ import (
 // remove-application (the partition goes only after its jobs end; slurmctld keeps running).
 func TestPartitions(t *testing.T) {
 	t.Parallel()
-	// Completed job records are kept for MinJobAge; keep it short so removal does not wait 5 min.
-	c := newCluster(t, 1, map[string]string{"slurm-conf-parameters": "MinJobAge=2"})
+	partitions(t, newCluster(t, 1, partitionsConfig))
+}
+
+// partitionsConfig is the controller's config for partitions: completed job records are kept
+// for MinJobAge; keep it short so removal does not wait 5 min.
+var partitionsConfig = map[string]string{"slurm-conf-parameters": "MinJobAge=2"}
+
+// partitions is TestPartitions on cluster c (one slurmd unit, partitionsConfig), whatever its
+// machines.
+func partitions(t *testing.T, c *cluster) {
 	c.eventually(30*time.Second, "partition slurmd", func() (bool, string) {
 		p := c.partition("slurmd")
 		return strings.Contains(p, "TotalNodes=1"), p
@@ -64,7 +71,7 @@ func TestPartitions(t *testing.T) {
 
 	// remove-application while a job runs in its partition → the partition stays until the job
 	// ends, then goes; slurmctld is never restarted.
-	// The job runs until the test lets it go (hosts share /tmp's filesystem with the test).
+	// The job runs until the test lets it go, creating the file on the job's node.
 	release := filepath.Join(t.TempDir(), "release")
 	job := c.sbatch("gpu", "--wrap", "while [ ! -e "+release+" ]; do sleep 0.1; done")
 	c.waitJobState(job, "RUNNING", 30*time.Second)
@@ -80,9 +87,7 @@ func TestPartitions(t *testing.T) {
 	if p := c.partition("gpu"); p == "" {
 		t.Errorf("partition gpu removed while its job %s runs", job)
 	}
-	if err := os.WriteFile(release, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	c.exec("gpu/0", "install", "-D", "-m", "0644", "/dev/null", release)
 	c.waitJobState(job, "COMPLETED", time.Minute)
 	if err := <-removed; err != nil {
 		t.Fatal(err)
@@ -107,12 +112,17 @@ func TestPartitions(t *testing.T) {
 // TestRotateAuthKey: a new key reaches every node, which comes back IDLE, and jobs still run.
 func TestRotateAuthKey(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, 2)
+	rotateAuthKey(t, newCluster(t, 2), "/etc/munge/munge.key")
+}
+
+// rotateAuthKey is TestRotateAuthKey on cluster c (two slurmd units) whose auth key is key
+// (munge.key before Slurm 23.11, slurm.key after).
+func rotateAuthKey(t *testing.T, c *cluster, key string) {
 	c.eventually(30*time.Second, "2 idle nodes", func() (bool, string) {
 		n := c.nodes()
 		return strings.HasPrefix(n["slurmd-0"], "idle") && strings.HasPrefix(n["slurmd-1"], "idle"), ""
 	})
-	keyBefore := c.exec("slurmd/0", "sha256sum", "/etc/munge/munge.key")
+	keyBefore := c.exec("slurmd/0", "sha256sum", key)
 	run, err := c.m.Run(c.bg(), "slurmctld/0", "rotate-auth-key", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -121,9 +131,9 @@ func TestRotateAuthKey(t *testing.T) {
 		t.Fatalf("rotate-auth-key: %s %q", run.Status, run.Message)
 	}
 	c.waitActive()
-	ctlKey := strings.Fields(c.exec("slurmctld/0", "sha256sum", "/etc/munge/munge.key"))[0]
+	ctlKey := strings.Fields(c.exec("slurmctld/0", "sha256sum", key))[0]
 	for _, u := range []string{"slurmd/0", "slurmd/1"} {
-		k := c.exec(u, "sha256sum", "/etc/munge/munge.key")
+		k := c.exec(u, "sha256sum", key)
 		if k == keyBefore || strings.Fields(k)[0] != ctlKey {
 			t.Errorf("%s: key not rotated to the controller's", u)
 		}
