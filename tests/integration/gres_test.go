@@ -30,11 +30,13 @@ const gresLocal = "/etc/slurm/gres.local.conf"
 // gresConf is the controller's gres.conf: written once, never per node.
 const gresConf = "# Every node's devices are in its own " + gresLocal + ".\nInclude " + gresLocal + "\n"
 
-// gresCluster starts a cluster whose slurm.conf has GresTypes=gpu and a gpu
-// partition (NodeSet gpu) beside the base one, and whose gres.conf includes
-// gresLocal (empty on the controller).
-func gresCluster(t *testing.T, gresTypes string) *cluster {
-	return newCluster(t, func(ctl *hosts.Host) []byte {
+// gresCluster starts a cluster whose slurm.conf has GresTypes=gresTypes (none
+// when empty) and a gpu partition (NodeSet gpu) beside the base one, and
+// whose gres.conf includes gresLocal (empty on the controller). It returns
+// the cluster, a context ending with the test (at most 3 minutes) and a
+// Slurm client on the controller.
+func gresCluster(t *testing.T, gresTypes string) (*cluster, context.Context, *slurm.Client) {
+	c := newCluster(t, func(ctl *hosts.Host) []byte {
 		conf := baseConf(t, ctl)
 		if gresTypes != "" {
 			conf = append(conf, "GresTypes="+gresTypes+"\n"...)
@@ -44,6 +46,9 @@ func gresCluster(t *testing.T, gresTypes string) *cluster {
 		writeFile(t, ctl.Path(gresLocal), gres.Set(nil).Conf("ctl"))
 		return conf
 	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return c, ctx, &slurm.Client{Runner: slurm.ExecRunner{Command: c.ctl.Command}, Conf: confPath, PollInterval: pollInterval}
 }
 
 func writeFile(t testing.TB, path string, data []byte) {
@@ -105,9 +110,7 @@ func (c *cluster) ctlStdout(ctx context.Context, argv ...string) (string, error)
 // affected.
 func TestGresDynamicNode(t *testing.T) {
 	t.Parallel()
-	c := gresCluster(t, "gpu")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	c, ctx, sc := gresCluster(t, "gpu")
 	gpu := c.addGPUHost(ctx, "gpu0", 2)
 	cpu := c.addCompute("cpu0")
 
@@ -129,7 +132,6 @@ func TestGresDynamicNode(t *testing.T) {
 	c.startSlurmd(ctx, gpu, "RealMemory=1000 Feature=gpu Gres="+det.Resources().String())
 	c.startSlurmd(ctx, cpu, "RealMemory=1000 Feature=base")
 
-	sc := &slurm.Client{Runner: slurm.ExecRunner{Command: c.ctl.Command}, Conf: confPath, PollInterval: pollInterval}
 	// The very first record of the node already carries its GPUs.
 	var first slurm.Node
 	waitUntil(t, ctx, "gpu0 registered", func() (bool, string) {
@@ -274,10 +276,7 @@ func (j *gpuJob) waitDevice(t *testing.T, ctx context.Context) {
 // configured).
 func TestGresTypesNeedRestart(t *testing.T) {
 	t.Parallel()
-	c := gresCluster(t, "")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	sc := &slurm.Client{Runner: slurm.ExecRunner{Command: c.ctl.Command}, Conf: confPath, PollInterval: pollInterval}
+	c, ctx, sc := gresCluster(t, "")
 	res := gres.Set{{Name: "gpu", Type: "tesla_t4", Count: 2, Files: []string{"/dev/nvidia0", "/dev/nvidia1"}}}
 	conf := "RealMemory=1000 Feature=gpu Gres=" + res.String()
 	gpuNode := func(name, linesFor string) *hosts.Host {
@@ -380,9 +379,7 @@ func readSlurmdLog(h *hosts.Host) string {
 // --conf and gres.conf lines; never while a job runs on it.
 func TestGresDeviceRemoved(t *testing.T) {
 	t.Parallel()
-	c := gresCluster(t, "gpu")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	c, ctx, sc := gresCluster(t, "gpu")
 	gpu := c.addGPUHost(ctx, "gpu0", 2)
 	register := func() gres.Set {
 		t.Helper()
@@ -391,7 +388,6 @@ func TestGresDeviceRemoved(t *testing.T) {
 		c.startSlurmd(ctx, gpu, "RealMemory=1000 Feature=gpu Gres="+det.Resources().String())
 		return det.Resources()
 	}
-	sc := &slurm.Client{Runner: slurm.ExecRunner{Command: c.ctl.Command}, Conf: confPath, PollInterval: pollInterval}
 	idle := func(n slurm.Node) bool { return n.State.Base == slurm.StateIdle }
 	if res := register(); res.String() != "gpu:tesla_t4:2" {
 		t.Fatalf("detected %q, want gpu:tesla_t4:2", res)
@@ -449,10 +445,7 @@ func TestGresDeviceRemoved(t *testing.T) {
 // and untyped GPUs when nvidia-smi is missing (device files only).
 func TestGresVariants(t *testing.T) {
 	t.Parallel()
-	c := gresCluster(t, "gpu")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	sc := &slurm.Client{Runner: slurm.ExecRunner{Command: c.ctl.Command}, Conf: confPath, PollInterval: pollInterval}
+	c, ctx, sc := gresCluster(t, "gpu")
 	idle := func(n slurm.Node) bool { return n.State.Base == slurm.StateIdle }
 
 	lowered := c.addGPUHost(ctx, "gpua", 2)
