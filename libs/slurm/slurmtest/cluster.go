@@ -2,14 +2,18 @@ package slurmtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/charmed-slurm/operators/libs/hostlist"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
@@ -31,6 +35,14 @@ import (
 // until PurgeJobs), and answers the version commands, `slurmd -C` and `munge -n` as a
 // healthy host does.
 //
+// For a controller charm it also plays Slurm's parser on a candidate configuration
+// (`scontrol show hostnames x` under SLURM_CONF, RefuseConfig), the partitions of the live
+// configuration (ReadConfig: read again at each reconfigure) with their NodeSet members by
+// feature (SetFeatures) and Slurm 22.05's reconfigure bugs: a node lost from its partition
+// (Lose, bug 16295) and a node ALLOCATED with no job (Wedge, bug 16434). RequireConf checks
+// that every controller command runs with the live SLURM_CONF. Moving a pending job
+// (`scontrol update jobid=J partition=P`) answers with messages that are not recorded.
+//
 // SetUnreachable makes every controller command fail as with a stopped slurmctld; Before
 // runs before each command (a test ends jobs after some polls, or brings the controller
 // back).
@@ -44,11 +56,25 @@ type Cluster struct {
 	reconfigures int
 	calls        []Call
 	before       func(argv []string)
+	// confDir, when set, is the live configuration directory: each reconfigure makes the
+	// partitions named in its *.conf files the controller's partitions.
+	confDir string
+	// conf, when set, is the SLURM_CONF every controller command must carry.
+	conf string
+	// refuse: Slurm's parser refuses a candidate configuration containing it; checked are
+	// the candidate slurm.conf files it read.
+	refuse  string
+	checked []string
 }
 
 type fakeNode struct {
 	down, drain bool
 	reason      string
+	// features, when set, replace the recorded node's (DefaultPartition).
+	features []string
+	// lost: a reconfigure dropped the node from its NodeSet's partitions (Slurm bug
+	// 16295) until the partition's nodes are set again.
+	lost bool
 	// stuck: ALLOCATED with no job (Slurm 22.05 bug 16434) until set DOWN.
 	stuck bool
 }
@@ -74,6 +100,69 @@ func (c *Cluster) AddNode(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.nodes[name] = &fakeNode{}
+}
+
+// SetFeatures gives node its features (AvailableFeatures and ActiveFeatures): the
+// partitions whose NodeSet Feature they name hold it, as the charms write NodeSets
+// (NodeSet=P Feature=P). A new node has the recorded one, DefaultPartition.
+func (c *Cluster) SetFeatures(node string, features ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := c.nodes[node]; n != nil {
+		n.features = slices.Clone(features)
+	}
+}
+
+// Lose drops node from the partitions of its NodeSets, as Slurm 22.05's reconfigure does
+// with a hole in the node table (SchedMD bug 16295): `scontrol show partition` leaves it
+// out until `scontrol update partitionname=P nodes=<NodeSets>` rebuilds the partition.
+func (c *Cluster) Lose(node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := c.nodes[node]; n != nil {
+		n.lost = true
+	}
+}
+
+// Lost reports whether node is out of its partitions (Lose) still.
+func (c *Cluster) Lost(node string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.nodes[node]
+	return n != nil && n.lost
+}
+
+// ReadConfig makes dir the live configuration directory: each `scontrol reconfigure`
+// then makes the partitions named (PartitionName=) in its *.conf files the controller's
+// partitions, as slurmctld does when it reads slurm.conf and its includes again.
+func (c *Cluster) ReadConfig(dir string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.confDir = dir
+}
+
+// RequireConf makes every controller command fail unless its environment sets
+// SLURM_CONF=conf (the live configuration, not a candidate).
+func (c *Cluster) RequireConf(conf string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.conf = conf
+}
+
+// RefuseConfig makes Slurm's parser (`scontrol show hostnames x` with SLURM_CONF naming a
+// candidate slurm.conf) refuse a candidate whose *.conf files contain text, with the
+// recorded checkconf-refused answer; empty accepts every candidate (checkconf-ok).
+func (c *Cluster) RefuseConfig(text string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refuse = text
+}
+
+// CheckedConfigs are the candidate slurm.conf files Slurm's parser read, in order.
+func (c *Cluster) CheckedConfigs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.checked)
 }
 
 // Wedge makes node stay ALLOCATED with no job, and `scontrol delete` refuse it as busy,
@@ -206,7 +295,19 @@ func (c *Cluster) Run(ctx context.Context, argv []string, env []string) (slurm.O
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	a := strings.Join(argv, " ")
+	if a == "scontrol show hostnames x" {
+		return c.checkConfig(env)
+	}
+	if c.conf != "" && controllerCommand(argv[0]) && argv[len(argv)-1] != "-V" && !slices.Contains(env, "SLURM_CONF="+c.conf) {
+		return slurm.Output{}, fmt.Errorf("slurmtest: %q run without SLURM_CONF=%s", argv, c.conf)
+	}
 	switch {
+	case strings.HasPrefix(a, "scontrol show partition -o ") && len(argv) == 5:
+		return c.showPartition(argv[4]), nil
+	case strings.HasPrefix(a, "scontrol update partitionname=") && len(argv) == 4 && strings.HasPrefix(argv[3], "nodes="):
+		return c.setPartitionNodes(strings.TrimPrefix(argv[2], "partitionname="), strings.TrimPrefix(argv[3], "nodes=")), nil
+	case strings.HasPrefix(a, "scontrol update jobid=") && len(argv) == 4 && strings.HasPrefix(argv[3], "partition="):
+		return c.moveJob(strings.TrimPrefix(argv[2], "jobid="), strings.TrimPrefix(argv[3], "partition=")), nil
 	case a == "slurmd -V", a == "slurmctld -V", a == "scontrol -V":
 		return Real(argv[0] + "-V").Output, nil
 	case a == "slurmd -C":
@@ -227,6 +328,9 @@ func (c *Cluster) Run(ctx context.Context, argv []string, env []string) (slurm.O
 			return Real("reconfigure-unreachable").Output, nil
 		}
 		c.reconfigures++
+		if err := c.readConfig(); err != nil {
+			return slurm.Output{}, err
+		}
 		return Real("reconfigure").Output, nil
 	case a == "scontrol show node -o":
 		if c.unreachable {
@@ -276,6 +380,8 @@ var (
 	nodeNameRE = regexp.MustCompile(`\bNode(Name|HostName)=node1\b`)
 	stateRE    = regexp.MustCompile(`\bState=\S+`)
 	allocRE    = regexp.MustCompile(`\bCPUAlloc=\d+`)
+	featuresRE = regexp.MustCompile(`\b(Available|Active)Features=\S*`)
+	partNameRE = regexp.MustCompile(`(?m)^\s*PartitionName=(\S+)`)
 )
 
 // showLine is node name's `scontrol show node -o` line, built from the recorded idle one.
@@ -298,6 +404,10 @@ func (c *Cluster) showLine(name string) string {
 	line = nodeNameRE.ReplaceAllString(line, "Node${1}="+name)
 	line = stateRE.ReplaceAllString(line, "State="+state)
 	line = allocRE.ReplaceAllString(line, "CPUAlloc="+strconv.Itoa(min(len(jobs), 1)))
+	if n.features != nil {
+		f := strings.Join(n.features, ",")
+		line = featuresRE.ReplaceAllString(line, "${1}Features="+f)
+	}
 	if n.reason != "" {
 		line += " Reason=" + n.reason + " [root@2026-11-22T22:19:43]"
 	}
@@ -437,4 +547,153 @@ func (c *Cluster) squeue(node string) slurm.Output {
 		b.WriteString(c.jobLine(id))
 	}
 	return slurm.Output{Stdout: []byte(b.String())}
+}
+
+// controllerCommand reports whether program talks to slurmctld (and reads SLURM_CONF).
+func controllerCommand(program string) bool {
+	switch program {
+	case "scontrol", "squeue", "scancel", "sinfo":
+		return true
+	}
+	return false
+}
+
+// features are node n's features: its own, or the recorded node's.
+func (n *fakeNode) featureList() []string {
+	if n.features != nil {
+		return n.features
+	}
+	return []string{DefaultPartition}
+}
+
+// checkConfig plays `scontrol show hostnames x` reading the candidate slurm.conf that
+// env's SLURM_CONF names, with the recorded answers of real Slurm 22.05.
+func (c *Cluster) checkConfig(env []string) (slurm.Output, error) {
+	var conf string
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "SLURM_CONF="); ok {
+			conf = v
+		}
+	}
+	if conf == "" {
+		return slurm.Output{}, errors.New("slurmtest: scontrol show hostnames run without SLURM_CONF")
+	}
+	c.checked = append(c.checked, conf)
+	files, err := filepath.Glob(filepath.Join(filepath.Dir(conf), "*.conf"))
+	if err != nil || len(files) == 0 {
+		return slurm.Output{}, fmt.Errorf("slurmtest: no configuration beside %s", conf)
+	}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return slurm.Output{}, err
+		}
+		if c.refuse != "" && strings.Contains(string(data), c.refuse) {
+			return Real("checkconf-refused").Output, nil
+		}
+	}
+	return Real("checkconf-ok").Output, nil
+}
+
+// readConfig makes the partitions of the live configuration (ReadConfig) the
+// controller's, keeping the state of those it knew.
+func (c *Cluster) readConfig() error {
+	if c.confDir == "" {
+		return nil
+	}
+	files, err := filepath.Glob(filepath.Join(c.confDir, "*.conf"))
+	if err != nil {
+		return err
+	}
+	parts := map[string]string{}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		for _, m := range partNameRE.FindAllStringSubmatch(string(data), -1) {
+			if st := c.partitions[m[1]]; st != "" {
+				parts[m[1]] = st
+			} else {
+				parts[m[1]] = "UP"
+			}
+		}
+	}
+	c.partitions = parts
+	return nil
+}
+
+// partitionNodes are the nodes partition holds: those with its feature, less the lost.
+func (c *Cluster) partitionNodes(partition string) []string {
+	var nodes []string
+	for _, name := range slices.Sorted(maps.Keys(c.nodes)) {
+		n := c.nodes[name]
+		if slices.Contains(n.featureList(), partition) && !n.lost {
+			nodes = append(nodes, name)
+		}
+	}
+	return nodes
+}
+
+var (
+	partFieldRE = regexp.MustCompile(`\b(PartitionName|NodeSets|Nodes|State|TotalCPUs|TotalNodes|TRES)=\S*`)
+)
+
+// showPartition answers `scontrol show partition -o NAME` from the recorded line of a
+// partition whose NodeSet is its name (show-partition-empty).
+func (c *Cluster) showPartition(name string) slurm.Output {
+	switch {
+	case c.unreachable:
+		return recorded("show-node-unreachable", "", "")
+	case c.partitions[name] == "":
+		return recorded("show-partition-unknown", "nope", name)
+	}
+	nodes := c.partitionNodes(name)
+	list, tres := "(null)", "(null)"
+	if len(nodes) > 0 {
+		list = hostlist.Compress(nodes)
+		tres = fmt.Sprintf("cpu=%d,mem=%dM,node=%d,billing=%d", len(nodes), 1000*len(nodes), len(nodes), len(nodes))
+	}
+	values := map[string]string{"PartitionName": name, "NodeSets": name, "Nodes": list, "State": c.partitions[name],
+		"TotalCPUs": strconv.Itoa(len(nodes)), "TotalNodes": strconv.Itoa(len(nodes)), "TRES": tres}
+	line := partFieldRE.ReplaceAllStringFunc(string(Real("show-partition-empty").Output.Stdout), func(f string) string {
+		k, _, _ := strings.Cut(f, "=")
+		return k + "=" + values[k]
+	})
+	return slurm.Output{Stdout: []byte(line)}
+}
+
+// setPartitionNodes applies `scontrol update partitionname=P nodes=NODESETS`: the
+// partition is rebuilt from its NodeSets (its name, for the charms' partitions), so no
+// node of it is lost any more.
+func (c *Cluster) setPartitionNodes(name, nodes string) slurm.Output {
+	switch {
+	case c.unreachable:
+		return recorded("update-unreachable", "", "")
+	case c.partitions[name] == "":
+		return recorded("partition-unknown", "nope", name)
+	}
+	for _, n := range c.nodes {
+		if slices.Contains(strings.Split(nodes, ","), name) && slices.Contains(n.featureList(), name) {
+			n.lost = false
+		}
+	}
+	return Real("update-partition-nodes").Output
+}
+
+// moveJob applies `scontrol update jobid=J partition=P` (a pending job only).
+func (c *Cluster) moveJob(id, partition string) slurm.Output {
+	j := c.jobs[id]
+	switch {
+	case c.unreachable:
+		return recorded("update-unreachable", "", "")
+	case j == nil:
+		return slurm.Output{Stderr: []byte("slurm_update error: Invalid job id specified\n"), ExitCode: 1}
+	case j.node != "" || j.ended:
+		return slurm.Output{Stderr: []byte("scontrol: error: Job is no longer pending execution for job " + id + "\n"), ExitCode: 1}
+	case c.partitions[partition] == "":
+		return slurm.Output{Stderr: []byte("slurm_update error: Invalid partition name specified\n"), ExitCode: 1}
+	}
+	j.partition = partition
+	return slurm.Output{}
 }

@@ -3,6 +3,9 @@ package slurmtest_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -16,11 +19,41 @@ import (
 // node line whose recording has fields the fake does not keep, the same parsed node).
 func TestClusterAgreesWithRealSlurm(t *testing.T) {
 	t.Parallel()
+	conf := func(t *testing.T, text string) []string {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "slurm.conf"), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return []string{"SLURM_CONF=" + filepath.Join(dir, "slurm.conf")}
+	}
 	for _, tt := range []struct {
 		recorded string
 		setup    func(c *slurmtest.Cluster)
 		parsed   bool // compare the parsed node's name, state and reason
+		// partition: compare the parsed partition's name, NodeSets, nodes and state
+		partition bool
+		env       func(t *testing.T) []string
 	}{
+		{recorded: "show-partition-empty", setup: func(c *slurmtest.Cluster) { c.AddPartition("gpu") }},
+		{recorded: "show-partition-unknown"},
+		{recorded: "show-partition-repaired", partition: true, setup: func(c *slurmtest.Cluster) {
+			c.AddPartition("base")
+			for _, n := range []string{"node3", "node5"} {
+				c.AddNode(n)
+				c.SetFeatures(n, "base")
+			}
+			c.AddNode("node4")
+			c.SetFeatures("node4", "gpu")
+		}},
+		{recorded: "update-partition-nodes", setup: func(c *slurmtest.Cluster) {
+			c.AddPartition("base")
+			c.AddNode("node3")
+			c.SetFeatures("node3", "base")
+			c.Lose("node3")
+		}},
+		{recorded: "checkconf-ok", env: func(t *testing.T) []string { return conf(t, "MaxTime=1:00:00\n") }},
+		{recorded: "checkconf-refused", setup: func(c *slurmtest.Cluster) { c.RefuseConfig("abc") },
+			env: func(t *testing.T) []string { return conf(t, "MaxTime=abc\n") }},
 		{recorded: "show-node-idle", setup: func(c *slurmtest.Cluster) { c.AddNode("node1") }},
 		{recorded: "show-node-drained", parsed: true, setup: func(c *slurmtest.Cluster) {
 			c.AddNode("node1")
@@ -70,9 +103,27 @@ func TestClusterAgreesWithRealSlurm(t *testing.T) {
 				tt.setup(c)
 			}
 			want := slurmtest.Real(tt.recorded)
-			got, err := c.Run(context.Background(), want.Argv, nil)
+			var env []string
+			if tt.env != nil {
+				env = tt.env(t)
+			}
+			got, err := c.Run(context.Background(), want.Argv, env)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tt.partition {
+				wp, err1 := slurm.ParseShowPartition(want.Output.Stdout)
+				gp, err2 := slurm.ParseShowPartition(got.Stdout)
+				if err1 != nil || err2 != nil || len(wp) != 1 || len(gp) != 1 {
+					t.Fatalf("parse: %v, %v", err1, err2)
+				}
+				key := func(p slurm.Partition) []string {
+					return append([]string{p.Name, p.State, strings.Join(p.NodeSets, ",")}, p.Nodes...)
+				}
+				if d := cmp.Diff(key(wp[0]), key(gp[0])); d != "" {
+					t.Errorf("partition (-real +fake):\n%s", d)
+				}
+				return
 			}
 			if tt.parsed {
 				wn, err1 := slurm.ParseShowNode(want.Output.Stdout)
@@ -148,5 +199,56 @@ func TestClusterRefusesUnmodelledCommands(t *testing.T) {
 func run(c *slurmtest.Cluster, argv ...string) {
 	if _, err := c.Run(context.Background(), argv, nil); err != nil {
 		panic(err)
+	}
+}
+
+// TestClusterPartitions: partitions come from the live configuration at each reconfigure;
+// a lost node is missing from its partition until the repair; a pending job moves.
+func TestClusterPartitions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	write := func(text string) {
+		if err := os.WriteFile(filepath.Join(dir, "partition-gpu.conf"), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := slurmtest.NewCluster()
+	c.ReadConfig(dir)
+	c.RequireConf("/etc/slurm/slurm.conf")
+	cl := &slurm.Client{Runner: c, Conf: "/etc/slurm/slurm.conf"}
+	write("NodeSet=gpu Feature=gpu\nPartitionName=gpu Nodes=gpu\n")
+	if err := cl.Reconfigure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.PartitionState("gpu"); !ok {
+		t.Fatal("partition gpu of the configuration unknown after reconfigure")
+	}
+	if _, ok := c.PartitionState(slurmtest.DefaultPartition); ok {
+		t.Error("a partition the configuration lacks is still known")
+	}
+	c.AddNode("gpu-0")
+	c.SetFeatures("gpu-0", "gpu")
+	c.Lose("gpu-0")
+	repaired, err := cl.RepairPartitionMembership(ctx, "gpu", "gpu")
+	if err != nil || c.Lost("gpu-0") {
+		t.Fatalf("repair: %v, lost %v", err, c.Lost("gpu-0"))
+	}
+	if d := cmp.Diff([]string{"gpu-0"}, repaired); d != "" {
+		t.Errorf("repaired (-want +got):\n%s", d)
+	}
+	job := c.SubmitJob("gpu", "")
+	write("PartitionName=gpu Nodes=gpu\nPartitionName=other Nodes=other\n")
+	if err := cl.Reconfigure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.MovePendingJob(ctx, job, "other"); err != nil {
+		t.Fatal(err)
+	}
+	if recs, _ := cl.PartitionJobRecords(ctx, "other"); len(recs) != 1 {
+		t.Errorf("job not moved: %v", recs)
+	}
+	if _, err := c.Run(ctx, []string{"scontrol", "ping"}, nil); err == nil {
+		t.Error("a controller command without SLURM_CONF answered")
 	}
 }
