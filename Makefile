@@ -30,8 +30,9 @@ charms:
 	$(GO) run ./tests/cmd/charmpack -o build/slurmd.charm slurmd-operator
 
 # The main job: a real Slurm cluster run by the operators under the local model (needs root).
+# TARGET=pebble (default), bookworm or trixie: see scripts/demo.sh.
 demo: deps tools charms
-	scripts/demo.sh
+	TARGET=$(TARGET) scripts/demo.sh
 
 # Benchmarks (docs/benchmarks.md), on real Slurm through the local model (needs root): prints
 # name=value lines and writes build/bench.json, build/bench.md (with each figure's spread),

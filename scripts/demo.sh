@@ -3,8 +3,20 @@
 # Deploys slurmctld and 3 slurmd units on their own hosts (network namespaces supervised by
 # Pebble), integrates them, runs jobs, adds a unit, applies partition-config and node-config,
 # removes a unit while a job runs on it, printing `status` at each step; then tears it all down.
+# TARGET picks the machines: pebble (the default and quickest: Pebble hosts, Slurm 22.05),
+# bookworm (systemd machines, Debian 12, Slurm 22.05) or trixie (systemd machines, Debian 13,
+# Slurm 24.11 with auth/slurm); `make demo TARGET=trixie`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+TARGET=${TARGET:-pebble}
+case $TARGET in
+  pebble) base= ;;
+  bookworm) base=debian@12 ;;
+  trixie) base=debian@13 ;;
+  *) echo "demo: unknown TARGET $TARGET (pebble, bookworm or trixie)" >&2; exit 2 ;;
+esac
+if [ -n "$base" ]; then scripts/images.sh "$TARGET"; fi
 
 JL=$PWD/build/bin/juju-local
 own_dir=
@@ -32,7 +44,13 @@ ctl_counts() {
   local log pid
   log=$("$JL" exec slurmctld/0 -- cat /var/log/slurm/slurmctld.log)
   pid=$("$JL" exec slurmctld/0 -- cat /run/slurmctld.pid)
-  echo "$(grep -c '_slurm_rpc_reconfigure_controller: completed' <<<"$log") $(grep -c 'slurmctld version ' <<<"$log") $pid"
+  local r s h
+  r=$(grep -c '_slurm_rpc_reconfigure_controller: completed' <<<"$log" || true)
+  s=$(grep -c 'slurmctld version ' <<<"$log" || true)
+  h=$(grep -c 'Reconfigure signal (SIGHUP) received' <<<"$log" || true)
+  # Slurm 24.05 and later reconfigure by re-executing slurmctld in place: a SIGHUP and a start.
+  if [ "$r" -eq 0 ] && [ "$h" -gt 0 ]; then r=$h s=$((s - h)); fi
+  echo "$r $s $pid"
 }
 # ctl_claim BEFORE WANT_RECONFIGURES: prints what slurmctld's log says happened since BEFORE (a
 # ctl_counts line) and fails the demo unless it is WANT_RECONFIGURES reconfigures and no restart.
@@ -71,7 +89,7 @@ teardown() {
 trap teardown EXIT
 
 step "juju-local bootstrap (model in $JUJU_LOCAL_DIR)"
-"$JL" bootstrap --update-status-interval 1m
+"$JL" bootstrap --update-status-interval 1m ${base:+--base "$base"}
 
 # MinJobAge: finished job records are kept that long, and a partition is removed only once its
 # records are gone; a short value keeps the teardown at the end quick.
