@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -353,4 +352,27 @@ func TestRuleActionsRunInError(t *testing.T) {
 	}
 }
 
-var _ = os.Getenv
+// juju integrate matches a provider with a requirer of the same interface, and refuses an
+// ambiguous pair, a relation of an application with itself and an existing relation.
+func TestRuleIntegrateMatching(t *testing.T) {
+	m := localModel(t)
+	ctx := context.Background()
+	deploy(t, m, "alpha", 1, nil)
+	deploy(t, m, "beta", 1, nil)
+	for _, tt := range []struct{ a, b, err string }{
+		{"alpha", "beta", "ambiguous relation"},
+		{"alpha:source", "alpha:sink", "cannot be related to itself"},
+		{"alpha:source", "beta:controller", "no relations found"},
+		{"alpha:nosuch", "beta", `has no endpoint "nosuch"`},
+	} {
+		if _, err := m.Integrate(ctx, tt.a, tt.b); err == nil || !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("integrate %s %s: err = %v, want %q", tt.a, tt.b, err, tt.err)
+		}
+	}
+	if _, err := m.Integrate(ctx, "beta:sink", "alpha"); err != nil {
+		t.Fatalf("integrate by interface: %v", err)
+	}
+	if _, err := m.Integrate(ctx, "alpha:source", "beta:sink"); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("second identical relation: err = %v", err)
+	}
+}
