@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -525,26 +526,71 @@ func TestDepartedBusyNodeWaitsForItsJobs(t *testing.T) {
 	}
 }
 
+// TestDepartedWaitIsBounded: relation-departed waits at most DepartWait for the departed
+// unit's node: a job ending within it lets the node go in the same hook; a job that never
+// ends leaves the node pending and the hook returns on its own. A guard cancels the hook
+// after 2000 Slurm commands (50 ms of polls at 1 ms take far fewer): without the bound
+// the hook would only end by the guard, and the test fails.
 func TestDepartedWaitIsBounded(t *testing.T) {
-	e := newEnv(t)
-	e.c.DepartWait = time.Second
-	in := e.withApp("slurmd", "slurmd/0", "slurmd/1")
-	e.slurm.addNode("slurmd-1", "slurmd", "IDLE", true)
-	e.slurm.addJob("7", "RUNNING", "slurmd", "slurmd-1")
-	polls := 0
-	e.slurm.tick = func(f *fakeSlurm) {
-		polls++
-		if polls == 3 { // the job ends while the hook waits
-			f.mu.Lock()
-			f.finishJobs()
-			f.mu.Unlock()
+	for _, tt := range []struct {
+		name      string
+		endAt     int // the job ends at this poll; 0: never
+		wantGone  bool
+		departFor time.Duration
+	}{
+		{name: "job ends during the wait", endAt: 3, wantGone: true, departFor: time.Second},
+		{name: "job never ends", departFor: 50 * time.Millisecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.c.DepartWait = tt.departFor
+			in := e.withApp("slurmd", "slurmd/0", "slurmd/1")
+			e.slurm.addNode("slurmd-1", "slurmd", "IDLE", true)
+			e.slurm.addJob("7", "RUNNING", "slurmd", "slurmd-1")
+			delete(in.Relations[0].RemoteUnits, "slurmd/1")
+			polls := 0
+			out, guarded := e.guarded(in, jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", "slurmd/1"), func() {
+				if polls++; polls == tt.endAt {
+					e.slurm.mu.Lock()
+					e.slurm.finishJobs()
+					e.slurm.mu.Unlock()
+				}
+			})
+			if guarded {
+				t.Fatal("the hook did not return by itself: the wait is not bounded")
+			}
+			if e.slurm.hasNode("slurmd-1") == tt.wantGone {
+				t.Errorf("node slurmd-1 known: %v, want gone: %v", !tt.wantGone, tt.wantGone)
+			}
+			if pending := strings.Contains(out.UnitStatus.Message, "removing slurmd-1 once idle"); pending == tt.wantGone {
+				t.Errorf("status %q", out.UnitStatus.Message)
+			}
+		})
+	}
+}
+
+// guarded runs ev like run, with each Slurm poll (squeue, scontrol show) calling tick
+// first, and cancels the hook's context after 2000 polls. It reports whether it had to:
+// a bounded wait never needs the guard.
+func (e *env) guarded(in jujutest.State, ev juju.Event, tick func()) (jujutest.State, bool) {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n := 0
+	e.slurm.tick = func(*fakeSlurm) {
+		if n++; n > 2000 {
+			cancel()
 		}
+		tick()
 	}
-	delete(in.Relations[0].RemoteUnits, "slurmd/1")
-	e.run(in, jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", "slurmd/1"))
-	if e.slurm.hasNode("slurmd-1") {
-		t.Errorf("node not deleted once its job ended during the bounded wait")
+	defer func() { e.slurm.tick = nil }()
+	out, err := jujutest.Run(e.t, in, ev, func(_ context.Context, hc *juju.HookContext) error {
+		return e.c.Router().Dispatch(ctx, hc)
+	})
+	if err != nil && ctx.Err() == nil {
+		e.t.Fatalf("%s: %v", ev.Name, err)
 	}
+	return out, ctx.Err() != nil
 }
 
 func TestDepartedUnknownNodeAndUnreachable(t *testing.T) {
@@ -644,26 +690,49 @@ func TestApplicationRemovedKeepsOthers(t *testing.T) {
 	}
 }
 
+// TestRemoveWaitIsBounded: relation-broken waits at most RemoveWait for the removed
+// application's jobs: jobs ending within it let the partition go in the same hook; a job
+// that never ends leaves it being removed and the hook returns on its own (the guard of
+// TestDepartedWaitIsBounded makes the test fail otherwise).
 func TestRemoveWaitIsBounded(t *testing.T) {
-	e := newEnv(t)
-	e.c.RemoveWait = time.Second
-	in := e.withApp("gpu", "gpu/0")
-	e.slurm.addJob("9", "RUNNING", "gpu", "")
-	polls := 0
-	e.slurm.tick = func(f *fakeSlurm) {
-		polls++
-		if polls == 3 {
-			f.mu.Lock()
-			f.jobs = nil
-			f.mu.Unlock()
-		}
-	}
-	out := e.run(in, jujutest.RelationHook(juju.RelationBroken, "slurmd:1", ""))
-	if e.exists(partitionPath("gpu")) {
-		t.Errorf("partition not removed when its jobs ended during the hook")
-	}
-	if out.UnitStatus.Code != juju.StatusActive {
-		t.Errorf("status %+v", out.UnitStatus)
+	for _, tt := range []struct {
+		name      string
+		endAt     int // the jobs end at this poll; 0: never
+		wantGone  bool
+		removeFor time.Duration
+	}{
+		{name: "jobs end during the wait", endAt: 3, wantGone: true, removeFor: time.Second},
+		{name: "job never ends", removeFor: 50 * time.Millisecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.c.RemoveWait = tt.removeFor
+			in := e.withApp("gpu", "gpu/0")
+			e.slurm.addNode("gpu-0", "gpu", "IDLE", false)
+			e.slurm.addJob("9", "RUNNING", "gpu", "gpu-0")
+			polls := 0
+			out, guarded := e.guarded(in, jujutest.RelationHook(juju.RelationBroken, "slurmd:1", ""), func() {
+				if polls++; polls == tt.endAt {
+					e.slurm.mu.Lock()
+					e.slurm.jobs = nil
+					e.slurm.finishJobs()
+					e.slurm.mu.Unlock()
+				}
+			})
+			if guarded {
+				t.Fatal("the hook did not return by itself: the wait is not bounded")
+			}
+			if e.exists(partitionPath("gpu")) == tt.wantGone {
+				t.Errorf("partition file there: %v, want removed: %v", !tt.wantGone, tt.wantGone)
+			}
+			want := juju.StatusWaiting
+			if tt.wantGone {
+				want = juju.StatusActive
+			}
+			if out.UnitStatus.Code != want {
+				t.Errorf("status %+v, want %s", out.UnitStatus, want)
+			}
+		})
 	}
 }
 
