@@ -242,6 +242,11 @@ func (s *Scaler) act(ctx context.Context, sl Slurm, app policy.App, in policy.In
 	}
 	var remove []string
 	for _, n := range d.Drain {
+		// The decision read the nodes, then the queue: a job the scheduler started on n in
+		// between is seen now, before the drain, rather than by the recheck after it.
+		if !s.stillIdle(ctx, sl, app, n) {
+			continue
+		}
 		reason := fmt.Sprintf("%s idle, removing unit %s", policy.DrainReason, unitOf[n])
 		if err := sl.Drain(ctx, n, reason); err != nil {
 			errs = append(errs, fmt.Errorf("cannot drain %s: %w", n, err))
@@ -318,6 +323,25 @@ func (s *Scaler) reconsider(ctx context.Context, sl Slurm, app policy.App, in po
 
 // maxReconsider bounds the jobs handed back to the scheduler in one decision.
 const maxReconsider = 50
+
+// stillIdle confirms, just before the drain, that node is idle, undrained and runs no job.
+func (s *Scaler) stillIdle(ctx context.Context, sl Slurm, app policy.App, node string) bool {
+	n, err := sl.ShowNode(ctx, node)
+	if err != nil {
+		s.report(fmt.Sprintf("%s: %s: cannot check it before the drain: %v", app.Name, node, err))
+		return false
+	}
+	if n.State.Busy() || n.State.Drain() {
+		s.report(fmt.Sprintf("%s: %s is %s before the drain: keeping it", app.Name, node, n.State))
+		return false
+	}
+	jobs, err := sl.JobsOnNode(ctx, node)
+	if err != nil || len(jobs) > 0 {
+		s.report(fmt.Sprintf("%s: %s has %d jobs before the drain (%v): keeping it", app.Name, node, len(jobs), err))
+		return false
+	}
+	return true
+}
 
 // recheck confirms, just before remove-unit, that node is still drained by the autoscaler and
 // that no job runs, completes or starts on it; a job that landed at the last moment keeps it.

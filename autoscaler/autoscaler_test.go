@@ -187,6 +187,18 @@ func TestJobLandingAtTheLastMomentKeepsTheNode(t *testing.T) {
 	}
 }
 
+func TestJobStartedSinceTheDecisionKeepsTheNodeUndrained(t *testing.T) {
+	t.Parallel()
+	e := newEnv([]string{"slurmd/0", "slurmd/1"}, map[string]string{"slurmd-0": busyNode, "slurmd-1": idleSince}, false)
+	// Nodes were read idle; the queue, read after, no longer has the job the scheduler just
+	// started on slurmd-1: the check before the drain sees it.
+	e.slurm.jobsOn["slurmd-1"] = 1
+	e.tick(t)
+	if len(e.slurm.actions)+len(e.juju.actions) != 0 {
+		t.Fatalf("acted on a node that got a job: %v %v", e.slurm.actions, e.juju.actions)
+	}
+}
+
 func TestRestartResumesFromSlurm(t *testing.T) {
 	t.Parallel()
 	// A previous autoscaler drained slurmd-1 and stopped before remove-unit: a new one, with
