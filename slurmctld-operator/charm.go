@@ -112,5 +112,6 @@ func (c *Charm) Router() *juju.Router {
 	r.HandleAction("delete-node", c.deleteNode)
 	r.HandleAction("rotate-auth-key", c.handle(c.rotateAuthKey))
 	r.HandleAction("settle-jobs", c.handle(c.settleJobs))
+	r.HandleAction("reboot", c.handle(c.rebootAction))
 	return r
 }

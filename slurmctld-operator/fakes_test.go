@@ -22,6 +22,8 @@ type fakeNode struct {
 	Drain    bool
 	Features []string
 	Reason   string
+	Reboot   bool // scontrol reboot asked, not done yet (REBOOT_REQUESTED)
+	Boots    int  // reboots done: BootTime changes with each
 }
 
 // fakeJob is a job of fakeSlurm's cluster.
@@ -154,6 +156,21 @@ func (f *fakeSlurm) Run(ctx context.Context, argv []string, env []string) (slurm
 	case argv[0] == "scontrol" && argv[1] == "ping":
 		return ok("Slurmctld(primary) at ctl is UP\n"), nil
 	case argv[0] == "scontrol" && argv[1] == "reconfigure":
+		return ok(""), nil
+	case argv[0] == "scontrol" && argv[1] == "reboot":
+		// scontrol reboot ASAP nextstate=resume reason=R <hostlist>
+		names, err := hostlist.Expand(argv[len(argv)-1])
+		if err != nil {
+			return fail("scontrol: error: Invalid node name specified"), nil
+		}
+		for _, name := range names {
+			n := f.nodes[name]
+			if n == nil {
+				return fail("scontrol: error: Invalid node name specified"), nil
+			}
+			n.Reboot, n.Drain = true, true
+			n.Reason = strings.TrimPrefix(argv[4], "reason=")
+		}
 		return ok(""), nil
 	case argv[0] == "scontrol" && argv[1] == "show" && argv[2] == "node":
 		if len(argv) == 5 {
@@ -292,8 +309,11 @@ func (f *fakeSlurm) nodeLine(name string, n *fakeNode) string {
 		state += "+DRAIN"
 	}
 	state += "+DYNAMIC_NORM"
+	if n.Reboot {
+		state += "+REBOOT_REQUESTED"
+	}
 	feat := strings.Join(n.Features, ",")
-	line := fmt.Sprintf("NodeName=%s Arch=x86_64 CoresPerSocket=1  CPUAlloc=0 CPUEfctv=1 CPUTot=1 AvailableFeatures=%s ActiveFeatures=%s NodeAddr=10.0.0.2 NodeHostName=%s Version=22.05.8 RealMemory=1000 AllocMem=0 State=%s Partitions=%s", name, feat, feat, name, state, feat)
+	line := fmt.Sprintf("NodeName=%s Arch=x86_64 CoresPerSocket=1  CPUAlloc=0 CPUEfctv=1 CPUTot=1 AvailableFeatures=%s ActiveFeatures=%s NodeAddr=10.0.0.2 NodeHostName=%s Version=22.05.8 RealMemory=1000 AllocMem=0 State=%s Partitions=%s BootTime=2026-11-22T22:%02d:00", name, feat, feat, name, state, feat, n.Boots)
 	if n.Reason != "" {
 		line += " Reason=" + n.Reason + " [root@2026-11-22T22:19:43]"
 	}

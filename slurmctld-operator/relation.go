@@ -380,6 +380,9 @@ func (c *Charm) updateStatus(ctx context.Context, h *hook) error {
 		}
 		if h.running(ctx) {
 			h.repairPartitions(ctx)
+			if _, err := h.advanceReboots(ctx); err != nil {
+				h.logf(ctx, juju.LevelWarning, "rolling reboot: %v", err)
+			}
 		}
 	}
 	return h.setStatus(ctx)

@@ -43,6 +43,9 @@ var defaultKeys = slurmconf.Params{
 	{Key: "KillWait", Value: "30"},
 	{Key: "MinJobAge", Value: "300"},
 	{Key: "MailProg", Value: "/bin/true"},
+	// scontrol reboot: the slurmd charm's program, and time for a real machine to boot.
+	{Key: "RebootProgram", Value: RebootProgram},
+	{Key: "ResumeTimeout", Value: ResumeTimeout},
 }
 
 // managedValues are the values of the managed global keys, in file order.

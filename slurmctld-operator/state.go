@@ -55,6 +55,8 @@ type charmState struct {
 	Pending map[string]pendingNode `json:"pending,omitempty"`
 	// Removing are slurmd applications whose partition is being removed (relation broken).
 	Removing map[string]removal `json:"removing,omitempty"`
+	// Reboots is the rolling reboot under way (reboot action), or nil.
+	Reboots *rebootPlan `json:"reboots,omitempty"`
 	// Published is what this unit, as leader, last wrote to Juju in hooks that succeeded;
 	// see published.
 	Published *published `json:"published,omitempty"`

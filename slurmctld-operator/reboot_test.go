@@ -1,0 +1,138 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/juju/jujutest"
+)
+
+// reboots are the scontrol reboot calls made so far.
+func (f *fakeSlurm) reboots() [][]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out [][]string
+	for _, c := range f.calls {
+		if c[0] == "scontrol" && c[1] == "reboot" {
+			out = append(out, slices.Clone(c))
+		}
+	}
+	return out
+}
+
+// rebooted plays node name's reboot through Slurm: a new boot, back in service.
+func (f *fakeSlurm) rebooted(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := f.nodes[name]
+	n.Reboot, n.Drain, n.Reason, n.Base = false, false, "", "IDLE"
+	n.Boots++
+}
+
+func rebootCall(reason, nodes string) []string {
+	return []string{"scontrol", "reboot", "ASAP", "nextstate=resume", "reason=" + reason, nodes}
+}
+
+func TestRebootAction(t *testing.T) {
+	tests := []struct {
+		name      string
+		params    map[string]any
+		wantCalls [][]string
+		results   map[string]string
+		failed    string
+	}{{
+		name:      "all at once",
+		params:    map[string]any{"nodes": "slurmd-[0-2]", "reason": "kernel update"},
+		wantCalls: [][]string{rebootCall("kernel update", "slurmd-[0-2]")},
+		results:   map[string]string{"nodes": "slurmd-[0-2]", "max-unavailable": "3"},
+	}, {
+		name:      "default reason",
+		params:    map[string]any{"nodes": "slurmd-1"},
+		wantCalls: [][]string{rebootCall(defaultRebootReason, "slurmd-1")},
+		results:   map[string]string{"nodes": "slurmd-1", "max-unavailable": "1"},
+	}, {
+		name:      "rolling",
+		params:    map[string]any{"nodes": "slurmd-[0-2]", "reason": "rebuild", "max-unavailable": 2},
+		wantCalls: [][]string{rebootCall("rebuild", "slurmd-[0-1]")},
+		results:   map[string]string{"nodes": "slurmd-[0-1]", "queued": "slurmd-2", "max-unavailable": "2"},
+	}, {
+		name:    "unknown node",
+		params:  map[string]any{"nodes": "slurmd-[0-1],nope"},
+		results: map[string]string{"nodes": "", "failed": "nope"},
+		failed:  "node nope: no such node",
+	}, {
+		name:   "bad reason",
+		params: map[string]any{"nodes": "slurmd-0", "reason": `a "quoted" reason`},
+		failed: "reason: must not contain",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			got := e.action("reboot", tt.params)
+			switch {
+			case tt.failed != "":
+				if !got.Failed || !strings.HasPrefix(got.Message, tt.failed) {
+					t.Errorf("action: failed %v %q, want failure %q", got.Failed, got.Message, tt.failed)
+				}
+			case got.Failed:
+				t.Errorf("action failed: %s", got.Message)
+			}
+			if tt.results != nil {
+				if d := cmp.Diff(tt.results, got.Results); d != "" {
+					t.Errorf("results (-want +got):\n%s", d)
+				}
+			}
+			if d := cmp.Diff(tt.wantCalls, e.slurm.reboots()); d != "" {
+				t.Errorf("reboot calls (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestRollingReboot: with max-unavailable=1 each node is asked to reboot only once the one
+// before is back (a new boot time, in service), the status counts the queue, and the plan ends.
+func TestRollingReboot(t *testing.T) {
+	e := newEnv(t)
+	in := e.withApp("slurmd", "slurmd/0")
+	for _, n := range []string{"slurmd-0", "slurmd-1", "slurmd-2"} {
+		e.slurm.addNode(n, "slurmd", "IDLE", false)
+	}
+	e.slurm.addJob("5", "RUNNING", "slurmd", "slurmd-1")
+	in.Action = jujutest.ActionState{Params: map[string]any{"nodes": "slurmd-[0-2]", "max-unavailable": 1, "reason": "rebuild"}}
+	out := e.run(in, jujutest.ActionEvent("reboot"))
+	if out.Action.Failed {
+		t.Fatalf("reboot failed: %s", out.Action.Message)
+	}
+	want := [][]string{rebootCall("rebuild", "slurmd-0")}
+	status := func() string {
+		e.t.Helper()
+		out = e.run(out, jujutest.Hook(juju.UpdateStatus))
+		return out.UnitStatus.Message
+	}
+	if s := status(); !strings.Contains(s, "rebooting slurmd-0, 2 nodes queued (max-unavailable 1)") {
+		t.Errorf("status %q does not show the rolling reboot", s)
+	}
+	if d := cmp.Diff(want, e.slurm.reboots()); d != "" {
+		t.Fatalf("slurmd-0 not back, yet (-want +got):\n%s", d)
+	}
+	for _, n := range []string{"slurmd-0", "slurmd-1"} {
+		e.slurm.rebooted(n)
+		status()
+		next := map[string]string{"slurmd-0": "slurmd-1", "slurmd-1": "slurmd-2"}[n]
+		want = append(want, rebootCall("rebuild", next))
+		if d := cmp.Diff(want, e.slurm.reboots()); d != "" {
+			t.Fatalf("after %s came back (-want +got):\n%s", n, d)
+		}
+	}
+	e.slurm.rebooted("slurmd-2")
+	if s := status(); strings.Contains(s, "rebooting") {
+		t.Errorf("status %q after the last node came back", s)
+	}
+	if d := cmp.Diff(want, e.slurm.reboots()); d != "" {
+		t.Errorf("extra reboots (-want +got):\n%s", d)
+	}
+}
