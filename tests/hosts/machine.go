@@ -299,9 +299,12 @@ func (m *Machine) Path(inside string) string {
 	return filepath.Join("/proc", strconv.Itoa(m.holder.pid()), "root", m.root(), filepath.Clean("/"+inside))
 }
 
-// nspawnArgv is the command line of one boot.
+// nspawnArgv is the command line of one boot. The machine boots in a new time namespace whose
+// boot-time clock starts at about zero, as a real machine's uptime does: Slurm takes a node's
+// boot time from it (sysinfo) and tells a finished reboot, or an unexpected one, by it.
 func (m *Machine) nspawnArgv() []string {
 	argv := []string{"nsenter", "-t", strconv.Itoa(m.holder.pid()), "--net", "--mount", "--",
+		"unshare", "--time", "--boottime", strconv.FormatInt(-bootOffset(), 10), "--",
 		"systemd-nspawn", "--quiet", "--register=no", "--keep-unit", "--boot",
 		"--directory=" + m.root(), "--machine=" + m.Name, "--hostname=" + m.Name,
 		"--network-namespace-path=/run/netns/" + m.NetNS,
@@ -618,4 +621,22 @@ func nsPIDIsOne(pid int) bool {
 		}
 	}
 	return false
+}
+
+// bootOffset is this machine's uptime in whole seconds less one (/proc/uptime): the offset
+// that makes a new time namespace's boot-time clock start at one second.
+func bootOffset() int64 {
+	data, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return 0
+	}
+	up, err := strconv.ParseFloat(f[0], 64)
+	if err != nil || up < 2 {
+		return 0
+	}
+	return int64(up) - 1
 }

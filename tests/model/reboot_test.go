@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -83,6 +84,19 @@ func TestReboot(t *testing.T) {
 	if want := []string{"stop", "start", "config-changed"}; !slices.Equal(got, want) {
 		t.Errorf("hooks around the reboot: %v, want %v", got, want)
 	}
+	// The machine's uptime is its own, as Slurm's reboot detection needs: it restarted with
+	// the boot, well below this machine's.
+	var up strings.Builder
+	if _, err := m.Exec(ctx, "alpha/0", []string{"cat", "/proc/uptime"}, &up, &up); err != nil {
+		t.Fatal(err)
+	}
+	host, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in, out := seconds(t, up.String()), seconds(t, string(host)); in >= out-1 {
+		t.Errorf("machine uptime %.0f s after its reboot, this machine's %.0f s", in, out)
+	}
 
 	before = len(hooks(m)["alpha/0"])
 	var out strings.Builder
@@ -121,4 +135,18 @@ func TestRebootRefused(t *testing.T) {
 			t.Errorf("Reboot(%q) = %v, want an error containing %q", tc.target, err, tc.want)
 		}
 	}
+}
+
+// seconds is the first field of /proc/uptime.
+func seconds(t *testing.T, uptime string) float64 {
+	t.Helper()
+	f := strings.Fields(uptime)
+	if len(f) == 0 {
+		t.Fatalf("bad /proc/uptime %q", uptime)
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
