@@ -75,6 +75,10 @@ type fakeNode struct {
 	// lost: a reconfigure dropped the node from its NodeSet's partitions (Slurm bug
 	// 16295) until the partition's nodes are set again.
 	lost bool
+	// reboot: `scontrol reboot` asked, not done yet (REBOOT_REQUESTED); boots counts the
+	// reboots done (BootTime changes with each).
+	reboot bool
+	boots  int
 	// stuck: ALLOCATED with no job (Slurm 22.05 bug 16434) until set DOWN.
 	stuck bool
 }
@@ -204,6 +208,26 @@ func (c *Cluster) EndJob(id string) {
 	}
 }
 
+// EndJobs ends every job, pending ones included; their records stay until PurgeJobs.
+func (c *Cluster) EndJobs() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, j := range c.jobs {
+		j.ended = true
+	}
+}
+
+// Rebooted plays the end of node's reboot asked with `scontrol reboot ASAP
+// nextstate=resume`: a new boot (BootTime), back in service, the drain and reason gone.
+func (c *Cluster) Rebooted(node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := c.nodes[node]; n != nil {
+		n.reboot, n.drain, n.down, n.reason = false, false, false, ""
+		n.boots++
+	}
+}
+
 // PurgeJobs drops the records of ended jobs (their MinJobAge passed).
 func (c *Cluster) PurgeJobs() {
 	c.mu.Lock()
@@ -302,6 +326,8 @@ func (c *Cluster) Run(ctx context.Context, argv []string, env []string) (slurm.O
 		return slurm.Output{}, fmt.Errorf("slurmtest: %q run without SLURM_CONF=%s", argv, c.conf)
 	}
 	switch {
+	case len(argv) == 6 && a == strings.Join(append([]string{"scontrol", "reboot", "ASAP", "nextstate=resume"}, argv[4:]...), " ") && strings.HasPrefix(argv[4], "reason="):
+		return c.reboot(strings.TrimPrefix(argv[4], "reason="), argv[5]), nil
 	case strings.HasPrefix(a, "scontrol show partition -o ") && len(argv) == 5:
 		return c.showPartition(argv[4]), nil
 	case strings.HasPrefix(a, "scontrol update partitionname=") && len(argv) == 4 && strings.HasPrefix(argv[3], "nodes="):
@@ -380,6 +406,7 @@ var (
 	nodeNameRE = regexp.MustCompile(`\bNode(Name|HostName)=node1\b`)
 	stateRE    = regexp.MustCompile(`\bState=\S+`)
 	allocRE    = regexp.MustCompile(`\bCPUAlloc=\d+`)
+	bootRE     = regexp.MustCompile(`\bBootTime=\S+`)
 	featuresRE = regexp.MustCompile(`\b(Available|Active)Features=\S*`)
 	partNameRE = regexp.MustCompile(`(?m)^\s*PartitionName=(\S+)`)
 )
@@ -400,7 +427,13 @@ func (c *Cluster) showLine(name string) string {
 		state += "+DRAIN"
 	}
 	state += "+DYNAMIC_NORM"
+	if n.reboot {
+		state += "+REBOOT_REQUESTED"
+	}
 	line := strings.TrimRight(string(Real("show-node-idle").Output.Stdout), "\n")
+	if n.boots > 0 {
+		line = bootRE.ReplaceAllString(line, fmt.Sprintf("BootTime=2026-11-22T23:%02d:00", n.boots%60))
+	}
 	line = nodeNameRE.ReplaceAllString(line, "Node${1}="+name)
 	line = stateRE.ReplaceAllString(line, "State="+state)
 	line = allocRE.ReplaceAllString(line, "CPUAlloc="+strconv.Itoa(min(len(jobs), 1)))
@@ -695,5 +728,28 @@ func (c *Cluster) moveJob(id, partition string) slurm.Output {
 		return slurm.Output{Stderr: []byte("slurm_update error: Invalid partition name specified\n"), ExitCode: 1}
 	}
 	j.partition = partition
+	return slurm.Output{}
+}
+
+// reboot applies `scontrol reboot ASAP nextstate=resume reason=R NODES`: each node is
+// drained with the reason and marked REBOOT_REQUESTED until Rebooted. The answers are not
+// recorded ones.
+func (c *Cluster) reboot(reason, list string) slurm.Output {
+	if c.unreachable {
+		return recorded("update-unreachable", "", "")
+	}
+	names, err := hostlist.Expand(list)
+	if err != nil {
+		return slurm.Output{Stderr: []byte("scontrol: error: Invalid node name specified\n"), ExitCode: 1}
+	}
+	for _, name := range names {
+		if c.nodes[name] == nil {
+			return slurm.Output{Stderr: []byte("scontrol: error: Invalid node name specified\n"), ExitCode: 1}
+		}
+	}
+	for _, name := range names {
+		n := c.nodes[name]
+		n.reboot, n.drain, n.reason = true, true, reason
+	}
 	return slurm.Output{}
 }

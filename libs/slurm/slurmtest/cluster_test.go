@@ -252,3 +252,31 @@ func TestClusterPartitions(t *testing.T) {
 		t.Error("a controller command without SLURM_CONF answered")
 	}
 }
+
+// TestClusterReboot: `scontrol reboot ASAP nextstate=resume` drains the nodes with the
+// reason and marks them REBOOT_REQUESTED; Rebooted brings one back with a new boot time.
+func TestClusterReboot(t *testing.T) {
+	t.Parallel()
+	c := slurmtest.NewCluster()
+	c.AddNode("n1")
+	before, _ := c.Node("n1")
+	run(c, "scontrol", "reboot", "ASAP", "nextstate=resume", "reason=kernel", "n1")
+	n, _ := c.Node("n1")
+	if !n.State.Drain() || !strings.Contains(n.State.String(), "REBOOT_REQUESTED") || n.Reason != "kernel" {
+		t.Errorf("after scontrol reboot: %v, reason %q", n.State, n.Reason)
+	}
+	c.Rebooted("n1")
+	n, _ = c.Node("n1")
+	if n.State.String() != "IDLE+DYNAMIC_NORM" || n.Reason != "" || fieldOf(n, "BootTime") == fieldOf(before, "BootTime") {
+		t.Errorf("after the reboot: %v, reason %q, boot time %q", n.State, n.Reason, fieldOf(n, "BootTime"))
+	}
+}
+
+func fieldOf(n slurm.Node, key string) string {
+	for _, f := range n.Fields {
+		if f.Key == key {
+			return f.Value
+		}
+	}
+	return ""
+}
