@@ -1,10 +1,8 @@
 package e2e_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/charmed-slurm/operators/tests/model"
 )
@@ -39,10 +37,9 @@ func (c *cluster) checkSystemd(unit, service string) {
 	}
 }
 
-// TestClusterTrixie runs the cluster on Debian 13 machines with Slurm 24.11: auth/slurm with
-// slurm.key and no munged, nodes joining (also after add-unit, with no reconfigure) and jobs
-// across them. TestNodeLifecycleTrixie walks the rest.
-func TestClusterTrixie(t *testing.T) {
+// TestNodeLifecycleTrixie is the node lifecycle on Debian 13 machines with Slurm 24.11, after
+// checking that the charms chose auth/slurm: slurm.key on every machine and no munged.
+func TestNodeLifecycleTrixie(t *testing.T) {
 	t.Parallel()
 	c := newClusterOn(t, model.BaseTrixie, 2)
 	c.checkSystemd("slurmctld/0", "slurmctld")
@@ -62,34 +59,7 @@ func TestClusterTrixie(t *testing.T) {
 			t.Errorf("slurm.conf lacks %s", want)
 		}
 	}
-	c.eventually(30*time.Second, "2 idle nodes", func() (bool, string) {
-		n := c.nodes()
-		return len(n) == 2 && strings.HasPrefix(n["slurmd-0"], "idle slurmd ") && strings.HasPrefix(n["slurmd-1"], "idle slurmd "), fmt.Sprint(n)
-	})
-	if got := len(strings.Fields(c.slurm("srun", "-p", "slurmd", "-N2", "hostname"))); got != 2 {
-		t.Errorf("srun -N2 hostname printed %d names, want 2", got)
-	}
-	reconf0, starts0 := c.reconfigures()
-	ctx, cancel := c.ctx(2 * time.Minute)
-	if _, err := c.m.AddUnit(ctx, "slurmd", 1); err != nil {
-		t.Fatal(err)
-	}
-	cancel()
-	c.waitActive()
-	c.eventually(30*time.Second, "3 idle nodes", func() (bool, string) {
-		n := c.nodes()
-		return len(n) == 3 && strings.HasPrefix(n["slurmd-2"], "idle slurmd "), fmt.Sprint(n)
-	})
-	if reconf1, starts1 := c.reconfigures(); reconf1 != reconf0 || starts1 != starts0 {
-		t.Errorf("add-unit: reconfigures %d → %d, slurmctld starts %d → %d; want no change", reconf0, reconf1, starts0, starts1)
-	}
-	job := c.sbatch("slurmd", "-N3", "--wrap", "srun true")
-	c.waitJobState(job, "COMPLETED", time.Minute)
-}
-
-func TestNodeLifecycleTrixie(t *testing.T) {
-	t.Parallel()
-	nodeLifecycle(t, newClusterOn(t, model.BaseTrixie, 2))
+	nodeLifecycle(t, c)
 }
 
 func TestPartitionsBookworm(t *testing.T) {
