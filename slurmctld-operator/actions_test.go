@@ -12,14 +12,14 @@ import (
 )
 
 // action runs action name with params on a controller with application slurmd and nodes
-// slurmd-0 (idle), slurmd-1 (running job 5) and slurmd-2 (drained).
+// slurmd-0 (idle), slurmd-1 (running job 1) and slurmd-2 (drained).
 func (e *env) action(name string, params map[string]any) jujutest.ActionState {
 	e.t.Helper()
 	in := e.withApp("slurmd", "slurmd/0")
-	e.slurm.addNode("slurmd-0", "slurmd", "IDLE", false)
-	e.slurm.addNode("slurmd-1", "slurmd", "IDLE", false)
-	e.slurm.addNode("slurmd-2", "slurmd", "IDLE", true)
-	e.slurm.addJob("5", "RUNNING", "slurmd", "slurmd-1")
+	e.slurm.addNode("slurmd-0", "slurmd", false)
+	e.slurm.addNode("slurmd-1", "slurmd", false)
+	e.slurm.addNode("slurmd-2", "slurmd", true)
+	e.slurm.addJob("slurmd", "slurmd-1")
 	in.Action = jujutest.ActionState{Params: params}
 	return e.run(in, jujutest.ActionEvent(name)).Action
 }
@@ -103,16 +103,16 @@ func TestNodeActions(t *testing.T) {
 		name: "delete busy refused", action: "delete-node",
 		params:  map[string]any{"nodes": "slurmd-[0-1]"},
 		results: map[string]string{"deleted": "slurmd-0", "failed": "slurmd-1"},
-		failed:  "node slurmd-1 has running jobs 5: not deleted (force=true cancels them)",
+		failed:  "node slurmd-1 has running jobs 1: not deleted (force=true cancels them)",
 	}, {
 		name: "delete busy forced", action: "delete-node",
 		params: map[string]any{"nodes": "slurmd-1", "force": true},
 		wantCalls: [][]string{
 			{"scontrol", "update", "nodename=slurmd-1", "state=drain", "reason=deleted by the delete-node action"},
-			{"scancel", "5"},
+			{"scancel", "1"},
 			{"scontrol", "delete", "nodename=slurmd-1"},
 		},
-		results: map[string]string{"deleted": "slurmd-1", "cancelled-jobs": "5"},
+		results: map[string]string{"deleted": "slurmd-1", "cancelled-jobs": "1"},
 	}, {
 		name: "delete unknown", action: "delete-node",
 		params:  map[string]any{"nodes": "nope"},
@@ -136,7 +136,7 @@ func TestNodeActions(t *testing.T) {
 				}
 			}
 			var calls [][]string
-			for _, c := range e.slurm.calls {
+			for _, c := range e.slurm.commands() {
 				if (c[0] == "scontrol" && (c[1] == "update" || c[1] == "delete")) || c[0] == "scancel" {
 					calls = append(calls, c)
 				}

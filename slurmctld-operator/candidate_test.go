@@ -19,7 +19,7 @@ func TestSlurmRefusesParameters(t *testing.T) {
 	before := e.read(confPath)
 	reconf := e.slurm.count("scontrol", "reconfigure")
 
-	e.slurm.refuseConf = "MaxJobCount=abc"
+	e.slurm.RefuseConfig("MaxJobCount=abc")
 	out.Config["slurm-conf-parameters"] = "MaxJobCount=abc"
 	out = e.run(out, jujutest.Hook(juju.ConfigChanged))
 	// The fake answers with the recorded real refusal (checkconf-refused, which names
@@ -33,8 +33,8 @@ func TestSlurmRefusesParameters(t *testing.T) {
 	if n := e.slurm.count("scontrol", "reconfigure"); n != reconf {
 		t.Errorf("%d reconfigures after a refused candidate, want none", n-reconf)
 	}
-	if len(e.slurm.checked) == 0 || !strings.Contains(e.slurm.checked[len(e.slurm.checked)-1], candidatePrefix) {
-		t.Errorf("Slurm's parser read %q, want a candidate directory", e.slurm.checked)
+	if checked := e.slurm.CheckedConfigs(); len(checked) == 0 || !strings.Contains(checked[len(checked)-1], candidatePrefix) {
+		t.Errorf("Slurm's parser read %q, want a candidate directory", checked)
 	}
 	if left, _ := filepath.Glob(e.c.Path(filepath.Join(confDir, candidatePrefix+"*"))); len(left) > 0 {
 		t.Errorf("candidate directories left behind: %v", left)
@@ -47,7 +47,7 @@ func TestSlurmRefusesParameters(t *testing.T) {
 	}
 
 	// A value Slurm reads is applied with one reconfigure and clears the status.
-	e.slurm.refuseConf = ""
+	e.slurm.RefuseConfig("")
 	out.Config["slurm-conf-parameters"] = "MaxJobCount=5000"
 	out = e.run(out, jujutest.Hook(juju.ConfigChanged))
 	if out.UnitStatus.Code != juju.StatusActive {
@@ -72,7 +72,7 @@ func TestSlurmRefusesPartition(t *testing.T) {
 	before, conf := e.read(partitionPath("slurmd")), e.read(confPath)
 	reconf := e.slurm.count("scontrol", "reconfigure")
 
-	e.slurm.refuseConf = "MaxTime=2:00:00"
+	e.slurm.RefuseConfig("MaxTime=2:00:00")
 	in = out
 	in.Relations = []jujutest.Relation{relation("slurmd:1", "slurmd", compute(t, "slurmd", "MaxTime=2:00:00"), "slurmd/0")}
 	out = e.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmd:1", "slurmd/0"))
@@ -84,7 +84,7 @@ func TestSlurmRefusesPartition(t *testing.T) {
 	}
 
 	// A new application whose partition Slurm refuses gets no include and no file.
-	e.slurm.refuseConf = "MaxTime=3:00"
+	e.slurm.RefuseConfig("MaxTime=3:00")
 	in = out
 	in.Relations = append(in.Relations, relation("slurmd:2", "gpu", compute(t, "gpu", "MaxTime=3:00"), "gpu/0"))
 	out = e.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmd:2", "gpu/0"))
@@ -113,12 +113,12 @@ func TestVersionShown(t *testing.T) {
 func TestPartitionMembershipRepaired(t *testing.T) {
 	e := newEnv(t)
 	in := e.withApp("slurmd", "slurmd/0", "slurmd/1")
-	e.slurm.addNode("slurmd-0", "slurmd", "IDLE", false)
-	e.slurm.addNode("slurmd-1", "slurmd", "IDLE", false)
-	e.slurm.lost = map[string]bool{"slurmd-1": true}
+	e.slurm.addNode("slurmd-0", "slurmd", false)
+	e.slurm.addNode("slurmd-1", "slurmd", false)
+	e.slurm.Lose("slurmd-1")
 	out := e.run(in, jujutest.Hook(juju.UpdateStatus))
-	if len(e.slurm.lost) != 0 || e.slurm.count("scontrol", "update", "partitionname=slurmd", "nodes=slurmd") != 1 {
-		t.Errorf("lost node not repaired: lost %v, calls %v", e.slurm.lost, e.slurm.calls)
+	if e.slurm.Lost("slurmd-1") || e.slurm.count("scontrol", "update", "partitionname=slurmd", "nodes=slurmd") != 1 {
+		t.Errorf("lost node not repaired: lost %v, calls %v", e.slurm.Lost("slurmd-1"), e.slurm.commands())
 	}
 	// A healthy partition is left alone.
 	e.run(out, jujutest.Hook(juju.UpdateStatus))
@@ -126,10 +126,10 @@ func TestPartitionMembershipRepaired(t *testing.T) {
 		t.Errorf("%d repairs of a healthy partition, want none", n-1)
 	}
 	// The controller's own reconfigure is followed by a check.
-	e.slurm.lost = map[string]bool{"slurmd-0": true}
+	e.slurm.Lose("slurmd-0")
 	out.Config["slurm-conf-parameters"] = "MaxJobCount=5000"
 	e.run(out, jujutest.Hook(juju.ConfigChanged))
-	if len(e.slurm.lost) != 0 {
+	if e.slurm.Lost("slurmd-0") {
 		t.Errorf("lost node not repaired after the reconfigure")
 	}
 }

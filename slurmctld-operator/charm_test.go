@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +23,7 @@ import (
 type env struct {
 	t     *testing.T
 	c     *Charm
-	slurm *fakeSlurm
+	slurm *host
 	svc   *fakeServices
 	found map[string]bool // programs LookPath finds
 }
@@ -43,14 +42,15 @@ func (r *seqReader) Read(p []byte) (int, error) {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{t: t, slurm: newFakeSlurm(), svc: newFakeServices(), found: map[string]bool{}}
+	root := t.TempDir()
+	e := &env{t: t, slurm: newHost(filepath.Join(root, confDir)), svc: newFakeServices(), found: map[string]bool{}}
 	e.slurm.mungeUp = func() bool { return e.svc.isActive("munged") }
 	for _, p := range programs {
 		e.found[p.Binary] = true
 	}
 	e.c = &Charm{
 		Settings: charm.Settings{
-			Root:         t.TempDir(),
+			Root:         root,
 			LookupUser:   func(string) (int, int, error) { return os.Getuid(), os.Getgid(), nil },
 			PollInterval: time.Millisecond,
 		},
@@ -69,7 +69,6 @@ func newEnv(t *testing.T) *env {
 		RemoveWait: 0,
 		DeleteWait: time.Second,
 	}
-	e.slurm.confDir = e.c.Path(confDir)
 	return e
 }
 
@@ -170,7 +169,7 @@ func TestInstall(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got [][]string
-			for _, c := range e.slurm.calls {
+			for _, c := range e.slurm.commands() {
 				if c[0] == "apt-get" {
 					got = append(got, c)
 				}
@@ -475,15 +474,15 @@ func (e *env) withApp(app string, units ...string) jujutest.State {
 func TestDepartedIdleNodeDrainedAndDeleted(t *testing.T) {
 	e := newEnv(t)
 	in := e.withApp("slurmd", "slurmd/0", "slurmd/1")
-	e.slurm.addNode("slurmd-0", "slurmd", "IDLE", false)
-	e.slurm.addNode("slurmd-1", "slurmd", "IDLE", false)
+	e.slurm.addNode("slurmd-0", "slurmd", false)
+	e.slurm.addNode("slurmd-1", "slurmd", false)
 	delete(in.Relations[0].RemoteUnits, "slurmd/1")
 	out := e.run(in, jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", "slurmd/1"))
 	if e.slurm.hasNode("slurmd-1") || !e.slurm.hasNode("slurmd-0") {
-		t.Errorf("nodes: %v", sortedKeys(e.slurm.nodes))
+		t.Errorf("nodes: %v", e.slurm.NodeNames())
 	}
 	if n := e.slurm.count("scontrol", "update", "nodename=slurmd-1", "state=drain", "reason=unit slurmd/1 removed"); n != 1 {
-		t.Errorf("%d drains with the removal reason, want 1: %v", n, e.slurm.calls)
+		t.Errorf("%d drains with the removal reason, want 1: %v", n, e.slurm.commands())
 	}
 	if n := e.slurm.count("scontrol", "reconfigure"); n != 1 {
 		t.Errorf("%d reconfigures, want 1 (the partition's)", n)
@@ -496,8 +495,8 @@ func TestDepartedIdleNodeDrainedAndDeleted(t *testing.T) {
 func TestDepartedBusyNodeWaitsForItsJobs(t *testing.T) {
 	e := newEnv(t)
 	in := e.withApp("slurmd", "slurmd/0", "slurmd/1")
-	e.slurm.addNode("slurmd-1", "slurmd", "IDLE", true) // drained by the unit itself
-	e.slurm.addJob("7", "RUNNING", "slurmd", "slurmd-1")
+	e.slurm.addNode("slurmd-1", "slurmd", true) // drained by the unit itself
+	e.slurm.addJob("slurmd", "slurmd-1")
 	delete(in.Relations[0].RemoteUnits, "slurmd/1")
 	out := e.run(in, jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", "slurmd/1"))
 	if !e.slurm.hasNode("slurmd-1") {
@@ -514,9 +513,7 @@ func TestDepartedBusyNodeWaitsForItsJobs(t *testing.T) {
 	if !e.slurm.hasNode("slurmd-1") {
 		t.Fatal("deleted while busy")
 	}
-	e.slurm.mu.Lock()
-	e.slurm.finishJobs()
-	e.slurm.mu.Unlock()
+	e.slurm.EndJobs()
 	out = e.run(out, jujutest.Hook(juju.UpdateStatus))
 	if e.slurm.hasNode("slurmd-1") {
 		t.Errorf("node not deleted after its job ended")
@@ -545,15 +542,13 @@ func TestDepartedWaitIsBounded(t *testing.T) {
 			e := newEnv(t)
 			e.c.DepartWait = tt.departFor
 			in := e.withApp("slurmd", "slurmd/0", "slurmd/1")
-			e.slurm.addNode("slurmd-1", "slurmd", "IDLE", true)
-			e.slurm.addJob("7", "RUNNING", "slurmd", "slurmd-1")
+			e.slurm.addNode("slurmd-1", "slurmd", true)
+			e.slurm.addJob("slurmd", "slurmd-1")
 			delete(in.Relations[0].RemoteUnits, "slurmd/1")
 			polls := 0
 			out, guarded := e.guarded(in, jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", "slurmd/1"), func() {
 				if polls++; polls == tt.endAt {
-					e.slurm.mu.Lock()
-					e.slurm.finishJobs()
-					e.slurm.mu.Unlock()
+					e.slurm.EndJobs()
 				}
 			})
 			if guarded {
@@ -577,13 +572,16 @@ func (e *env) guarded(in jujutest.State, ev juju.Event, tick func()) (jujutest.S
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	n := 0
-	e.slurm.tick = func(*fakeSlurm) {
+	e.slurm.Before(func(argv []string) {
+		if argv[0] != "squeue" && (len(argv) < 2 || argv[1] != "show") {
+			return
+		}
 		if n++; n > 2000 {
 			cancel()
 		}
 		tick()
-	}
-	defer func() { e.slurm.tick = nil }()
+	})
+	defer e.slurm.Before(nil)
 	out, err := jujutest.Run(e.t, in, ev, func(_ context.Context, hc *juju.HookContext) error {
 		return e.c.Router().Dispatch(ctx, hc)
 	})
@@ -599,10 +597,10 @@ func TestDepartedUnknownNodeAndUnreachable(t *testing.T) {
 	// The unit deleted its node itself: nothing to do.
 	out := e.run(in, jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", "slurmd/1"))
 	if strings.Contains(out.UnitStatus.Message, "removing") || e.slurm.count("scontrol", "delete") != 0 {
-		t.Errorf("status %q, calls %v", out.UnitStatus.Message, e.slurm.calls)
+		t.Errorf("status %q, calls %v", out.UnitStatus.Message, e.slurm.commands())
 	}
 	// slurmctld unreachable: the node stays pending, the hook does not fail.
-	e.slurm.down = true
+	e.slurm.SetUnreachable(true)
 	out = e.run(out, jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", "slurmd/0"))
 	st, _ := e.c.loadState()
 	if _, ok := st.Pending["slurmd-0"]; !ok {
@@ -616,13 +614,13 @@ func TestDepartedUnknownNodeAndUnreachable(t *testing.T) {
 func TestApplicationRemoved(t *testing.T) {
 	e := newEnv(t)
 	in := e.withApp("gpu", "gpu/0")
-	e.slurm.addNode("gpu-0", "gpu", "IDLE", false)
-	e.slurm.addJob("9", "RUNNING", "gpu", "gpu-0")
+	e.slurm.addNode("gpu-0", "gpu", false)
+	e.slurm.addJob("gpu", "gpu-0")
 	ctld := e.svc.count("start slurmctld") + e.svc.count("restart slurmctld")
 
 	out := e.run(in, jujutest.RelationHook(juju.RelationBroken, "slurmd:1", ""))
 	if e.slurm.count("scontrol", "update", "partitionname=gpu", "state=INACTIVE") != 1 {
-		t.Errorf("partition not set INACTIVE: %v", e.slurm.calls)
+		t.Errorf("partition not set INACTIVE: %v", e.slurm.commands())
 	}
 	if d := cmp.Diff(jujuStatus(juju.StatusWaiting, "waiting for 1 jobs in partition gpu to finish before removing it"), out.UnitStatus); d != "" {
 		t.Errorf("status (-want +got):\n%s", d)
@@ -635,18 +633,14 @@ func TestApplicationRemoved(t *testing.T) {
 	}
 
 	// The job completed but its record is kept (MinJobAge): still waiting.
-	e.slurm.mu.Lock()
-	e.slurm.finishJobs()
-	e.slurm.mu.Unlock()
+	e.slurm.EndJobs()
 	out = e.run(out, jujutest.Hook(juju.UpdateStatus))
 	if out.UnitStatus.Code != juju.StatusWaiting || !e.exists(partitionPath("gpu")) {
 		t.Errorf("removed while a job record remains: %+v", out.UnitStatus)
 	}
 
 	// The record is purged: nodes deleted, include and file removed, one reconfigure.
-	e.slurm.mu.Lock()
-	e.slurm.jobs = nil
-	e.slurm.mu.Unlock()
+	e.slurm.PurgeJobs()
 	out = e.run(out, jujutest.Hook(juju.UpdateStatus))
 	if e.exists(partitionPath("gpu")) || strings.Contains(e.read(confPath), "partition-gpu") {
 		t.Errorf("partition not removed:\n%s", e.read(confPath))
@@ -708,15 +702,13 @@ func TestRemoveWaitIsBounded(t *testing.T) {
 			e := newEnv(t)
 			e.c.RemoveWait = tt.removeFor
 			in := e.withApp("gpu", "gpu/0")
-			e.slurm.addNode("gpu-0", "gpu", "IDLE", false)
-			e.slurm.addJob("9", "RUNNING", "gpu", "gpu-0")
+			e.slurm.addNode("gpu-0", "gpu", false)
+			e.slurm.addJob("gpu", "gpu-0")
 			polls := 0
 			out, guarded := e.guarded(in, jujutest.RelationHook(juju.RelationBroken, "slurmd:1", ""), func() {
 				if polls++; polls == tt.endAt {
-					e.slurm.mu.Lock()
-					e.slurm.jobs = nil
-					e.slurm.finishJobs()
-					e.slurm.mu.Unlock()
+					e.slurm.EndJobs()
+					e.slurm.PurgeJobs()
 				}
 			})
 			if guarded {
@@ -739,10 +731,10 @@ func TestRemoveWaitIsBounded(t *testing.T) {
 func TestUpdateStatusCounts(t *testing.T) {
 	e := newEnv(t)
 	in := e.withApp("slurmd", "slurmd/0")
-	e.slurm.addNode("slurmd-0", "slurmd", "IDLE", false)
-	e.slurm.addNode("slurmd-1", "slurmd", "IDLE", false)
-	e.slurm.addNode("slurmd-2", "slurmd", "IDLE", true)
-	e.slurm.addJob("1", "RUNNING", "slurmd", "slurmd-1")
+	e.slurm.addNode("slurmd-0", "slurmd", false)
+	e.slurm.addNode("slurmd-1", "slurmd", false)
+	e.slurm.addNode("slurmd-2", "slurmd", true)
+	e.slurm.addJob("slurmd", "slurmd-1")
 	out := e.run(in, jujutest.Hook(juju.UpdateStatus))
 	if d := cmp.Diff(jujuStatus(juju.StatusActive, "slurmctld up, 3 nodes (1 idle, 1 allocated, 1 drained)"), out.UnitStatus); d != "" {
 		t.Errorf("status (-want +got):\n%s", d)
@@ -819,10 +811,10 @@ func TestApplicationRemovedKeepsNodesWithItsFeature(t *testing.T) {
 	in := e.withApp("slurmd", "slurmd/0")
 	in.Relations = append(in.Relations, relation("slurmd:2", "gpu", compute(t, "gpu", ""), "gpu/0"))
 	in = e.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmd:2", "gpu/0"))
-	e.slurm.addNode("slurmd-0", "slurmd", "IDLE", false)
-	e.slurm.nodes["slurmd-0"].Features = []string{"slurmd", "gpu"}
-	e.slurm.addNode("gpu-0", "gpu", "IDLE", false)
-	e.slurm.addNode("admin-node", "gpu", "IDLE", false)
+	e.slurm.addNode("slurmd-0", "slurmd", false)
+	e.slurm.SetFeatures("slurmd-0", "slurmd", "gpu")
+	e.slurm.addNode("gpu-0", "gpu", false)
+	e.slurm.addNode("admin-node", "gpu", false)
 	e.run(in, jujutest.RelationHook(juju.RelationBroken, "slurmd:2", ""))
 	if e.slurm.hasNode("gpu-0") {
 		t.Errorf("node gpu-0 of the removed application was kept")
@@ -867,13 +859,13 @@ func TestRemovedPartitionPendingJobs(t *testing.T) {
 	in := e.withApp("gpu", "gpu/0")
 	in.Relations = append(in.Relations, relation("slurmd:2", "slurmd", compute(t, "slurmd", ""), "slurmd/0"))
 	in = e.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmd:2", "slurmd/0"))
-	e.slurm.addNode("gpu-0", "gpu", "IDLE", false)
-	e.slurm.addJob("9", "RUNNING", "gpu", "gpu-0")
-	e.slurm.addJob("10", "PENDING", "gpu", "")
-	e.slurm.addJob("11", "PENDING", "gpu", "")
+	e.slurm.addNode("gpu-0", "gpu", false)
+	e.slurm.addJob("gpu", "gpu-0")
+	e.slurm.addJob("gpu", "")
+	e.slurm.addJob("gpu", "")
 
 	out := e.run(in, jujutest.RelationHook(juju.RelationBroken, "slurmd:1", ""))
-	want := "removing partition gpu: pending jobs 10,11 can never run there; run settle-jobs partition=gpu with move-to=<partition> or cancel=true (also waiting for 1 other jobs to finish)"
+	want := "removing partition gpu: pending jobs 2,3 can never run there; run settle-jobs partition=gpu with move-to=<partition> or cancel=true (also waiting for 1 other jobs to finish)"
 	if d := cmp.Diff(jujuStatus(juju.StatusBlocked, want), out.UnitStatus); d != "" {
 		t.Errorf("status (-want +got):\n%s", d)
 	}
@@ -900,21 +892,79 @@ func TestRemovedPartitionPendingJobs(t *testing.T) {
 
 	out.Action = jujutest.ActionState{Params: map[string]any{"partition": "gpu", "move-to": "slurmd"}}
 	out = e.run(out, jujutest.ActionEvent("settle-jobs"))
-	if out.Action.Failed || out.Action.Results["moved"] != "10,11" {
+	if out.Action.Failed || out.Action.Results["moved"] != "2,3" {
 		t.Fatalf("settle-jobs: failed %q, results %v", out.Action.Message, out.Action.Results)
 	}
 	if out.UnitStatus.Code != juju.StatusWaiting {
 		t.Errorf("status after settling %+v, want waiting for the running job", out.UnitStatus)
 	}
 	if e.slurm.count("scancel") != 0 {
-		t.Errorf("a job was cancelled: %v", e.slurm.calls)
+		t.Errorf("a job was cancelled: %v", e.slurm.commands())
 	}
-	e.slurm.mu.Lock()
-	e.slurm.finishJobs()
-	e.slurm.jobs = slices.DeleteFunc(e.slurm.jobs, func(j fakeJob) bool { return j.Partition == "gpu" })
-	e.slurm.mu.Unlock()
+	e.slurm.EndJobs()
+	e.slurm.PurgeJobs()
 	out = e.run(out, jujutest.Hook(juju.UpdateStatus))
 	if e.exists(partitionPath("gpu")) {
 		t.Errorf("partition gpu not removed once settled and its running job gone")
+	}
+}
+
+// TestDepartedStuckNodeIsDeleted: a departed unit's node that Slurm 22.05 leaves ALLOCATED
+// with no job (bug 16434, slurmtest's Wedge) is set DOWN, naming its removal, and deleted
+// once it has stayed so for StuckFor, across update-status hooks; a node with a running
+// job is never set down.
+func TestDepartedStuckNodeIsDeleted(t *testing.T) {
+	e := newEnv(t)
+	e.c.StuckFor = time.Nanosecond
+	in := e.withApp("slurmd", "slurmd/0", "slurmd/1")
+	e.slurm.addNode("slurmd-1", "slurmd", false)
+	e.slurm.addJob("slurmd", "slurmd-1")
+	delete(in.Relations[0].RemoteUnits, "slurmd/1")
+	out := e.run(in, jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", "slurmd/1"))
+	for range 2 {
+		out = e.run(out, jujutest.Hook(juju.UpdateStatus))
+	}
+	down := []string{"scontrol", "update", "nodename=slurmd-1", "state=down"}
+	if !e.slurm.hasNode("slurmd-1") || e.slurm.count(down...) != 0 {
+		t.Fatalf("node with a running job removed or set down: %v", e.slurm.commands())
+	}
+	e.slurm.Wedge("slurmd-1")
+	out = e.run(out, jujutest.Hook(juju.UpdateStatus)) // busy with no job: the clock starts
+	if !e.slurm.hasNode("slurmd-1") {
+		t.Fatal("deleted at the first sight of no job")
+	}
+	out = e.run(out, jujutest.Hook(juju.UpdateStatus))
+	if e.slurm.hasNode("slurmd-1") || strings.Contains(out.UnitStatus.Message, "removing") {
+		t.Errorf("stuck node not deleted: status %q", out.UnitStatus.Message)
+	}
+	want := append(down, "reason=unit slurmd/1 removed: busy with no job (Slurm bug 16434), set down to delete it")
+	if n := e.slurm.count(want...); n != 1 {
+		t.Errorf("%d downs naming the removal, want 1: %v", n, e.slurm.commands())
+	}
+}
+
+// TestDeleteNodeWaitIsBounded: delete-node force=true waits at most DeleteWait for the
+// cancelled jobs; jobs that keep running (here a new one starts after each scancel) make
+// the action fail naming the node, by itself: the guard of TestDepartedWaitIsBounded fails
+// the test otherwise.
+func TestDeleteNodeWaitIsBounded(t *testing.T) {
+	e := newEnv(t)
+	e.c.DeleteWait = 50 * time.Millisecond
+	in := e.withApp("slurmd", "slurmd/0")
+	e.slurm.addNode("slurmd-0", "slurmd", false)
+	e.slurm.addJob("slurmd", "slurmd-0")
+	in.Action = jujutest.ActionState{Params: map[string]any{"nodes": "slurmd-0", "force": true}}
+	scancels := 0
+	out, guarded := e.guarded(in, jujutest.ActionEvent("delete-node"), func() {
+		if n := e.slurm.count("scancel"); n > scancels {
+			scancels = n
+			e.slurm.addJob("slurmd", "slurmd-0")
+		}
+	})
+	if guarded {
+		t.Fatal("the action did not return by itself: the wait is not bounded")
+	}
+	if !out.Action.Failed || !strings.Contains(out.Action.Message, "on node slurmd-0") || !e.slurm.hasNode("slurmd-0") {
+		t.Errorf("action failed %v %q; node kept %v", out.Action.Failed, out.Action.Message, e.slurm.hasNode("slurmd-0"))
 	}
 }

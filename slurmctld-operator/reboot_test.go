@@ -1,7 +1,6 @@
 package main
 
 import (
-	"slices"
 	"strings"
 	"testing"
 
@@ -12,25 +11,14 @@ import (
 )
 
 // reboots are the scontrol reboot calls made so far.
-func (f *fakeSlurm) reboots() [][]string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+func (h *host) reboots() [][]string {
 	var out [][]string
-	for _, c := range f.calls {
+	for _, c := range h.commands() {
 		if c[0] == "scontrol" && c[1] == "reboot" {
-			out = append(out, slices.Clone(c))
+			out = append(out, c)
 		}
 	}
 	return out
-}
-
-// rebooted plays node name's reboot through Slurm: a new boot, back in service.
-func (f *fakeSlurm) rebooted(name string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := f.nodes[name]
-	n.Reboot, n.Drain, n.Reason, n.Base = false, false, "", "IDLE"
-	n.Boots++
 }
 
 func rebootCall(reason, nodes string) []string {
@@ -99,9 +87,9 @@ func TestRollingReboot(t *testing.T) {
 	e := newEnv(t)
 	in := e.withApp("slurmd", "slurmd/0")
 	for _, n := range []string{"slurmd-0", "slurmd-1", "slurmd-2"} {
-		e.slurm.addNode(n, "slurmd", "IDLE", false)
+		e.slurm.addNode(n, "slurmd", false)
 	}
-	e.slurm.addJob("5", "RUNNING", "slurmd", "slurmd-1")
+	e.slurm.addJob("slurmd", "slurmd-1")
 	in.Action = jujutest.ActionState{Params: map[string]any{"nodes": "slurmd-[0-2]", "max-unavailable": 1, "reason": "rebuild"}}
 	out := e.run(in, jujutest.ActionEvent("reboot"))
 	if out.Action.Failed {
@@ -120,7 +108,7 @@ func TestRollingReboot(t *testing.T) {
 		t.Fatalf("slurmd-0 not back, yet (-want +got):\n%s", d)
 	}
 	for _, n := range []string{"slurmd-0", "slurmd-1"} {
-		e.slurm.rebooted(n)
+		e.slurm.Rebooted(n)
 		status()
 		next := map[string]string{"slurmd-0": "slurmd-1", "slurmd-1": "slurmd-2"}[n]
 		want = append(want, rebootCall("rebuild", next))
@@ -128,7 +116,7 @@ func TestRollingReboot(t *testing.T) {
 			t.Fatalf("after %s came back (-want +got):\n%s", n, d)
 		}
 	}
-	e.slurm.rebooted("slurmd-2")
+	e.slurm.Rebooted("slurmd-2")
 	if s := status(); strings.Contains(s, "rebooting") {
 		t.Errorf("status %q after the last node came back", s)
 	}
