@@ -70,6 +70,18 @@ func (t *toolCall) findSecret(id, label string) (*Secret, error) {
 	return nil, fmt.Errorf("secret with label %q not found", label)
 }
 
+// managedSecret finds the secret id names and checks that this unit may change it.
+func (t *toolCall) managedSecret(id string) (*Secret, error) {
+	sec, err := t.findSecret(id, "")
+	if err != nil {
+		return nil, err
+	}
+	if err := t.mayManage(sec); err != nil {
+		return nil, err
+	}
+	return sec, nil
+}
+
 // mayManage reports whether this unit may change sec (owner; app secrets only by the leader).
 func (t *toolCall) mayManage(sec *Secret) error {
 	if !sec.ownedBy(t.hc.unit, t.hc.app) {
@@ -277,11 +289,8 @@ func (t *toolCall) secretSet() error {
 	if err != nil {
 		return err
 	}
-	sec, err := t.findSecret(args[0], "")
+	sec, err := t.managedSecret(args[0])
 	if err != nil {
-		return err
-	}
-	if err := t.mayManage(sec); err != nil {
 		return err
 	}
 	content, err := t.secretContent(args[1:], *file != "")
@@ -360,11 +369,8 @@ func (t *toolCall) secretGrant() error {
 	if *rel == "" {
 		return &usageError{"missing relation"}
 	}
-	sec, err := t.findSecret(args[0], "")
+	sec, err := t.managedSecret(args[0])
 	if err != nil {
-		return err
-	}
-	if err := t.mayManage(sec); err != nil {
 		return err
 	}
 	r, err := t.relation(*rel)
@@ -402,11 +408,8 @@ func (t *toolCall) secretRevoke() error {
 	if err != nil {
 		return err
 	}
-	sec, err := t.findSecret(args[0], "")
+	sec, err := t.managedSecret(args[0])
 	if err != nil {
-		return err
-	}
-	if err := t.mayManage(sec); err != nil {
 		return err
 	}
 	relID := -1
@@ -447,11 +450,8 @@ func (t *toolCall) secretRemove() error {
 	if err != nil {
 		return err
 	}
-	sec, err := t.findSecret(args[0], "")
+	sec, err := t.managedSecret(args[0])
 	if err != nil {
-		return err
-	}
-	if err := t.mayManage(sec); err != nil {
 		return err
 	}
 	secID, rev := sec.ID, *revision
