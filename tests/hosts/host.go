@@ -143,18 +143,8 @@ func (n *Network) AddHost(ctx context.Context, opts HostOptions) (h *Host, err e
 		return nil, err
 	}
 	h.nsCreated = true
-	veth := "v" + strconv.Itoa(i)
-	steps := [][]string{
-		{"ip", "-n", h.NetNS, "link", "set", "lo", "up"},
-		{"ip", "-n", n.switchNS, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", h.NetNS},
-		{"ip", "-n", n.switchNS, "link", "set", veth, "master", "br0", "up"},
-		{"ip", "-n", h.NetNS, "addr", "add", netip.PrefixFrom(h.Addr, OnLinkBits).String(), "dev", "eth0"},
-		{"ip", "-n", h.NetNS, "link", "set", "eth0", "up"},
-	}
-	for _, argv := range steps {
-		if err := run(ctx, argv); err != nil {
-			return nil, err
-		}
+	if err := n.plug(ctx, h.NetNS, i, h.Addr); err != nil {
+		return nil, err
 	}
 	if err := h.startHolder(ctx, n.opts.StartTimeout); err != nil {
 		return nil, err

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,16 +111,15 @@ func (n *Network) AddMachine(ctx context.Context, opts MachineOptions) (m *Machi
 		n.mu.Unlock()
 		return nil, fmt.Errorf("cannot add machine %q: name already in use", name)
 	}
-	if n.next >= 240 {
+	if n.next >= maxHosts {
 		n.mu.Unlock()
-		return nil, fmt.Errorf("cannot add machine %q: network is full", name)
+		return nil, fmt.Errorf("cannot add machine %q: network is full (%d hosts)", name, maxHosts)
 	}
 	n.next++
 	i := n.next
-	a := n.Subnet.Addr().As4()
 	m = &Machine{
 		Name:        name,
-		Addr:        netip.AddrFrom4([4]byte{a[0], a[1], a[2], byte(10 + i)}),
+		Addr:        hostAddr(n.Subnet, i),
 		Dir:         filepath.Join(n.Dir, name),
 		NetNS:       n.Prefix + "-" + name,
 		Image:       image,
@@ -163,18 +164,8 @@ func (n *Network) AddMachine(ctx context.Context, opts MachineOptions) (m *Machi
 		return nil, err
 	}
 	m.nsCreated = true
-	veth := "v" + strconv.Itoa(i)
-	steps := [][]string{
-		{"ip", "-n", m.NetNS, "link", "set", "lo", "up"},
-		{"ip", "-n", n.switchNS, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", m.NetNS},
-		{"ip", "-n", n.switchNS, "link", "set", veth, "master", "br0", "up"},
-		{"ip", "-n", m.NetNS, "addr", "add", netip.PrefixFrom(m.Addr, n.Subnet.Bits()).String(), "dev", "eth0"},
-		{"ip", "-n", m.NetNS, "link", "set", "eth0", "up"},
-	}
-	for _, argv := range steps {
-		if err := run(ctx, argv); err != nil {
-			return nil, err
-		}
+	if err := n.plug(ctx, m.NetNS, i, m.Addr); err != nil {
+		return nil, err
 	}
 	if err := m.startHolder(ctx, n.opts.StartTimeout); err != nil {
 		return nil, err
@@ -199,11 +190,7 @@ func (n *Network) Machine(name string) *Machine {
 func (n *Network) Machines() []*Machine {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	ms := make([]*Machine, 0, len(n.machines))
-	for _, m := range n.machines {
-		ms = append(ms, m)
-	}
-	return ms
+	return slices.Collect(maps.Values(n.machines))
 }
 
 // RemoveMachine powers the machine off (SIGTERM to systemd-nspawn, which asks systemd for a
