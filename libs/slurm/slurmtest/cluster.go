@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/charmed-slurm/operators/libs/hostlist"
+	"github.com/charmed-slurm/operators/libs/munge"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
@@ -338,7 +339,7 @@ func (c *Cluster) Run(ctx context.Context, argv []string, env []string) (slurm.O
 		return Real(argv[0] + "-V").Output, nil
 	case a == "slurmd -C":
 		return Real("slurmd-C").Output, nil
-	case len(argv) == 2 && argv[0] == slurm.MungePath && argv[1] == "-n":
+	case len(argv) == 2 && argv[0] == munge.ClientPath && argv[1] == "-n":
 		return slurm.Output{Stdout: []byte("MUNGE:AwQFAAA=:\n")}, nil
 	case strings.HasPrefix(a, "scontrol update partitionname=") && len(argv) == 4 && strings.HasPrefix(argv[3], "state="):
 		return c.updatePartition(strings.TrimPrefix(argv[2], "partitionname="), strings.TrimPrefix(argv[3], "state=")), nil
