@@ -17,8 +17,9 @@ import (
 	"github.com/charmed-slurm/operators/tests/model"
 )
 
-// Autoscale burst parameters: a partition at 1 node, max 6, receives burstJobs one-node jobs
-// of burstJobSeconds each; slurm-autoscaler decides every second and removes nodes idle for
+// Autoscale burst parameters: a partition at 1 node, max 6, receives burstJobs one-node
+// exclusive jobs (a job a node, so that the sum of runtimes is the ideal node-seconds) of
+// burstJobSeconds each; slurm-autoscaler decides every second and removes nodes idle for
 // burstIdle.
 const (
 	burstApp        = "burst"
@@ -76,7 +77,7 @@ func (c *opCluster) autoscaleBurst(ctx context.Context, opts *RunOptions, rep *R
 	t0 := time.Now()
 	var ids []string
 	for range burstJobs {
-		out, err := c.ctl.RunEnv(ctx, []string{"SLURM_CONF=" + ControllerConf}, "sbatch", "--parsable", "-p", burstApp, "-N1",
+		out, err := c.ctl.RunEnv(ctx, []string{"SLURM_CONF=" + ControllerConf}, "sbatch", "--parsable", "-p", burstApp, "-N1", "--exclusive",
 			"-o", "/dev/null", "--wrap", fmt.Sprintf("sleep %d", burstJobSeconds))
 		if err != nil {
 			return err
@@ -135,7 +136,7 @@ func (c *opCluster) autoscaleBurst(ctx context.Context, opts *RunOptions, rep *R
 		return fmt.Errorf("the autoscaler never added units or no job was seen running")
 	}
 	ideal := float64(burstJobs * burstJobSeconds)
-	note := fmt.Sprintf("%d one-node %ds jobs, 1 unit, max %d, idle %s", burstJobs, burstJobSeconds, burstMax, burstIdle)
+	note := fmt.Sprintf("%d one-node exclusive %ds jobs, 1 unit, max %d, idle %s", burstJobs, burstJobSeconds, burstMax, burstIdle)
 	rep.Add(
 		Figure{Name: "autoscale_first_job_s", Value: firstRun.Sub(t0).Seconds(), Unit: "s", Note: "first sbatch → a job RUNNING; " + note},
 		Figure{Name: "autoscale_makespan_s", Value: lastEnd.Sub(t0).Seconds(), Unit: "s", Note: "first sbatch → no job left in the partition"},
