@@ -529,28 +529,15 @@ func TestDepartedBusyNodeWaitsForItsJobs(t *testing.T) {
 // after 2000 Slurm commands (50 ms of polls at 1 ms take far fewer): without the bound
 // the hook would only end by the guard, and the test fails.
 func TestDepartedWaitIsBounded(t *testing.T) {
-	for _, tt := range []struct {
-		name      string
-		endAt     int // the job ends at this poll; 0: never
-		wantGone  bool
-		departFor time.Duration
-	}{
-		{name: "job ends during the wait", endAt: 3, wantGone: true, departFor: time.Second},
-		{name: "job never ends", departFor: 50 * time.Millisecond},
-	} {
+	for _, tt := range boundCases {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
-			e.c.DepartWait = tt.departFor
+			e.c.DepartWait = tt.bound
 			in := e.withApp("slurmd", "slurmd/0", "slurmd/1")
 			e.slurm.addNode("slurmd-1", "slurmd", true)
 			e.slurm.addJob("slurmd", "slurmd-1")
 			delete(in.Relations[0].RemoteUnits, "slurmd/1")
-			polls := 0
-			out, guarded := e.guarded(in, jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", "slurmd/1"), func() {
-				if polls++; polls == tt.endAt {
-					e.slurm.EndJobs()
-				}
-			})
+			out, guarded := e.guarded(in, jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", "slurmd/1"), e.endJobsAt(tt.endAt))
 			if guarded {
 				t.Fatal("the hook did not return by itself: the wait is not bounded")
 			}
@@ -561,6 +548,30 @@ func TestDepartedWaitIsBounded(t *testing.T) {
 				t.Errorf("status %q", out.UnitStatus.Message)
 			}
 		})
+	}
+}
+
+// boundCases are the two sides of a bounded wait: the jobs end during it (at the third
+// poll), or never (the hook must then return by the bound).
+var boundCases = []struct {
+	name     string
+	endAt    int // the jobs end, records purged, at this poll; 0: never
+	wantGone bool
+	bound    time.Duration
+}{
+	{name: "jobs end during the wait", endAt: 3, wantGone: true, bound: time.Second},
+	{name: "jobs never end", bound: 50 * time.Millisecond},
+}
+
+// endJobsAt returns a guarded tick that ends every job, and purges their records, at the
+// nth poll (never when n is 0).
+func (e *env) endJobsAt(n int) func() {
+	polls := 0
+	return func() {
+		if polls++; polls == n {
+			e.slurm.EndJobs()
+			e.slurm.PurgeJobs()
+		}
 	}
 }
 
@@ -689,28 +700,14 @@ func TestApplicationRemovedKeepsOthers(t *testing.T) {
 // that never ends leaves it being removed and the hook returns on its own (the guard of
 // TestDepartedWaitIsBounded makes the test fail otherwise).
 func TestRemoveWaitIsBounded(t *testing.T) {
-	for _, tt := range []struct {
-		name      string
-		endAt     int // the jobs end at this poll; 0: never
-		wantGone  bool
-		removeFor time.Duration
-	}{
-		{name: "jobs end during the wait", endAt: 3, wantGone: true, removeFor: time.Second},
-		{name: "job never ends", removeFor: 50 * time.Millisecond},
-	} {
+	for _, tt := range boundCases {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
-			e.c.RemoveWait = tt.removeFor
+			e.c.RemoveWait = tt.bound
 			in := e.withApp("gpu", "gpu/0")
 			e.slurm.addNode("gpu-0", "gpu", false)
 			e.slurm.addJob("gpu", "gpu-0")
-			polls := 0
-			out, guarded := e.guarded(in, jujutest.RelationHook(juju.RelationBroken, "slurmd:1", ""), func() {
-				if polls++; polls == tt.endAt {
-					e.slurm.EndJobs()
-					e.slurm.PurgeJobs()
-				}
-			})
+			out, guarded := e.guarded(in, jujutest.RelationHook(juju.RelationBroken, "slurmd:1", ""), e.endJobsAt(tt.endAt))
 			if guarded {
 				t.Fatal("the hook did not return by itself: the wait is not bounded")
 			}

@@ -253,19 +253,7 @@ func TestStepAcrossHooks(t *testing.T) {
 	c.AddNode("slurmd-1")
 	job := c.StartJob("slurmd-1")
 	m := &slurm.Remover{Client: &slurm.Client{Runner: c, Conf: "/etc/slurm/slurm.conf"}}
-	saved, _ := json.Marshal(slurm.Removal{Node: "slurmd-1", Reason: "unit slurmd/1 removed"})
-	step := func() bool {
-		var r slurm.Removal
-		if err := json.Unmarshal(saved, &r); err != nil {
-			t.Fatal(err)
-		}
-		done, err := m.Step(context.Background(), &r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		saved, _ = json.Marshal(r)
-		return done
-	}
+	step := hookSteps(t, m, slurm.Removal{Node: "slurmd-1", Reason: "unit slurmd/1 removed"})
 	for range 2 {
 		if step() {
 			t.Fatal("removed with a job running")
@@ -280,6 +268,26 @@ func TestStepAcrossHooks(t *testing.T) {
 	}
 	if len(c.NodeNames()) != 0 {
 		t.Errorf("nodes left: %v", c.NodeNames())
+	}
+}
+
+// hookSteps returns a function making one Step of r per call, as one hook each: the
+// Removal goes through JSON between calls, as a charm's state does. It reports whether the
+// node is gone.
+func hookSteps(t *testing.T, m *slurm.Remover, r slurm.Removal) func() bool {
+	saved, _ := json.Marshal(r)
+	return func() bool {
+		t.Helper()
+		var r slurm.Removal
+		if err := json.Unmarshal(saved, &r); err != nil {
+			t.Fatal(err)
+		}
+		done, err := m.Step(context.Background(), &r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved, _ = json.Marshal(r)
+		return done
 	}
 }
 
@@ -402,19 +410,7 @@ func TestStepStuckNodeAcrossHooks(t *testing.T) {
 	job := c.StartJob("slurmd-1")
 	clock := &fakeClock{}
 	m := &slurm.Remover{Client: &slurm.Client{Runner: c, Conf: "/etc/slurm/slurm.conf"}, StuckFor: 3 * time.Second, Now: clock.Now}
-	saved, _ := json.Marshal(slurm.Removal{Node: "slurmd-1", Reason: "unit slurmd/1 removed"})
-	step := func() bool {
-		var r slurm.Removal
-		if err := json.Unmarshal(saved, &r); err != nil {
-			t.Fatal(err)
-		}
-		done, err := m.Step(context.Background(), &r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		saved, _ = json.Marshal(r)
-		return done
-	}
+	step := hookSteps(t, m, slurm.Removal{Node: "slurmd-1", Reason: "unit slurmd/1 removed"})
 	for i := range 5 {
 		if step() {
 			t.Fatalf("step %d: removed with a job running", i)
