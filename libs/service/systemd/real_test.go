@@ -3,6 +3,7 @@ package systemd_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -144,22 +145,32 @@ func TestRealLifecycle(t *testing.T) {
 	}
 }
 
-// waitComm waits until process pid runs the command named comm.
-func waitComm(ctx context.Context, t *testing.T, pid int, comm string) {
+// eventually polls cond until it holds, failing the test with what cond last saw when ctx
+// ends.
+func eventually(ctx context.Context, t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
+	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		got, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
-		if strings.TrimSpace(string(got)) == comm {
+		ok, seen := cond()
+		if ok {
 			return
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("process %d is %q, not %s: %v", pid, strings.TrimSpace(string(got)), comm, ctx.Err())
+			t.Fatalf("%s: %v; last seen: %s", what, ctx.Err(), seen)
 		case <-tick.C:
 		}
 	}
+}
+
+// waitComm waits until process pid runs the command named comm.
+func waitComm(ctx context.Context, t *testing.T, pid int, comm string) {
+	t.Helper()
+	eventually(ctx, t, fmt.Sprintf("process %d running %s", pid, comm), func() (bool, string) {
+		got, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+		return strings.TrimSpace(string(got)) == comm, string(got)
+	})
 }
 
 // TestRealRestartOnFailure checks the drop-in's Restart=on-failure: a killed daemon comes
@@ -196,22 +207,11 @@ func TestRealRestartOnFailure(t *testing.T) {
 	if err := exec.Command("kill", "-KILL", strconv.Itoa(first)).Run(); err != nil {
 		t.Fatal(err)
 	}
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	eventually(ctx, t, "slurmctld restarted after SIGKILL", func() (bool, string) {
 		st, err := m.Status(ctx, "slurmctld")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if pid := mainPID(t, "slurmctld.service"); st.State == service.StateActive && pid != 0 && pid != first {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("slurmctld not restarted after SIGKILL: %s", systemctl(t, "status", "slurmctld.service"))
-		case <-tick.C:
-		}
-	}
+		pid := mainPID(t, "slurmctld.service")
+		return err == nil && st.State == service.StateActive && pid != 0 && pid != first, systemctl(t, "status", "slurmctld.service")
+	})
 }
 
 // TestRealMunge runs munged the way the charms do under systemd (the packaged munge unit with
@@ -231,24 +231,17 @@ func TestRealMunge(t *testing.T) {
 	if err := m.Spawn(ctx, "munge"); err != nil {
 		t.Fatal(err)
 	}
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		cred, err := exec.CommandContext(ctx, "munge", "-n").Output()
-		if err == nil {
-			cmd := exec.CommandContext(ctx, "unmunge")
-			cmd.Stdin = strings.NewReader(string(cred))
-			out, err := cmd.CombinedOutput()
-			if err != nil || !strings.Contains(string(out), "STATUS:          Success (0)") {
-				t.Fatalf("unmunge: %v: %s", err, out)
-			}
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("munged did not answer: %s", systemctl(t, "status", "munge.service"))
-		case <-tick.C:
-		}
+	var cred []byte
+	eventually(ctx, t, "munged answering", func() (bool, string) {
+		var err error
+		cred, err = exec.CommandContext(ctx, "munge", "-n").Output()
+		return err == nil, systemctl(t, "status", "munge.service")
+	})
+	cmd := exec.CommandContext(ctx, "unmunge")
+	cmd.Stdin = strings.NewReader(string(cred))
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "STATUS:          Success (0)") {
+		t.Fatalf("unmunge: %v: %s", err, out)
 	}
 }
 
