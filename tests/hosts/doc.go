@@ -48,6 +48,11 @@
 // NewNetwork using the same registry (DefaultRegistryDir), which records every
 // network's namespaces next to an flock-held subnet lease.
 //
+// A Machine (AddMachine, machine.go) is the other kind of member: a Debian image booted by
+// systemd-nspawn with systemd as PID 1, plugged into the network as a host is, with an
+// overlay root of its own; it reboots (systemd-nspawn exits 133 and the machine boots again
+// with a new boot id) and powers off, and the crash sweep covers it through its namespace.
+//
 // Requirements: root, the ip (iproute2), nsenter, unshare and mount commands,
 // and a pebble binary. Package hoststest wraps all this for tests, skipping
 // with a clear reason where root or network namespaces are unavailable.
