@@ -84,6 +84,7 @@ func (h *hook) start(ctx context.Context) error {
 	if h.st.Applied == nil || h.st.Departed {
 		return h.updateStatus(ctx)
 	}
+	h.logf(ctx, juju.LevelInfo, "start with node %s configured (the machine booted): checking it", h.node)
 	if err := h.reapply(ctx); err != nil {
 		return err
 	}

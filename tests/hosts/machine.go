@@ -354,11 +354,27 @@ func (m *Machine) supervise(c *child) {
 	}
 	m.nspawn, m.pid1 = nil, 0
 	if !m.closing && c.cmd.ProcessState.ExitCode() == NspawnExitReboot {
-		if err := m.startLocked(); err == nil {
-			return
-		}
+		time.AfterFunc(RebootDelay, m.bootAgain)
+		return
 	}
 	close(m.exited)
+}
+
+// RebootDelay is how long a rebooting machine stays down before it boots again, as a real
+// machine's firmware takes seconds: a boot is never in the same second as the shutdown
+// (Slurm, at one-second resolution, tells a finished reboot by a boot time after its request).
+const RebootDelay = 2 * time.Second
+
+// bootAgain boots the machine after a reboot's delay, unless it is being removed.
+func (m *Machine) bootAgain() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.nspawn != nil {
+		return
+	}
+	if m.closing || m.startLocked() != nil {
+		close(m.exited)
+	}
 }
 
 // Running reports whether the machine is on (booting or booted).
@@ -610,8 +626,8 @@ func nsPIDIsOne(pid int) bool {
 	return false
 }
 
-// bootOffset is this machine's uptime in whole seconds less one (/proc/uptime): the offset
-// that makes a new time namespace's boot-time clock start at one second.
+// bootOffset is this machine's uptime in whole seconds (/proc/uptime): the offset that makes
+// a new time namespace's boot-time clock start below one second.
 func bootOffset() int64 {
 	data, err := os.ReadFile("/proc/uptime")
 	if err != nil {
@@ -622,8 +638,8 @@ func bootOffset() int64 {
 		return 0
 	}
 	up, err := strconv.ParseFloat(f[0], 64)
-	if err != nil || up < 2 {
+	if err != nil || up < 1 {
 		return 0
 	}
-	return int64(up) - 1
+	return int64(up)
 }
