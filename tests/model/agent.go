@@ -170,7 +170,7 @@ func nextHook(s *State, name string, now time.Time) (Hook, bool) {
 		return Hook{}, false // never installed: nothing to tell the charm
 	}
 	if !L.Installed {
-		return Hook{Kind: "install", Version: app.CharmVersion}, true
+		return Hook{Kind: "install", Version: u.CharmVersion}, true
 	}
 	if h, ok, hold := rebootHook(u); hold {
 		return h, ok
@@ -505,6 +505,9 @@ func (a *agent) run(ctx context.Context) {
 		hc, snap := a.newContext(hook)
 		msg := u.Agent.Message
 		charmSrc := m.state.Applications[u.App].CharmDir
+		if hook.Kind == "upgrade-charm" {
+			u.CharmVersion = hook.Version
+		}
 		m.mu.Unlock()
 		if hook.Kind == "upgrade-charm" {
 			// Juju deploys the new charm's files, then runs upgrade-charm.
@@ -619,6 +622,7 @@ func (a *agent) provision(ctx context.Context) error {
 	u := m.state.Units[a.unit]
 	app := m.state.Applications[u.App]
 	charmSrc := app.CharmDir
+	u.CharmVersion = app.CharmVersion // the charm version whose files the machine gets
 	ms := m.state.Machines[a.machineID]
 	ms.Hostname = mach.Hostname()
 	ms.Base = machineBase(mach)

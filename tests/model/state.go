@@ -80,6 +80,8 @@ type Unit struct {
 	Ports    []string   `json:"ports,omitempty"`
 	// Ready is true once the unit's machine is up and the charm is installed on it.
 	Ready bool `json:"ready"`
+	// CharmVersion is the application's CharmVersion whose files are on the unit's machine.
+	CharmVersion int `json:"charm-version,omitempty"`
 	// Failed is the hook that failed (the unit is in error until resolved).
 	Failed *Hook `json:"failed,omitempty"`
 	// CharmState is the charm's own key-value store (state-get, state-set).
