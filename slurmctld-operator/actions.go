@@ -246,6 +246,8 @@ func (c *Charm) deleteNode(ctx context.Context, hc *juju.HookContext) error {
 		switch {
 		case errors.As(err, &busy):
 			o.fail(n, fmt.Sprintf("node %s has running jobs %s: not deleted (force=true cancels them)", n, strings.Join(slurm.JobIDs(busy.Jobs), ",")))
+		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+			o.fail(n, fmt.Sprintf("node %s: not deleted within %s: %v", n, wait, err))
 		case err != nil:
 			o.fail(n, nodeError(n, err))
 		default:

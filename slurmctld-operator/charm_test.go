@@ -961,7 +961,7 @@ func TestDeleteNodeWaitIsBounded(t *testing.T) {
 	if guarded {
 		t.Fatal("the action did not return by itself: the wait is not bounded")
 	}
-	if !out.Action.Failed || !strings.Contains(out.Action.Message, "on node slurmd-0") || !e.slurm.hasNode("slurmd-0") {
+	if !out.Action.Failed || !strings.HasPrefix(out.Action.Message, "node slurmd-0: not deleted within 50ms") || !e.slurm.hasNode("slurmd-0") {
 		t.Errorf("action failed %v %q; node kept %v", out.Action.Failed, out.Action.Message, e.slurm.hasNode("slurmd-0"))
 	}
 }
