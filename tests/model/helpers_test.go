@@ -84,6 +84,7 @@ func forEachMachines(t *testing.T, fn func(t *testing.T, prov func(t *testing.T)
 
 type modelOptions struct {
 	prov                 func(t *testing.T) model.Provisioner
+	provIn               func(t *testing.T, dir string) model.Provisioner // prov given the model's dir
 	updateStatusInterval time.Duration
 	hookRetry            time.Duration // model.Options.HookRetry: 0 Juju's default, <0 off
 }
@@ -99,6 +100,9 @@ func newModel(t *testing.T, o modelOptions) *model.Model {
 	var prov model.Provisioner
 	if o.prov != nil {
 		prov = o.prov(t)
+	}
+	if o.provIn != nil {
+		prov = o.provIn(t, dir)
 	}
 	interval := o.updateStatusInterval
 	if interval == 0 {

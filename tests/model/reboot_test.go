@@ -18,33 +18,13 @@ import (
 func newMachineModel(t *testing.T) *model.Model {
 	t.Helper()
 	img := hoststest.Image(t, "bookworm")
-	dir, err := os.MkdirTemp("", "jlr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	prov := &model.BaseMachines{
-		Network: hoststest.New(t), Default: model.BaseBookworm,
-		Images: map[string]string{model.BaseBookworm: img},
-		Binds:  []string{dir, filepath.Dir(toolsBin)},
-	}
-	m, err := model.New(context.Background(), model.Options{
-		Dir: dir, Name: "test", Tools: toolsBin, Machines: prov, UpdateStatusInterval: time.Hour,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := m.Close(); err != nil {
-			t.Errorf("cannot close model: %v", err)
+	return newModel(t, modelOptions{provIn: func(t *testing.T, dir string) model.Provisioner {
+		return &model.BaseMachines{
+			Network: hoststest.New(t), Default: model.BaseBookworm,
+			Images: map[string]string{model.BaseBookworm: img},
+			Binds:  []string{dir, filepath.Dir(toolsBin)},
 		}
-		if t.Failed() {
-			for _, l := range m.DebugLog() {
-				t.Log(l)
-			}
-		}
-	})
-	return m
+	}})
 }
 
 // bootID is the boot id status shows for unit's machine.
