@@ -192,19 +192,25 @@ func (h *hook) goneApps(ctx context.Context, app string) ([]string, error) {
 // poll interval for at most budget (one pass when budget is zero). A node with running jobs
 // is never deleted; it stays pending.
 func (h *hook) reconcileNodes(ctx context.Context, budget time.Duration) error {
-	pass := func(context.Context) (bool, error) {
+	return h.passes(ctx, budget, func(ctx context.Context) (bool, error) {
 		h.reconcilePass(ctx)
 		return len(h.st.Pending) == 0, nil
-	}
-	if budget <= 0 {
-		_, err := pass(ctx)
-		return err
-	}
-	// Only the waits between passes are bounded: a pass runs to its end on ctx.
-	wctx, cancel := context.WithTimeout(ctx, budget)
+	})
+}
+
+// passes runs pass at once, then every poll interval until it reports done or fails, for
+// at most budget: no wait begins that would end past it (a budget shorter than the
+// interval gives one pass). Passes run on ctx, so the budget never cuts one short; the
+// budget's end is no error.
+func (h *hook) passes(ctx context.Context, budget time.Duration, pass func(ctx context.Context) (bool, error)) error {
+	every := h.c.poll()
+	wctx, cancel := context.WithTimeout(ctx, budget-every)
 	defer cancel()
-	_ = poll.Until(wctx, h.c.poll(), pass)
-	return ctx.Err()
+	err := poll.Until(wctx, every, func(context.Context) (bool, error) { return pass(ctx) })
+	if wctx.Err() != nil && ctx.Err() == nil {
+		return nil
+	}
+	return err
 }
 
 // reconcilePass makes one Step of every pending node's removal.
@@ -253,23 +259,12 @@ func (h *hook) finishRemovals(ctx context.Context, budget time.Duration) error {
 	if len(h.st.Removing) == 0 {
 		return nil
 	}
-	if budget <= 0 {
-		_, err := h.removalPass(ctx, false)
-		return err
-	}
-	// Only the waits between passes are bounded: a pass runs to its end on ctx.
-	wctx, cancel := context.WithTimeout(ctx, budget)
-	defer cancel()
-	err := poll.Until(wctx, h.c.poll(), func(context.Context) (bool, error) { return h.removalPass(ctx, true) })
-	if wctx.Err() != nil && ctx.Err() == nil {
-		return nil // the budget is spent: update-status goes on
-	}
-	return err
+	return h.passes(ctx, budget, func(ctx context.Context) (bool, error) { return h.removalPass(ctx, budget > 0) })
 }
 
 // removalPass makes one pass over the partitions being removed and reports whether the
-// wait is over (none left, or only pending jobs that never end by themselves). Before
-// another wait, it shows the progress and keeps it in the state.
+// wait is over (none left, or only pending jobs that never end by themselves). When more
+// passes may follow, it shows the progress and keeps it in the state before the wait.
 func (h *hook) removalPass(ctx context.Context, more bool) (bool, error) {
 	removed := false
 	for _, app := range sortedKeys(h.st.Removing) {
