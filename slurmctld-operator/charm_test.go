@@ -494,11 +494,8 @@ func TestDepartedIdleNodeDrainedAndDeleted(t *testing.T) {
 
 func TestDepartedBusyNodeWaitsForItsJobs(t *testing.T) {
 	e := newEnv(t)
-	in := e.withApp("slurmd", "slurmd/0", "slurmd/1")
-	e.slurm.addNode("slurmd-1", "slurmd", true) // drained by the unit itself
-	e.slurm.addJob("slurmd", "slurmd-1")
-	delete(in.Relations[0].RemoteUnits, "slurmd/1")
-	out := e.run(in, jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", "slurmd/1"))
+	in, departed := e.departedWithJob(true) // drained by the unit itself
+	out := e.run(in, departed)
 	if !e.slurm.hasNode("slurmd-1") {
 		t.Fatal("a node with a running job was deleted")
 	}
@@ -533,11 +530,8 @@ func TestDepartedWaitIsBounded(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
 			e.c.DepartWait = tt.bound
-			in := e.withApp("slurmd", "slurmd/0", "slurmd/1")
-			e.slurm.addNode("slurmd-1", "slurmd", true)
-			e.slurm.addJob("slurmd", "slurmd-1")
-			delete(in.Relations[0].RemoteUnits, "slurmd/1")
-			out, guarded := e.guarded(in, jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", "slurmd/1"), e.endJobsAt(tt.endAt))
+			in, departed := e.departedWithJob(true)
+			out, guarded := e.guarded(in, departed, e.endJobsAt(tt.endAt))
 			if guarded {
 				t.Fatal("the hook did not return by itself: the wait is not bounded")
 			}
@@ -549,6 +543,18 @@ func TestDepartedWaitIsBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// departedWithJob returns a controller with application slurmd whose unit slurmd/1 has
+// left while its node slurmd-1 (drained by the unit when drained is set) runs a job, and
+// that unit's relation-departed event.
+func (e *env) departedWithJob(drained bool) (jujutest.State, juju.Event) {
+	e.t.Helper()
+	in := e.withApp("slurmd", "slurmd/0", "slurmd/1")
+	e.slurm.addNode("slurmd-1", "slurmd", drained)
+	e.slurm.addJob("slurmd", "slurmd-1")
+	delete(in.Relations[0].RemoteUnits, "slurmd/1")
+	return in, jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", "slurmd/1")
 }
 
 // boundCases are the two sides of a bounded wait: the jobs end during it (at the third
@@ -913,11 +919,8 @@ func TestRemovedPartitionPendingJobs(t *testing.T) {
 func TestDepartedStuckNodeIsDeleted(t *testing.T) {
 	e := newEnv(t)
 	e.c.StuckFor = time.Nanosecond
-	in := e.withApp("slurmd", "slurmd/0", "slurmd/1")
-	e.slurm.addNode("slurmd-1", "slurmd", false)
-	e.slurm.addJob("slurmd", "slurmd-1")
-	delete(in.Relations[0].RemoteUnits, "slurmd/1")
-	out := e.run(in, jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", "slurmd/1"))
+	in, departed := e.departedWithJob(false)
+	out := e.run(in, departed)
 	for range 2 {
 		out = e.run(out, jujutest.Hook(juju.UpdateStatus))
 	}

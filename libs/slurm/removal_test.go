@@ -48,6 +48,18 @@ func guard(t *testing.T, c *slurmtest.Cluster, max int, also func(argv []string)
 	return ctx
 }
 
+// guardedNode1 is a cluster with node node1, setup applied (its function runs before each
+// command), a context cancelled after 200 commands (guard), and a remover recording the
+// nodes it stopped.
+func guardedNode1(t *testing.T, setup func(c *slurmtest.Cluster) func(argv []string)) (*slurmtest.Cluster, context.Context, *slurm.Remover, *[]string) {
+	t.Helper()
+	c := slurmtest.NewCluster()
+	c.AddNode("node1")
+	ctx := guard(t, c, 200, setup(c))
+	stopped := new([]string)
+	return c, ctx, newRemover(c, stopped), stopped
+}
+
 func newRemover(c *slurmtest.Cluster, stopped *[]string) *slurm.Remover {
 	return &slurm.Remover{
 		Client:   &slurm.Client{Runner: c, Conf: "/etc/slurm/slurm.conf"},
@@ -166,11 +178,7 @@ func TestRemoveRetriesAreBounded(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c := slurmtest.NewCluster()
-			c.AddNode("node1")
-			ctx := guard(t, c, 200, tt.setup(c))
-			var stopped []string
-			m := newRemover(c, &stopped)
+			c, ctx, m, stopped := guardedNode1(t, tt.setup)
 			tt.bound(m)
 			err := m.Remove(ctx, &slurm.Removal{Node: "node1", Reason: "unit slurmd/1 removed"})
 			var re *slurm.RemovalError
@@ -183,7 +191,7 @@ func TestRemoveRetriesAreBounded(t *testing.T) {
 			if _, ok := c.Node("node1"); !ok {
 				t.Error("node deleted")
 			}
-			if d := cmp.Diff(tt.stopped, stopped); d != "" {
+			if d := cmp.Diff(tt.stopped, *stopped); d != "" {
 				t.Errorf("stopped (-want +got):\n%s", d)
 			}
 		})
@@ -361,11 +369,7 @@ func TestRemoveStuckNode(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c := slurmtest.NewCluster()
-			c.AddNode("node1")
-			ctx := guard(t, c, 200, tt.setup(c))
-			var stopped []string
-			m := newRemover(c, &stopped)
+			c, ctx, m, stopped := guardedNode1(t, tt.setup)
 			m.StuckFor = 5 * time.Second
 			r := &slurm.Removal{Node: "node1", Reason: "unit slurmd/1 removed"}
 			if err := m.Remove(ctx, r); err != nil {
@@ -374,7 +378,7 @@ func TestRemoveStuckNode(t *testing.T) {
 			if len(c.NodeNames()) != 0 || !r.Stuck || !r.Downed {
 				t.Errorf("nodes left %v, stuck %v, downed %v", c.NodeNames(), r.Stuck, r.Downed)
 			}
-			if d := cmp.Diff([]string{"node1"}, stopped); d != "" {
+			if d := cmp.Diff([]string{"node1"}, *stopped); d != "" {
 				t.Errorf("stopped (-want +got):\n%s", d)
 			}
 			var tail [][]string
