@@ -43,6 +43,13 @@
 // per hook. A re-registration removes the node, starts slurmd again and calls
 // [Remover.Restore]; [Remover.Abort] resumes a node whose wait was given up.
 //
+// On Slurm 22.05 a dynamic node that ran a job during a reconfigure stays ALLOCATED with
+// no job once the job ends, and `scontrol delete` refuses it as busy for ever (SchedMD bug
+// 16434, fixed in 23.02.3). A removal that sees squeue empty while the node stays busy for
+// Remover.StuckFor (10 s by default, measured across Steps in the Removal) stops the
+// daemon, sets the node DOWN (no job is there to kill; the reason names the removal) and
+// deletes it.
+//
 // Every command carries a timeout ([Client.Timeout], [DefaultTimeout]); a controller
 // command that times out counts as an unreachable controller.
 //
