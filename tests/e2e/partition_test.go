@@ -77,7 +77,7 @@ func partitions(t *testing.T, c *cluster) {
 	c.waitJobState(job, "RUNNING", 30*time.Second)
 	removed := make(chan error, 1)
 	go func() { removed <- c.m.RemoveApplication(context.Background(), "gpu") }()
-	c.eventually(15*time.Second, "partition gpu inactive", func() (bool, string) {
+	c.eventually(time.Minute, "partition gpu inactive", func() (bool, string) {
 		p := c.partition("gpu")
 		return field(p, "State") == "INACTIVE", p
 	})
