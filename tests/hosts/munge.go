@@ -3,12 +3,16 @@ package hosts
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
 	"strconv"
+	"time"
 
 	"github.com/canonical/pebble/client"
+
+	"github.com/charmed-slurm/operators/libs/poll"
 )
 
 // MungeLayer is the Pebble layer StartMunge adds (label "munge"): munged in
@@ -67,9 +71,17 @@ func StartMunge(ctx context.Context, h *Host, key []byte) error {
 		log, _ := os.ReadFile(h.Path("/var/log/munge/munged.log"))
 		return fmt.Errorf("cannot start munge on host %q: %s; munged.log: %s", h.Name, chg.Err, bytes.TrimSpace(log))
 	}
-	cred, err := h.Run(ctx, "munge", "-n")
-	if err != nil {
-		return fmt.Errorf("cannot start munge: %w", err)
+	// Pebble's change ends once munged has run for a second, which on a loaded machine is not
+	// always long enough for it to open its socket: ask for a credential until it answers.
+	var cred []byte
+	var last error
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := poll.Until(wctx, 50*time.Millisecond, func(ctx context.Context) (bool, error) {
+		cred, last = h.Run(ctx, "munge", "-n")
+		return last == nil, nil
+	}); err != nil {
+		return fmt.Errorf("cannot start munge on host %q: munged does not answer: %w", h.Name, errors.Join(last, err))
 	}
 	cmd := h.Command(ctx, []string{"unmunge"})
 	cmd.Stdin = bytes.NewReader(cred)
