@@ -1,7 +1,6 @@
 package slurmconf_test
 
 import (
-	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -34,15 +33,8 @@ var slurmParseError = regexp.MustCompile(`(?m)^.*(Parse error|Parsing error|unre
 // exits without contacting any daemon.
 func slurmParse(t *testing.T, bin, text string) []string {
 	t.Helper()
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "slurm.conf")
-	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(context.Background(), bin, "show", "hostnames", "x")
-	cmd.Env = append(os.Environ(), "SLURM_CONF="+conf)
-	out, _ := cmd.CombinedOutput()
-	return slurmParseError.FindAllString(string(out), -1)
+	_, out := slurmVerdict(t, bin, text)
+	return slurmParseError.FindAllString(out, -1)
 }
 
 const oracleBase = "ClusterName=oracle\nSlurmctldHost=localhost\nNodeName=n1 CPUs=1\n"
