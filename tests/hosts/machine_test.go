@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,11 +69,24 @@ func TestMachineLifecycle(t *testing.T) {
 			if got := run("ip", "-4", "-o", "addr", "show", "eth0"); !strings.Contains(got, " "+m.Addr.String()+"/") {
 				t.Errorf("eth0 = %q, want address %s", got, m.Addr)
 			}
-			if _, err := peer.Run(ctx, "ping", "-c1", "-W5", m.Addr.String()); err != nil {
-				// ping may be missing on the host; bash's /dev/tcp needs a listener: use ip route get instead.
-				if _, err := peer.Run(ctx, "ip", "route", "get", m.Addr.String()); err != nil {
-					t.Errorf("machine unreachable from a host of the network: %v", err)
+			// The machine reaches a host of the network: bash's /dev/tcp connects to a listener there.
+			ln, err := peer.Listen(ctx, "tcp", net.JoinHostPort(peer.Addr.String(), "0"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			accepted := make(chan error, 1)
+			go func() {
+				c, err := ln.Accept()
+				if err == nil {
+					c.Close()
 				}
+				accepted <- err
+			}()
+			if _, err := m.Run(ctx, "bash", "-c", `exec 3<>"/dev/tcp/$0/$1"`, peer.Addr.String(), strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)); err != nil {
+				t.Errorf("machine cannot reach a host of the network: %v", err)
+			} else if err := <-accepted; err != nil {
+				t.Errorf("host of the network saw no connection from the machine: %v", err)
 			}
 
 			// Files written through Path are the machine's files.
