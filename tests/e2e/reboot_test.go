@@ -142,6 +142,11 @@ func TestRebootBookworm(t *testing.T) {
 	rebootScenarios(t, newClusterOn(t, model.BaseBookworm, 3))
 }
 
+func TestRebootTrixie(t *testing.T) {
+	t.Parallel()
+	rebootScenarios(t, newClusterOn(t, model.BaseTrixie, 3))
+}
+
 // rebootScenarios runs the cases (0) to (3) on a cluster of 3 slurmd units.
 func rebootScenarios(t *testing.T, c *cluster) {
 	c.waitNodeIdle("slurmd-0", time.Minute)
@@ -221,6 +226,25 @@ func rebootScenarios(t *testing.T, c *cluster) {
 			return code == "active" && msg == fmt.Sprintf("node slurmd-%d idle", i), code + ": " + msg
 		})
 	}
+
+	// An unexpected reboot (from inside the machine, as a crash or a kernel panic's reboot)
+	// with a job on the node: Slurm's handling of the job shows in the job's record (requeued:
+	// Restarts=1, or ended NODE_FAIL), and the node still returns without an admin command.
+	job := c.sbatch("slurmd", "-w", "slurmd-2", "--wrap", "sleep 300")
+	c.waitJobState(job, "RUNNING", time.Minute)
+	var out outBuf
+	ctx, cancel := c.ctx(time.Minute)
+	defer cancel()
+	c.m.Exec(ctx, "slurmd/2", []string{"systemctl", "reboot"}, &out, &out) // cut off by the reboot
+	c.eventually(3*time.Minute, "job "+job+" requeued or failed by Slurm", func() (bool, string) {
+		rec := c.slurm("scontrol", "show", "job", "-o", job)
+		return strings.Contains(rec, "Restarts=1") || strings.Contains(rec, "JobState=NODE_FAIL"), rec
+	})
+	c.eventually(3*time.Minute, "slurmd-2 back in service", func() (bool, string) {
+		s, r := c.nodeState("slurmd-2")
+		return !strings.Contains(s, "DOWN") && !strings.Contains(s, "DRAIN") && !strings.Contains(s, "NOT_RESPONDING"), s + " " + r
+	})
+	c.slurm("scancel", job)
 }
 
 // TestRollingRebootBookworm (4): a rolling reboot of a 4-node partition with max-unavailable=1
@@ -228,7 +252,15 @@ func rebootScenarios(t *testing.T, c *cluster) {
 // time (sampled), every node has rebooted at the end and is IDLE.
 func TestRollingRebootBookworm(t *testing.T) {
 	t.Parallel()
-	c := newClusterOn(t, model.BaseBookworm, 4)
+	rollingReboot(t, newClusterOn(t, model.BaseBookworm, 4))
+}
+
+func TestRollingRebootTrixie(t *testing.T) {
+	t.Parallel()
+	rollingReboot(t, newClusterOn(t, model.BaseTrixie, 4))
+}
+
+func rollingReboot(t *testing.T, c *cluster) {
 	for i := range 4 {
 		c.waitNodeIdle(fmt.Sprintf("slurmd-%d", i), time.Minute)
 	}
