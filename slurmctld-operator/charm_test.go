@@ -758,6 +758,16 @@ func TestStartFailure(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "cannot start munged") {
 		t.Errorf("error %v", err)
 	}
+	// The failed hook keeps what it learnt of the host (the Slurm version, the secret it
+	// created) but neither its record of Juju writes nor its status cache: Juju discards
+	// the former, and the next hook sets the status again.
+	st, err := e.c.loadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.SlurmVersion != "22.05.8" || st.SecretID == "" || st.Published != nil || st.StatusCache != (charm.StatusCache{}) {
+		t.Errorf("state after a failed hook: %+v", st)
+	}
 }
 
 func TestAuthSlurmKey(t *testing.T) {

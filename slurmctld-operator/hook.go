@@ -36,14 +36,14 @@ type hook struct {
 
 // lifecycle runs the charm's hooks: the state is loaded before the handler and saved once
 // after it. A failed hook's writes to Juju are discarded by Juju, so its record of them is
-// dropped (the next hook writes again); the rest of the state is still saved, as the host
-// changes it records (slurmctld started, a key installed, a partition removed) are not
-// undone.
+// dropped (the next hook writes again), and so is its status cache (the next hook sets the
+// status again); the rest of the state is still saved, as the host changes it records
+// (slurmctld started, a key installed, a partition removed) are not undone.
 func (c *Charm) lifecycle() charm.Lifecycle[charmState] {
 	return charm.Lifecycle[charmState]{
 		StateFile: c.statePath(),
 		Failed: func(saved, cur charmState) charmState {
-			cur.Published = saved.Published
+			cur.Published, cur.StatusCache = saved.Published, saved.StatusCache
 			return cur
 		},
 	}
