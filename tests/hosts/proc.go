@@ -12,7 +12,7 @@ import (
 )
 
 // pollInterval is how often process and socket waits look again.
-const pollInterval = 20 * time.Millisecond
+const pollInterval = 5 * time.Millisecond
 
 // child is a process this package started and reaps.
 type child struct {
