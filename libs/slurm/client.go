@@ -345,7 +345,8 @@ func (c *Client) JobsOnNode(ctx context.Context, node string) ([]Job, error) {
 	return ParseSqueue(out)
 }
 
-// LocalJobs lists the jobs with steps on this host's slurmd (named node). From 24.05
+// LocalJobs lists the jobs with steps on this host's slurmd (named node, which may differ
+// from the host name). From 24.05
 // (FeaturesOf(c.ClusterVersion).ListJobs) it asks the local slurmd with `scontrol listjobs
 // --json`, no controller involved; before, it falls back to JobsOnNode.
 func (c *Client) LocalJobs(ctx context.Context, node string) ([]Job, error) {
@@ -356,6 +357,9 @@ func (c *Client) LocalJobs(ctx context.Context, node string) ([]Job, error) {
 	if err != nil {
 		return nil, err
 	}
+	// scontrol finds the slurmstepds by node name, the host name unless SLURMD_NODENAME says
+	// otherwise: a dynamic node named apart from its host would show no job (24.11, verified).
+	env = append(env, "SLURMD_NODENAME="+node)
 	argv := []string{"scontrol", "listjobs", "--json"}
 	out, err := c.exec(ctx, false, argv, env)
 	if err != nil {

@@ -3,6 +3,7 @@ package slurm_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -245,6 +246,10 @@ func TestLocalJobsListJobs(t *testing.T) {
 			}
 			if d := cmp.Diff(tt.want, got); d != "" {
 				t.Errorf("jobs (-want +got):\n%s", d)
+			}
+			// The node name, not the host name, finds the node's slurmstepds.
+			if calls := r.Calls(); len(calls) != 1 || !slices.Contains(calls[0].Env, "SLURMD_NODENAME=node1") {
+				t.Errorf("calls %+v, want one with SLURMD_NODENAME=node1", calls)
 			}
 		})
 	}

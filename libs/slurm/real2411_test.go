@@ -67,6 +67,24 @@ func TestRealSlurm2411(t *testing.T) {
 			}
 		}
 	})
+	t.Run("local jobs", func(t *testing.T) {
+		// scontrol listjobs on the node running job 1, found by node name; by host name it
+		// finds nothing (the node slurmd-0 runs on host juju-1).
+		for real, want := range map[string][]slurm.Job{
+			"listjobs":             {{ID: "1", State: "RUNNING"}},
+			"listjobs-by-hostname": nil,
+		} {
+			c, _ := newClient(slurmtest.Real2411(real))
+			c.ClusterVersion = slurm.Version{Major: 24, Minor: 11, Micro: 5}
+			got, err := c.LocalJobs(ctx, "slurmd-0")
+			if err != nil {
+				t.Fatalf("%s: %v", real, err)
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("%s: jobs (-want +got):\n%s", real, d)
+			}
+		}
+	})
 	t.Run("versions", func(t *testing.T) {
 		c, _ := newClient(slurmtest.Real2411("slurmd-V"))
 		v, err := c.SlurmdVersion(ctx)

@@ -30,12 +30,14 @@ func TestRecordSlurm2411(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newClusterOn(t, model.BaseTrixie, 2)
-	capOn := func(unit, name string, argv ...string) string {
+	// capEnv runs argv on unit with env (and SLURM_CONF on the controller) and records it under
+	// name: the argv file holds argv alone, as package slurm runs it.
+	capEnv := func(unit, name string, env []string, argv ...string) string {
 		t.Helper()
-		full := argv
 		if unit == "slurmctld/0" {
-			full = append([]string{"env", "SLURM_CONF=" + ctlConf}, argv...)
+			env = append(env, "SLURM_CONF="+ctlConf)
 		}
+		full := append(append([]string{"env"}, env...), argv...)
 		stdout, code, stderr := c.tryExec(unit, full...)
 		for ext, data := range map[string]string{
 			"argv": strings.Join(argv, "\n") + "\n", "stdout": stdout, "stderr": stderr, "rc": strconv.Itoa(code) + "\n",
@@ -46,6 +48,7 @@ func TestRecordSlurm2411(t *testing.T) {
 		}
 		return stdout
 	}
+	capOn := func(unit, name string, argv ...string) string { t.Helper(); return capEnv(unit, name, nil, argv...) }
 	ctl := func(name string, argv ...string) string { t.Helper(); return capOn("slurmctld/0", name, argv...) }
 	state := func(node string) string { return field(c.slurm("scontrol", "show", "node", "-o", node), "State") }
 	const q = "%i|%T|%P|%u|%N|%j"
@@ -65,7 +68,9 @@ func TestRecordSlurm2411(t *testing.T) {
 	ctl("show-node-allocated", "scontrol", "show", "node", "-o", "slurmd-0")
 	ctl("squeue-node-running", "squeue", "-h", "-w", "slurmd-0", "-t", active, "-o", q)
 	ctl("partition-records", "squeue", "-h", "-t", "all", "-p", "slurmd", "-o", q)
-	capOn("slurmd/0", "listjobs", "scontrol", "listjobs", "--json")
+	// scontrol finds the node's slurmstepds by node name: slurmd-0 runs on host juju-1.
+	capEnv("slurmd/0", "listjobs", []string{"SLURMD_NODENAME=slurmd-0"}, "scontrol", "listjobs", "--json")
+	capOn("slurmd/0", "listjobs-by-hostname", "scontrol", "listjobs", "--json")
 	ctl("drain-busy", "scontrol", "update", "nodename=slurmd-0", "state=drain", "reason=unit slurmd/0 removed")
 	ctl("show-node-draining", "scontrol", "show", "node", "-o", "slurmd-0")
 	ctl("delete-busy", "scontrol", "delete", "nodename=slurmd-0")
@@ -89,6 +94,6 @@ func TestRecordSlurm2411(t *testing.T) {
 	ctl("delete-drained", "scontrol", "delete", "nodename=slurmd-0")
 	ctl("show-node-deleted", "scontrol", "show", "node", "-o", "slurmd-0")
 	// On a node whose slurmd is stopped, client commands have no sack socket (auth/slurm).
-	capOn("slurmd/0", "node-no-sack", "env", "SLURM_CONF=/var/spool/slurmd/conf-cache/slurm.conf", "scontrol", "ping")
+	capEnv("slurmd/0", "node-no-sack", []string{"SLURM_CONF=/var/spool/slurmd/conf-cache/slurm.conf"}, "scontrol", "ping")
 	ctl("show-node-all", "scontrol", "show", "node", "-o")
 }
