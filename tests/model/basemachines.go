@@ -77,18 +77,14 @@ func (p *BaseMachines) NewMachineBase(ctx context.Context, id, unit, base string
 	if base == "" {
 		base = p.Default
 	}
+	if base == "" {
+		return p.hostMachines().NewMachine(ctx, id, unit)
+	}
 	prefix := p.Prefix
 	if prefix == "" {
 		prefix = "juju"
 	}
 	name := fmt.Sprintf("%s-%s", prefix, id)
-	if base == "" {
-		h, err := p.Network.AddHost(ctx, hosts.HostOptions{Name: name})
-		if err != nil {
-			return nil, err
-		}
-		return &hostMachine{n: p.Network, h: h}, nil
-	}
 	img, ok := p.Images[base]
 	if !ok {
 		return nil, fmt.Errorf("no image for base %q (have %s)", base, strings.Join(p.Bases(), ", "))
@@ -100,13 +96,13 @@ func (p *BaseMachines) NewMachineBase(ctx context.Context, id, unit, base string
 	return &nspawnMachine{n: p.Network, m: mach, base: base}, nil
 }
 
-// Close implements Provisioner.
-func (p *BaseMachines) Close() error {
-	if p.CloseNetwork {
-		return p.Network.Close()
-	}
-	return nil
+// hostMachines is the HostMachines that makes the Pebble hosts and closes the network.
+func (p *BaseMachines) hostMachines() *HostMachines {
+	return &HostMachines{Network: p.Network, Prefix: p.Prefix, CloseNetwork: p.CloseNetwork}
 }
+
+// Close implements Provisioner.
+func (p *BaseMachines) Close() error { return p.hostMachines().Close() }
 
 // nspawnMachine is a unit's machine booted by systemd-nspawn.
 type nspawnMachine struct {
