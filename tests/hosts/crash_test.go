@@ -23,19 +23,8 @@ import (
 const crashChildEnv = "HOSTS_TEST_CRASH_CHILD_REGISTRY"
 
 func TestCrashChild(t *testing.T) {
-	registry := os.Getenv(crashChildEnv)
-	if registry == "" {
-		t.Skip("helper for TestSweepAfterCrash")
-	}
-	pebble, err := hoststest.PebbleBin()
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := crashChildNetwork(t, crashChildEnv, "TestSweepAfterCrash")
 	ctx := context.Background()
-	n, err := hosts.NewNetwork(ctx, hosts.NetworkOptions{Prefix: hoststest.Prefix, Dir: os.Getenv("HOSTS_TEST_CRASH_CHILD_DIR"), PebbleBin: pebble, RegistryDir: registry})
-	if err != nil {
-		t.Fatal(err)
-	}
 	h, err := n.AddHost(ctx, hosts.HostOptions{Name: "crash"})
 	if err != nil {
 		t.Fatal(err)

@@ -178,20 +178,29 @@ func TestMachineRemove(t *testing.T) {
 
 const machineCrashChildEnv = "HOSTS_TEST_MACHINE_CRASH_CHILD_REGISTRY"
 
-func TestMachineCrashChild(t *testing.T) {
-	registry := os.Getenv(machineCrashChildEnv)
+// crashChildNetwork is the network of a crash child test (a test process that builds a network
+// and is then killed): on the registry named by the environment variable env, in
+// HOSTS_TEST_CRASH_CHILD_DIR. Without env the test is skipped as the helper of parent.
+func crashChildNetwork(t *testing.T, env, parent string) *hosts.Network {
+	t.Helper()
+	registry := os.Getenv(env)
 	if registry == "" {
-		t.Skip("helper for TestMachineSweepAfterCrash")
+		t.Skip("helper for " + parent)
 	}
 	pebble, err := hoststest.PebbleBin()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	n, err := hosts.NewNetwork(ctx, hosts.NetworkOptions{Prefix: hoststest.Prefix, Dir: os.Getenv("HOSTS_TEST_CRASH_CHILD_DIR"), PebbleBin: pebble, RegistryDir: registry})
+	n, err := hosts.NewNetwork(context.Background(), hosts.NetworkOptions{Prefix: hoststest.Prefix, Dir: os.Getenv("HOSTS_TEST_CRASH_CHILD_DIR"), PebbleBin: pebble, RegistryDir: registry})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return n
+}
+
+func TestMachineCrashChild(t *testing.T) {
+	n := crashChildNetwork(t, machineCrashChildEnv, "TestMachineSweepAfterCrash")
+	ctx := context.Background()
 	m, err := n.AddMachine(ctx, hosts.MachineOptions{Name: "crash", Image: os.Getenv("HOSTS_TEST_CRASH_CHILD_IMAGE")})
 	if err != nil {
 		t.Fatal(err)
