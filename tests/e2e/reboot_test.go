@@ -24,13 +24,15 @@ type bootWatch struct {
 	boots   map[string][]string // machine hostname → boot ids in order
 	maxOut  int
 	outSeen string
+	// progress are the unit status messages seen that speak of a reboot under way.
+	progress map[string]bool
 	stop    context.CancelFunc
 	done    chan struct{}
 }
 
 func (c *cluster) watchBoots() *bootWatch {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &bootWatch{boots: map[string][]string{}, stop: cancel, done: make(chan struct{})}
+	w := &bootWatch{boots: map[string][]string{}, progress: map[string]bool{}, stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		tick := time.NewTicker(250 * time.Millisecond)
@@ -38,6 +40,13 @@ func (c *cluster) watchBoots() *bootWatch {
 		for {
 			st := c.m.Status(ctx)
 			w.mu.Lock()
+			for _, a := range st.Applications {
+				for _, u := range a.Units {
+					if msg := u.WorkloadStatus.Message; strings.Contains(msg, "reboot") {
+						w.progress[msg] = true
+					}
+				}
+			}
 			for _, mi := range st.Machines {
 				ids := w.boots[mi.Hostname]
 				if mi.BootID != "" && (len(ids) == 0 || ids[len(ids)-1] != mi.BootID) {
@@ -312,6 +321,14 @@ func rollingReboot(t *testing.T, c *cluster) {
 		c.waitNodeIdle(fmt.Sprintf("slurmd-%d", i), 3*time.Minute)
 	}
 	boots, maxOut, seen := w.finish()
+	var ctlShown, nodeShown bool
+	for msg := range w.progress {
+		ctlShown = ctlShown || strings.Contains(msg, "rebooting slurmd-")
+		nodeShown = nodeShown || strings.Contains(msg, "reboot requested") || strings.Contains(msg, ", rebooting")
+	}
+	if !ctlShown || !nodeShown {
+		t.Errorf("juju status did not show the rolling reboot's progress on slurmctld (%v) and the nodes (%v): %v", ctlShown, nodeShown, w.progress)
+	}
 	if maxOut > 1 {
 		t.Errorf("%d nodes unavailable at once (sinfo: %s), want at most 1", maxOut, seen)
 	}
