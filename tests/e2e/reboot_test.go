@@ -156,7 +156,8 @@ func TestRebootTrixie(t *testing.T) {
 	rebootScenarios(t, newClusterOn(t, model.BaseTrixie, 3))
 }
 
-// rebootScenarios runs the cases (0) to (3) on a cluster of 3 slurmd units.
+// rebootScenarios runs the cases (0) to (3), then an unexpected reboot with a job, on a
+// cluster of 3 slurmd units.
 func rebootScenarios(t *testing.T, c *cluster) {
 	c.waitNodeIdle("slurmd-0", time.Minute)
 	st := c.m.Status(c.bg())
