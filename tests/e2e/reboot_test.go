@@ -26,8 +26,8 @@ type bootWatch struct {
 	outSeen string
 	// progress are the unit status messages seen that speak of a reboot under way.
 	progress map[string]bool
-	stop    context.CancelFunc
-	done    chan struct{}
+	stop     context.CancelFunc
+	done     chan struct{}
 }
 
 func (c *cluster) watchBoots() *bootWatch {
