@@ -16,11 +16,12 @@ type Config struct {
 	DefaultPartition    string `json:"default-partition"`
 	MaxNodeCount        int    `json:"max-node-count"`
 	SlurmConfParameters string `json:"slurm-conf-parameters"`
+	FutureNodes         string `json:"future-nodes"`
 }
 
 // defaultConfig mirrors the defaults in charmcraft.yaml, used for options config-get leaves null.
 func defaultConfig() Config {
-	return Config{ClusterName: "charmed-slurm", MaxNodeCount: 1024}
+	return Config{ClusterName: "charmed-slurm", MaxNodeCount: 1024, FutureNodes: defaultFutureNodes}
 }
 
 // ConfigError is a configuration option with a bad value; the charm shows it as blocked.
@@ -77,6 +78,9 @@ func (cfg Config) Validate() (slurmconf.Params, error) {
 	}
 	if cfg.MaxNodeCount < 1 || cfg.MaxNodeCount > 65536 {
 		return nil, &ConfigError{"max-node-count", fmt.Sprintf("%d is out of range (1 to 65536)", cfg.MaxNodeCount)}
+	}
+	if _, err := parseFutureNodes(cfg.FutureNodes); err != nil {
+		return nil, &ConfigError{"future-nodes", err.Error()}
 	}
 	extra, err := slurmconf.ParseParams(cfg.SlurmConfParameters)
 	if err != nil {

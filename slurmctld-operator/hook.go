@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
@@ -197,6 +198,8 @@ func (h *hook) status(ctx context.Context) (juju.StatusCode, string) {
 		return juju.StatusWaiting, fmt.Sprintf("waiting for %s in partition %s to finish before removing it", jobs, app)
 	}
 	var idle, alloc, drained, down int
+	// FUTURE records (future-nodes) are no nodes: never up, never scheduled.
+	nodes = slices.DeleteFunc(nodes, func(n slurm.Node) bool { return n.State.Base == slurm.StateFuture })
 	for _, n := range nodes {
 		switch {
 		case n.State.Drain():

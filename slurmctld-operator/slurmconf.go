@@ -160,10 +160,16 @@ func (h *hook) defaultApp() string {
 	return ""
 }
 
-// renderPartition is the content of app's partition file.
-func renderPartition(data slurmd.ComputeData) []byte {
+// renderPartition is the content of app's partition file: future (a FUTURE NodeName line, see
+// futureRecord; "" for none), the NodeSet and the partition.
+func renderPartition(data slurmd.ComputeData, future string) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# Partition of the slurmd application %q, managed by the slurmctld charm.\n", data.NodeSet.Name)
+	if future != "" {
+		b.WriteString("# FUTURE records (never up, never scheduled) so that Slurm accepts and holds jobs while\n")
+		b.WriteString("# the application has no unit; see the future-nodes option.\n")
+		b.WriteString(future + "\n")
+	}
 	b.WriteString(data.NodeSet.String() + "\n")
 	b.WriteString(data.Partition.String() + "\n")
 	return b.Bytes()
@@ -189,6 +195,11 @@ func (h *hook) readPartition(ctx context.Context, app string) (slurmd.ComputeDat
 // reports whether any file changed: the caller then reconfigures once.
 func (h *hook) syncPartitions(ctx context.Context, override map[string]slurmd.ComputeData) (bool, error) {
 	def := h.defaultApp()
+	ver, _ := slurm.ParseVersion(h.st.SlurmVersion) // unknown: treated as 22.05, no records
+	future, err := parseFutureNodes(h.cfg.FutureNodes)
+	if err != nil || h.cfgErr != nil {
+		future = futureNodes{} // a bad option blocks the charm; Validate names it
+	}
 	changed := false
 	var includes []string
 	for _, app := range h.st.Apps {
@@ -209,7 +220,7 @@ func (h *hook) syncPartitions(ctx context.Context, override map[string]slurmd.Co
 		if _, rm := h.st.Removing[app]; rm {
 			data.Partition.Params.Set("State", slurm.PartitionInactive)
 		}
-		content := renderPartition(data)
+		content := renderPartition(data, futureRecord(ver, future, data.NodeSet))
 		path := h.confFile(partitionInclude(app))
 		if old, err := os.ReadFile(path); err != nil || !bytes.Equal(old, content) {
 			if err := slurmconf.WriteFile(ctx, path, content, slurmconf.EditOptions{Mode: 0o644}); err != nil {
