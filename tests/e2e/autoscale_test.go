@@ -255,6 +255,7 @@ var (
 	jobReasonRE = regexp.MustCompile(`Reason=(\S+)`)
 	jobTimeRE   = regexp.MustCompile(`SubmitTime=\S+`)
 	jobStartRE  = regexp.MustCompile(`StartTime=\S+`)
+	jobNodesRE  = regexp.MustCompile(` NodeList=\S+`)
 )
 
 // TestAutoscaleFromZero: with minimum 0 a partition whose application has no unit left still
@@ -369,43 +370,87 @@ func TestAutoscaleRetriesAFailedAddUnit(t *testing.T) {
 	}
 }
 
-// TestAutoscaleHeldJobTrixie: scale from zero on Slurm 24.11 (Debian 13 machines, auth/slurm).
-// The slurmd charm cannot remove a unit there yet (TestClusterTrixie), so the partition is
-// emptied at Slurm's level: slurmd stopped on the unit's machine, its node deleted from the
-// controller. Unlike 22.05, 24.11 rejects a job for a NodeSet partition with no node
-// ("Requested node configuration is not available"). With FUTURE node records carrying the
-// NodeSet's feature (written here by hand, as the slurmctld charm would have to), it accepts
-// and holds jobs; once a node is back the autoscaler sees the demand and the job completes.
-func TestAutoscaleHeldJobTrixie(t *testing.T) {
+// TestAutoscaleFromZeroTrixie: scale from zero on Slurm 24.11 (Debian 13 machines, auth/slurm).
+// Unlike 22.05, 24.11 rejects a job for a NodeSet partition with no node ("Requested node
+// configuration is not available"): shown with the slurmctld charm's future-nodes=none. With
+// its default, the charm writes FUTURE node records carrying the NodeSet's feature into the
+// partition file: the same jobs are accepted and held, the autoscaler adds units for them, they
+// complete on the units' nodes (never on a FUTURE record), and the application goes back to 0
+// units.
+func TestAutoscaleFromZeroTrixie(t *testing.T) {
 	c := newClusterOn(t, model.BaseTrixie, 1)
 	if v := c.slurm("scontrol", "-V"); !strings.Contains(v, " 24.11.") {
 		t.Fatalf("scontrol -V = %q, want Slurm 24.11", v)
 	}
-	c.exec("slurmd/0", "systemctl", "stop", "slurmd.service")
-	c.slurm("scontrol", "delete", "nodename=slurmd-0")
-	if nodes := c.nodeNames(); len(nodes) != 0 {
-		t.Fatalf("nodes %v left after the delete", nodes)
+	const record = "NodeName=slurmd-future[1-8] State=FUTURE Feature=slurmd CPUs=1 RealMemory=1"
+	partFile := filepath.Join(filepath.Dir(ctlConf), "partition-slurmd.conf")
+	if part := c.exec("slurmctld/0", "cat", partFile); !strings.Contains(part, record+"\n") {
+		t.Fatalf("%s on Slurm 24.11 lacks %q:\n%s", partFile, record, part)
+	}
+	if err := c.m.RemoveUnit(c.bg(), "slurmd/0"); err != nil {
+		t.Fatal(err)
+	}
+	c.eventually(3*time.Minute, "no slurmd unit and no node", func() (bool, string) {
+		u, nodes := c.units("slurmd"), c.nodeNames()
+		return u == 0 && len(nodes) == 0, fmt.Sprintf("%d units, nodes %v", u, nodes)
+	})
+
+	// Without the records: rejected.
+	setFuture := func(v string) {
+		t.Helper()
+		if err := c.m.SetConfig(c.bg(), "slurmctld", map[string]string{"future-nodes": v}, nil); err != nil {
+			t.Fatal(err)
+		}
+		c.waitIdle()
+	}
+	setFuture("none")
+	if part := c.exec("slurmctld/0", "cat", partFile); strings.Contains(part, "FUTURE") {
+		t.Fatalf("future-nodes=none left FUTURE records:\n%s", part)
 	}
 	sbatch := []string{"env", "SLURM_CONF=" + ctlConf, "sbatch", "--parsable", "-p", "slurmd", "-N1", "-o", "/dev/null", "--wrap", "sleep 1"}
 	if out, code, stderr := c.tryExec("slurmctld/0", sbatch...); code == 0 || !strings.Contains(stderr, "Requested node configuration is not available") {
-		t.Fatalf("Slurm 24.11, no node in the partition: sbatch exited %d (%s%s), want the rejection 22.05 does not make", code, out, stderr)
+		t.Fatalf("Slurm 24.11, no node and no FUTURE record: sbatch exited %d (%s%s), want the rejection 22.05 does not make", code, out, stderr)
 	}
 
-	c.exec("slurmctld/0", "sh", "-c", "echo 'NodeName=slurmd-future[1-2] State=FUTURE Feature=slurmd CPUs=1 RealMemory=100' >> "+ctlConf)
-	c.slurm("scontrol", "reconfigure")
-	id := c.sbatch("slurmd", "-N1", "--wrap", "sleep 1") // accepted now
-	c.recordPending("squeue-pending-future-24.11")
-	out := c.slurm("scontrol", "show", "job", "-o", id)
-	st, reason := jobStateRE.FindStringSubmatch(out), jobReasonRE.FindStringSubmatch(out)
-	if st == nil || st[1] != "PENDING" || reason == nil {
-		t.Fatalf("job %s with only FUTURE nodes in its partition: want PENDING, got %s", id, out)
+	// With the charm's records (its default): accepted and held.
+	setFuture("nodes=8 cpus=1 memory=1")
+	if part := c.exec("slurmctld/0", "cat", partFile); !strings.Contains(part, record+"\n") {
+		t.Fatalf("future-nodes back to its default: %s lacks %q:\n%s", partFile, record, part)
 	}
-	t.Logf("Slurm 24.11, FUTURE nodes only: job %s %s (Reason=%s)", id, st[1], reason[1])
-	as := c.startAutoscaler("--app", "slurmd:min=1,max=1,idle=1h")
-	c.exec("slurmd/0", "systemctl", "start", "slurmd.service")
-	c.waitCompleted([]string{id}, 3*time.Minute)
-	if !as.said(" slurmd: ") {
-		t.Error("the autoscaler made no decision")
+	one := c.sbatch("slurmd", "-N1", "--wrap", "sleep 2") // sbatch exits 0: accepted, not rejected
+	two := c.sbatch("slurmd", "-N2", "--wrap", "sleep 2")
+	c.recordPending("squeue-pending-future-24.11")
+	for _, id := range []string{one, two} {
+		out := c.slurm("scontrol", "show", "job", "-o", id)
+		st, reason := jobStateRE.FindStringSubmatch(out), jobReasonRE.FindStringSubmatch(out)
+		if st == nil || st[1] != "PENDING" || reason == nil {
+			t.Fatalf("job %s with only FUTURE records in its partition: want PENDING, got %s", id, out)
+		}
+		t.Logf("Slurm 24.11, FUTURE records only: job %s %s (Reason=%s)", id, st[1], reason[1])
+	}
+	if nodes := c.nodeNames(); len(nodes) != 0 {
+		t.Errorf("node records %v listed with no unit: the FUTURE records count as nodes", nodes)
+	}
+
+	watch := c.watchUnits("slurmd")
+	as := c.startAutoscaler("--app", "slurmd:min=0,max=2,idle=5s,out=2,in=2,register-timeout=3m")
+	c.waitCompleted([]string{one, two}, 4*time.Minute)
+	for _, id := range []string{one, two} {
+		out := c.slurm("scontrol", "show", "job", "-o", id)
+		t.Logf("job %s: %s %s %s", id, jobTimeRE.FindString(out), jobStartRE.FindString(out), jobNodesRE.FindString(out))
+		if strings.Contains(jobNodesRE.FindString(out), "future") {
+			t.Errorf("job %s ran on a FUTURE record: %s", id, out)
+		}
+	}
+	c.eventually(4*time.Minute, "back to 0 units and no node", func() (bool, string) {
+		u, nodes := c.units("slurmd"), c.nodeNames()
+		return u == 0 && len(nodes) == 0, fmt.Sprintf("%d units, nodes %v", u, nodes)
+	})
+	if got := watch.most(); got != 2 {
+		t.Errorf("peak %d units, want 2 (max 2, one 2-node job)", got)
+	}
+	if !as.said("more nodes: adding") {
+		t.Error("no autoscaler status line says it added units")
 	}
 	t.Logf("handed back to the main scheduler by the autoscaler: %v", as.said("asked Slurm to schedule them again"))
 }
