@@ -483,7 +483,11 @@ func (d *Doc) FrontendNames() []string {
 // global keys and all values are not checked (see [GlobalKey]). It returns
 // every problem found, each a *[ParseError] with the line and column in the
 // current rendering, joined with errors.Join.
-func (d *Doc) Validate() error {
+func (d *Doc) Validate() error { return d.ValidateFor(keys2205) }
+
+// ValidateFor checks the document as [Doc.Validate] does, with the entry keys of the Slurm
+// release of keys (see [KeysOf]).
+func (d *Doc) ValidateFor(keys *Keys) error {
 	phys := splitLines(d.Bytes())
 	var errs []error
 	seen := map[kind]map[string]int{kindPartition: {}, kindNodeSet: {}}
@@ -504,7 +508,7 @@ func (d *Doc) Validate() error {
 			}
 			continue
 		}
-		spec := specFor(k)
+		spec := keys.specFor(k)
 		if spec == nil {
 			continue
 		}

@@ -97,7 +97,17 @@ func newSpec(what, nameKey string, keys []string, aliases map[string]string) *ke
 // 23.02 and are refused. Shared (for OverSubscribe), Procs (for CPUs) and
 // Feature (for Features) are the aliases 22.05 still reads.
 var (
-	partitionSpec = newSpec("partition", "PartitionName", []string{
+	partitionSpec = newSpec("partition", "PartitionName", partitionKeys2205, map[string]string{"Shared": "OverSubscribe"})
+
+	nodeSpec = newSpec("node", "NodeName", nodeKeys2205, map[string]string{"Feature": "Features", "Procs": "CPUs"})
+
+	nodeSetSpec = newSpec("nodeset", "NodeSet", []string{"Feature", "Nodes"}, nil)
+
+	downNodesSpec = newSpec("downnodes", "DownNodes", []string{"Reason", "State"}, nil)
+)
+
+var (
+	partitionKeys2205 = []string{
 		"AllocNodes", "AllowAccounts", "AllowGroups", "AllowQos", "Alternate", "CpuBind",
 		"Default", "DefaultTime", "DefCpuPerGPU", "DefMemPerCPU", "DefMemPerGPU", "DefMemPerNode",
 		"DenyAccounts", "DenyQos", "DisableRootJobs", "ExclusiveUser", "GraceTime", "Hidden", "LLN",
@@ -105,33 +115,15 @@ var (
 		"OverSubscribe", "OverTimeLimit", "PreemptMode", "Priority", "PriorityJobFactor", "PriorityTier",
 		"QOS", "ReqResv", "ResumeTimeout", "RootOnly", "SelectTypeParameters", "Shared", "State",
 		"SuspendTime", "SuspendTimeout", "TRESBillingWeights",
-	}, map[string]string{"Shared": "OverSubscribe"})
+	}
 
-	nodeSpec = newSpec("node", "NodeName", []string{
+	nodeKeys2205 = []string{
 		"NodeHostname", "NodeAddr", "BcastAddr", "Boards", "CoreSpecCount", "CoresPerSocket",
 		"CpuBind", "CPUs", "CPUSpecList", "Features", "Feature", "Gres", "MemSpecLimit", "Port",
 		"Procs", "RealMemory", "Reason", "Sockets", "SocketsPerBoard", "State", "ThreadsPerCore",
 		"TmpDisk", "TRESWeights", "Weight",
-	}, map[string]string{"Feature": "Features", "Procs": "CPUs"})
-
-	nodeSetSpec = newSpec("nodeset", "NodeSet", []string{"Feature", "Nodes"}, nil)
-
-	downNodesSpec = newSpec("downnodes", "DownNodes", []string{"Reason", "State"}, nil)
-)
-
-func specFor(k kind) *keySpec {
-	switch k {
-	case kindPartition:
-		return partitionSpec
-	case kindNode:
-		return nodeSpec
-	case kindNodeSet:
-		return nodeSetSpec
-	case kindDownNodes:
-		return downNodesSpec
 	}
-	return nil
-}
+)
 
 // PartitionKeys returns the partition keys Slurm 22.05 accepts besides
 // PartitionName, sorted.
@@ -263,40 +255,16 @@ func checkName(t token) error {
 
 // ParsePartition parses and validates one full partition line, such as
 // "PartitionName=batch Nodes=batch MaxTime=1:00:00".
-func ParsePartition(line string) (Partition, error) {
-	name, p, err := parseEntry(line, partitionSpec)
-	if err != nil {
-		return Partition{}, err
-	}
-	return Partition{Name: name, Params: p}, nil
-}
+func ParsePartition(line string) (Partition, error) { return keys2205.ParsePartition(line) }
 
 // ParseNode parses and validates one full node line, such as
 // "NodeName=n[1-4] CPUs=4 RealMemory=1000".
-func ParseNode(line string) (Node, error) {
-	name, p, err := parseEntry(line, nodeSpec)
-	if err != nil {
-		return Node{}, err
-	}
-	return Node{Name: name, Params: p}, nil
-}
+func ParseNode(line string) (Node, error) { return keys2205.ParseNode(line) }
 
 // ParseNodeSet parses and validates one full nodeset line, such as
 // "NodeSet=gpu Feature=gpu".
-func ParseNodeSet(line string) (NodeSet, error) {
-	name, p, err := parseEntry(line, nodeSetSpec)
-	if err != nil {
-		return NodeSet{}, err
-	}
-	return NodeSet{Name: name, Params: p}, nil
-}
+func ParseNodeSet(line string) (NodeSet, error) { return keys2205.ParseNodeSet(line) }
 
 // ParseDownNodes parses and validates one full DownNodes line, such as
 // `DownNodes=n[1-2] State=DOWN Reason="bad fan"`.
-func ParseDownNodes(line string) (DownNodes, error) {
-	name, p, err := parseEntry(line, downNodesSpec)
-	if err != nil {
-		return DownNodes{}, err
-	}
-	return DownNodes{Name: name, Params: p}, nil
-}
+func ParseDownNodes(line string) (DownNodes, error) { return keys2205.ParseDownNodes(line) }

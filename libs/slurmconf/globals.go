@@ -9,7 +9,9 @@ import "strings"
 // manual's words that 22.05's parser does not take as global keys (TRESBillingWeights and
 // MaxCPUsPerNode are partition keys; BurstBuffer, KeepPartInfo, KeepPartState, NodeFeatures,
 // SlurmdOffSpec, TraceJobs and UsePss are option values).
-var globalSpec = newSpec("global", "", []string{
+var globalSpec = newSpec("global", "", globalKeys2205, nil)
+
+var globalKeys2205 = []string{
 	"AccountingStorageBackupHost", "AccountingStorageEnforce", "AccountingStorageExternalHost",
 	"AccountingStorageHost", "AccountingStorageParameters", "AccountingStoragePass",
 	"AccountingStoragePort", "AccountingStorageTRES", "AccountingStorageType",
@@ -54,7 +56,7 @@ var globalSpec = newSpec("global", "", []string{
 	"TaskPluginParam", "TaskProlog", "TmpFS", "TopologyParam", "TopologyPlugin",
 	"TrackWCKey", "TreeWidth", "UnkillableStepProgram", "UnkillableStepTimeout", "UsePAM",
 	"VSizeFactor", "WaitTime",
-}, nil)
+}
 
 // GlobalKeys returns the global keys Slurm 22.05 accepts in slurm.conf (entry keys and
 // Include excluded), sorted.
@@ -63,10 +65,14 @@ func GlobalKeys() []string { return globalSpec.list() }
 // GlobalKey looks key up among the Slurm 22.05 global keys, ignoring case. It returns the
 // key's canonical spelling and true when it is one; otherwise the closest known key, for a
 // "did you mean" hint ("" when none is close), and false.
-func GlobalKey(key string) (string, bool) {
+func GlobalKey(key string) (string, bool) { return globalSpec.lookup(key) }
+
+// lookup returns key's canonical spelling and true when it is in the spec; otherwise the
+// closest known key ("" when none is close) and false.
+func (s *keySpec) lookup(key string) (string, bool) {
 	lk := strings.ToLower(key)
-	if k, ok := globalSpec.keys[lk]; ok {
+	if k, ok := s.keys[lk]; ok {
 		return k, true
 	}
-	return globalSpec.suggest(lk), false
+	return s.suggest(lk), false
 }

@@ -90,9 +90,11 @@ var partitionValues = map[string]valueKind{
 // values are refused. Keys are expected to be valid partition keys (see
 // [ValidatePartitionParams]); an unknown key is refused too. Errors are
 // *[ParseError] naming the key.
-func ValidatePartitionValues(p Params) error {
+func ValidatePartitionValues(p Params) error { return validateValues(partitionValues, p) }
+
+func validateValues(values map[string]valueKind, p Params) error {
 	for _, kv := range p {
-		kind, ok := partitionValues[strings.ToLower(kv.Key)]
+		kind, ok := values[strings.ToLower(kv.Key)]
 		if !ok {
 			return &ParseError{Key: kv.Key, Msg: fmt.Sprintf("unknown partition key %q", kv.Key)}
 		}
