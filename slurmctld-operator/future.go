@@ -10,11 +10,12 @@ import (
 )
 
 // Scale from zero (docs/autoscaling.md). A NodeSet partition whose application has no unit has
-// no node. Slurm 22.05 accepts a job for it and holds it (Reason=PartitionConfig); from 23.02
-// on, slurmctld rejects it ("Requested node configuration is not available") because it checks
-// a job against the partition's configured nodes. FUTURE node records carrying the NodeSet's
-// feature give it configured nodes that are never up and never scheduled: the job is accepted,
-// waits, and runs on the first dynamic node of the application that registers.
+// no node. Slurm 22.05 accepts a job for it and holds it (Reason=PartitionConfig); 24.11
+// rejects it ("Requested node configuration is not available"): it checks a job against the
+// partition's configured nodes. FUTURE node records carrying the NodeSet's feature give it
+// configured nodes that are never up and never scheduled: the job is accepted, waits, and runs
+// on the first dynamic node of the application that registers. Which versions need them is
+// slurm.Features.FutureNodes (from 23.02; proven on 22.05.8 and 24.11.5 only).
 
 // defaultFutureNodes mirrors the future-nodes default in charmcraft.yaml.
 const defaultFutureNodes = "nodes=8 cpus=1 memory=1"
@@ -70,16 +71,12 @@ func parseFutureNodes(s string) (futureNodes, error) {
 	return f, nil
 }
 
-// futureNodesNeeded reports whether Slurm v rejects jobs for a NodeSet partition without
-// nodes, so that the partition needs FUTURE records (23.02 and later; 22.05 holds such jobs).
-func futureNodesNeeded(v slurm.Version) bool { return v.AtLeast(23, 2) }
-
 // futureRecord is the NodeName line of app's FUTURE records in its partition file, or "" when
-// none is needed. The names (<app>-future[1-N]) cannot be a unit's node name, which always
+// Slurm v needs none (slurm.Features.FutureNodes). The names (<app>-future[1-N]) cannot be a unit's node name, which always
 // ends in "-<unit number>" (slurmd.NodeName), so they never count as one of the application's
 // nodes; they carry the NodeSet's feature so that the NodeSet, hence the partition, has them.
 func futureRecord(v slurm.Version, f futureNodes, ns slurmconf.NodeSet) string {
-	if !futureNodesNeeded(v) || f.Nodes == 0 {
+	if !slurm.FeaturesOf(v).FutureNodes || f.Nodes == 0 {
 		return ""
 	}
 	feature, ok := ns.Params.Get("Feature")

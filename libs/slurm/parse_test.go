@@ -179,13 +179,14 @@ func TestVersionFeatures(t *testing.T) {
 		auth    string
 		key     string
 		list    bool
+		future  bool
 		wantErr bool
 	}{
 		{in: "slurm-wlm 22.05.8\n", want: slurm.Version{22, 5, 8}, auth: "auth/munge", key: "/etc/munge/munge.key"},
-		{in: "slurm 23.02.7", want: slurm.Version{23, 2, 7}, auth: "auth/munge", key: "/etc/munge/munge.key"},
-		{in: "slurm 23.11.0-0rc1", want: slurm.Version{23, 11, 0}, auth: "auth/slurm", key: "/etc/slurm/slurm.key"},
-		{in: "24.05.1", want: slurm.Version{24, 5, 1}, auth: "auth/slurm", key: "/etc/slurm/slurm.key", list: true},
-		{in: "slurm 25.11", want: slurm.Version{25, 11, 0}, auth: "auth/slurm", key: "/etc/slurm/slurm.key", list: true},
+		{in: "slurm 23.02.7", want: slurm.Version{23, 2, 7}, auth: "auth/munge", key: "/etc/munge/munge.key", future: true},
+		{in: "slurm 23.11.0-0rc1", want: slurm.Version{23, 11, 0}, auth: "auth/slurm", key: "/etc/slurm/slurm.key", future: true},
+		{in: "24.05.1", want: slurm.Version{24, 5, 1}, auth: "auth/slurm", key: "/etc/slurm/slurm.key", list: true, future: true},
+		{in: "slurm 25.11", want: slurm.Version{25, 11, 0}, auth: "auth/slurm", key: "/etc/slurm/slurm.key", list: true, future: true},
 		{in: "", wantErr: true},
 		{in: "munge 0.5.15", wantErr: true},
 		{in: "slurm x.y.z", wantErr: true},
@@ -203,7 +204,7 @@ func TestVersionFeatures(t *testing.T) {
 				t.Errorf("version %v, want %v", v, tt.want)
 			}
 			f := slurm.FeaturesOf(v)
-			if f.AuthType != tt.auth || f.AuthKeyFile != tt.key || f.ListJobs != tt.list || f.Munge != (tt.auth == "auth/munge") {
+			if f.AuthType != tt.auth || f.AuthKeyFile != tt.key || f.ListJobs != tt.list || f.FutureNodes != tt.future || f.Munge != (tt.auth == "auth/munge") {
 				t.Errorf("features %+v", f)
 			}
 		})

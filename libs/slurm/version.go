@@ -71,6 +71,12 @@ type Features struct {
 	AuthKeyFile string
 	// ListJobs reports whether `scontrol listjobs` exists (24.05 and later).
 	ListJobs bool
+	// FutureNodes reports whether a NodeSet partition with no node needs FUTURE node records
+	// carrying the NodeSet's feature for slurmctld to accept and hold a job sent to it: 22.05
+	// holds such a job (Reason=PartitionConfig), 24.11 rejects it ("Requested node
+	// configuration is not available"; both seen on real Slurm). Set from 23.02, the first
+	// release after 22.05: the records are harmless where not needed.
+	FutureNodes bool
 }
 
 // FeaturesOf returns the choices for Slurm version v. A zero Version is treated as the
@@ -89,5 +95,6 @@ func FeaturesOf(v Version) Features {
 		f.AuthKeyFile = "/etc/slurm/slurm.key"
 	}
 	f.ListJobs = v.AtLeast(24, 5)
+	f.FutureNodes = v.AtLeast(23, 2)
 	return f
 }
