@@ -1,14 +1,17 @@
 package slurmconf_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
@@ -26,6 +29,42 @@ func scontrol(t *testing.T) string {
 	return path
 }
 
+// slurmKeys returns the key set of the installed Slurm's release, by `scontrol -V`
+// (which wants a slurm.conf to read).
+func slurmKeys(t *testing.T, bin string) *slurmconf.Keys {
+	t.Helper()
+	conf := filepath.Join(t.TempDir(), "slurm.conf")
+	if err := os.WriteFile(conf, []byte(oracleBase), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(context.Background(), bin, "-V")
+	cmd.Env = append(os.Environ(), "SLURM_CONF="+conf)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("scontrol -V: %v", err)
+	}
+	v, err := slurm.ParseVersion(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := slurmconf.KeysOf(v.Major, v.Minor)
+	t.Logf("Slurm %s: key set of %s", v, keys.Release())
+	return keys
+}
+
+// allReleases are the key sets this package knows, one per proven release.
+var allReleases = []*slurmconf.Keys{slurmconf.KeysOf(22, 5), slurmconf.KeysOf(24, 11)}
+
+// union is every key list(k) gives for a known release, each once, sorted.
+func union(list func(*slurmconf.Keys) []string) []string {
+	var all []string
+	for _, k := range allReleases {
+		all = append(all, list(k)...)
+	}
+	slices.Sort(all)
+	return slices.Compact(all)
+}
+
 var slurmParseError = regexp.MustCompile(`(?m)^.*(Parse error|Parsing error|unrecognized key).*$`)
 
 // slurmParse makes the real Slurm parser read text as slurm.conf and returns
@@ -39,26 +78,27 @@ func slurmParse(t *testing.T, bin, text string) []string {
 
 const oracleBase = "ClusterName=oracle\nSlurmctldHost=localhost\nNodeName=n1 CPUs=1\n"
 
-// TestKeysAgainstSlurm checks the key lists against the parser of the
-// installed Slurm: every key we accept is recognised, and keys we refuse
-// (including those of newer Slurm releases) are refused by Slurm too. Global
-// keys are probed as "Key=1" lines.
+// TestKeysAgainstSlurm checks the key set of the installed Slurm's release
+// against its parser: every key of the set is recognised, and the keys of
+// the other known releases that the set leaves out, and keys no release
+// has, are refused by Slurm too. Global keys are probed as "Key=1" lines.
 func TestKeysAgainstSlurm(t *testing.T) {
 	t.Parallel()
 	bin := scontrol(t)
+	keys := slurmKeys(t, bin)
 	type probe struct {
 		line   string
 		accept bool
 	}
 	var probes []probe
-	for _, k := range slurmconf.PartitionKeys() {
-		probes = append(probes, probe{"PartitionName=p " + k + "=1", true})
+	for _, k := range union((*slurmconf.Keys).PartitionKeys) {
+		probes = append(probes, probe{"PartitionName=p " + k + "=1", slices.Contains(keys.PartitionKeys(), k)})
 	}
-	for _, k := range slurmconf.NodeKeys() {
-		probes = append(probes, probe{"NodeName=n2 " + k + "=1", true})
+	for _, k := range union((*slurmconf.Keys).NodeKeys) {
+		probes = append(probes, probe{"NodeName=n2 " + k + "=1", slices.Contains(keys.NodeKeys(), k)})
 	}
-	for _, k := range slurmconf.GlobalKeys() {
-		probes = append(probes, probe{k + "=1", true})
+	for _, k := range union((*slurmconf.Keys).GlobalKeys) {
+		probes = append(probes, probe{k + "=1", slices.Contains(keys.GlobalKeys(), k)})
 	}
 	for _, line := range []string{"MinJobAg=1", "SlurmctldPortt=1", "AuthKey=1", "TRESBillingWeights=CPU=1", "UsePss=1"} {
 		probes = append(probes, probe{line, false})
@@ -67,8 +107,7 @@ func TestKeysAgainstSlurm(t *testing.T) {
 		probes = append(probes, probe{line, true})
 	}
 	for _, line := range []string{
-		"PartitionName=p Nodes=n1 PowerDownOnIdle=YES", "PartitionName=p Nodes=n1 MaxCPUsPerSocket=1",
-		"PartitionName=p Nodes=n1 AllowUsers=a", "NodeName=n2 Extra=x", "NodeName=n2 Comment=x",
+		"PartitionName=p Nodes=n1 AllowUsers=a", "PartitionName=p Nodes=n1 Topology=x", "NodeName=n2 Topology=x", "MetricsType=x", "NodeName=n2 Extra=x", "NodeName=n2 Comment=x",
 		"NodeName=n2 Parameters=x", "NodeSet=s Features=f", "NodeSet=s Weight=1", "DownNodes=n1 CPUs=1",
 	} {
 		probes = append(probes, probe{line, false})
@@ -79,16 +118,16 @@ func TestKeysAgainstSlurm(t *testing.T) {
 			var ours error
 			switch {
 			case strings.HasPrefix(p.line, "PartitionName"):
-				_, ours = slurmconf.ParsePartition(p.line)
+				_, ours = keys.ParsePartition(p.line)
 			case strings.HasPrefix(p.line, "NodeName"):
-				_, ours = slurmconf.ParseNode(p.line)
+				_, ours = keys.ParseNode(p.line)
 			case strings.HasPrefix(p.line, "NodeSet"):
-				_, ours = slurmconf.ParseNodeSet(p.line)
+				_, ours = keys.ParseNodeSet(p.line)
 			case strings.HasPrefix(p.line, "DownNodes"):
-				_, ours = slurmconf.ParseDownNodes(p.line)
+				_, ours = keys.ParseDownNodes(p.line)
 			default:
 				key, _, _ := strings.Cut(p.line, "=")
-				if _, ok := slurmconf.GlobalKey(key); !ok {
+				if _, ok := keys.GlobalKey(key); !ok {
 					ours = errors.New("unknown global key " + key)
 				}
 			}
@@ -102,11 +141,12 @@ func TestKeysAgainstSlurm(t *testing.T) {
 
 // TestDocsAgainstSlurm makes the real Slurm parser read every corpus file
 // and every edited golden output: Slurm reports a parse error exactly when
-// Doc.Validate does. Files with Include lines are left out (their targets
+// Doc.ValidateFor with the installed release's key set does. Files with Include lines are left out (their targets
 // do not exist here).
 func TestDocsAgainstSlurm(t *testing.T) {
 	t.Parallel()
 	bin := scontrol(t)
+	keys := slurmKeys(t, bin)
 	files, err := filepath.Glob("testdata/edit/*.conf")
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +165,7 @@ func TestDocsAgainstSlurm(t *testing.T) {
 		}
 		t.Run(path, func(t *testing.T) {
 			t.Parallel()
-			ours := d.Validate()
+			ours := d.ValidateFor(keys)
 			theirs := slurmParse(t, bin, string(data))
 			if (ours == nil) != (len(theirs) == 0) {
 				t.Errorf("Validate: %v; Slurm: %q", ours, theirs)

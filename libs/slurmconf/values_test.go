@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -36,6 +37,7 @@ var valueCorpus = map[string][]string{
 	"Hidden":               {"YES", "NO", "maybe"},
 	"LLN":                  {"YES", "nope"},
 	"MaxCPUsPerNode":       {"64", "UNLIMITED", "x", "-3"},
+	"MaxCPUsPerSocket":     {"8", "UNLIMITED", "x", "-3", "4294967296"},
 	"MaxMemPerCPU":         {"2048", "abc"},
 	"MaxMemPerNode":        {"64000", "UNLIMITED", "10X", "-1"},
 	"MaxNodes":             {"10", "UNLIMITED", "INFINITE", "abc", "-1", "1k", "99999999999", "0x10"},
@@ -43,6 +45,7 @@ var valueCorpus = map[string][]string{
 	"MinNodes":             {"0", "1", "-1", "one"},
 	"OverSubscribe":        {"NO", "YES", "YES:4", "FORCE", "FORCE:2", "EXCLUSIVE", "blah", "YES:1", "FORCE:0", "NO:2"},
 	"OverTimeLimit":        {"5", "UNLIMITED", "-1", "abc"},
+	"PowerDownOnIdle":      {"YES", "NO", "maybe"},
 	"PreemptMode":          {"OFF", "CANCEL", "REQUEUE", "SUSPEND,GANG", "GANG", "REQUEUE,WITHIN", "foo", "CANCEL,REQUEUE", "GANG,WITHIN"},
 	"Priority":             {"10", "65535", "65536", "abc", "-1"},
 	"PriorityJobFactor":    {"1", "x"},
@@ -71,6 +74,14 @@ var stricter = map[string]bool{
 	"SuspendTime=abc": true, "MaxTime=1-": true,
 }
 
+// stricterFrom lists, per release, the values that release reads without an
+// error while ValidatePartitionValues refuses them, besides those of
+// stricter: 24.11 reads any PreemptMode when it parses slurm.conf (and
+// checks it only later, in slurmctld).
+var stricterFrom = map[string]map[string]bool{
+	"24.11": {"PreemptMode=foo": true, "PreemptMode=CANCEL,REQUEUE": true, "PreemptMode=GANG,WITHIN": true},
+}
+
 // slurmVerdict is what the real parser makes of text: refused (non-zero exit),
 // ignored with an error message, or accepted.
 func slurmVerdict(t *testing.T, bin, text string) (verdict, out string) {
@@ -95,14 +106,16 @@ func slurmVerdict(t *testing.T, bin, text string) (verdict, out string) {
 	return "accepted", string(b)
 }
 
-// TestPartitionValuesAgainstSlurm proves ValidatePartitionValues against the
-// installed Slurm's parser over valueCorpus: a value is accepted exactly
-// when Slurm accepts it without an error, except the values listed in
-// stricter, which Slurm accepts silently and we refuse.
+// TestPartitionValuesAgainstSlurm proves the installed release's
+// ValidatePartitionValues against its parser over valueCorpus: a value is
+// accepted exactly when Slurm accepts it without an error, except the values
+// listed in stricter and stricterFrom, which Slurm accepts silently and we
+// refuse. Keys the release does not have are left out.
 func TestPartitionValuesAgainstSlurm(t *testing.T) {
 	t.Parallel()
 	bin := scontrol(t)
-	for _, key := range slurmconf.PartitionKeys() {
+	keys := slurmKeys(t, bin)
+	for _, key := range keys.PartitionKeys() {
 		if key == "Nodes" || key == "State" {
 			continue // managed by the charms: refused whatever the value (TestPartitionValues)
 		}
@@ -111,15 +124,19 @@ func TestPartitionValuesAgainstSlurm(t *testing.T) {
 		}
 	}
 	for key, values := range valueCorpus {
+		if !slices.Contains(keys.PartitionKeys(), key) {
+			t.Logf("%s left out: not a partition key of Slurm %s", key, keys.Release())
+			continue
+		}
 		for _, v := range values {
 			pair := key + "=" + v
 			t.Run(pair, func(t *testing.T) {
 				t.Parallel()
 				p := slurmconf.Params{{Key: key, Value: v}}
-				ours := slurmconf.ValidatePartitionValues(p)
+				ours := keys.ValidatePartitionValues(p)
 				verdict, out := slurmVerdict(t, bin, oracleBase+"PartitionName=p Nodes=n1 "+p.String()+"\n")
 				slurmOK := verdict == "accepted"
-				if stricter[pair] {
+				if stricter[pair] || stricterFrom[keys.Release()][pair] {
 					if ours == nil || !slurmOK {
 						t.Errorf("listed as stricter than Slurm, but ours: %v; Slurm %s:\n%s", ours, verdict, out)
 					}
