@@ -1,0 +1,76 @@
+package machines_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
+)
+
+// TestSlurmconfOracleTrixie runs libs/slurmconf's oracle tests (its key set and value rules
+// read by the real Slurm parser, `scontrol show hostnames`) inside a Debian 13 machine, so the
+// key set of Slurm 24.11 is proven against 24.11's own parser, as the host's Slurm 22.05
+// proves 22.05's in `go test ./libs/slurmconf`. It fails when any of them skips or does not
+// pick 24.11's key set.
+func TestSlurmconfOracleTrixie(t *testing.T) {
+	root, err := hoststest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "slurmconf.test")
+	build := exec.Command("go", "test", "-c", "-o", bin, "./libs/slurmconf")
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("cannot build the slurmconf tests: %v: %s", err, out)
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := hoststest.New(t)
+	m := hoststest.AddMachine(t, n, "conf", "trixie")
+	dir := m.Path("/root/slurmconf")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "slurmconf.test"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The oracle tests read their corpus from testdata/ beside the binary's working directory.
+	cp := exec.Command("cp", "-r", filepath.Join(root, "libs", "slurmconf", "testdata"), dir)
+	if out, err := cp.CombinedOutput(); err != nil {
+		t.Fatalf("cannot copy the slurmconf test data: %v: %s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := m.Command(ctx, []string{"env", "-C", "/root/slurmconf", "CI=true", "./slurmconf.test",
+		"-test.run=AgainstSlurm$", "-test.v", "-test.count=1"})
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the slurmconf oracle tests failed on trixie: %v:\n%s", err, out)
+	}
+	for _, want := range []string{"TestKeysAgainstSlurm", "TestPartitionValuesAgainstSlurm", "TestDocsAgainstSlurm"} {
+		if !strings.Contains(string(out), "--- PASS: "+want+" ") {
+			t.Errorf("%s did not pass on trixie", want)
+		}
+	}
+	if strings.Contains(string(out), "--- SKIP") {
+		t.Errorf("some slurmconf oracle tests skipped on trixie")
+	}
+	release := regexp.MustCompile(`Slurm 24\.11\.\d+: key set of 24\.11`).FindString(string(out))
+	if release == "" {
+		t.Errorf("the oracle tests did not run Slurm 24.11 with its key set")
+	}
+	if t.Failed() {
+		t.Logf("output:\n%s", out)
+		return
+	}
+	t.Logf("%s: %d subtests passed", release, strings.Count(string(out), "--- PASS:"))
+}
