@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
 // Endpoint names of the relation on each side.
@@ -159,7 +160,12 @@ func (p Provider) readyOrConnected(ctx context.Context, id juju.RelationID) (Eve
 }
 
 // Requirer is the slurmctld charm's side of the relation.
-type Requirer struct{ HookContext *juju.HookContext }
+type Requirer struct {
+	HookContext *juju.HookContext
+	// Keys is the key set of the controller's Slurm release, which the partitions the slurmd
+	// applications publish are checked against; nil means Slurm 22.05's.
+	Keys *slurmconf.Keys
+}
 
 // Compute reads the ComputeData of the slurmd application on relation id. It returns
 // ErrNotReady while that application has not published.
@@ -173,7 +179,11 @@ func (r Requirer) Compute(ctx context.Context, id juju.RelationID) (string, Comp
 	if err != nil {
 		return app, ComputeData{}, fmt.Errorf("cannot read relation data of %s: %w", app, err)
 	}
-	d, err := DecodeComputeData(app, bag)
+	keys := r.Keys
+	if keys == nil {
+		keys = slurmconf.KeysOf(22, 5)
+	}
+	d, err := DecodeComputeDataFor(keys, app, bag)
 	return app, d, err
 }
 

@@ -209,8 +209,14 @@ type ComputeData struct {
 // NewComputeData builds the ComputeData of application app with the extra partition parameters
 // of the partition-config option (already parsed). It refuses the parameters the charms manage
 // (PartitionName, Nodes, State, Default) and validates the rest as Slurm partition keys with
-// values of the right type ([slurmconf.ValidatePartitionValues]).
+// values of the right type ([slurmconf.ValidatePartitionValues]), with Slurm 22.05's key set.
 func NewComputeData(app string, extra slurmconf.Params) (ComputeData, error) {
+	return NewComputeDataFor(slurmconf.KeysOf(22, 5), app, extra)
+}
+
+// NewComputeDataFor is [NewComputeData] with the key set of the running Slurm release
+// ([slurmconf.KeysOf]).
+func NewComputeDataFor(keys *slurmconf.Keys, app string, extra slurmconf.Params) (ComputeData, error) {
 	if app == "" {
 		return ComputeData{}, errors.New("empty application name")
 	}
@@ -225,10 +231,10 @@ func NewComputeData(app string, extra slurmconf.Params) (ComputeData, error) {
 	if extra.Has("Default") {
 		return ComputeData{}, &slurmconf.ParseError{Key: "Default", Msg: "Default is managed by slurmctld's default-partition option and cannot be set"}
 	}
-	if err := slurmconf.ValidatePartitionParams(extra); err != nil {
+	if err := keys.ValidatePartitionParams(extra); err != nil {
 		return ComputeData{}, err
 	}
-	if err := slurmconf.ValidatePartitionValues(extra); err != nil {
+	if err := keys.ValidatePartitionValues(extra); err != nil {
 		return ComputeData{}, err
 	}
 	p := slurmconf.Partition{Name: app, Params: slurmconf.Params{{Key: "Nodes", Value: app}}}
@@ -253,7 +259,14 @@ func (d ComputeData) Encode() map[string]string {
 // DecodeComputeData reads the slurmd application databag of application app. Both lines must
 // name app: a slurmd application cannot define another application's partition. The partition's
 // values are checked as NewComputeData checks them: the controller does not trust its input.
+// The keys are Slurm 22.05's.
 func DecodeComputeData(app string, bag map[string]string) (ComputeData, error) {
+	return DecodeComputeDataFor(slurmconf.KeysOf(22, 5), app, bag)
+}
+
+// DecodeComputeDataFor is [DecodeComputeData] with the key set of the controller's Slurm
+// release ([slurmconf.KeysOf]).
+func DecodeComputeDataFor(keys *slurmconf.Keys, app string, bag map[string]string) (ComputeData, error) {
 	if len(bag) == 0 {
 		return ComputeData{}, ErrNotReady
 	}
@@ -272,7 +285,7 @@ func DecodeComputeData(app string, bag map[string]string) (ComputeData, error) {
 	if !ok || pLine == "" {
 		return ComputeData{}, &DataError{Field: KeyPartition, Msg: "missing"}
 	}
-	p, err := slurmconf.ParsePartition(pLine)
+	p, err := keys.ParsePartition(pLine)
 	if err != nil {
 		return ComputeData{}, &DataError{Field: KeyPartition, Msg: "invalid PartitionName line", Err: err}
 	}
@@ -288,7 +301,7 @@ func DecodeComputeData(app string, bag map[string]string) (ComputeData, error) {
 	extra := p.Params.Clone()
 	extra.Delete("Nodes")
 	extra.Delete("Default")
-	if err := slurmconf.ValidatePartitionValues(extra); err != nil {
+	if err := keys.ValidatePartitionValues(extra); err != nil {
 		return ComputeData{}, &DataError{Field: KeyPartition, Msg: "invalid partition value", Err: err}
 	}
 	return ComputeData{NodeSet: ns, Partition: p}, nil

@@ -228,3 +228,53 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestComputeDataPerRelease checks that NewComputeDataFor and DecodeComputeDataFor use the
+// given release's key set, and that NewComputeData and DecodeComputeData keep 22.05's.
+func TestComputeDataPerRelease(t *testing.T) {
+	tests := []struct {
+		name, extra string
+		keys        *slurmconf.Keys // nil: NewComputeData and DecodeComputeData
+		ok          bool
+	}{
+		{name: "24.11 key on 24.11", extra: "PowerDownOnIdle=YES MaxCPUsPerSocket=2", keys: slurmconf.KeysOf(24, 11), ok: true},
+		{name: "24.11 key on 23.11", extra: "MaxCPUsPerSocket=2", keys: slurmconf.KeysOf(23, 11), ok: true},
+		{name: "24.11 key on 22.05", extra: "PowerDownOnIdle=YES", keys: slurmconf.KeysOf(22, 5)},
+		{name: "24.11 key by default", extra: "PowerDownOnIdle=YES"},
+		{name: "bad value on 24.11", extra: "PowerDownOnIdle=maybe", keys: slurmconf.KeysOf(24, 11)},
+		{name: "22.05 key on 24.11", extra: "MaxTime=1:00:00", keys: slurmconf.KeysOf(24, 11), ok: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			extra, err := slurmconf.ParseParams(tt.extra)
+			if err != nil {
+				t.Fatal(err)
+			}
+			newData := func(app string, p slurmconf.Params) (slurmd.ComputeData, error) {
+				return slurmd.NewComputeDataFor(tt.keys, app, p)
+			}
+			decode := func(app string, bag map[string]string) (slurmd.ComputeData, error) {
+				return slurmd.DecodeComputeDataFor(tt.keys, app, bag)
+			}
+			if tt.keys == nil {
+				newData, decode = slurmd.NewComputeData, slurmd.DecodeComputeData
+			}
+			d, err := newData("gpu", extra)
+			if (err == nil) != tt.ok {
+				t.Fatalf("NewComputeData: %v, want ok=%v", err, tt.ok)
+			}
+			// The controller decodes what a slurmd charm of any release may have written.
+			bag := map[string]string{"version": "1", "nodeset": "NodeSet=gpu Feature=gpu",
+				"partition": "PartitionName=gpu Nodes=gpu " + tt.extra}
+			back, err := decode("gpu", bag)
+			if (err == nil) != tt.ok {
+				t.Fatalf("DecodeComputeData: %v, want ok=%v", err, tt.ok)
+			}
+			if tt.ok {
+				if diff := cmp.Diff(d, back); diff != "" {
+					t.Errorf("round trip (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
