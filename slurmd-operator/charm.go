@@ -59,6 +59,7 @@ import (
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/munge"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
@@ -78,7 +79,7 @@ const (
 	SlurmdService = "slurmd"
 	SlurmdPath    = "/usr/sbin/slurmd"
 	MungedPath    = "/usr/sbin/munged"
-	MungePath     = slurm.MungePath
+	MungePath     = munge.ClientPath
 	// StateFile is the charm's state file in the unit's charm directory: private to the unit
 	// (on the local model /var/lib is shared by every host, but /var/lib/juju is not) and kept
 	// by Juju across hooks and upgrades.

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/munge"
 	"github.com/charmed-slurm/operators/libs/service/auto"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
@@ -25,7 +26,7 @@ func main() {
 	c := &Charm{
 		Runner:       slurm.ExecRunner{},
 		Services:     services,
-		MungeService: services.MungeService(),
+		MungeService: munge.ServiceName(services.Backend),
 		Root:         "/",
 	}
 	code := juju.Main(ctx, hc, c.Router().Dispatch, os.Stderr)

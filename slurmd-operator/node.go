@@ -12,6 +12,7 @@ import (
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/authkey"
 	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/munge"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
@@ -272,5 +273,5 @@ func (h *hook) ensureMunged(ctx context.Context, restart bool) error {
 func (h *hook) waitMunge(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, h.c.mungeTimeout())
 	defer cancel()
-	return slurm.WaitMunge(ctx, h.c.Runner, h.c.pollInterval())
+	return munge.Wait(ctx, h.c.Runner, h.c.pollInterval())
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // DefaultPollInterval is WaitDrained's and a Remover's poll interval when
-// Client.PollInterval is zero, and WaitMunge's longest interval when it is given none.
+// Client.PollInterval is zero.
 const DefaultPollInterval = 2 * time.Second
 
 // DefaultTimeout bounds each Slurm command when Client.Timeout is zero. Slurm's clients

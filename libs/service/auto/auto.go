@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/charmed-slurm/operators/libs/munge"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/service/pebble"
 	"github.com/charmed-slurm/operators/libs/service/systemd"
@@ -46,11 +45,6 @@ func Detect(lookupEnv func(string) (string, bool)) *Manager {
 	b, socket := service.Detect(lookupEnv, os.Stat)
 	return &Manager{Backend: b, Socket: socket}
 }
-
-// MungeService is munged's service name under m's backend.
-//
-// Deprecated: use munge.ServiceName(m.Backend).
-func (m *Manager) MungeService() string { return munge.ServiceName(m.Backend) }
 
 // Close closes the connection to systemd, if one was made.
 func (m *Manager) Close() {

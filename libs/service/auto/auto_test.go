@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/charmed-slurm/operators/libs/munge"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/service/auto"
 )
@@ -35,7 +36,7 @@ func TestDetect(t *testing.T) {
 			if tt.backend == service.Systemd && m.Backend == service.Pebble {
 				t.Skip("this machine has Pebble's default socket")
 			}
-			got := []string{m.Backend.String(), m.MungeService()}
+			got := []string{m.Backend.String(), munge.ServiceName(m.Backend)}
 			if d := cmp.Diff([]string{tt.backend.String(), tt.munge}, got); d != "" {
 				t.Errorf("(-want +got):\n%s", d)
 			}
