@@ -175,7 +175,6 @@ func (c *Charm) handler(fn func(ctx context.Context, h *hook) error) juju.Handle
 		if err := hc.Config.Decode(ctx, &h.cfg); err != nil {
 			return fmt.Errorf("cannot read config: %w", err)
 		}
-		h.cfgErr = h.cfg.validate(hc.Event.App)
 		h.stateFile = filepath.Join(c.StateDir, StateFile)
 		if c.StateDir == "" {
 			if hc.Event.CharmDir == "" {
@@ -188,6 +187,7 @@ func (c *Charm) handler(fn func(ctx context.Context, h *hook) error) juju.Handle
 			return err
 		}
 		h.st = st
+		h.cfgErr = h.cfg.validate(h.confKeys(), hc.Event.App)
 		err = fn(ctx, h)
 		if err == nil && h.published != nil {
 			h.st.Published, h.dirty = h.published, true

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
@@ -14,30 +15,43 @@ type config struct {
 	PartitionConfig   string `json:"partition-config"`
 }
 
-// validate checks every option and returns the first problem, naming the option.
-func (cfg config) validate(app string) error {
+// validate checks every option and returns the first problem, naming the option; keys is the
+// slurm.conf key set of the machine's Slurm release (see hook.confKeys).
+func (cfg config) validate(keys *slurmconf.Keys, app string) error {
 	switch cfg.DefaultNodeState {
 	case "", "idle", "down":
 	default:
 		return fmt.Errorf("default-node-state: invalid value %q (want idle or down)", cfg.DefaultNodeState)
 	}
-	if _, err := cfg.computeData(app); err != nil {
+	if _, err := cfg.computeData(keys, app); err != nil {
 		return err
 	}
 	return nil
 }
 
-// computeData builds the application's ComputeData from partition-config.
-func (cfg config) computeData(app string) (slurmd.ComputeData, error) {
+// computeData builds the application's ComputeData from partition-config, checked against
+// keys, the key set of the machine's Slurm release.
+func (cfg config) computeData(keys *slurmconf.Keys, app string) (slurmd.ComputeData, error) {
 	extra, err := slurmconf.ParseParams(cfg.PartitionConfig)
 	if err != nil {
 		return slurmd.ComputeData{}, fmt.Errorf("partition-config: %w", err)
 	}
-	d, err := slurmd.NewComputeData(app, extra)
+	d, err := slurmd.NewComputeDataFor(keys, app, extra)
 	if err != nil {
 		return slurmd.ComputeData{}, fmt.Errorf("partition-config: %w", err)
 	}
 	return d, nil
+}
+
+// confKeys is the slurm.conf key set of this machine's Slurm release, known from the facts
+// cached in the state; 22.05's until they are (as slurm.FeaturesOf treats an unknown version).
+func (h *hook) confKeys() *slurmconf.Keys {
+	if f := h.st.Facts; f != nil {
+		if v, err := slurm.ParseVersion(f.Version); err == nil {
+			return slurmconf.KeysOf(v.Major, v.Minor)
+		}
+	}
+	return slurmconf.KeysOf(22, 5)
 }
 
 // nodeState is default-node-state with its default.

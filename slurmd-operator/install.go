@@ -80,7 +80,7 @@ func (h *hook) configChanged(ctx context.Context) error {
 func (h *hook) publish(ctx context.Context) error {
 	ev := h.hc.Event
 	force := ev.Kind == juju.LeaderElected
-	data, cerr := h.cfg.computeData(ev.App)
+	data, cerr := h.cfg.computeData(h.confKeys(), ev.App)
 	code, msg := juju.StatusActive, ""
 	switch {
 	case cerr != nil:

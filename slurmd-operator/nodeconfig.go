@@ -58,8 +58,9 @@ func checkMachine(p slurmconf.Params, mi slurm.MachineInfo) error {
 }
 
 // ParseNodeConfig parses and checks node-config parameters: slurm.conf node keys only, none
-// of the keys the charm manages, whole numbers where Slurm wants them. Errors name the key.
-func ParseNodeConfig(s string) (slurmconf.Params, error) {
+// of the keys the charm manages, whole numbers where Slurm wants them. keys is the key set of
+// the machine's Slurm release. Errors name the key.
+func ParseNodeConfig(keys *slurmconf.Keys, s string) (slurmconf.Params, error) {
 	p, err := slurmconf.ParseParams(s)
 	if err != nil {
 		return nil, err
@@ -81,7 +82,7 @@ func ParseNodeConfig(s string) (slurmconf.Params, error) {
 			}
 		}
 	}
-	if err := slurmconf.ValidateNodeParams(p); err != nil {
+	if err := keys.ValidateNodeParams(p); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -112,7 +113,7 @@ func (h *hook) nodeConfigAction(ctx context.Context) error {
 		timeout = d
 	}
 	deadline := time.Now().Add(timeout)
-	params, err := ParseNodeConfig(p.Parameters)
+	params, err := ParseNodeConfig(h.confKeys(), p.Parameters)
 	if err != nil {
 		return act.Fail(ctx, "parameters: "+err.Error())
 	}

@@ -220,7 +220,7 @@ func FuzzParseNodeConfig(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		p, err := ParseNodeConfig(s)
+		p, err := ParseNodeConfig(slurmconf.KeysOf(22, 5), s)
 		if err != nil {
 			return
 		}
@@ -230,7 +230,7 @@ func FuzzParseNodeConfig(f *testing.F) {
 			}
 		}
 		// What is accepted renders to a line that parses back to the same parameters.
-		again, err := ParseNodeConfig(p.String())
+		again, err := ParseNodeConfig(slurmconf.KeysOf(22, 5), p.String())
 		if err != nil {
 			t.Fatalf("ParseNodeConfig(%q) = %q, which does not parse again: %v", s, p.String(), err)
 		}
@@ -238,4 +238,37 @@ func FuzzParseNodeConfig(f *testing.F) {
 			t.Fatalf("round trip %q → %q", p.String(), again.String())
 		}
 	})
+}
+
+// TestConfigKeysPerRelease checks that partition-config and node-config are validated against
+// the key set of the machine's Slurm release, as cached in the state's facts (22.05's while
+// unknown).
+func TestConfigKeysPerRelease(t *testing.T) {
+	tests := []struct {
+		name, facts         string // "": no facts cached yet
+		partition, node     string
+		partitionOK, nodeOK bool
+	}{
+		{name: "24.11 keys on 24.11", facts: "24.11.5", partition: "PowerDownOnIdle=YES MaxCPUsPerSocket=2", node: "RestrictedCoresPerGPU=1", partitionOK: true, nodeOK: true},
+		{name: "24.11 keys on 22.05", facts: "22.05.8", partition: "PowerDownOnIdle=YES", node: "RestrictedCoresPerGPU=1"},
+		{name: "24.11 keys, release unknown", partition: "MaxCPUsPerSocket=2", node: "RestrictedCoresPerGPU=1"},
+		{name: "22.05 keys on 24.11", facts: "24.11.5", partition: "MaxTime=1:00:00", node: "Weight=2", partitionOK: true, nodeOK: true},
+		{name: "bad value on 24.11", facts: "24.11.5", partition: "PowerDownOnIdle=maybe", node: "Weight=x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &hook{}
+			if tt.facts != "" {
+				h.st.Facts = &Facts{Version: tt.facts}
+			}
+			err := config{PartitionConfig: tt.partition}.validate(h.confKeys(), "slurmd")
+			if (err == nil) != tt.partitionOK {
+				t.Errorf("partition-config %q: %v, want ok=%v", tt.partition, err, tt.partitionOK)
+			}
+			_, err = ParseNodeConfig(h.confKeys(), tt.node)
+			if (err == nil) != tt.nodeOK {
+				t.Errorf("node-config %q: %v, want ok=%v", tt.node, err, tt.nodeOK)
+			}
+		})
+	}
 }
