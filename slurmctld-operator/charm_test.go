@@ -742,6 +742,16 @@ func TestUpdateStatusCounts(t *testing.T) {
 	if d := cmp.Diff(jujuStatus(juju.StatusActive, "slurmctld up, 3 nodes (1 idle, 1 allocated, 1 drained)"), out.UnitStatus); d != "" {
 		t.Errorf("status (-want +got):\n%s", d)
 	}
+	// A drained node that still runs a job is draining, not drained.
+	e.slurm.addNode("slurmd-3", "slurmd", false)
+	e.slurm.addJob("slurmd", "slurmd-3")
+	if out, err := e.slurm.Run(context.Background(), []string{"scontrol", "update", "nodename=slurmd-3", "state=drain", "reason=test"}, []string{"SLURM_CONF=" + confPath}); err != nil || out.ExitCode != 0 {
+		t.Fatalf("cannot drain slurmd-3: %v %s", err, out.Stderr)
+	}
+	out = e.run(out, jujutest.Hook(juju.UpdateStatus))
+	if d := cmp.Diff(jujuStatus(juju.StatusActive, "slurmctld up, 4 nodes (1 idle, 1 allocated, 1 drained, 1 draining)"), out.UnitStatus); d != "" {
+		t.Errorf("status with a draining node (-want +got):\n%s", d)
+	}
 	e.svc.mu.Lock()
 	e.svc.active[svcSlurmctld] = false
 	e.svc.mu.Unlock()

@@ -73,7 +73,7 @@ func (c *Charm) handle(fn func(ctx context.Context, h *hook) error) juju.Handler
 func (c *Charm) begin(ctx context.Context, k *charm.Hook[charmState]) (*hook, error) {
 	hc := k.HookContext
 	h := &hook{c: c, hc: hc, k: k, st: &k.State}
-	cfg, extra, err := readConfig(ctx, hc)
+	cfg, extra, err := readConfig(ctx, hc, h.confKeys())
 	var ce *ConfigError
 	switch {
 	case errors.As(err, &ce):
@@ -197,11 +197,13 @@ func (h *hook) status(ctx context.Context) (juju.StatusCode, string) {
 		}
 		return juju.StatusWaiting, fmt.Sprintf("waiting for %s in partition %s to finish before removing it", jobs, app)
 	}
-	var idle, alloc, drained, down int
+	var idle, alloc, draining, drained, down int
 	// FUTURE records (future-nodes) are no nodes: never up, never scheduled.
 	nodes = slices.DeleteFunc(nodes, func(n slurm.Node) bool { return n.State.Base == slurm.StateFuture })
 	for _, n := range nodes {
 		switch {
+		case n.State.Draining():
+			draining++
 		case n.State.Drain():
 			drained++
 		case n.State.Down():
@@ -213,6 +215,9 @@ func (h *hook) status(ctx context.Context) (juju.StatusCode, string) {
 		}
 	}
 	msg := fmt.Sprintf("slurmctld up, %d nodes (%d idle, %d allocated, %d drained", len(nodes), idle, alloc, drained)
+	if draining > 0 {
+		msg += fmt.Sprintf(", %d draining", draining)
+	}
 	if down > 0 {
 		msg += fmt.Sprintf(", %d down", down)
 	}
