@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
@@ -57,19 +58,28 @@ func managedKey(key string) (string, bool) {
 var clusterNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,39}$`)
 var partitionNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
-// readConfig reads and validates the configuration. A bad value gives a *ConfigError naming
-// the option (and the key, for slurm-conf-parameters).
-func readConfig(ctx context.Context, hc *juju.HookContext) (Config, slurmconf.Params, error) {
+// readConfig reads and validates the configuration, slurm-conf-parameters against keys (the
+// key set of the running Slurm release, see hook.confKeys). A bad value gives a *ConfigError
+// naming the option (and the key, for slurm-conf-parameters).
+func readConfig(ctx context.Context, hc *juju.HookContext, keys *slurmconf.Keys) (Config, slurmconf.Params, error) {
 	cfg := defaultConfig()
 	if err := hc.Config.Decode(ctx, &cfg); err != nil {
 		return cfg, nil, fmt.Errorf("cannot read configuration: %w", err)
 	}
-	extra, err := cfg.Validate()
+	extra, err := cfg.Validate(keys)
 	return cfg, extra, err
 }
 
-// Validate checks every option and returns the parsed slurm-conf-parameters.
-func (cfg Config) Validate() (slurmconf.Params, error) {
+// confKeys is the slurm.conf key set of the running Slurm release, known from the version
+// cached in the state; 22.05's until it is (as slurm.FeaturesOf treats an unknown version).
+func (h *hook) confKeys() *slurmconf.Keys {
+	v, _ := slurm.ParseVersion(h.st.SlurmVersion) // unknown: the zero Version, 22.05's set
+	return slurmconf.KeysOf(v.Major, v.Minor)
+}
+
+// Validate checks every option, the keys of slurm-conf-parameters against keys, and returns
+// the parsed slurm-conf-parameters.
+func (cfg Config) Validate(keys *slurmconf.Keys) (slurmconf.Params, error) {
 	if !clusterNameRE.MatchString(cfg.ClusterName) {
 		return nil, &ConfigError{"cluster-name", fmt.Sprintf("%q is not a valid cluster name (lower case letters, digits, '-' and '_', at most 40 characters, starting with a letter)", cfg.ClusterName)}
 	}
@@ -95,7 +105,7 @@ func (cfg Config) Validate() (slurmconf.Params, error) {
 			return nil, &ConfigError{"slurm-conf-parameters", fmt.Sprintf("%s is given twice", p.Key)}
 		}
 		seen[strings.ToLower(p.Key)] = true
-		if k, ok := slurmconf.GlobalKey(p.Key); !ok {
+		if k, ok := keys.GlobalKey(p.Key); !ok {
 			msg := fmt.Sprintf("unknown slurm.conf key %q", p.Key)
 			if k != "" {
 				msg += fmt.Sprintf(" (did you mean %s?)", k)

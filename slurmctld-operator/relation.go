@@ -16,7 +16,7 @@ import (
 // slurmdRelation handles every hook of the slurmd endpoint through the interface's events.
 func (c *Charm) slurmdRelation(ctx context.Context, h *hook) error {
 	hc := h.hc
-	ev, evErr := slurmd.Requirer{HookContext: hc}.Event(ctx)
+	ev, evErr := slurmd.Requirer{HookContext: hc, Keys: h.confKeys()}.Event(ctx)
 	if !h.leader {
 		// Only the leader manages the cluster; a standby only reports.
 		return h.setStatus(ctx)

@@ -1,0 +1,30 @@
+package main
+
+import "testing"
+
+// TestSlurmConfParametersPerRelease checks that slurm-conf-parameters are validated against
+// the key set of the running Slurm release, as cached in the state (22.05's while unknown).
+func TestSlurmConfParametersPerRelease(t *testing.T) {
+	tests := []struct {
+		name, version, params string
+		ok                    bool
+	}{
+		{name: "removed key on 24.11", version: "24.11.5", params: "SlurmctldPlugstack=/etc/slurm/x.conf"},
+		{name: "removed key on 22.05", version: "22.05.8", params: "SlurmctldPlugstack=/etc/slurm/x.conf", ok: true},
+		{name: "new key on 24.11", version: "24.11.5", params: "SuspendExcStates=DOWN", ok: true},
+		{name: "new key on 22.05", version: "22.05.8", params: "SuspendExcStates=DOWN"},
+		{name: "new key, release unknown", params: "HashPlugin=hash/k12"},
+		{name: "common key on 24.11", version: "24.11.5", params: "MinJobAge=30", ok: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &hook{st: &charmState{SlurmVersion: tt.version}}
+			cfg := defaultConfig()
+			cfg.SlurmConfParameters = tt.params
+			_, err := cfg.Validate(h.confKeys())
+			if (err == nil) != tt.ok {
+				t.Errorf("Validate(%q) on %q: %v, want ok=%v", tt.params, tt.version, err, tt.ok)
+			}
+		})
+	}
+}
