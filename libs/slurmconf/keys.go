@@ -93,41 +93,35 @@ func (k *Keys) ValidatePartitionValues(p Params) error { return validateValues(k
 // ParsePartition parses and validates one full partition line as the package's
 // [ParsePartition] does, against the release's partition keys.
 func (k *Keys) ParsePartition(line string) (Partition, error) {
-	name, p, err := parseEntry(line, k.partition)
-	if err != nil {
-		return Partition{}, err
-	}
-	return Partition{Name: name, Params: p}, nil
+	return parseAs(line, k.partition, func(name string, p Params) Partition { return Partition{name, p} })
 }
 
 // ParseNode parses and validates one full node line as the package's [ParseNode] does,
 // against the release's node keys.
 func (k *Keys) ParseNode(line string) (Node, error) {
-	name, p, err := parseEntry(line, k.node)
-	if err != nil {
-		return Node{}, err
-	}
-	return Node{Name: name, Params: p}, nil
+	return parseAs(line, k.node, func(name string, p Params) Node { return Node{name, p} })
 }
 
 // ParseNodeSet parses and validates one full nodeset line as the package's [ParseNodeSet]
 // does (the nodeset keys are the same in every release).
 func (k *Keys) ParseNodeSet(line string) (NodeSet, error) {
-	name, p, err := parseEntry(line, k.nodeSet)
-	if err != nil {
-		return NodeSet{}, err
-	}
-	return NodeSet{Name: name, Params: p}, nil
+	return parseAs(line, k.nodeSet, func(name string, p Params) NodeSet { return NodeSet{name, p} })
 }
 
 // ParseDownNodes parses and validates one full DownNodes line as the package's
 // [ParseDownNodes] does (the DownNodes keys are the same in every release).
 func (k *Keys) ParseDownNodes(line string) (DownNodes, error) {
-	name, p, err := parseEntry(line, k.downNodes)
+	return parseAs(line, k.downNodes, func(name string, p Params) DownNodes { return DownNodes{name, p} })
+}
+
+// parseAs parses one full entry line with spec and makes the entry of its name and params.
+func parseAs[E any](line string, spec *keySpec, entry func(name string, p Params) E) (E, error) {
+	name, p, err := parseEntry(line, spec)
 	if err != nil {
-		return DownNodes{}, err
+		var zero E
+		return zero, err
 	}
-	return DownNodes{Name: name, Params: p}, nil
+	return entry(name, p), nil
 }
 
 func (k *Keys) specFor(kd kind) *keySpec {

@@ -28,86 +28,87 @@ func TestKeysOf(t *testing.T) {
 	}
 }
 
+// accepts reports whether k (nil: the package-level functions, 22.05's set) accepts text as
+// a line of the given kind.
+func accepts(k *slurmconf.Keys, kind, text string) bool {
+	var err error
+	ok := true
+	switch kind {
+	case "partition keys":
+		if k == nil {
+			err = slurmconf.ValidatePartitionParams(mustParams(text))
+		} else {
+			err = k.ValidatePartitionParams(mustParams(text))
+		}
+	case "partition values":
+		if k == nil {
+			err = slurmconf.ValidatePartitionValues(mustParams(text))
+		} else {
+			err = k.ValidatePartitionValues(mustParams(text))
+		}
+	case "node":
+		if k == nil {
+			_, err = slurmconf.ParseNode(text)
+		} else {
+			_, err = k.ParseNode(text)
+		}
+	case "global":
+		if k == nil {
+			_, ok = slurmconf.GlobalKey(text)
+		} else {
+			_, ok = k.GlobalKey(text)
+		}
+	case "document":
+		d, perr := slurmconf.Parse([]byte(text))
+		switch {
+		case perr != nil:
+			err = perr
+		case k == nil:
+			err = d.Validate()
+		default:
+			err = d.ValidateFor(k)
+		}
+	default:
+		panic("unknown kind " + kind)
+	}
+	return ok && err == nil
+}
+
+func mustParams(text string) slurmconf.Params {
+	p, err := slurmconf.ParseParams(text)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
 // TestKeysDiffer pins what differs between the releases' key sets (each set is proven
 // against its release's parser by the oracle tests) and that the package-level functions
 // keep 22.05's set.
 func TestKeysDiffer(t *testing.T) {
 	t.Parallel()
-	old, cur := slurmconf.KeysOf(22, 5), slurmconf.KeysOf(24, 11)
 	type verdicts struct{ Old, New, Default bool }
 	tests := []struct {
-		name  string
-		check func(k *slurmconf.Keys) bool
-		pkg   func() bool
-		want  verdicts
+		kind, text string
+		want       verdicts
 	}{
-		{
-			name: "partition MaxCPUsPerSocket",
-			check: func(k *slurmconf.Keys) bool {
-				return k.ValidatePartitionParams(slurmconf.Params{{Key: "MaxCPUsPerSocket", Value: "2"}}) == nil
-			},
-			pkg: func() bool {
-				return slurmconf.ValidatePartitionParams(slurmconf.Params{{Key: "MaxCPUsPerSocket", Value: "2"}}) == nil
-			},
-			want: verdicts{Old: false, New: true, Default: false},
-		},
-		{
-			name: "partition value PowerDownOnIdle=YES",
-			check: func(k *slurmconf.Keys) bool {
-				return k.ValidatePartitionValues(slurmconf.Params{{Key: "PowerDownOnIdle", Value: "YES"}}) == nil
-			},
-			pkg: func() bool {
-				return slurmconf.ValidatePartitionValues(slurmconf.Params{{Key: "PowerDownOnIdle", Value: "YES"}}) == nil
-			},
-			want: verdicts{Old: false, New: true, Default: false},
-		},
-		{
-			name: "partition value PowerDownOnIdle=maybe",
-			check: func(k *slurmconf.Keys) bool {
-				return k.ValidatePartitionValues(slurmconf.Params{{Key: "PowerDownOnIdle", Value: "maybe"}}) == nil
-			},
-			pkg: func() bool {
-				return slurmconf.ValidatePartitionValues(slurmconf.Params{{Key: "PowerDownOnIdle", Value: "maybe"}}) == nil
-			},
-			want: verdicts{},
-		},
-		{
-			name: "node RestrictedCoresPerGPU",
-			check: func(k *slurmconf.Keys) bool {
-				_, err := k.ParseNode("NodeName=n1 RestrictedCoresPerGPU=1")
-				return err == nil
-			},
-			pkg:  func() bool { _, err := slurmconf.ParseNode("NodeName=n1 RestrictedCoresPerGPU=1"); return err == nil },
-			want: verdicts{Old: false, New: true, Default: false},
-		},
-		{
-			name:  "global SlurmctldPlugstack",
-			check: func(k *slurmconf.Keys) bool { _, ok := k.GlobalKey("slurmctldplugstack"); return ok },
-			pkg:   func() bool { _, ok := slurmconf.GlobalKey("SlurmctldPlugstack"); return ok },
-			want:  verdicts{Old: true, New: false, Default: true},
-		},
-		{
-			name:  "global HashPlugin",
-			check: func(k *slurmconf.Keys) bool { _, ok := k.GlobalKey("HashPlugin"); return ok },
-			pkg:   func() bool { _, ok := slurmconf.GlobalKey("HashPlugin"); return ok },
-			want:  verdicts{Old: false, New: true, Default: false},
-		},
-		{
-			name: "document with a 24.11 partition key",
-			check: func(k *slurmconf.Keys) bool {
-				d, err := slurmconf.Parse([]byte("PartitionName=p Nodes=ALL PowerDownOnIdle=YES\n"))
-				return err == nil && d.ValidateFor(k) == nil
-			},
-			pkg: func() bool {
-				d, err := slurmconf.Parse([]byte("PartitionName=p Nodes=ALL PowerDownOnIdle=YES\n"))
-				return err == nil && d.Validate() == nil
-			},
-			want: verdicts{Old: false, New: true, Default: false},
-		},
+		{"partition keys", "MaxCPUsPerSocket=2", verdicts{Old: false, New: true, Default: false}},
+		{"partition values", "PowerDownOnIdle=YES", verdicts{Old: false, New: true, Default: false}},
+		{"partition values", "PowerDownOnIdle=maybe", verdicts{}},
+		{"partition values", "MaxCPUsPerSocket=x", verdicts{}},
+		{"node", "NodeName=n1 RestrictedCoresPerGPU=1", verdicts{Old: false, New: true, Default: false}},
+		{"global", "slurmctldplugstack", verdicts{Old: true, New: false, Default: true}},
+		{"global", "HashPlugin", verdicts{Old: false, New: true, Default: false}},
+		{"global", "MinJobAge", verdicts{Old: true, New: true, Default: true}},
+		{"document", "PartitionName=p Nodes=ALL PowerDownOnIdle=YES\n", verdicts{Old: false, New: true, Default: false}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := verdicts{Old: tt.check(old), New: tt.check(cur), Default: tt.pkg()}
+		t.Run(tt.kind+" "+tt.text, func(t *testing.T) {
+			got := verdicts{
+				Old:     accepts(slurmconf.KeysOf(22, 5), tt.kind, tt.text),
+				New:     accepts(slurmconf.KeysOf(24, 11), tt.kind, tt.text),
+				Default: accepts(nil, tt.kind, tt.text),
+			}
 			if d := cmp.Diff(tt.want, got); d != "" {
 				t.Errorf("accepted (-want +got):\n%s", d)
 			}

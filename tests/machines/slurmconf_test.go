@@ -19,21 +19,7 @@ import (
 // proves 22.05's in `go test ./libs/slurmconf`. It fails when any of them skips or does not
 // pick 24.11's key set.
 func TestSlurmconfOracleTrixie(t *testing.T) {
-	root, err := hoststest.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "slurmconf.test")
-	build := exec.Command("go", "test", "-c", "-o", bin, "./libs/slurmconf")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("cannot build the slurmconf tests: %v: %s", err, out)
-	}
-	data, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, data := testBinary(t, "./libs/slurmconf")
 	n := hoststest.New(t)
 	m := hoststest.AddMachine(t, n, "conf", "trixie")
 	dir := m.Path("/root/slurmconf")
@@ -73,4 +59,26 @@ func TestSlurmconfOracleTrixie(t *testing.T) {
 		return
 	}
 	t.Logf("%s: %d subtests passed", release, strings.Count(string(out), "--- PASS:"))
+}
+
+// testBinary builds the test binary of pkg (a package path from the repository root),
+// statically linked to run inside a machine, and returns the repository root and the binary.
+func testBinary(t *testing.T, pkg string) (root string, bin []byte) {
+	t.Helper()
+	root, err := hoststest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), filepath.Base(pkg)+".test")
+	build := exec.Command("go", "test", "-c", "-o", path, pkg)
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("cannot build the tests of %s: %v: %s", pkg, err, out)
+	}
+	bin, err = os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, bin
 }

@@ -3,8 +3,6 @@ package machines_test
 import (
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,21 +14,7 @@ import (
 // drop-ins, real munged) inside a booted machine of each image: Debian 12 (systemd 252) and
 // Debian 13 (systemd 257).
 func TestSystemdBackend(t *testing.T) {
-	root, err := hoststest.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "systemd.test")
-	build := exec.Command("go", "test", "-c", "-o", bin, "./libs/service/systemd")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("cannot build the systemd tests: %v: %s", err, out)
-	}
-	data, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, data := testBinary(t, "./libs/service/systemd")
 	for _, suite := range hoststest.Suites {
 		t.Run(suite, func(t *testing.T) {
 			t.Parallel()
