@@ -127,6 +127,10 @@ func TestFutureRecordsFollowTheVersion(t *testing.T) {
 	if d := cmp.Diff(want, e.read(partitionPath("slurmd"))); d != "" {
 		t.Errorf("partition file on 24.11 (-want +got):\n%s", d)
 	}
+	// The records are node records: MaxNodeCount leaves max-node-count to dynamic nodes.
+	if conf := e.read(confPath); !strings.Contains(conf, "MaxNodeCount=1027\n") {
+		t.Errorf("slurm.conf with 3 FUTURE records and max-node-count 1024 lacks MaxNodeCount=1027:\n%s", conf)
+	}
 	before := e.slurm.count("scontrol", "reconfigure")
 	out.Config["future-nodes"] = "none"
 	out = e.run(out, jujutest.Hook(juju.ConfigChanged))
@@ -134,6 +138,9 @@ func TestFutureRecordsFollowTheVersion(t *testing.T) {
 		"NodeSet=slurmd Feature=slurmd\nPartitionName=slurmd Nodes=slurmd Default=YES\n"
 	if d := cmp.Diff(want, e.read(partitionPath("slurmd"))); d != "" {
 		t.Errorf("partition file with future-nodes=none (-want +got):\n%s", d)
+	}
+	if conf := e.read(confPath); !strings.Contains(conf, "MaxNodeCount=1024\n") {
+		t.Errorf("slurm.conf without FUTURE records lacks MaxNodeCount=1024:\n%s", conf)
 	}
 	if n := e.slurm.count("scontrol", "reconfigure") - before; n != 1 {
 		t.Errorf("%d reconfigures after future-nodes changed, want 1", n)

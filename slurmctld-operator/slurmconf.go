@@ -70,7 +70,7 @@ func (h *hook) managedValues(feat slurm.Features, host, addr string) slurmconf.P
 		{Key: "TaskPlugin", Value: "task/none"},
 		{Key: "MpiDefault", Value: "none"},
 		{Key: "ReturnToService", Value: "2"},
-		{Key: "MaxNodeCount", Value: strconv.Itoa(h.cfg.MaxNodeCount)},
+		{Key: "MaxNodeCount", Value: strconv.Itoa(h.maxNodeCount())},
 		{Key: "TreeWidth", Value: "65533"},
 		{Key: "SlurmctldParameters", Value: "enable_configless"},
 	}
@@ -195,11 +195,7 @@ func (h *hook) readPartition(ctx context.Context, app string) (slurmd.ComputeDat
 // reports whether any file changed: the caller then reconfigures once.
 func (h *hook) syncPartitions(ctx context.Context, override map[string]slurmd.ComputeData) (bool, error) {
 	def := h.defaultApp()
-	ver, _ := slurm.ParseVersion(h.st.SlurmVersion) // unknown: treated as 22.05, no records
-	future, err := parseFutureNodes(h.cfg.FutureNodes)
-	if err != nil || h.cfgErr != nil {
-		future = futureNodes{} // a bad option blocks the charm; Validate names it
-	}
+	ver, future := h.futureConfig()
 	changed := false
 	var includes []string
 	for _, app := range h.st.Apps {
@@ -237,6 +233,10 @@ func (h *hook) syncPartitions(ctx context.Context, override map[string]slurmd.Co
 			return d.SetPartition(placeholderPartition)
 		}
 		d.DeletePartition(placeholderPartition.Name)
+		// The FUTURE records of the applications now in the state are node records too.
+		if err := d.Set("MaxNodeCount", strconv.Itoa(h.maxNodeCount())); err != nil {
+			return err
+		}
 		have := d.Includes()
 		for _, inc := range includes {
 			if !slices.Contains(have, inc) {

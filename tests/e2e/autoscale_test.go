@@ -377,8 +377,11 @@ func TestAutoscaleRetriesAFailedAddUnit(t *testing.T) {
 // partition file: the same jobs are accepted and held, the autoscaler adds units for them, they
 // complete on the units' nodes (never on a FUTURE record), and the application goes back to 0
 // units.
+//
+// max-node-count=2 (MaxNodeCount) is what the application's max needs: the 8 FUTURE records do
+// not take the place of dynamic nodes.
 func TestAutoscaleFromZeroTrixie(t *testing.T) {
-	c := newClusterOn(t, model.BaseTrixie, 1)
+	c := newClusterOn(t, model.BaseTrixie, 1, map[string]string{"max-node-count": "2"})
 	if v := c.slurm("scontrol", "-V"); !strings.Contains(v, " 24.11.") {
 		t.Fatalf("scontrol -V = %q, want Slurm 24.11", v)
 	}
@@ -386,6 +389,9 @@ func TestAutoscaleFromZeroTrixie(t *testing.T) {
 	partFile := filepath.Join(filepath.Dir(ctlConf), "partition-slurmd.conf")
 	if part := c.exec("slurmctld/0", "cat", partFile); !strings.Contains(part, record+"\n") {
 		t.Fatalf("%s on Slurm 24.11 lacks %q:\n%s", partFile, record, part)
+	}
+	if conf := c.exec("slurmctld/0", "cat", ctlConf); !strings.Contains(conf, "MaxNodeCount=10\n") {
+		t.Errorf("slurm.conf with max-node-count 2 and 8 FUTURE records lacks MaxNodeCount=10")
 	}
 	if err := c.m.RemoveUnit(c.bg(), "slurmd/0"); err != nil {
 		t.Fatal(err)
