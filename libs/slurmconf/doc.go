@@ -52,7 +52,7 @@
 // returns the [Keys] of another release, with the same checks as methods
 // ([Keys.ValidatePartitionParams], [Keys.GlobalKey], [Keys.ParsePartition],
 // ...) and [Doc.ValidateFor]: the set of Slurm 24.11 for 23.02 and later
-// (partitions gain MaxCPUsPerSocket and PowerDownOnIdle, nodes
+// (partitions gain ExclusiveTopo, MaxCPUsPerSocket and PowerDownOnIdle, nodes
 // RestrictedCoresPerGPU, SlurmctldPlugstack is gone, a few global keys are
 // new), 22.05's before. Each set is proven against its release's own parser:
 // 22.05's by this package's tests on the host, 24.11's by the same tests run

@@ -25,7 +25,7 @@ var globalKeys2205 = []string{
 	"DefMemPerGPU", "DefMemPerNode", "DependencyParameters", "DisableRootJobs", "EioTimeout",
 	"EnforcePartLimits", "Epilog", "EpilogMsgTime", "EpilogSlurmctld", "ExtSensorsFreq",
 	"ExtSensorsType", "FairShareDampeningFactor", "FederationParameters", "FirstJobId",
-	"GetEnvTimeout", "GresTypes", "GroupUpdateForce", "GroupUpdateTime", "HealthCheckInterval",
+	"GetEnvTimeout", "GpuFreqDef", "GresTypes", "GroupUpdateForce", "GroupUpdateTime", "HealthCheckInterval",
 	"HealthCheckNodeState", "HealthCheckProgram", "InactiveLimit", "InteractiveStepOptions",
 	"JobAcctGatherFrequency", "JobAcctGatherParams", "JobAcctGatherType", "JobCompHost", "JobCompLoc",
 	"JobCompParams", "JobCompPass", "JobCompPort", "JobCompType", "JobCompUser", "JobContainerType",

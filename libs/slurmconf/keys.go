@@ -25,14 +25,14 @@ var keys2205 = &Keys{
 
 // keys2411 is the key set of Slurm 24.11 (Debian 13's 24.11.5), proven against its parser by
 // the oracle tests run inside a Debian 13 machine (tests/machines). Against 22.05: partitions
-// gain MaxCPUsPerSocket and PowerDownOnIdle (23.02), nodes RestrictedCoresPerGPU (24.05);
-// the global SlurmctldPlugstack is gone, and DataParserParameters, HashPlugin,
-// MaxBatchRequeue, PreemptParameters and SuspendExcStates are new (all in 24.11's
-// slurm.conf(5)).
+// gain ExclusiveTopo, MaxCPUsPerSocket and PowerDownOnIdle, nodes RestrictedCoresPerGPU; the
+// global SlurmctldPlugstack is gone, and DataParserParameters, HashPlugin, MaxBatchRequeue,
+// PreemptParameters and SuspendExcStates are new. Every key of 24.11's slurm.conf(5) that its
+// parser accepts is in the set (swept once by hand against the manual).
 var keys2411 = &Keys{
 	release: "24.11",
 	partition: newSpec("partition", "PartitionName",
-		append(slices.Clone(partitionKeys2205), "MaxCPUsPerSocket", "PowerDownOnIdle"),
+		append(slices.Clone(partitionKeys2205), "ExclusiveTopo", "MaxCPUsPerSocket", "PowerDownOnIdle"),
 		map[string]string{"Shared": "OverSubscribe"}),
 	node: newSpec("node", "NodeName", append(slices.Clone(nodeKeys2205), "RestrictedCoresPerGPU"),
 		map[string]string{"Feature": "Features", "Procs": "CPUs"}),
@@ -45,6 +45,7 @@ var keys2411 = &Keys{
 		v := maps.Clone(partitionValues)
 		v["maxcpuspersocket"] = kindUint32
 		v["powerdownonidle"] = kindBool
+		v["exclusivetopo"] = kindBool
 		return v
 	}(),
 }

@@ -96,6 +96,7 @@ func TestKeysDiffer(t *testing.T) {
 		{"partition values", "PowerDownOnIdle=YES", verdicts{Old: false, New: true, Default: false}},
 		{"partition values", "PowerDownOnIdle=maybe", verdicts{}},
 		{"partition values", "MaxCPUsPerSocket=x", verdicts{}},
+		{"partition values", "ExclusiveTopo=YES", verdicts{Old: false, New: true, Default: false}},
 		{"node", "NodeName=n1 RestrictedCoresPerGPU=1", verdicts{Old: false, New: true, Default: false}},
 		{"global", "slurmctldplugstack", verdicts{Old: true, New: false, Default: true}},
 		{"global", "HashPlugin", verdicts{Old: false, New: true, Default: false}},

@@ -32,6 +32,7 @@ var valueCorpus = map[string][]string{
 	"DenyAccounts":         {"guest", "a,b"},
 	"DenyQos":              {"low", "a b"},
 	"DisableRootJobs":      {"YES", "NO", "perhaps"},
+	"ExclusiveTopo":        {"YES", "NO", "maybe", "2"},
 	"ExclusiveUser":        {"YES", "1", "2"},
 	"GraceTime":            {"60", "0", "abc", "-1", "4294967295", "4294967296"},
 	"Hidden":               {"YES", "NO", "maybe"},
