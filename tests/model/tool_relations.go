@@ -163,6 +163,10 @@ func (t *toolCall) relationGet() error {
 			return fmt.Errorf("cannot read settings for unit %q in relation %d: unit not found", who, r.ID)
 		}
 		data = r.UnitData[who]
+		if _, known := t.hc.view.Units[who]; !known && data == nil {
+			// Juju reads the unit's settings document, which a unit never in the model lacks.
+			return fmt.Errorf("cannot read settings for unit %q in relation %d: unit %q: settings not found", who, r.ID, who)
+		}
 	}
 	if key != "" {
 		return t.out(data[key])
