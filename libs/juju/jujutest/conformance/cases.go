@@ -46,7 +46,8 @@ func secretWorld(granted bool) jujutest.State {
 	if granted {
 		s.Grants = []jujutest.Grant{{Relation: "slurmctld:1"}}
 	}
-	return jujutest.State{Unit: "slurmd/0", Relations: []jujutest.Relation{{ID: "slurmd:1", RemoteApp: "slurmctld",
+	// slurmd/0 alone leads its application, as Juju makes a lone unit the leader.
+	return jujutest.State{Unit: "slurmd/0", Leader: true, Relations: []jujutest.Relation{{ID: "slurmd:1", RemoteApp: "slurmctld",
 		RemoteUnits: map[string]map[string]string{"slurmctld/0": {}}}}, Secrets: []jujutest.Secret{s}}
 }
 
