@@ -200,9 +200,14 @@ func FuzzPartitionValues(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, key, value string) {
 		p := slurmconf.Params{{Key: key, Value: value}}
-		err := slurmconf.ValidatePartitionValues(p)
-		if err == nil && p.Check() != nil {
-			t.Fatalf("accepted %s=%q, which slurm.conf cannot express", key, value)
+		for _, keys := range allReleases {
+			err := keys.ValidatePartitionValues(p)
+			if err == nil && p.Check() != nil {
+				t.Fatalf("%s accepted %s=%q, which slurm.conf cannot express", keys.Release(), key, value)
+			}
+		}
+		if (slurmconf.ValidatePartitionValues(p) == nil) != (slurmconf.KeysOf(22, 5).ValidatePartitionValues(p) == nil) {
+			t.Fatalf("ValidatePartitionValues and 22.05's set disagree on %s=%q", key, value)
 		}
 	})
 }
