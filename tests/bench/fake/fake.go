@@ -28,6 +28,10 @@ const (
 	FixtureEnv = "BENCH_FAKE_FIXTURE"
 	// LogEnv names a file every fake call appends one line to ("tool arg arg...").
 	LogEnv = "BENCH_FAKE_LOG"
+	// WritesEnv, when set, names the running hook's pending relation writes (JSON lines): the
+	// hook's relation-get calls see its own relation-set calls, as in Juju. Unset, writes are
+	// forgotten at once.
+	WritesEnv = "BENCH_FAKE_WRITES"
 )
 
 // MeasureName is the name under which Main runs its arguments as a command and writes the
@@ -111,6 +115,9 @@ type Fixture struct {
 	// Secrets by id ("secret:..."); Labels maps a label to its secret id.
 	Secrets map[string]map[string]string `json:"secrets"`
 	Labels  map[string]string            `json:"labels"`
+	// Hidden are the ids of Secrets the unit may not read (not granted to it): secret-get
+	// refuses them as Juju does.
+	Hidden []string `json:"hidden,omitempty"`
 	// Ingress is the address network-get and unit-get give.
 	Ingress string `json:"ingress"`
 	// Commands are the answers of the stubbed system commands, first matching prefix wins.
@@ -139,8 +146,12 @@ type Command struct {
 
 // Main runs argv as the hook tool or stubbed command named by argv[0], answering from the
 // Fixture named by $BENCH_FAKE_FIXTURE, and returns the exit code. It accepts the command
-// lines libs/juju runs (docs/contracts.md) and is only as clever as a benchmark needs: writes
-// are accepted and forgotten, so every run of a hook sees the same model.
+// lines libs/juju runs (docs/contracts.md) and keeps Juju's rules on them (the conformance
+// table of libs/juju/jujutest/conformance): only the leader ($JUJU_UNIT_NAME's application's)
+// writes or reads its application databag and sets the application status; relation-get reads
+// the unit itself and the relation's remote side only; a Hidden secret is not readable.
+// It is only as clever as a benchmark needs: writes are kept for the hook at most ($BENCH_FAKE_WRITES)
+// and never committed, so every run of a hook sees the same model.
 func Main(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	name := filepath.Base(argv[0])
 	args := argv[1:]
@@ -167,7 +178,7 @@ func Main(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if slices.Contains(SlurmCommands, name) {
 		return fx.command(name, args, stdout, stderr)
 	}
-	out, code, msg := fx.tool(name, args, stdin)
+	out, code, msg := fx.tool(name, args, stdin, os.Getenv("JUJU_UNIT_NAME"), os.Getenv(WritesEnv))
 	if msg != "" {
 		fmt.Fprintln(stderr, "ERROR "+msg)
 	}
@@ -233,7 +244,56 @@ func (fx *Fixture) relation(id string) *Relation {
 	return nil
 }
 
-func (fx *Fixture) tool(name string, args []string, stdin io.Reader) (out any, code int, msg string) {
+// write is one pending relation-set: bag is a unit or application name.
+type write struct {
+	Relation string            `json:"relation"`
+	Bag      string            `json:"bag"`
+	Settings map[string]string `json:"settings"`
+}
+
+// pending returns the writes recorded in path ("" or missing: none).
+func pending(path string) []write {
+	var out []write
+	data, _ := os.ReadFile(path)
+	for _, l := range strings.Split(string(data), "\n") {
+		var w write
+		if json.Unmarshal([]byte(l), &w) == nil {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// settings parses relation-set's key=value arguments and --file content (JSON or YAML
+// "key: value" lines, "-" for stdin).
+func settings(args []string, stdin io.Reader) map[string]string {
+	file, rest := flagValue(args, "--file")
+	kv := map[string]string{}
+	if file != "" {
+		var data []byte
+		if file == "-" {
+			data, _ = io.ReadAll(stdin)
+		} else {
+			data, _ = os.ReadFile(file)
+		}
+		if json.Unmarshal(data, &kv) != nil {
+			for _, l := range strings.Split(string(data), "\n") {
+				if k, v, ok := strings.Cut(l, ":"); ok {
+					kv[strings.TrimSpace(k)] = strings.Trim(strings.TrimSpace(v), `"'`)
+				}
+			}
+		}
+	}
+	for _, a := range positional(rest) {
+		if k, v, ok := strings.Cut(a, "="); ok {
+			kv[k] = v
+		}
+	}
+	return kv
+}
+
+func (fx *Fixture) tool(name string, args []string, stdin io.Reader, unit, writes string) (out any, code int, msg string) {
+	app, _, _ := strings.Cut(unit, "/")
 	switch name {
 	case "relation-ids":
 		ids := []string{}
@@ -262,13 +322,56 @@ func (fx *Fixture) tool(name string, args []string, stdin io.Reader) (out any, c
 		pos := positional(rest)
 		data := map[string]string{}
 		if len(pos) >= 2 {
-			for k, v := range r.Data[pos[1]] {
+			who := pos[1]
+			isApp := slices.Contains(rest, "--app")
+			switch {
+			case isApp && who == app && !fx.Leader:
+				return nil, 1, fmt.Sprintf("cannot read application settings of %q: permission denied (unit is not the leader)", who)
+			case isApp && who != app && who != r.RemoteApp, !isApp && who != unit && !slices.Contains(r.Units, who):
+				return nil, 1, fmt.Sprintf("cannot read settings for %q in relation %q: not found", who, id)
+			}
+			for k, v := range r.Data[who] {
 				data[k] = v
+			}
+			for _, w := range pending(writes) {
+				if w.Relation == id && w.Bag == who {
+					for k, v := range w.Settings {
+						data[k] = v
+						if v == "" {
+							delete(data, k)
+						}
+					}
+				}
 			}
 		}
 		return data, 0, ""
-	case "relation-set", "leader-set":
+	case "relation-set":
+		id, rest := flagValue(args, "-r")
+		isApp := slices.Contains(rest, "--app")
+		if isApp && !fx.Leader {
+			io.Copy(io.Discard, stdin)
+			return nil, 1, "cannot write relation settings: permission denied (unit is not the leader)"
+		}
+		kv := settings(rest, stdin)
+		if writes != "" {
+			bag := unit
+			if isApp {
+				bag = app
+			}
+			line, _ := json.Marshal(write{Relation: id, Bag: bag, Settings: kv})
+			if f, err := os.OpenFile(writes, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
+				fmt.Fprintln(f, string(line))
+				f.Close()
+			}
+		}
+		return nil, 0, ""
+	case "leader-set":
 		io.Copy(io.Discard, stdin)
+		return nil, 0, ""
+	case "status-set":
+		if slices.Contains(args, "--application") && !fx.Leader {
+			return nil, 1, "cannot set application status: this unit is not the leader"
+		}
 		return nil, 0, ""
 	case "config-get":
 		cfg := fx.Config
@@ -299,7 +402,7 @@ func (fx *Fixture) tool(name string, args []string, stdin io.Reader) (out any, c
 			id = pos[0]
 		}
 		content, ok := fx.Secrets[id]
-		if !ok {
+		if !ok || slices.Contains(fx.Hidden, id) {
 			return nil, 1, fmt.Sprintf("secret %q not found", id)
 		}
 		if name == "secret-info-get" {
