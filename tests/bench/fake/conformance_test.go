@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/juju/jujutest"
@@ -89,4 +90,45 @@ func (mainRunner) Run(_ context.Context, c juju.Command) (juju.Result, error) {
 	var stdout, stderr bytes.Buffer
 	code := fake.Main(c.Args, bytes.NewReader(c.Stdin), &stdout, &stderr)
 	return juju.Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: code}, nil
+}
+
+// FuzzRelationSet: the fake's relation-set reads any --file content without failing, and a
+// key set through JSON reads back in the same hook.
+func FuzzRelationSet(f *testing.F) {
+	f.Add([]byte(`{"a":"b"}`), "controllers", `["10.0.0.1:6817"]`)
+	f.Add([]byte("a: b\nc: 'd'\n"), "addr", "")
+	f.Add([]byte("\x00:"), "k=v", "x\ny")
+	dir := f.TempDir()
+	fixture := filepath.Join(dir, "fixture.json")
+	data, _ := json.Marshal(fake.Fixture{Leader: true, Relations: []fake.Relation{{ID: "slurmctld:1", Endpoint: "slurmctld", RemoteApp: "slurmd"}}})
+	if err := os.WriteFile(fixture, data, 0o644); err != nil {
+		f.Fatal(err)
+	}
+	f.Setenv(fake.FixtureEnv, fixture)
+	f.Setenv("JUJU_UNIT_NAME", "slurmctld/0")
+	n := 0
+	f.Fuzz(func(t *testing.T, raw []byte, key, value string) {
+		if !utf8.ValidString(key) || !utf8.ValidString(value) {
+			t.Skip("settings are UTF-8 text")
+		}
+		n++
+		os.Setenv(fake.WritesEnv, filepath.Join(dir, "writes-"+strconv.Itoa(n)))
+		r := mainRunner{}
+		set := []string{"relation-set", "-r", "slurmctld:1", "--file", "-"}
+		if res, _ := r.Run(context.Background(), juju.Command{Args: set, Stdin: raw}); res.ExitCode != 0 {
+			t.Fatalf("relation-set of %q: exit %d: %s", raw, res.ExitCode, res.Stderr)
+		}
+		js, _ := json.Marshal(map[string]string{key: value})
+		if res, _ := r.Run(context.Background(), juju.Command{Args: set, Stdin: js}); res.ExitCode != 0 {
+			t.Fatalf("relation-set of %s: exit %d: %s", js, res.ExitCode, res.Stderr)
+		}
+		res, _ := r.Run(context.Background(), juju.Command{Args: []string{"relation-get", "--format=json", "-r", "slurmctld:1", "-", "slurmctld/0"}})
+		var got map[string]string
+		if err := json.Unmarshal(res.Stdout, &got); err != nil {
+			t.Fatalf("relation-get: %v: %q", err, res.Stdout)
+		}
+		if v, ok := got[key]; (value == "") == ok || v != value {
+			t.Errorf("after setting %q=%q: %q", key, value, got)
+		}
+	})
 }
