@@ -233,6 +233,10 @@ func (m *Manager) Enable(ctx context.Context, name string) error {
 	if _, _, err := m.Conn.EnableUnitFilesContext(ctx, []string{unit(name)}, false, true); err != nil {
 		return fmt.Errorf("cannot enable service %q: %w", name, err)
 	}
+	// As systemctl enable does: systemd caches a unit's UnitFileState until a reload.
+	if err := m.Conn.ReloadContext(ctx); err != nil {
+		return fmt.Errorf("cannot enable service %q: reload: %w", name, err)
+	}
 	return nil
 }
 
@@ -243,6 +247,10 @@ func (m *Manager) Disable(ctx context.Context, name string) error {
 	}
 	if _, err := m.Conn.DisableUnitFilesContext(ctx, []string{unit(name)}, false); err != nil {
 		return fmt.Errorf("cannot disable service %q: %w", name, err)
+	}
+	// As systemctl disable does: systemd caches a unit's UnitFileState until a reload.
+	if err := m.Conn.ReloadContext(ctx); err != nil {
+		return fmt.Errorf("cannot disable service %q: reload: %w", name, err)
 	}
 	return nil
 }

@@ -235,10 +235,12 @@ func TestLifecycle(t *testing.T) {
 	want := []string{
 		"reload",
 		"enable [slurmd.service] runtime=false force=true",
+		"reload",
 		"start slurmd.service replace",
 		"restart slurmd.service replace",
 		"stop slurmd.service replace",
 		"disable [slurmd.service] runtime=false",
+		"reload",
 	}
 	if d := cmp.Diff(want, conn.Calls()); d != "" {
 		t.Errorf("calls (-want +got):\n%s", d)
