@@ -1,6 +1,6 @@
 // Package conformance is Juju's hook-tool rules written once, as a table that any Juju
-// simulator can be run against: jujutest (today), the local model in tests/model and the
-// bench fake in tests/bench/fake.
+// simulator can be run against: jujutest (TestJujuTest here), the local model (tests/model
+// TestConformance) and the bench fake (tests/bench/fake TestConformance).
 //
 // Three simulators play Juju's part in this project: jujutest for unit tests, the local
 // model for integration tests and the demo, the bench fake for benchmarks. They share no
@@ -16,7 +16,8 @@
 //     it was granted to, by no one else;
 //   - relation-data scoping: a unit writes its own unit databag, reads the remote units of
 //     the relation, and nothing outside it;
-//   - commit on success: a failed hook's relation writes are discarded.
+//   - commit on success: a failed hook's relation writes are discarded, a successful
+//     hook's kept.
 //
 // A simulator runs the table through [Run] with a [Simulator]: a function that starts a
 // unit in a case's world and runs hooks on it, the charm's side being a body that makes the
@@ -28,7 +29,7 @@
 // simulator that passes the table answers the charms as Juju does.
 //
 // A simulator that leaves a rule out by design names the cases it fails, each with the
-// reason, as [Divergence]s: Run then requires those cases to fail (and fails when one starts
+// reason, as a [Divergence] each: Run then requires those cases to fail (and fails when one starts
 // passing, so the list stays true), and docs/fidelity.md says which simulator keeps which case.
 // The bench fake commits no hook's writes (every measured run of a hook must see the same
 // model), so it names "successful hook's relation writes are kept".
