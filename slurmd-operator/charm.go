@@ -271,6 +271,9 @@ func (h *hook) facts(ctx context.Context) (slurm.Version, slurm.MachineInfo, err
 		return slurm.Version{}, slurm.MachineInfo{}, fmt.Errorf("cannot read this machine's facts (slurmd -C): %w", err)
 	}
 	h.st.Facts, h.dirty = &Facts{Version: v.String(), Machine: mi}, true
+	if err := h.showVersion(ctx); err != nil {
+		return slurm.Version{}, slurm.MachineInfo{}, err
+	}
 	return v, mi, nil
 }
 

@@ -256,14 +256,14 @@ func TestPublishPartition(t *testing.T) {
 		event:      jujutest.Hook(juju.ConfigChanged),
 		wantBag:    map[string]string{"version": "1", "nodeset": "NodeSet=slurmd Feature=slurmd", "partition": "PartitionName=slurmd Nodes=slurmd MaxTime=1:00:00 DefaultTime=10:00"},
 		wantStatus: juju.WorkloadStatus{Code: juju.StatusWaiting, Message: "waiting for slurmctld data"},
-		wantApp:    juju.WorkloadStatus{Code: juju.StatusActive},
+		wantApp:    juju.WorkloadStatus{Code: juju.StatusActive, Message: "partition slurmd: MaxTime=1:00:00 DefaultTime=10:00"},
 	}, {
 		name:       "empty on leader-elected",
 		leader:     true,
 		event:      jujutest.Hook(juju.LeaderElected),
 		wantBag:    map[string]string{"version": "1", "nodeset": "NodeSet=slurmd Feature=slurmd", "partition": "PartitionName=slurmd Nodes=slurmd"},
 		wantStatus: juju.WorkloadStatus{Code: juju.StatusWaiting, Message: "waiting for slurmctld data"},
-		wantApp:    juju.WorkloadStatus{Code: juju.StatusActive},
+		wantApp:    juju.WorkloadStatus{Code: juju.StatusActive, Message: "partition slurmd"},
 	}, {
 		name:       "unknown key",
 		config:     "MaxTme=1:00:00",
@@ -750,5 +750,14 @@ func TestMungedNotAnswering(t *testing.T) {
 	}
 	if e.svc.isActive(SlurmdService) {
 		t.Error("slurmd started although munged does not answer")
+	}
+}
+
+// TestVersionShown: juju status's Version column shows the machine's Slurm version.
+func TestVersionShown(t *testing.T) {
+	e := newEnv(t)
+	e.join()
+	if e.state.Version != "22.05.8" {
+		t.Errorf("application version %q, want 22.05.8", e.state.Version)
 	}
 }

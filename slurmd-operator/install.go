@@ -81,7 +81,7 @@ func (h *hook) publish(ctx context.Context) error {
 	ev := h.hc.Event
 	force := ev.Kind == juju.LeaderElected
 	data, cerr := h.cfg.computeData(h.confKeys(), ev.App)
-	code, msg := juju.StatusActive, ""
+	code, msg := juju.StatusActive, partitionSummary(data)
 	switch {
 	case cerr != nil:
 		code, msg = juju.StatusBlocked, cerr.Error()
@@ -183,4 +183,15 @@ func (h *hook) controllerEvent(ctx context.Context) error {
 		return h.disconnected(ctx)
 	}
 	return err
+}
+
+// partitionSummary is the application status of a published partition: its name and the
+// parameters partition-config adds ("partition gpu: MaxTime=1:00:00").
+func partitionSummary(d slurmd.ComputeData) string {
+	extra := d.Partition.Params.Clone()
+	extra.Delete("Nodes")
+	if len(extra) == 0 {
+		return "partition " + d.Partition.Name
+	}
+	return "partition " + d.Partition.Name + ": " + extra.String()
 }

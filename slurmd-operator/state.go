@@ -32,6 +32,8 @@ type State struct {
 	// Facts caches this machine's Slurm facts (`slurmd -V`, `slurmd -C`): read on install
 	// and upgrade-charm, or when missing.
 	Facts *Facts `json:"facts,omitempty"`
+	// VersionShown is the version last given to application-version-set.
+	VersionShown string `json:"version-shown,omitempty"`
 	// Published is the ComputeData this unit last published as leader, and where; a hook
 	// whose data is the same skips the write.
 	Published *Published `json:"published,omitempty"`

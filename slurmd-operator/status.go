@@ -159,3 +159,17 @@ func (h *hook) mungeAnswers(ctx context.Context) bool {
 	out, err := h.c.Runner.Run(ctx, []string{MungePath, "-n"}, nil)
 	return err == nil && out.ExitCode == 0
 }
+
+// showVersion shows this machine's Slurm version in juju status's Version column, once per
+// version; facts calls it when it reads the machine's facts.
+func (h *hook) showVersion(ctx context.Context) error {
+	f := h.st.Facts
+	if f == nil || f.Version == "" || h.st.VersionShown == f.Version {
+		return nil
+	}
+	if err := h.hc.Status.SetVersion(ctx, f.Version); err != nil {
+		return fmt.Errorf("cannot set the application version: %w", err)
+	}
+	h.st.VersionShown, h.dirty = f.Version, true
+	return nil
+}
