@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/juju"
+)
+
+// publish writes the application's ComputeData when this unit leads and the partition-config
+// is valid. An invalid one leaves the databag untouched and sets the application status to
+// blocked (the unit status follows from cfgErr).
+//
+// What it last published and the application status it set are kept in the state: when
+// neither would change, the hook skips the leadership check and the writes. leader-elected
+// always writes (a new leader cannot trust what it wrote in an earlier term).
+func (h *hook) publish(ctx context.Context) error {
+	ev := h.hc.Event
+	force := ev.Kind == juju.LeaderElected
+	data, cerr := h.cfg.computeData(h.confKeys(), ev.App)
+	code, msg := juju.StatusActive, partitionSummary(data)
+	switch {
+	case cerr != nil:
+		code, msg = juju.StatusBlocked, cerr.Error()
+	case h.cfgErr != nil:
+		code, msg = juju.StatusBlocked, h.cfgErr.Error()
+	}
+	var bag map[string]string
+	if cerr == nil {
+		bag = data.Encode()
+	}
+	if !force && h.st.AppStatus == string(code)+": "+msg {
+		if cerr != nil {
+			return nil
+		}
+		if p := h.st.Published; p != nil && maps.Equal(p.Data, bag) && h.samePublishedRelation(p.Relation) {
+			return nil
+		}
+	}
+	leader, err := h.hc.Leadership.IsLeader(ctx)
+	if err != nil || !leader {
+		return err
+	}
+	if cerr != nil {
+		h.logf(ctx, juju.LevelWarning, "not publishing the partition: %v", cerr)
+		return h.appStatus(ctx, code, msg, force)
+	}
+	id, err := h.relationID(ctx)
+	if err != nil {
+		return fmt.Errorf("cannot find the slurmctld relation: %w", err)
+	}
+	if id != "" {
+		p := h.st.Published
+		if force || p == nil || p.Relation != id || !maps.Equal(p.Data, bag) {
+			if err := (slurmd.Provider{HookContext: h.hc}).PublishCompute(ctx, id, data); err != nil {
+				return fmt.Errorf("cannot publish partition %s: %w", ev.App, err)
+			}
+			h.published = &Published{Relation: id, Data: bag}
+		}
+	}
+	return h.appStatus(ctx, code, msg, force)
+}
+
+// samePublishedRelation reports whether rel, where the data was last published, is the
+// current relation as far as this hook knows without asking: on a hook of the slurmctld
+// relation, the event's; otherwise rel (st.Published is cleared when the relation breaks).
+func (h *hook) samePublishedRelation(rel juju.RelationID) bool {
+	ev := h.hc.Event
+	if ev.Kind.IsRelation() && ev.Endpoint == slurmd.ProviderEndpoint {
+		return ev.Relation == rel && ev.Kind != juju.RelationBroken
+	}
+	return true
+}
+
+// relation handles the slurmctld relation's hooks and secret-changed.
+func (h *hook) relation(ctx context.Context) error {
+	ev := h.hc.Event
+	if ev.Kind == juju.RelationCreated && h.st.Departed {
+		h.st.Departed = false
+		if err := h.saveState(ctx); err != nil {
+			return err
+		}
+	}
+	if ev.Kind == juju.RelationBroken && h.st.Published != nil {
+		h.st.Published, h.dirty = nil, true
+	}
+	// The node first (slurmd starts as early as the data allows), then the partition.
+	if err := h.controllerEvent(ctx); err != nil {
+		return err
+	}
+	switch ev.Kind {
+	case juju.RelationCreated, juju.RelationJoined, juju.RelationChanged:
+		return h.publish(ctx)
+	}
+	return nil
+}
+
+// controllerEvent acts on the controller's side of the relation: its data, or its departure.
+func (h *hook) controllerEvent(ctx context.Context) error {
+	pev, err := slurmd.Provider{HookContext: h.hc}.Event(ctx)
+	switch pev := pev.(type) {
+	case slurmd.SlurmctldConnected:
+		if err != nil {
+			var de *slurmd.DataError
+			if !errors.As(err, &de) {
+				return err
+			}
+			h.logf(ctx, juju.LevelWarning, "bad controller data: %v", err)
+			return h.setStatus(ctx, juju.StatusBlocked, "slurmctld relation: "+err.Error())
+		}
+		if h.st.Applied != nil {
+			return h.updateStatus(ctx)
+		}
+		return h.setStatus(ctx, juju.StatusWaiting, "waiting for slurmctld data")
+	case slurmd.SlurmctldReady:
+		return h.ready(ctx, pev.Data)
+	case slurmd.SlurmctldDeparted:
+		return h.depart(ctx)
+	case slurmd.SlurmctldDisconnected:
+		return h.disconnected(ctx)
+	}
+	return err
+}
+
+// partitionSummary is the application status of a published partition: its name and the
+// parameters partition-config adds ("partition gpu: MaxTime=1:00:00").
+func partitionSummary(d slurmd.ComputeData) string {
+	extra := d.Partition.Params.Clone()
+	extra.Delete("Nodes")
+	if len(extra) == 0 {
+		return "partition " + d.Partition.Name
+	}
+	return "partition " + d.Partition.Name + ": " + extra.String()
+}
