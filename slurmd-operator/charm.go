@@ -367,17 +367,5 @@ func (c *Charm) lookupUser(name string) (int, int, error) {
 	return service.UserIDs(name)
 }
 
-// sleep waits for d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // unreachable reports whether err says the controller could not be contacted.
 func unreachable(err error) bool { return errors.Is(err, slurm.ErrControllerUnreachable) }

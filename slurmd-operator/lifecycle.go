@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/poll"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
@@ -71,7 +72,7 @@ func (h *hook) waitJobs(ctx context.Context, progress func(jobs int)) error {
 		default:
 			return err
 		}
-		if err := sleep(ctx, h.c.pollInterval()); err != nil {
+		if err := poll.Sleep(ctx, h.c.pollInterval()); err != nil {
 			return &JobsRemainError{Node: h.node, Jobs: max(last, 0), Err: err}
 		}
 	}
@@ -101,7 +102,7 @@ func (h *hook) deleteNode(ctx context.Context) error {
 		default:
 			return fmt.Errorf("cannot delete node %s: %w", h.node, err)
 		}
-		if err := sleep(ctx, h.c.pollInterval()); err != nil {
+		if err := poll.Sleep(ctx, h.c.pollInterval()); err != nil {
 			return fmt.Errorf("cannot delete node %s: %w", h.node, err)
 		}
 	}
@@ -119,7 +120,7 @@ func (h *hook) drain(ctx context.Context, reason string) error {
 		if err == nil || !unreachable(err) || time.Since(start) >= h.c.unreachableTimeout() {
 			return err
 		}
-		if err := sleep(ctx, h.c.pollInterval()); err != nil {
+		if err := poll.Sleep(ctx, h.c.pollInterval()); err != nil {
 			return err
 		}
 	}

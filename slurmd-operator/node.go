@@ -12,6 +12,7 @@ import (
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/authkey"
 	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/poll"
 	"github.com/charmed-slurm/operators/libs/munge"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
@@ -126,7 +127,7 @@ func (h *hook) waitRegistered(ctx context.Context, watch bool) (slurm.Node, erro
 		} else {
 			last = fmt.Errorf("node %s is %s", h.node, n.State)
 		}
-		if err := sleep(ctx, every); err != nil {
+		if err := poll.Sleep(ctx, every); err != nil {
 			return slurm.Node{}, fmt.Errorf("cannot wait for node %s to register: %w (last: %v)", h.node, err, last)
 		}
 		every = min(2*every, h.c.pollInterval())
