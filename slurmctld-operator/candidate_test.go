@@ -129,3 +129,36 @@ func TestPartitionMembershipRepaired(t *testing.T) {
 		t.Errorf("lost node not repaired after the reconfigure")
 	}
 }
+
+// TestRefusedRemovalKeepsRecord: a partition removal whose candidate Slurm refuses leaves the
+// record as it was, order included (the first application holds the default partition).
+func TestRefusedRemovalKeepsRecord(t *testing.T) {
+	e := newEnv(t)
+	in := e.withApp("gpu", "gpu/0")
+	in.Relations = append(in.Relations, relation("slurmd:2", "slurmd", compute(t, "slurmd", ""), "slurmd/0"))
+	in = e.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmd:2", "slurmd/0"))
+	e.slurm.addJob("gpu", "")
+	out := e.run(in, jujutest.RelationHook(juju.RelationBroken, "slurmd:1", ""))
+	if !e.exists(partitionPath("gpu")) {
+		t.Fatalf("partition gpu removed while a job record remains")
+	}
+	// The jobs go, but Slurm refuses the candidate without gpu's partition.
+	e.slurm.EndJobs()
+	e.slurm.PurgeJobs()
+	e.slurm.RefuseConfig("PartitionName=slurmd")
+	checked := len(e.slurm.CheckedConfigs())
+	out = e.run(out, jujutest.Hook(juju.UpdateStatus))
+	if len(e.slurm.CheckedConfigs()) == checked {
+		t.Fatalf("no candidate was made for the removal")
+	}
+	if !e.exists(partitionPath("gpu")) {
+		t.Fatalf("partition gpu removed although Slurm refused the candidate")
+	}
+	// gpu comes back: it is first again, so it holds the default partition again.
+	e.slurm.RefuseConfig("")
+	out.Relations = append(out.Relations, relation("slurmd:1", "gpu", compute(t, "gpu", "MaxTime=5"), "gpu/0"))
+	e.run(out, jujutest.RelationHook(juju.RelationChanged, "slurmd:1", "gpu/0"))
+	if !strings.Contains(e.read(partitionPath("gpu")), "Default=YES") {
+		t.Errorf("gpu lost the default partition after a refused removal:\n%s", e.read(partitionPath("gpu")))
+	}
+}

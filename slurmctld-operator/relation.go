@@ -346,6 +346,9 @@ func (h *hook) finishRemoval(ctx context.Context, app string) (bool, error) {
 	if left > 0 {
 		return false, nil
 	}
+	// A refused or failed candidate must leave the record as it was: the order of Apps decides
+	// the default partition.
+	apps, rm, problem, hadProblem := slices.Clone(h.st.Apps), h.st.Removing[app], h.st.Problems[app], h.st.Problems[app] != ""
 	_, err = h.changeConf(ctx, func(ctx context.Context) (bool, error) {
 		if err := h.removePartition(ctx, app); err != nil {
 			return false, err
@@ -356,8 +359,11 @@ func (h *hook) finishRemoval(ctx context.Context, app string) (bool, error) {
 		return true, err
 	})
 	if err != nil {
-		h.st.addApp(app)
-		h.st.Removing[app] = removal{Jobs: 0}
+		h.st.Apps = apps
+		h.st.Removing[app] = rm
+		if hadProblem {
+			h.st.setProblem(app, problem)
+		}
 		return false, err
 	}
 	h.logf(ctx, juju.LevelInfo, "removed partition %s", app)
