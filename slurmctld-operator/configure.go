@@ -357,10 +357,21 @@ func (h *hook) reconfigure(ctx context.Context) error {
 // registration (SchedMD bug 16295; libs/slurm's RepairPartitionMembership). It runs after
 // every reconfigure and on update-status; a failure is logged, not fatal: the next run
 // tries again.
+// One node list serves every partition; only a partition found wrong is repaired (which
+// reads it again).
 func (h *hook) repairPartitions(ctx context.Context) {
 	cl := h.c.client()
+	nodes, err := cl.Nodes(ctx)
+	if err != nil {
+		h.logf(ctx, juju.LevelWarning, "cannot check the nodes of the partitions: %v", err)
+		return
+	}
 	for _, app := range h.st.Apps {
 		if _, rm := h.st.Removing[app]; rm {
+			continue
+		}
+		p, err := cl.ShowPartition(ctx, app)
+		if err == nil && slurm.MembershipOf(p, nodes, app).OK() {
 			continue
 		}
 		repaired, err := cl.RepairPartitionMembership(ctx, app, app)

@@ -172,6 +172,13 @@ func (c *Client) CheckPartitionMembership(ctx context.Context, partition, featur
 	if err != nil {
 		return Membership{}, err
 	}
+	return MembershipOf(p, nodes, feature), nil
+}
+
+// MembershipOf compares partition p with the nodes carrying feature among nodes, which must
+// have been read before p (see CheckPartitionMembership): one node list serves every
+// partition.
+func MembershipOf(p Partition, nodes []Node, feature string) Membership {
 	m := Membership{Partition: p}
 	in := map[string]bool{}
 	for _, n := range p.Nodes {
@@ -186,7 +193,7 @@ func (c *Client) CheckPartitionMembership(ctx context.Context, partition, featur
 			m.Extra = append(m.Extra, n.Name)
 		}
 	}
-	return m, nil
+	return m
 }
 
 // RepairPartitionMembership makes partition hold exactly the nodes carrying feature when
