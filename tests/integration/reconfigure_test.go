@@ -200,7 +200,9 @@ func TestReconfigureKeepsDynamicNodesInPartitions(t *testing.T) {
 			c.removeNode(t, ctx, sc, first)
 			c.removeNode(t, ctx, sc, second)
 			joined := make(chan error, 1)
-			go func() { joined <- first.svc.Start(ctx, "slurmd") }()
+			// Spawn, not Start: a slurmd started while slurmctld reconfigures may exit once before
+			// it fetches its configuration; the supervisor restarts it and waitNode below waits.
+			go func() { joined <- first.svc.Spawn(ctx, "slurmd") }()
 			if round%2 == 0 {
 				if err := <-joined; err != nil {
 					t.Fatal(err)
