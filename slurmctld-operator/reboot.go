@@ -22,6 +22,17 @@ const ResumeTimeout = "600"
 // defaultRebootReason is the reason of a reboot action given none.
 const defaultRebootReason = "reboot requested by the reboot action"
 
+// defaultUnavailablePercent is the share of the named nodes a reboot action given no
+// max-unavailable takes out of service at once: a small share, so that a rolling rebuild of a
+// partition leaves most of it running jobs.
+const defaultUnavailablePercent = 10
+
+// defaultMaxUnavailable is max-unavailable for n nodes when the action gives none:
+// defaultUnavailablePercent of them, rounded up, at least one node.
+func defaultMaxUnavailable(n int) int {
+	return max(1, (n*defaultUnavailablePercent+99)/100)
+}
+
 // rebootPlan is a rolling reboot under way: Slurm has been asked to reboot the Asked nodes
 // (scontrol reboot ASAP nextstate=resume) and the Queued ones wait until fewer than Max
 // nodes of the plan are unavailable. update-status (and every reboot action) moves it on.
@@ -38,13 +49,13 @@ type rebootPlan struct {
 
 // rebootAction runs the reboot action: nodes (a hostlist, required) are rebooted through
 // Slurm, each when its jobs have ended, never more than max-unavailable of them at once
-// (default: all); the results name the nodes asked now and those queued.
+// (default: defaultUnavailablePercent of them, at least one); the results name the nodes asked now and those queued.
 func (c *Charm) rebootAction(ctx context.Context, h *hook) error {
 	hc := h.hc
 	var p struct {
 		Nodes          string `json:"nodes"`
 		Reason         string `json:"reason"`
-		MaxUnavailable int    `json:"max-unavailable"`
+		MaxUnavailable *int   `json:"max-unavailable"`
 	}
 	if err := hc.Actions.Params(ctx, &p); err != nil {
 		return err
@@ -56,8 +67,8 @@ func (c *Charm) rebootAction(ctx context.Context, h *hook) error {
 	if err != nil {
 		return hc.Actions.Fail(ctx, err.Error())
 	}
-	if p.MaxUnavailable < 0 {
-		return hc.Actions.Fail(ctx, "max-unavailable: must be at least 1 (0 or unset: all the nodes at once)")
+	if p.MaxUnavailable != nil && *p.MaxUnavailable < 1 {
+		return hc.Actions.Fail(ctx, fmt.Sprintf("max-unavailable: %d: must be at least 1 (unset: %d%% of the nodes, at least one)", *p.MaxUnavailable, defaultUnavailablePercent))
 	}
 	reason := strings.TrimSpace(p.Reason)
 	if reason == "" {
@@ -82,9 +93,9 @@ func (c *Charm) rebootAction(ctx context.Context, h *hook) error {
 	if len(o.failed) > 0 {
 		return o.report(ctx, hc, map[string]string{"nodes": ""})
 	}
-	max := p.MaxUnavailable
-	if max == 0 || max > len(known) {
-		max = len(known)
+	max := defaultMaxUnavailable(len(known))
+	if p.MaxUnavailable != nil {
+		max = min(*p.MaxUnavailable, len(known))
 	}
 	h.st.Reboots = &rebootPlan{Reason: reason, Max: max, Queued: known, Asked: map[string]string{}}
 	asked, err := h.advanceReboots(ctx)

@@ -34,9 +34,23 @@ func TestRebootAction(t *testing.T) {
 		failed    string
 	}{{
 		name:      "all at once",
-		params:    map[string]any{"nodes": "slurmd-[0-2]", "reason": "kernel update"},
+		params:    map[string]any{"nodes": "slurmd-[0-2]", "reason": "kernel update", "max-unavailable": 3},
 		wantCalls: [][]string{rebootCall("kernel update", "slurmd-[0-2]")},
 		results:   map[string]string{"nodes": "slurmd-[0-2]", "max-unavailable": "3"},
+	}, {
+		name:      "more than the nodes",
+		params:    map[string]any{"nodes": "slurmd-[0-1]", "reason": "kernel update", "max-unavailable": 10},
+		wantCalls: [][]string{rebootCall("kernel update", "slurmd-[0-1]")},
+		results:   map[string]string{"nodes": "slurmd-[0-1]", "max-unavailable": "2"},
+	}, {
+		name:      "default share: one of three",
+		params:    map[string]any{"nodes": "slurmd-[0-2]", "reason": "kernel update"},
+		wantCalls: [][]string{rebootCall("kernel update", "slurmd-0")},
+		results:   map[string]string{"nodes": "slurmd-0", "queued": "slurmd-[1-2]", "max-unavailable": "1"},
+	}, {
+		name:   "zero refused",
+		params: map[string]any{"nodes": "slurmd-[0-2]", "max-unavailable": 0},
+		failed: "max-unavailable: 0: must be at least 1",
 	}, {
 		name:      "default reason",
 		params:    map[string]any{"nodes": "slurmd-1"},
@@ -122,5 +136,13 @@ func TestRollingReboot(t *testing.T) {
 	}
 	if d := cmp.Diff(want, e.slurm.reboots()); d != "" {
 		t.Errorf("extra reboots (-want +got):\n%s", d)
+	}
+}
+
+func TestDefaultMaxUnavailable(t *testing.T) {
+	for n, want := range map[int]int{1: 1, 3: 1, 10: 1, 11: 2, 20: 2, 64: 7, 256: 26} {
+		if got := defaultMaxUnavailable(n); got != want {
+			t.Errorf("defaultMaxUnavailable(%d) = %d, want %d", n, got, want)
+		}
 	}
 }

@@ -213,7 +213,7 @@ func rebootScenarios(t *testing.T, c *cluster) {
 	for _, j := range jobs {
 		c.waitJobState(j, "RUNNING", time.Minute)
 	}
-	run, err := c.m.Run(c.bg(), "slurmctld/0", "reboot", map[string]string{"nodes": "slurmd-[0-2]", "reason": "kernel update"})
+	run, err := c.m.Run(c.bg(), "slurmctld/0", "reboot", map[string]string{"nodes": "slurmd-[0-2]", "reason": "kernel update", "max-unavailable": "3"})
 	if err != nil {
 		t.Fatal(err)
 	}
