@@ -98,8 +98,18 @@ func TestMachineLifecycle(t *testing.T) {
 				t.Fatal(err)
 			}
 			pid1 := m.PID()
+			asked := time.Now()
 			if err := m.Reboot(ctx); err != nil {
 				t.Fatal(err)
+			}
+			// The new boot's times, as systemd inside recorded them: after the request, and
+			// finished by the time Reboot returned.
+			bt, err := m.BootTimes(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if back := time.Now(); !asked.Before(bt.Started) || bt.Finished.Before(bt.Started) || bt.Finished.After(back) {
+				t.Errorf("boot times %+v, want reboot asked (%v) < started <= finished <= back (%v)", bt, asked, back)
 			}
 			boot2, err := m.BootID(ctx)
 			if err != nil {
