@@ -113,7 +113,7 @@ func (p Provider) Controller(ctx context.Context, id juju.RelationID) (Controlle
 	if err != nil {
 		return ControllerData{}, err
 	}
-	return ControllerData{AuthKey: key, AuthKeyID: keyID, Controllers: cb.Controllers, ClusterName: cb.ClusterName}, nil
+	return ControllerData{AuthKey: key, AuthKeyID: keyID, Controllers: cb.Controllers, ClusterName: cb.ClusterName, GresTypes: cb.GresTypes}, nil
 }
 
 // PublishCompute writes ComputeData to the application databag of relation id (leader only).

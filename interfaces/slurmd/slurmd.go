@@ -4,11 +4,17 @@
 // Each side writes only its application databag, and only its leader does:
 //
 //   - the slurmd leader publishes ComputeData: the NodeSet and PartitionName lines of its
-//     application (keys "nodeset" and "partition");
+//     application (keys "nodeset" and "partition") and the generic resource names its
+//     generic-resources option declares ("gres_types", a JSON list; absent when none);
 //   - the slurmctld leader publishes ControllerData: the controllers ("controllers", a JSON list
-//     of host:port, primary first), the cluster name ("cluster_name") and the id of a Juju secret
+//     of host:port, primary first), the cluster name ("cluster_name"), the id of a Juju secret
 //     it owns and grants to the relation ("auth_secret_id"), whose content is the auth key
-//     ({"key": base64, "keyid": "N"}). The key itself never appears in relation data.
+//     ({"key": base64, "keyid": "N"}), and the generic resource names the running slurmctld
+//     manages ("gres_types", a JSON list: its GresTypes; absent from a controller that manages
+//     none). The key itself never appears in relation data.
+//
+// No node's own resources travel in the relation: a node's Gres= is in its slurmd --conf and
+// its device files in its own gres.conf. gres_types are application-level names only.
 //
 // Both bags carry "version" (Version). Decoding is strict: an unknown version, a malformed
 // value, a missing field or a secret that cannot be read gives a *DataError naming the field,
@@ -33,9 +39,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/charmed-slurm/operators/libs/gres"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
@@ -50,6 +58,7 @@ const (
 	KeyClusterName  = "cluster_name"
 	KeyNodeSet      = "nodeset"
 	KeyPartition    = "partition"
+	KeyGresTypes    = "gres_types"
 )
 
 // Secret content keys of the auth key secret.
@@ -90,6 +99,9 @@ type ControllerData struct {
 	Controllers []string
 	// ClusterName is slurm.conf's ClusterName.
 	ClusterName string
+	// GresTypes are the generic resource names the running slurmctld manages (its
+	// GresTypes); a node must not start with a resource of another name.
+	GresTypes []string
 }
 
 // ControllerBag is ControllerData as it travels in the databag: the key stays in the secret.
@@ -97,6 +109,8 @@ type ControllerBag struct {
 	Controllers  []string
 	AuthSecretID string
 	ClusterName  string
+	// GresTypes: see ControllerData; nil or empty is not written.
+	GresTypes []string
 }
 
 // Encode renders the databag.
@@ -111,12 +125,68 @@ func (b ControllerBag) Encode() (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]string{
+	bag := map[string]string{
 		KeyVersion:      Version,
 		KeyControllers:  string(ctl),
 		KeyAuthSecretID: b.AuthSecretID,
 		KeyClusterName:  b.ClusterName,
-	}, nil
+	}
+	if err := encodeGresTypes(bag, b.GresTypes); err != nil {
+		return nil, err
+	}
+	return bag, nil
+}
+
+// CheckGresTypes checks a list of generic resource names as gres_types carries them: each a
+// valid name ([gres.CheckName]), none twice.
+func CheckGresTypes(names []string) error {
+	seen := map[string]bool{}
+	for _, n := range names {
+		if err := gres.CheckName(n); err != nil {
+			return &DataError{Field: KeyGresTypes, Msg: err.Error()}
+		}
+		if seen[n] {
+			return &DataError{Field: KeyGresTypes, Msg: fmt.Sprintf("%q listed twice", n)}
+		}
+		seen[n] = true
+	}
+	return nil
+}
+
+// encodeGresTypes writes names into bag, unless there are none.
+func encodeGresTypes(bag map[string]string, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	if err := CheckGresTypes(names); err != nil {
+		return err
+	}
+	data, err := json.Marshal(names)
+	if err != nil {
+		return err
+	}
+	bag[KeyGresTypes] = string(data)
+	return nil
+}
+
+// decodeGresTypes reads gres_types from bag: nil when absent (a charm that manages or
+// declares none, or predates the field).
+func decodeGresTypes(bag map[string]string) ([]string, error) {
+	raw, ok := bag[KeyGresTypes]
+	if !ok {
+		return nil, nil
+	}
+	var names []string
+	if err := json.Unmarshal([]byte(raw), &names); err != nil {
+		return nil, &DataError{Field: KeyGresTypes, Msg: "not a JSON list of strings", Err: err}
+	}
+	if len(names) == 0 {
+		return nil, &DataError{Field: KeyGresTypes, Msg: "empty list (leave the key out)"}
+	}
+	if err := CheckGresTypes(names); err != nil {
+		return nil, err
+	}
+	return names, nil
 }
 
 // DecodeControllerBag reads the slurmctld application databag. An empty bag is ErrNotReady.
@@ -145,7 +215,11 @@ func DecodeControllerBag(bag map[string]string) (ControllerBag, error) {
 	if strings.ContainsAny(id, " \t\r\n") {
 		return ControllerBag{}, &DataError{Field: KeyAuthSecretID, Msg: fmt.Sprintf("not a secret id: %q", id)}
 	}
-	return ControllerBag{Controllers: ctl, AuthSecretID: id, ClusterName: bag[KeyClusterName]}, nil
+	gt, err := decodeGresTypes(bag)
+	if err != nil {
+		return ControllerBag{}, err
+	}
+	return ControllerBag{Controllers: ctl, AuthSecretID: id, ClusterName: bag[KeyClusterName], GresTypes: gt}, nil
 }
 
 // DecodeAuthSecret reads the auth key secret's content.
@@ -200,10 +274,15 @@ func checkVersion(bag map[string]string) error {
 	return nil
 }
 
-// ComputeData is what the slurmd leader publishes: its application's NodeSet and partition.
+// ComputeData is what the slurmd leader publishes: its application's NodeSet and partition,
+// and the generic resource names its units may have besides detected GPUs.
 type ComputeData struct {
 	NodeSet   slurmconf.NodeSet
 	Partition slurmconf.Partition
+	// GresTypes are the names the application's generic-resources option declares (validated
+	// with CheckGresTypes by Encode's callers; nil for none). The controller adds them to
+	// slurm.conf's GresTypes.
+	GresTypes []string
 }
 
 // NewComputeData builds the ComputeData of application app with the extra partition parameters
@@ -247,13 +326,29 @@ func NewComputeDataFor(keys *slurmconf.Keys, app string, extra slurmconf.Params)
 	}, nil
 }
 
-// Encode renders the databag.
+// WithGresTypes returns d declaring the generic resource names names (CheckGresTypes), sorted;
+// none gives nil.
+func (d ComputeData) WithGresTypes(names []string) (ComputeData, error) {
+	if err := CheckGresTypes(names); err != nil {
+		return ComputeData{}, err
+	}
+	d.GresTypes = nil
+	if len(names) > 0 {
+		d.GresTypes = slices.Sorted(slices.Values(names))
+	}
+	return d, nil
+}
+
+// Encode renders the databag. GresTypes must pass CheckGresTypes (names from
+// gres.ParseDeclaration do); invalid names are left out rather than published.
 func (d ComputeData) Encode() map[string]string {
-	return map[string]string{
+	bag := map[string]string{
 		KeyVersion:   Version,
 		KeyNodeSet:   d.NodeSet.String(),
 		KeyPartition: d.Partition.String(),
 	}
+	_ = encodeGresTypes(bag, d.GresTypes)
+	return bag
 }
 
 // DecodeComputeData reads the slurmd application databag of application app. Both lines must
@@ -304,7 +399,11 @@ func DecodeComputeDataFor(keys *slurmconf.Keys, app string, bag map[string]strin
 	if err := keys.ValidatePartitionValues(extra); err != nil {
 		return ComputeData{}, &DataError{Field: KeyPartition, Msg: "invalid partition value", Err: err}
 	}
-	return ComputeData{NodeSet: ns, Partition: p}, nil
+	gt, err := decodeGresTypes(bag)
+	if err != nil {
+		return ComputeData{}, err
+	}
+	return ComputeData{NodeSet: ns, Partition: p, GresTypes: gt}, nil
 }
 
 // NodeName is the Slurm node name of a unit: slurmd/3 → slurmd-3.

@@ -198,11 +198,13 @@ func TestNodeName(t *testing.T) {
 // FuzzDecode feeds arbitrary databags to both decoders: they must not panic, and whatever they
 // accept must encode back to a bag that decodes to the same value.
 func FuzzDecode(f *testing.F) {
-	f.Add("1", `["a:6817"]`, "secret:x", "NodeSet=a Feature=a", "PartitionName=a Nodes=a MaxTime=1")
-	f.Add("1", `[""]`, "", "NodeSet=a", `PartitionName=a Nodes=a Reason="x`)
-	f.Add("2", `{}`, "s", "", "")
-	f.Fuzz(func(t *testing.T, version, controllers, secret, nodeset, partition string) {
-		cb, err := slurmd.DecodeControllerBag(map[string]string{"version": version, "controllers": controllers, "auth_secret_id": secret})
+	f.Add("1", `["a:6817"]`, "secret:x", "NodeSet=a Feature=a", "PartitionName=a Nodes=a MaxTime=1", "")
+	f.Add("1", `[""]`, "", "NodeSet=a", `PartitionName=a Nodes=a Reason="x`, "[]")
+	f.Add("2", `{}`, "s", "", "", `["gpu"]`)
+	f.Add("1", `["a:6817"]`, "secret:x", "NodeSet=a Feature=a", "PartitionName=a Nodes=a", `["gpu","fpga"]`)
+	f.Add("1", `["a:6817"]`, "secret:x", "NodeSet=a Feature=a", "PartitionName=a Nodes=a", `["x",1]`)
+	f.Fuzz(func(t *testing.T, version, controllers, secret, nodeset, partition, gresTypes string) {
+		cb, err := slurmd.DecodeControllerBag(map[string]string{"version": version, "controllers": controllers, "auth_secret_id": secret, "gres_types": gresTypes})
 		if err == nil {
 			bag, err := cb.Encode()
 			if err != nil {
@@ -216,7 +218,7 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("re-decode differs:\n%s", d)
 			}
 		}
-		cd, err := slurmd.DecodeComputeData("a", map[string]string{"version": version, "nodeset": nodeset, "partition": partition})
+		cd, err := slurmd.DecodeComputeData("a", map[string]string{"version": version, "nodeset": nodeset, "partition": partition, "gres_types": gresTypes})
 		if err == nil {
 			again, err := slurmd.DecodeComputeData("a", cd.Encode())
 			if err != nil {
@@ -273,6 +275,81 @@ func TestComputeDataPerRelease(t *testing.T) {
 			if tt.ok {
 				if diff := cmp.Diff(d, back); diff != "" {
 					t.Errorf("round trip (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+// TestGresTypes checks gres_types in both bags: written only when there are names, read back
+// as written, absent read as none, and every malformed value refused naming the field.
+func TestGresTypes(t *testing.T) {
+	d, err := slurmd.NewComputeData("gpu", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := d.Encode()["gres_types"]; ok {
+		t.Errorf("ComputeData without names writes gres_types: %v", d.Encode())
+	}
+	d, err = d.WithGresTypes([]string{"fpga", "bandwidth"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bag := d.Encode()
+	if got, want := bag["gres_types"], `["bandwidth","fpga"]`; got != want {
+		t.Errorf("ComputeData gres_types = %q, want %q", got, want)
+	}
+	back, err := slurmd.DecodeComputeData("gpu", bag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(d, back); diff != "" {
+		t.Errorf("ComputeData round trip (-want +got):\n%s", diff)
+	}
+	if _, err := d.WithGresTypes([]string{"Bad"}); err == nil {
+		t.Error("WithGresTypes accepted an invalid name")
+	}
+
+	cb := slurmd.ControllerBag{Controllers: []string{"a:6817"}, AuthSecretID: "secret:x", GresTypes: []string{"gpu", "fpga"}}
+	cbag, err := cb.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cbag["gres_types"], `["gpu","fpga"]`; got != want {
+		t.Errorf("ControllerBag gres_types = %q, want %q", got, want)
+	}
+	cback, err := slurmd.DecodeControllerBag(cbag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(cb, cback); diff != "" {
+		t.Errorf("ControllerBag round trip (-want +got):\n%s", diff)
+	}
+	if _, err := (slurmd.ControllerBag{Controllers: []string{"a:6817"}, AuthSecretID: "s", GresTypes: []string{"gpu", "gpu"}}).Encode(); err == nil {
+		t.Error("ControllerBag with a name twice encoded")
+	}
+
+	tests := []struct{ name, value, msg string }{
+		{"not json", "gpu,fpga", "not a JSON list"},
+		{"not strings", `[1]`, "not a JSON list"},
+		{"empty list", `[]`, "empty list"},
+		{"bad name", `["GPU"]`, `invalid name "GPU"`},
+		{"name with colon", `["gpu:t4"]`, "invalid name"},
+		{"twice", `["fpga","fpga"]`, "listed twice"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cb := maps.Clone(cbag)
+			cb["gres_types"] = tt.value
+			cd := maps.Clone(bag)
+			cd["gres_types"] = tt.value
+			for side, err := range map[string]error{
+				"controller": func() error { _, err := slurmd.DecodeControllerBag(cb); return err }(),
+				"compute":    func() error { _, err := slurmd.DecodeComputeData("gpu", cd); return err }(),
+			} {
+				var de *slurmd.DataError
+				if !errors.As(err, &de) || de.Field != "gres_types" || !strings.Contains(err.Error(), tt.msg) {
+					t.Errorf("%s: %q gave %v, want a gres_types *DataError with %q", side, tt.value, err, tt.msg)
 				}
 			}
 		})

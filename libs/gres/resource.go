@@ -265,6 +265,10 @@ var (
 	typeRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,63}$`)
 )
 
+// CheckName checks a generic resource name as GresTypes lists it: a
+// lower-case letter, then up to 31 lower-case letters, digits or _.
+func CheckName(name string) error { return checkName(name) }
+
 func checkName(name string) error {
 	if !nameRE.MatchString(name) {
 		return fmt.Errorf("invalid name %q: want a lower-case letter, then up to 31 lower-case letters, digits or _", name)
