@@ -43,10 +43,13 @@
 //
 // # Code layout
 //
-// main.go builds a Charm from the environment; Charm.Router routes every hook and action to
-// a handler. Each handler reads the configuration and the charm's persisted state once
-// (a hook value), does its work through the injected Runner (Slurm and system commands) and
-// service Manager, writes files under Root and saves its state atomically.
+// main.go builds a Charm from the environment (charm.Main: SIGTERM cancels the hook);
+// Charm.Router routes every hook and action to a handler. Each handler runs in the charm
+// kit's lifecycle (libs/charm): the configuration and the unit's state are read once (a hook
+// value), the work goes through the injected Slurm runner and service Manager and writes files
+// below Settings.Root, and the state is saved once, when the hook succeeds (see
+// Charm.lifecycle for what a failed hook keeps). Node removal (departure, re-registration) is
+// slurm.Remover's drain → wait → stop → delete.
 package main
 
 import (
@@ -54,10 +57,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/charm"
+	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/munge"
 	"github.com/charmed-slurm/operators/libs/service"
@@ -66,24 +70,20 @@ import (
 
 // Defaults of the Charm's tunables.
 const (
-	DefaultPollInterval       = 100 * time.Millisecond
-	DefaultRegisterTimeout    = 30 * time.Second
-	DefaultUnreachableTimeout = 30 * time.Second
-	DefaultActionTimeout      = 10 * time.Minute
-	DefaultMungeTimeout       = 10 * time.Second
-	DefaultProbeTimeout       = 3 * time.Second
+	DefaultPollInterval    = 100 * time.Millisecond
+	DefaultRegisterTimeout = 30 * time.Second
+	DefaultActionTimeout   = 10 * time.Minute
+	DefaultProbeTimeout    = 3 * time.Second
 )
 
 // Service names and paths the charm uses.
 const (
 	SlurmdService = "slurmd"
 	SlurmdPath    = "/usr/sbin/slurmd"
-	MungedPath    = "/usr/sbin/munged"
-	MungePath     = munge.ClientPath
-	// StateFile is the charm's state file in the unit's charm directory: private to the unit
+	// StateName is the charm's state file in the unit's charm directory: private to the unit
 	// (on the local model /var/lib is shared by every host, but /var/lib/juju is not) and kept
 	// by Juju across hooks and upgrades.
-	StateFile = ".slurmd-operator-state.json"
+	StateName = ".slurmd-operator-state.json"
 	// SpoolConf is where a configless slurmd caches the controller's slurm.conf; /run/slurm/conf
 	// is tried first (newer releases link it there).
 	SpoolConf = "/var/spool/slurmd/conf-cache/slurm.conf"
@@ -94,30 +94,28 @@ const (
 	SlurmdPidFile = "/run/slurmd.pid"
 )
 
-// Charm holds the slurmd charm's dependencies. Only Runner and Services are required; zero
+// Charm holds the slurmd charm's dependencies. Only Slurm and Services are required; zero
 // values of the others mean the production defaults.
 type Charm struct {
-	// Runner runs Slurm's commands (slurmd -C, scontrol, squeue) and apt-get.
-	Runner slurm.Runner
+	// Settings are the kit's shared tunables: Root (prepended to every file the charm reads
+	// or writes), PollInterval (how often the charm polls Slurm while it waits: jobs,
+	// registration; DefaultPollInterval when zero), MungeTimeout (the bound on a started
+	// munged answering), UnreachableTimeout (how long a departing unit retries an unreachable
+	// controller before leaving its node drained for the controller to delete) and
+	// LookupUser (file owners; os/user when nil).
+	charm.Settings
+	// StateFile is the charm state's path; empty means StateName in the unit's charm
+	// directory (JUJU_CHARM_DIR).
+	StateFile string
+	// Slurm runs Slurm's commands (slurmd -C, scontrol, squeue, munge -n) and apt-get.
+	Slurm command.Runner
 	// Services manages slurmd and munged.
 	Services service.Manager
-	// MungeService is munged's service name: "munged" under Pebble, "munge" (Debian's unit)
-	// under systemd. Empty means "munged".
+	// MungeService is munged's service name (munge.ServiceName): "munged" under Pebble,
+	// "munge" (Debian's unit) under systemd. Empty means "munged".
 	MungeService string
-	// StateDir holds StateFile; empty means the unit's charm directory (JUJU_CHARM_DIR).
-	StateDir string
-	// Root is prepended to every file the charm reads or writes ("/" or empty in production,
-	// a temporary directory in tests).
-	Root string
-	// PollInterval is how often the charm polls Slurm while it waits (jobs, registration).
-	PollInterval time.Duration
 	// RegisterTimeout bounds the wait for a started slurmd to register.
 	RegisterTimeout time.Duration
-	// MungeTimeout bounds the wait for a started munged to answer.
-	MungeTimeout time.Duration
-	// UnreachableTimeout is how long a departing unit retries an unreachable controller before
-	// leaving its node drained for the controller to delete.
-	UnreachableTimeout time.Duration
 	// CommandTimeout bounds every Slurm command (scontrol, squeue, slurmd -C): a dead
 	// munged or controller must not hold a hook for Slurm's own minute of retries. Zero
 	// means slurm.DefaultTimeout.
@@ -126,8 +124,6 @@ type Charm struct {
 	ProbeTimeout time.Duration
 	// LookPath finds a program (exec.LookPath when nil).
 	LookPath func(file string) (string, error)
-	// LookupUser returns a user's uid and primary gid (os/user when nil).
-	LookupUser func(name string) (uid, gid int, err error)
 }
 
 // Router routes every hook and action the charm handles.
@@ -148,19 +144,34 @@ func (c *Charm) Router() *juju.Router {
 	return r
 }
 
+// lifecycle runs the charm's hooks: the state is loaded before the handler and saved once
+// after it succeeds. A failed hook keeps what it did to the host (slurmd started with a
+// configuration, a re-registration under way, the node gone, the machine's facts) and drops
+// what it wrote to Juju, which Juju discards or the next hook writes again: the published
+// partition, the status cache and the version shown; a node-config the action did not apply
+// is not recorded either.
+func (c *Charm) lifecycle() charm.Lifecycle[State] {
+	return charm.Lifecycle[State]{
+		StateFile: c.StateFile,
+		StateName: StateName,
+		Failed: func(saved, cur State) State {
+			saved.Applied, saved.Restore, saved.DefaultPending = cur.Applied, cur.Restore, cur.DefaultPending
+			saved.Departed, saved.Facts = cur.Departed, cur.Facts
+			return saved
+		},
+	}
+}
+
 // hook is one event being handled: the configuration and persisted state are read once.
 type hook struct {
 	c    *Charm
 	hc   *juju.HookContext
+	k    *charm.Hook[State]
+	st   *State // &k.State
 	cfg  config
-	st   State
 	node string // this unit's Slurm node name
 	// cfgErr is the configuration problem to show as blocked, if any.
 	cfgErr error
-	// stateFile is where st is saved.
-	stateFile string
-	// dirty: st changed (a status cache) and is saved when the handler returns.
-	dirty bool
 	// published is what this hook wrote to the relation, recorded in st.Published only when
 	// the hook succeeds (Juju discards a failed hook's relation-set).
 	published *Published
@@ -169,36 +180,23 @@ type hook struct {
 	relKnown bool
 }
 
+// handler runs fn as a hook of the charm's lifecycle, with the configuration read.
 func (c *Charm) handler(fn func(ctx context.Context, h *hook) error) juju.Handler {
-	return func(ctx context.Context, hc *juju.HookContext) error {
-		h := &hook{c: c, hc: hc, node: slurmd.NodeName(hc.Event.Unit)}
+	return c.lifecycle().Handler(func(ctx context.Context, k *charm.Hook[State]) error {
+		hc := k.HookContext
+		h := &hook{c: c, hc: hc, k: k, st: &k.State, node: slurmd.NodeName(hc.Event.Unit)}
 		if err := hc.Config.Decode(ctx, &h.cfg); err != nil {
 			return fmt.Errorf("cannot read config: %w", err)
 		}
-		h.stateFile = filepath.Join(c.StateDir, StateFile)
-		if c.StateDir == "" {
-			if hc.Event.CharmDir == "" {
-				return errors.New("cannot find the charm directory: JUJU_CHARM_DIR is not set")
-			}
-			h.stateFile = filepath.Join(hc.Event.CharmDir, StateFile)
-		}
-		st, err := loadState(ctx, h.stateFile)
-		if err != nil {
+		h.cfgErr = h.cfg.validate(h.confKeys(), hc.Event.App)
+		if err := fn(ctx, h); err != nil {
 			return err
 		}
-		h.st = st
-		h.cfgErr = h.cfg.validate(h.confKeys(), hc.Event.App)
-		err = fn(ctx, h)
-		if err == nil && h.published != nil {
-			h.st.Published, h.dirty = h.published, true
+		if h.published != nil {
+			h.st.Published = h.published
 		}
-		if h.dirty {
-			if serr := h.saveState(ctx); serr != nil && err == nil {
-				err = serr
-			}
-		}
-		return err
-	}
+		return nil
+	})
 }
 
 // setStatus sets the unit status; a configuration error takes precedence, as blocked.
@@ -206,34 +204,7 @@ func (h *hook) setStatus(ctx context.Context, code juju.StatusCode, msg string) 
 	if h.cfgErr != nil {
 		code, msg = juju.StatusBlocked, h.cfgErr.Error()
 	}
-	return h.unitStatus(ctx, code, msg)
-}
-
-// unitStatus sets the unit status unless this unit set the same one last.
-func (h *hook) unitStatus(ctx context.Context, code juju.StatusCode, msg string) error {
-	s := string(code) + ": " + msg
-	if h.st.UnitStatus == s {
-		return nil
-	}
-	if err := h.hc.Status.SetUnit(ctx, code, msg); err != nil {
-		return err
-	}
-	h.st.UnitStatus, h.dirty = s, true
-	return nil
-}
-
-// appStatus sets the application status (leader) unless this unit set the same one last;
-// force sets it anyway (a new leader cannot trust what it set in an earlier term).
-func (h *hook) appStatus(ctx context.Context, code juju.StatusCode, msg string, force bool) error {
-	s := string(code) + ": " + msg
-	if h.st.AppStatus == s && !force {
-		return nil
-	}
-	if err := h.hc.Status.SetApp(ctx, code, msg); err != nil {
-		return err
-	}
-	h.st.AppStatus, h.dirty = s, true
-	return nil
+	return h.k.SetUnitStatus(ctx, code, msg)
 }
 
 // relation returns the slurmctld relation id ("" when there is none): the event's own on a
@@ -270,16 +241,16 @@ func (h *hook) facts(ctx context.Context) (slurm.Version, slurm.MachineInfo, err
 	if err != nil {
 		return slurm.Version{}, slurm.MachineInfo{}, fmt.Errorf("cannot read this machine's facts (slurmd -C): %w", err)
 	}
-	h.st.Facts, h.dirty = &Facts{Version: v.String(), Machine: mi}, true
+	h.st.Facts = &Facts{Version: v.String(), Machine: mi}
 	if err := h.showVersion(ctx); err != nil {
 		return slurm.Version{}, slurm.MachineInfo{}, err
 	}
 	return v, mi, nil
 }
 
+// logf writes to the unit's log (best effort).
 func (h *hook) logf(ctx context.Context, level juju.LogLevel, format string, args ...any) {
-	// Logging is best effort: a failing juju-log must not fail the hook.
-	_ = h.hc.Log.Logf(ctx, level, format, args...)
+	h.k.Logf(ctx, level, format, args...)
 }
 
 // errNoConf: the node's slurmd has not fetched slurm.conf from the controller yet, so Slurm's
@@ -289,17 +260,17 @@ var errNoConf = errors.New("slurmd has not fetched the cluster configuration yet
 // confPath is the slurm.conf the node's slurmd cached, and whether it exists.
 func (h *hook) confPath() (string, bool) {
 	for _, p := range []string{RunConf, SpoolConf} {
-		if _, err := os.Stat(h.c.path(p)); err == nil {
-			return h.c.path(p), true
+		if _, err := os.Stat(h.c.Path(p)); err == nil {
+			return h.c.Path(p), true
 		}
 	}
-	return h.c.path(SpoolConf), false
+	return h.c.Path(SpoolConf), false
 }
 
 // slurm returns a Slurm client for commands that need no controller (slurmd -C, -V).
 func (h *hook) slurm() *slurm.Client {
 	conf, _ := h.confPath()
-	return &slurm.Client{Runner: h.c.Runner, Conf: conf, PollInterval: h.c.pollInterval(), Timeout: h.c.CommandTimeout}
+	return &slurm.Client{Runner: h.c.Slurm, Conf: conf, PollInterval: h.c.poll(), Timeout: h.c.CommandTimeout}
 }
 
 // ctl returns a Slurm client that talks to the controller, or errNoConf.
@@ -308,63 +279,18 @@ func (h *hook) ctl() (*slurm.Client, error) {
 	if !ok {
 		return nil, errNoConf
 	}
-	return &slurm.Client{Runner: h.c.Runner, Conf: conf, PollInterval: h.c.pollInterval(), Timeout: h.c.CommandTimeout}, nil
+	return &slurm.Client{Runner: h.c.Slurm, Conf: conf, PollInterval: h.c.poll(), Timeout: h.c.CommandTimeout}, nil
 }
 
-func (c *Charm) path(p string) string {
-	if c.Root == "" || c.Root == "/" {
-		return p
-	}
-	return c.Root + p
-}
+// poll is the pause between checks in the charm's waits.
+func (c *Charm) poll() time.Duration { return c.Poll(DefaultPollInterval) }
 
-func (c *Charm) pollInterval() time.Duration {
-	if c.PollInterval > 0 {
-		return c.PollInterval
-	}
-	return DefaultPollInterval
-}
+// munged is this host's munged with the charm's settings.
+func (c *Charm) munged() *munge.Daemon { return c.Munge(c.Services, c.MungeService, c.Slurm) }
 
-func (c *Charm) registerTimeout() time.Duration {
-	if c.RegisterTimeout > 0 {
-		return c.RegisterTimeout
-	}
-	return DefaultRegisterTimeout
-}
-
-func (c *Charm) mungeTimeout() time.Duration {
-	if c.MungeTimeout > 0 {
-		return c.MungeTimeout
-	}
-	return DefaultMungeTimeout
-}
-
-func (c *Charm) unreachableTimeout() time.Duration {
-	if c.UnreachableTimeout > 0 {
-		return c.UnreachableTimeout
-	}
-	return DefaultUnreachableTimeout
-}
-
-func (c *Charm) probeTimeout() time.Duration {
-	if c.ProbeTimeout > 0 {
-		return c.ProbeTimeout
-	}
-	return DefaultProbeTimeout
-}
-
-func (c *Charm) mungeService() string {
-	if c.MungeService != "" {
-		return c.MungeService
-	}
-	return "munged"
-}
-
-func (c *Charm) lookupUser(name string) (int, int, error) {
-	if c.LookupUser != nil {
-		return c.LookupUser(name)
-	}
-	return service.UserIDs(name)
+// remover runs this node's removals through cl with the charm's bounds.
+func (c *Charm) remover(cl *slurm.Client) *slurm.Remover {
+	return &slurm.Remover{Client: cl, Interval: c.poll(), UnreachableFor: c.UnreachableTimeout}
 }
 
 // unreachable reports whether err says the controller could not be contacted.

@@ -14,8 +14,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/juju/jujutest"
+	"github.com/charmed-slurm/operators/libs/munge"
 )
 
 const (
@@ -47,15 +49,17 @@ func newEnv(t *testing.T) *env {
 	svc := newFakeServices(fs, root)
 	fs.mungeUp = func() bool { return svc.isActive("munged") }
 	c := &Charm{
-		Runner:             fs,
-		Services:           svc,
-		Root:               root,
-		StateDir:           filepath.Join(root, "charm"),
-		PollInterval:       time.Millisecond,
-		RegisterTimeout:    5 * time.Second,
-		UnreachableTimeout: 20 * time.Millisecond,
-		LookPath:           func(string) (string, error) { return "/usr/sbin/x", nil },
-		LookupUser:         func(name string) (int, int, error) { return os.Getuid(), os.Getgid(), nil },
+		Settings: charm.Settings{
+			Root:               root,
+			PollInterval:       time.Millisecond,
+			UnreachableTimeout: 20 * time.Millisecond,
+			LookupUser:         func(name string) (int, int, error) { return os.Getuid(), os.Getgid(), nil },
+		},
+		Slurm:           fs,
+		Services:        svc,
+		StateFile:       filepath.Join(root, "charm", StateName),
+		RegisterTimeout: 5 * time.Second,
+		LookPath:        func(string) (string, error) { return "/usr/sbin/x", nil },
 	}
 	return &env{t: t, charm: c, slurm: fs, svc: svc, root: root, state: jujutest.State{
 		Unit:   unit,
@@ -133,7 +137,7 @@ func (e *env) status() juju.WorkloadStatus {
 func (e *env) savedState() State {
 	e.t.Helper()
 	var st State
-	data, err := os.ReadFile(filepath.Join(e.root, "charm", StateFile))
+	data, err := os.ReadFile(e.charm.StateFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return st
 	}
@@ -146,12 +150,24 @@ func (e *env) savedState() State {
 	return st
 }
 
+// saveState writes st as the unit's saved state (as a hook interrupted by a kill leaves it).
+func (e *env) saveState(st State) {
+	e.t.Helper()
+	data, err := json.Marshal(st)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(e.charm.StateFile, data, 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 // stateUnchanged checks the saved state is before's; the status the unit last set is a cache
 // of Juju's, not the node's state, and is not compared.
 func (e *env) stateUnchanged(before State) {
 	e.t.Helper()
 	after := e.savedState()
-	before.UnitStatus, after.UnitStatus = "", ""
+	before.Unit, after.Unit = "", ""
 	if d := cmp.Diff(before, after); d != "" {
 		e.t.Errorf("saved state changed (-want +got):\n%s", d)
 	}
@@ -369,7 +385,7 @@ func TestJoin(t *testing.T) {
 	}
 	// munged's readiness was checked with a credential (munge -n).
 	calls := e.slurm.callLog()
-	if i := slices.Index(calls, MungePath+" -n"); i < 0 {
+	if i := slices.Index(calls, munge.ClientPath+" -n"); i < 0 {
 		t.Errorf("munged's readiness never checked: %q", calls)
 	}
 	if len(e.slurmCalls()) != 0 {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/charmed-slurm/operators/libs/munge"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
@@ -157,7 +158,7 @@ func fail(stderr string) (slurm.Output, error) {
 
 // Run implements slurm.Runner.
 func (f *fakeSlurm) Run(ctx context.Context, argv []string, env []string) (slurm.Output, error) {
-	if len(argv) == 2 && argv[0] == MungePath && argv[1] == "-n" {
+	if len(argv) == 2 && argv[0] == munge.ClientPath && argv[1] == "-n" {
 		f.mu.Lock()
 		f.calls = append(f.calls, strings.Join(argv, " "))
 		f.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/juju/jujutest"
+	"github.com/charmed-slurm/operators/libs/munge"
 )
 
 // Values above what slurmd -C reports are refused before the node is touched.
@@ -108,10 +109,7 @@ func TestNodeConfigResetRestoresState(t *testing.T) {
 	e.state.Leader = true
 	st := e.savedState()
 	st.Restore = &NodeAdmin{Drain: true, Reason: "admin hold"}
-	h := &hook{c: e.charm, st: st, stateFile: filepath.Join(e.charm.StateDir, StateFile)}
-	if err := h.saveState(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	e.saveState(st)
 	a := e.action(map[string]any{"reset": true})
 	if a.Failed {
 		t.Fatalf("reset: %s", a.Message)
@@ -153,7 +151,7 @@ func TestDeadHost(t *testing.T) {
 		t.Errorf("status (-want +got):\n%s", d)
 	}
 	for _, c := range e.slurm.callLog()[before:] {
-		if !strings.HasPrefix(c, MungePath) {
+		if !strings.HasPrefix(c, munge.ClientPath) {
 			t.Errorf("ran %q with munged down", c)
 		}
 	}
@@ -188,7 +186,7 @@ func TestDeadHost(t *testing.T) {
 		t.Fatalf("stop on a dead host: %v", err)
 	}
 	for _, c := range e.slurm.callLog()[before:] {
-		if !strings.HasPrefix(c, MungePath) {
+		if !strings.HasPrefix(c, munge.ClientPath) {
 			t.Errorf("ran %q with munged down", c)
 		}
 	}

@@ -21,10 +21,10 @@ func (h *hook) install(ctx context.Context) error {
 		return err
 	}
 	if len(missing) > 0 {
-		if err := h.unitStatus(ctx, juju.StatusMaintenance, "installing "+strings.Join(missing, ", ")); err != nil {
+		if err := h.k.SetUnitStatus(ctx, juju.StatusMaintenance, "installing "+strings.Join(missing, ", ")); err != nil {
 			return err
 		}
-		if err := apt.Install(ctx, h.c.Runner, missing); err != nil {
+		if err := apt.Install(ctx, h.c.Slurm, missing); err != nil {
 			return err
 		}
 	}

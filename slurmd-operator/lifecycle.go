@@ -10,121 +10,9 @@ import (
 	"time"
 
 	"github.com/charmed-slurm/operators/libs/juju"
-	"github.com/charmed-slurm/operators/libs/poll"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
-
-// JobsRemainError is a wait for a node's jobs that ended (timeout) with jobs still running.
-type JobsRemainError struct {
-	Node string
-	Jobs int
-	Err  error
-}
-
-func (e *JobsRemainError) Error() string {
-	return fmt.Sprintf("%d jobs still running on node %s: %v", e.Jobs, e.Node, e.Err)
-}
-
-func (e *JobsRemainError) Unwrap() error { return e.Err }
-
-// waitJobs waits until no job occupies the node: it polls the node's jobs, calling progress
-// whenever their number changes, then confirms with slurm.WaitDrained (no job left completing).
-// An unreachable controller is retried for UnreachableTimeout. When ctx ends first it returns
-// a *JobsRemainError.
-func (h *hook) waitJobs(ctx context.Context, progress func(jobs int)) error {
-	cl, err := h.ctl()
-	if err != nil {
-		return err
-	}
-	last := -1
-	var down time.Time // since when the controller is unreachable
-	for {
-		jobs, err := cl.JobsOnNode(ctx, h.node)
-		switch {
-		case err == nil:
-			down = time.Time{}
-			if len(jobs) != last && progress != nil {
-				progress(len(jobs))
-			}
-			last = len(jobs)
-			if len(jobs) == 0 {
-				err := cl.WaitDrained(ctx, h.node)
-				if err == nil || errors.Is(err, slurm.ErrUnknownNode) {
-					return nil
-				}
-				if ctx.Err() != nil {
-					return &JobsRemainError{Node: h.node, Jobs: 0, Err: ctx.Err()}
-				}
-				if !unreachable(err) {
-					return err
-				}
-			}
-		case errors.Is(err, slurm.ErrUnknownNode):
-			return nil
-		case unreachable(err):
-			if down.IsZero() {
-				down = time.Now()
-			} else if time.Since(down) >= h.c.unreachableTimeout() {
-				return err
-			}
-		case ctx.Err() != nil:
-		default:
-			return err
-		}
-		if err := poll.Sleep(ctx, h.c.pollInterval()); err != nil {
-			return &JobsRemainError{Node: h.node, Jobs: max(last, 0), Err: err}
-		}
-	}
-}
-
-// deleteNode deletes the node record, retrying while the node is busy or the controller
-// unreachable (for UnreachableTimeout). An unknown node is already gone.
-func (h *hook) deleteNode(ctx context.Context) error {
-	cl, err := h.ctl()
-	if err != nil {
-		return err
-	}
-	var down time.Time
-	for {
-		err := cl.DeleteNode(ctx, h.node)
-		switch {
-		case err == nil, errors.Is(err, slurm.ErrUnknownNode):
-			return nil
-		case errors.Is(err, slurm.ErrNodeBusy):
-			down = time.Time{}
-		case unreachable(err):
-			if down.IsZero() {
-				down = time.Now()
-			} else if time.Since(down) >= h.c.unreachableTimeout() {
-				return err
-			}
-		default:
-			return fmt.Errorf("cannot delete node %s: %w", h.node, err)
-		}
-		if err := poll.Sleep(ctx, h.c.pollInterval()); err != nil {
-			return fmt.Errorf("cannot delete node %s: %w", h.node, err)
-		}
-	}
-}
-
-// drain drains the node with reason, retrying an unreachable controller for UnreachableTimeout.
-func (h *hook) drain(ctx context.Context, reason string) error {
-	cl, err := h.ctl()
-	if err != nil {
-		return err
-	}
-	start := time.Now()
-	for {
-		err := cl.Drain(ctx, h.node, reason)
-		if err == nil || !unreachable(err) || time.Since(start) >= h.c.unreachableTimeout() {
-			return err
-		}
-		if err := poll.Sleep(ctx, h.c.pollInterval()); err != nil {
-			return err
-		}
-	}
-}
 
 // stopSlurmd stops slurmd if it was ever configured. A service manager that cannot be asked
 // (the host's supervisor died) is no error when no slurmd runs: what stop wants holds.
@@ -140,22 +28,52 @@ func (h *hook) stopSlurmd(ctx context.Context) error {
 	return fmt.Errorf("cannot stop slurmd: %w", err)
 }
 
+// removeNode runs r, this node's removal, to its end (slurm.Remover: drain → wait for the
+// jobs → stop slurmd → delete), telling progress the number of jobs on the node. stopping,
+// when set, runs first in the stop step: nothing is stopped or deleted before it. Under
+// auth/slurm the node is deleted before slurmd stops (see authSlurm).
+func (h *hook) removeNode(ctx context.Context, cl *slurm.Client, r *slurm.Removal, progress func(jobs int), stopping func(context.Context) error) error {
+	deleteFirst := h.authSlurm(ctx)
+	rm := h.c.remover(cl)
+	rm.Stop = func(ctx context.Context, _ string) error {
+		if stopping != nil {
+			if err := stopping(ctx); err != nil {
+				return err
+			}
+		}
+		if deleteFirst {
+			return nil
+		}
+		return h.stopSlurmd(ctx)
+	}
+	if progress != nil {
+		rm.Progress = func(_ string, jobs int) { progress(jobs) }
+	}
+	if err := rm.Remove(ctx, r); err != nil {
+		return err
+	}
+	if deleteFirst {
+		return h.stopSlurmd(ctx)
+	}
+	return nil
+}
+
 // depart takes the node out of the cluster, once: drain, wait for its jobs, stop slurmd,
-// delete the node (under auth/slurm delete, then stop: see authSlurm). With an unreachable controller the node stays drained (or as it is) for
-// the controller's reconcile, and the hook succeeds.
+// delete the node (under auth/slurm delete, then stop: see authSlurm). With an unreachable
+// controller the node stays drained (or as it is) for the controller's reconcile, and the
+// hook succeeds.
 func (h *hook) depart(ctx context.Context) error {
 	if h.st.Departed {
 		return nil
 	}
 	if h.st.Applied == nil {
 		// slurmd never ran: nothing to remove.
-		h.st.Departed = true
 		if err := h.stopSlurmd(ctx); err != nil {
 			return err
 		}
-		return h.saveState(ctx)
+		h.st.Departed = true
+		return nil
 	}
-	unit := h.hc.Event.Unit
 	if v, _, err := h.facts(ctx); err == nil && slurm.FeaturesOf(v).Munge && !h.mungeAnswers(ctx) {
 		// This host cannot authenticate to Slurm (its munged is gone): the controller drains
 		// and deletes the node once Slurm has marked it down and its jobs are gone.
@@ -167,50 +85,40 @@ func (h *hook) depart(ctx context.Context) error {
 	if err := h.setStatus(ctx, juju.StatusMaintenance, "draining "+h.node); err != nil {
 		return err
 	}
-	err := h.drain(ctx, "unit "+unit+" removed")
-	switch {
-	case err == nil:
-		err = h.waitJobs(ctx, func(n int) {
-			if n > 0 {
-				_ = h.setStatus(ctx, juju.StatusMaintenance, fmt.Sprintf("draining %s: waiting for %d jobs", h.node, n))
-			}
-		})
-	case errors.Is(err, slurm.ErrUnknownNode), errors.Is(err, errNoConf):
-		// The node never registered (or is gone already): nothing to drain or delete.
+	cl, err := h.ctl()
+	if errors.Is(err, errNoConf) {
+		// The node never registered: nothing to drain or delete.
 		if err := h.stopSlurmd(ctx); err != nil {
 			return err
 		}
 		return h.departed(ctx, nil)
 	}
-	if err != nil && !unreachable(err) {
-		return fmt.Errorf("cannot remove node %s: %w", h.node, err)
-	}
-	deleteFirst := err == nil && h.authSlurm(ctx)
-	if deleteFirst {
-		err = h.deleteNode(ctx)
-		if err != nil && !unreachable(err) {
-			return err
+	r := slurm.Removal{Node: h.node, Reason: "unit " + h.hc.Event.Unit + " removed"}
+	err = h.removeNode(ctx, cl, &r, func(n int) {
+		if n > 0 {
+			_ = h.setStatus(ctx, juju.StatusMaintenance, fmt.Sprintf("draining %s: waiting for %d jobs", h.node, n))
 		}
+	}, nil)
+	switch {
+	case err == nil:
+		return h.departed(ctx, nil)
+	case !unreachable(err):
+		return err
 	}
 	if err := h.stopSlurmd(ctx); err != nil {
 		return err
 	}
-	if err == nil && !deleteFirst {
-		err = h.deleteNode(ctx)
-		if err != nil && !unreachable(err) {
-			return err
-		}
-	}
 	return h.departed(ctx, err)
 }
 
-// departed records that the node left; err is why the node was left for the controller to
-// delete (an unreachable controller, a dead munged), if it was.
+// departed records that the node left, at once (a retried hook must not remove it again);
+// err is why the node was left for the controller to delete (an unreachable controller, a
+// dead munged), if it was.
 func (h *hook) departed(ctx context.Context, err error) error {
 	h.st.Departed = true
 	h.st.Applied = nil
 	h.st.DefaultPending = false
-	if serr := h.saveState(ctx); serr != nil {
+	if serr := h.k.Checkpoint(ctx); serr != nil {
 		return serr
 	}
 	if err != nil {
@@ -267,30 +175,28 @@ func (h *hook) reconfReason() string { return "reconfiguring node " + h.node }
 
 // reregister replaces the node's record with one registered by slurmd as spec runs it:
 // remember the node's state (in the charm's state too, so that an interrupted run is
-// repaired by the next), drain it, wait for its jobs (until deadline, if any; then the node is
-// restored and a *JobsRemainError returned), stop slurmd, delete the node, start slurmd, wait
-// for a valid registration and restore the state. When Slurm refuses spec (a *RefusedError)
-// and old is set, the node is re-registered with old and its state restored before the
-// *RefusedError is returned: nothing is left half-applied.
+// repaired by the next), remove the node (drain, wait for its jobs until deadline, if any,
+// stop slurmd, delete; a wait that ends first resumes the node as it was and returns the
+// *slurm.RemovalError), start slurmd, wait for a valid registration and restore the state.
+// When Slurm refuses spec (a *RefusedError) and old is set, the node is re-registered with
+// old and its state restored before the *RefusedError is returned: nothing is left
+// half-applied.
 func (h *hook) reregister(ctx context.Context, spec service.Spec, old *service.Spec, deadline time.Time, progress func(int)) error {
 	cl, err := h.ctl()
 	var n slurm.Node
 	if err == nil {
 		n, err = cl.ShowNode(ctx, h.node)
 	}
-	known := err == nil
 	if err != nil && !errors.Is(err, slurm.ErrUnknownNode) && !errors.Is(err, errNoConf) {
 		return fmt.Errorf("cannot re-register node %s: %w", h.node, err)
 	}
 	prev := h.adminState(n)
-	if known {
-		drained := false
-		if !n.State.Drain() && !n.State.Down() {
-			if err := cl.Drain(ctx, h.node, h.reconfReason()); err != nil {
-				return fmt.Errorf("cannot re-register node %s: %w", h.node, err)
-			}
-			drained = true
-		}
+	remember := func(ctx context.Context) error {
+		h.st.Restore = &prev
+		return h.k.Checkpoint(ctx)
+	}
+	switch {
+	case err == nil:
 		if err := h.setStatus(ctx, juju.StatusMaintenance, "reconfiguring "+h.node); err != nil {
 			return err
 		}
@@ -300,55 +206,67 @@ func (h *hook) reregister(ctx context.Context, spec service.Spec, old *service.S
 			wctx, cancel = context.WithDeadline(ctx, deadline)
 			defer cancel()
 		}
-		if err := h.waitJobs(wctx, progress); err != nil {
-			if drained {
-				if rerr := cl.Resume(ctx, h.node); rerr != nil {
-					return fmt.Errorf("%w; cannot resume node %s: %v", err, h.node, rerr)
+		r := slurm.Removal{Node: h.node, Reason: h.reconfReason()}
+		if err := h.removeNode(wctx, cl, &r, progress, remember); err != nil {
+			if r.Phase == slurm.RemovalDrain || r.Phase == slurm.RemovalWait {
+				// Nothing stopped yet: the node goes back to what it was.
+				if aerr := h.c.remover(cl).Abort(ctx, &r); aerr != nil {
+					return fmt.Errorf("%w; %v", err, aerr)
 				}
 			}
 			return err
 		}
+	default: // not registered
+		if err := remember(ctx); err != nil {
+			return err
+		}
+		if err := h.stopSlurmd(ctx); err != nil {
+			return err
+		}
 	}
-	h.st.Restore = &prev
-	if err := h.saveState(ctx); err != nil {
-		return err
-	}
-	err = h.replaceNode(ctx, spec, known)
+	err = h.startNode(ctx, spec)
 	var refused *RefusedError
 	if errors.As(err, &refused) && old != nil {
 		h.logf(ctx, juju.LevelWarning, "%v: restoring the previous configuration", err)
-		if rerr := h.replaceNode(ctx, *old, true); rerr != nil {
+		if rerr := h.replaceNode(ctx, *old); rerr != nil {
 			return fmt.Errorf("%w; cannot restore the previous configuration: %v", err, rerr)
 		}
 	}
 	if err != nil && refused == nil {
 		return err
 	}
-	if rerr := h.restoreAdmin(ctx, prev); rerr != nil {
-		return rerr
+	if prev.Drain || prev.Down {
+		cl, cerr := h.ctl()
+		if cerr == nil {
+			cerr = h.c.remover(cl).Restore(ctx, &slurm.Removal{Node: h.node, WasDrain: prev.Drain, WasDown: prev.Down, PriorReason: prev.Reason})
+		}
+		if cerr != nil {
+			return cerr
+		}
 	}
 	h.st.Restore = nil
-	h.dirty = true
 	return err
 }
 
-// replaceNode stops slurmd, deletes the node's record (when known), starts slurmd as spec
-// says and waits for a valid registration; a refused one is a *RefusedError.
-func (h *hook) replaceNode(ctx context.Context, spec service.Spec, known bool) error {
-	deleteFirst := known && h.authSlurm(ctx)
-	if deleteFirst {
-		if err := h.deleteNode(ctx); err != nil {
-			return err
-		}
+// replaceNode removes the node's current record (it has no jobs: it registered just now)
+// and registers it again with slurmd as spec runs it.
+func (h *hook) replaceNode(ctx context.Context, spec service.Spec) error {
+	cl, err := h.ctl()
+	switch {
+	case err == nil:
+		err = h.removeNode(ctx, cl, &slurm.Removal{Node: h.node, Jobs: slurm.RefuseJobs}, nil, nil)
+	case errors.Is(err, errNoConf):
+		err = h.stopSlurmd(ctx)
 	}
-	if err := h.stopSlurmd(ctx); err != nil {
+	if err != nil {
 		return err
 	}
-	if known && !deleteFirst {
-		if err := h.deleteNode(ctx); err != nil {
-			return err
-		}
-	}
+	return h.startNode(ctx, spec)
+}
+
+// startNode (re)starts slurmd as spec says and waits for a valid registration; a refused one
+// is a *RefusedError.
+func (h *hook) startNode(ctx context.Context, spec service.Spec) error {
 	logStart := h.slurmdLogSize()
 	var n slurm.Node
 	err := h.startSlurmd(ctx, spec, true)
@@ -368,30 +286,9 @@ func (h *hook) replaceNode(ctx context.Context, spec service.Spec, known bool) e
 	return &RefusedError{Node: h.node, Reason: reason}
 }
 
-// restoreAdmin gives the node back its administrative state a.
-func (h *hook) restoreAdmin(ctx context.Context, a NodeAdmin) error {
-	cl, err := h.ctl()
-	if err != nil {
-		return err
-	}
-	switch {
-	case a.Down:
-		err = cl.UpdateNode(ctx, h.node, slurm.NodeUpdate{State: "down", Reason: orDefault(a.Reason, "restored after reconfiguration")})
-	case a.Drain:
-		err = cl.Drain(ctx, h.node, orDefault(a.Reason, "restored after reconfiguration"))
-	default:
-		// A fresh record is not drained, unless Slurm drained it itself.
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("cannot restore the state of node %s: %w", h.node, err)
-	}
-	return nil
-}
-
 // slurmdLogSize is the size of slurmd's log now (0 when there is none).
 func (h *hook) slurmdLogSize() int64 {
-	fi, err := os.Stat(h.c.path(SlurmdLog))
+	fi, err := os.Stat(h.c.Path(SlurmdLog))
 	if err != nil {
 		return 0
 	}
@@ -400,7 +297,7 @@ func (h *hook) slurmdLogSize() int64 {
 
 // slurmdLogErrors returns the last error or fatal lines slurmd logged after offset, joined.
 func (h *hook) slurmdLogErrors(offset int64) string {
-	f, err := os.Open(h.c.path(SlurmdLog))
+	f, err := os.Open(h.c.Path(SlurmdLog))
 	if err != nil {
 		return ""
 	}
@@ -424,11 +321,4 @@ func (h *hook) slurmdLogErrors(offset int64) string {
 		lines = lines[len(lines)-3:]
 	}
 	return strings.Join(lines, "; ")
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

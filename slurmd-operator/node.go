@@ -11,8 +11,8 @@ import (
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/authkey"
+	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/juju"
-	"github.com/charmed-slurm/operators/libs/munge"
 	"github.com/charmed-slurm/operators/libs/poll"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
@@ -71,7 +71,8 @@ func (h *hook) ready(ctx context.Context, data slurmd.ControllerData) error {
 	default:
 		h.st.Applied = want
 	}
-	if err := h.saveState(ctx); err != nil {
+	// slurmd runs as Applied says: kept even if the hook is killed while the node registers.
+	if err := h.k.Checkpoint(ctx); err != nil {
 		return err
 	}
 	return h.settle(ctx)
@@ -108,18 +109,21 @@ func (h *hook) applyDefaultState(ctx context.Context) error {
 // apart and back off to PollInterval. With watch, a slurmd service that stops being active
 // (it exited: Slurm refused its configuration) ends the wait at once.
 func (h *hook) waitRegistered(ctx context.Context, watch bool) (slurm.Node, error) {
-	ctx, cancel := context.WithTimeout(ctx, h.c.registerTimeout())
+	ctx, cancel := context.WithTimeout(ctx, charm.Or(h.c.RegisterTimeout, DefaultRegisterTimeout))
 	defer cancel()
-	var last error
-	every := min(10*time.Millisecond, h.c.pollInterval())
-	for {
-		n, err := h.showNode(ctx)
+	var n slurm.Node
+	var last, exited error
+	every := h.c.poll()
+	err := poll.UntilBackoff(ctx, poll.Backoff{Start: min(10*time.Millisecond, every), Max: every}, func(ctx context.Context) (bool, error) {
+		var err error
+		n, err = h.showNode(ctx)
 		if err == nil && n.Version != "" && !n.State.Has(slurm.StateFuture) {
-			return n, nil
+			return true, nil
 		}
 		if watch {
 			if st, serr := h.c.Services.Status(ctx, SlurmdService); serr == nil && st.State != service.StateActive {
-				return slurm.Node{}, fmt.Errorf("slurmd exited (service %s) before node %s registered", st.State, h.node)
+				exited = fmt.Errorf("slurmd exited (service %s) before node %s registered", st.State, h.node)
+				return false, exited
 			}
 		}
 		if err != nil {
@@ -127,11 +131,15 @@ func (h *hook) waitRegistered(ctx context.Context, watch bool) (slurm.Node, erro
 		} else {
 			last = fmt.Errorf("node %s is %s", h.node, n.State)
 		}
-		if err := poll.Sleep(ctx, every); err != nil {
-			return slurm.Node{}, fmt.Errorf("cannot wait for node %s to register: %w (last: %v)", h.node, err, last)
-		}
-		every = min(2*every, h.c.pollInterval())
+		return false, nil
+	})
+	switch {
+	case exited != nil:
+		return slurm.Node{}, exited
+	case err != nil:
+		return slurm.Node{}, fmt.Errorf("cannot wait for node %s to register: %w (last: %v)", h.node, err, last)
 	}
+	return n, nil
 }
 
 // showNode shows this unit's node.
@@ -220,59 +228,16 @@ func (h *hook) writeAuthKey(ctx context.Context, f slurm.Features, key []byte) (
 	if f.Munge {
 		usr, mode = "munge", 0o400
 	}
-	uid, gid, err := h.c.lookupUser(usr)
+	uid, gid, err := h.c.UserIDs(usr)
 	if err != nil {
 		return false, fmt.Errorf("cannot write %s: user %s: %w", f.AuthKeyFile, usr, err)
 	}
-	changed, err := authkey.Write(ctx, h.c.path(f.AuthKeyFile), key, authkey.Options{Mode: mode, UID: uid, GID: gid})
+	changed, err := authkey.Write(ctx, h.c.Path(f.AuthKeyFile), key, authkey.Options{Mode: mode, UID: uid, GID: gid})
 	if err != nil {
 		return false, err
 	}
 	if !f.Munge {
 		return changed, nil
 	}
-	return changed, h.ensureMunged(ctx, changed)
-}
-
-// ensureMunged configures munged and starts it, restarting it when restart is set (the key
-// changed), then waits until it answers. A running munged with an unchanged key is left
-// alone.
-func (h *hook) ensureMunged(ctx context.Context, restart bool) error {
-	m, name := h.c.Services, h.c.mungeService()
-	uid, gid, err := h.c.lookupUser("munge")
-	if err != nil {
-		return fmt.Errorf("cannot run munged: user munge: %w", err)
-	}
-	// munged's socket directory; systemd creates it for Debian's unit, Pebble does not.
-	if err := os.MkdirAll(h.c.path("/run/munge"), 0o755); err != nil {
-		return fmt.Errorf("cannot create /run/munge: %w", err)
-	}
-	if err := os.Chown(h.c.path("/run/munge"), uid, gid); err != nil {
-		return fmt.Errorf("cannot create /run/munge: %w", err)
-	}
-	st, err := m.Status(ctx, name)
-	if err == nil && st.State == service.StateActive && !restart {
-		return nil
-	}
-	spec := service.Spec{Name: name, Summary: "MUNGE authentication service",
-		Command: []string{MungedPath, "--foreground"}, User: "munge"}
-	if err := m.Configure(ctx, spec); err != nil {
-		return fmt.Errorf("cannot configure munged: %w", err)
-	}
-	if err := m.Enable(ctx, name); err != nil {
-		return fmt.Errorf("cannot enable munged: %w", err)
-	}
-	if err := m.Respawn(ctx, name); err != nil {
-		return fmt.Errorf("cannot start munged: %w", err)
-	}
-	return h.waitMunge(ctx)
-}
-
-// waitMunge waits until munged answers: `munge -n` gets a credential encoded by munged
-// (its socket accepts requests and its key is loaded). Polls start 2 ms apart and back off
-// to PollInterval, bounded by MungeTimeout.
-func (h *hook) waitMunge(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, h.c.mungeTimeout())
-	defer cancel()
-	return munge.Wait(ctx, h.c.Runner, h.c.pollInterval())
+	return changed, h.c.munged().Ensure(ctx, changed)
 }

@@ -146,9 +146,6 @@ func (h *hook) nodeConfigAction(ctx context.Context) error {
 	if h.st.Applied == nil {
 		// Not running yet: the node-config applies when slurmd first starts.
 		h.st.NodeConfig = newConfig
-		if err := h.saveState(ctx); err != nil {
-			return err
-		}
 		return act.Set(ctx, map[string]string{"node": h.node, "node-config": newConfig,
 			"result": "saved; applied when the node joins a controller"})
 	}
@@ -175,17 +172,17 @@ func (h *hook) nodeConfigAction(ctx context.Context) error {
 		}
 		prevSpec := h.slurmdSpec(h.st.Applied)
 		err := h.reregister(ctx, h.slurmdSpec(&want), &prevSpec, deadline, progress)
-		var jr *JobsRemainError
-		if errors.As(err, &jr) {
+		var re *slurm.RemovalError
+		if errors.As(err, &re) && re.Phase == slurm.RemovalWait && errors.Is(err, context.DeadlineExceeded) {
 			_ = h.updateStatus(ctx)
 			return act.Fail(ctx, fmt.Sprintf("timed out after %s: %d jobs still running on %s; node left as it was, node-config unchanged",
-				timeout, jr.Jobs, h.node))
+				timeout, re.Jobs, h.node))
 		}
-		var re *RefusedError
-		if errors.As(err, &re) {
+		var refused *RefusedError
+		if errors.As(err, &refused) {
 			_ = h.updateStatus(ctx)
 			return act.Fail(ctx, fmt.Sprintf("Slurm refused node-config %q: %s; node %s restored with its previous configuration and state, node-config unchanged",
-				p.Parameters, re.Reason, h.node))
+				p.Parameters, refused.Reason, h.node))
 		}
 		if err != nil {
 			return err
@@ -193,9 +190,6 @@ func (h *hook) nodeConfigAction(ctx context.Context) error {
 		h.st.Applied = &want
 	}
 	h.st.NodeConfig = newConfig
-	if err := h.saveState(ctx); err != nil {
-		return err
-	}
 	n, err := h.showNode(ctx)
 	if err != nil {
 		return fmt.Errorf("cannot show node %s: %w", h.node, err)

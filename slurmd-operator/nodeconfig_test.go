@@ -257,7 +257,7 @@ func TestConfigKeysPerRelease(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := &hook{}
+			h := &hook{st: &State{}}
 			if tt.facts != "" {
 				h.st.Facts = &Facts{Version: tt.facts}
 			}

@@ -31,7 +31,7 @@ const unexpectedReboot = "Node unexpectedly rebooted"
 
 // installRebootProgram writes RebootProgram (mode 0755) unless it is there already.
 func (h *hook) installRebootProgram() error {
-	p := h.c.path(RebootProgram)
+	p := h.c.Path(RebootProgram)
 	if data, err := os.ReadFile(p); err == nil && string(data) == rebootScript {
 		return nil
 	}
@@ -61,7 +61,7 @@ func (h *hook) stop(ctx context.Context) error {
 		h.logf(ctx, juju.LevelInfo, "stop without departure (machine shutdown or reboot): node %s kept", h.node)
 		return h.setStatus(ctx, juju.StatusMaintenance, "node "+h.node+": machine going down")
 	}
-	err := h.c.Services.Stop(ctx, h.c.mungeService())
+	err := h.c.Services.Stop(ctx, h.c.munged().Service())
 	if err == nil || errors.Is(err, service.ErrUnknownService) {
 		return nil
 	}

@@ -32,7 +32,7 @@ func (h *hook) publish(ctx context.Context) error {
 	if cerr == nil {
 		bag = data.Encode()
 	}
-	if !force && h.st.AppStatus == string(code)+": "+msg {
+	if !force && h.st.App == string(code)+": "+msg {
 		if cerr != nil {
 			return nil
 		}
@@ -46,7 +46,7 @@ func (h *hook) publish(ctx context.Context) error {
 	}
 	if cerr != nil {
 		h.logf(ctx, juju.LevelWarning, "not publishing the partition: %v", cerr)
-		return h.appStatus(ctx, code, msg, force)
+		return h.k.SetAppStatus(ctx, code, msg, force)
 	}
 	id, err := h.relationID(ctx)
 	if err != nil {
@@ -61,7 +61,7 @@ func (h *hook) publish(ctx context.Context) error {
 			h.published = &Published{Relation: id, Data: bag}
 		}
 	}
-	return h.appStatus(ctx, code, msg, force)
+	return h.k.SetAppStatus(ctx, code, msg, force)
 }
 
 // samePublishedRelation reports whether rel, where the data was last published, is the
@@ -78,14 +78,11 @@ func (h *hook) samePublishedRelation(rel juju.RelationID) bool {
 // relation handles the slurmctld relation's hooks and secret-changed.
 func (h *hook) relation(ctx context.Context) error {
 	ev := h.hc.Event
-	if ev.Kind == juju.RelationCreated && h.st.Departed {
+	if ev.Kind == juju.RelationCreated {
 		h.st.Departed = false
-		if err := h.saveState(ctx); err != nil {
-			return err
-		}
 	}
-	if ev.Kind == juju.RelationBroken && h.st.Published != nil {
-		h.st.Published, h.dirty = nil, true
+	if ev.Kind == juju.RelationBroken {
+		h.st.Published = nil
 	}
 	// The node first (slurmd starts as early as the data allows), then the partition.
 	if err := h.controllerEvent(ctx); err != nil {

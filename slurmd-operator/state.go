@@ -1,20 +1,13 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-
+	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/slurm"
-	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
-// State is what the charm remembers between hooks on this unit, in StateFile.
+// State is what the charm remembers between hooks on this unit (Charm.StateFile), saved by
+// the kit's lifecycle (Charm.lifecycle).
 type State struct {
 	// NodeConfig is the node-config set with the action (slurm.conf node parameters).
 	NodeConfig string `json:"node-config,omitempty"`
@@ -37,10 +30,9 @@ type State struct {
 	// Published is the ComputeData this unit last published as leader, and where; a hook
 	// whose data is the same skips the write.
 	Published *Published `json:"published,omitempty"`
-	// UnitStatus and AppStatus are the statuses this unit last set ("code: message"); the
-	// same status is not set again.
-	UnitStatus string `json:"unit-status,omitempty"`
-	AppStatus  string `json:"app-status,omitempty"`
+	// StatusCache holds the statuses this unit last set ("unit-status", "app-status":
+	// "code: message"); the same status is not set again.
+	charm.StatusCache
 }
 
 // Facts are this machine's Slurm facts.
@@ -68,33 +60,4 @@ type Applied struct {
 	Conf        string   `json:"conf"`
 	KeyHash     string   `json:"key-hash"`
 	KeyID       string   `json:"key-id,omitempty"`
-}
-
-func loadState(ctx context.Context, path string) (State, error) {
-	var st State
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return st, nil
-	}
-	if err != nil {
-		return st, fmt.Errorf("cannot read charm state: %w", err)
-	}
-	if err := json.Unmarshal(data, &st); err != nil {
-		return st, fmt.Errorf("cannot read charm state %s: %w", path, err)
-	}
-	return st, ctx.Err()
-}
-
-func (h *hook) saveState(ctx context.Context) error {
-	data, err := json.MarshalIndent(h.st, "", "  ")
-	if err != nil {
-		return fmt.Errorf("cannot save charm state: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Dir(h.stateFile), 0o755); err != nil {
-		return fmt.Errorf("cannot save charm state: %w", err)
-	}
-	if err := slurmconf.WriteFile(ctx, h.stateFile, append(data, '\n'), slurmconf.EditOptions{Mode: 0o600}); err != nil {
-		return fmt.Errorf("cannot save charm state: %w", err)
-	}
-	return nil
 }

@@ -8,7 +8,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/munge"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
@@ -66,9 +68,6 @@ func (h *hook) reportNode(ctx context.Context, n slurm.Node) error {
 		return err
 	}
 	h.st.DefaultPending = false
-	if err := h.saveState(ctx); err != nil {
-		return err
-	}
 	n, err := h.showNode(ctx)
 	if err != nil {
 		return h.setStatus(ctx, juju.StatusWaiting, fmt.Sprintf("node %s: %v", h.node, err))
@@ -140,7 +139,7 @@ func (h *hook) daemonsDown(ctx context.Context) string {
 
 // slurmdRunning reports whether a slurmd process holds slurmd's pid file on this host.
 func (h *hook) slurmdRunning() bool {
-	data, err := os.ReadFile(h.c.path(SlurmdPidFile))
+	data, err := os.ReadFile(h.c.Path(SlurmdPidFile))
 	if err != nil {
 		return false
 	}
@@ -148,15 +147,15 @@ func (h *hook) slurmdRunning() bool {
 	if err != nil || pid <= 0 {
 		return false
 	}
-	comm, err := os.ReadFile(h.c.path(fmt.Sprintf("/proc/%d/comm", pid)))
+	comm, err := os.ReadFile(h.c.Path(fmt.Sprintf("/proc/%d/comm", pid)))
 	return err == nil && strings.TrimSpace(string(comm)) == "slurmd"
 }
 
 // mungeAnswers reports whether munged encodes a credential (`munge -n`) within ProbeTimeout.
 func (h *hook) mungeAnswers(ctx context.Context) bool {
-	ctx, cancel := context.WithTimeout(ctx, h.c.probeTimeout())
+	ctx, cancel := context.WithTimeout(ctx, charm.Or(h.c.ProbeTimeout, DefaultProbeTimeout))
 	defer cancel()
-	out, err := h.c.Runner.Run(ctx, []string{MungePath, "-n"}, nil)
+	out, err := h.c.Slurm.Run(ctx, []string{munge.ClientPath, "-n"}, nil)
 	return err == nil && out.ExitCode == 0
 }
 
@@ -170,6 +169,6 @@ func (h *hook) showVersion(ctx context.Context) error {
 	if err := h.hc.Status.SetVersion(ctx, f.Version); err != nil {
 		return fmt.Errorf("cannot set the application version: %w", err)
 	}
-	h.st.VersionShown, h.dirty = f.Version, true
+	h.st.VersionShown = f.Version
 	return nil
 }
