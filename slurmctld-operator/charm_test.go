@@ -362,7 +362,7 @@ func TestSlurmdRelation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := slurmd.ControllerBag{Controllers: []string{"10.0.0.1:6817"}, AuthSecretID: string(out.Secrets[0].ID), ClusterName: "charmed-slurm"}
+	want := slurmd.ControllerBag{Controllers: []string{"10.0.0.1:6817"}, AuthSecretID: string(out.Secrets[0].ID), ClusterName: "charmed-slurm", GresTypes: []string{"gpu"}}
 	if d := cmp.Diff(want, bag); d != "" {
 		t.Errorf("controller bag (-want +got):\n%s", d)
 	}

@@ -41,7 +41,7 @@ var managedKeys = []string{
 	"CredType", "AuthAltTypes", "AuthInfo", "StateSaveLocation", "SlurmdSpoolDir",
 	"SlurmctldPidFile", "SlurmdPidFile", "SlurmctldLogFile", "SlurmdLogFile", "SelectType",
 	"ProctrackType", "TaskPlugin", "MpiDefault", "ReturnToService", "MaxNodeCount", "TreeWidth",
-	"SlurmctldParameters", "Include",
+	"SlurmctldParameters", "Include", "GresTypes",
 	"NodeName", "NodeSet", "PartitionName", "DownNodes", "FrontendName", "SlurmctldAddr",
 }
 

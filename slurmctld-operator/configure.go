@@ -52,6 +52,9 @@ func (h *hook) ensureController(ctx context.Context) error {
 	if err := h.ensureKey(ctx, feat); err != nil {
 		return err
 	}
+	if err := h.ensureGresConf(ctx); err != nil {
+		return err
+	}
 	prevExtra := h.st.ExtraKeys
 	changed, err := h.changeConf(ctx, func(ctx context.Context) (bool, error) {
 		confChanged, err := h.writeSlurmConf(ctx, feat)
@@ -75,10 +78,8 @@ func (h *hook) ensureController(ctx context.Context) error {
 	}
 	h.st.ConfRefused = ""
 	if h.running(ctx) {
-		if changed {
-			if err := h.reconfigure(ctx); err != nil {
-				return err
-			}
+		if err := h.apply(ctx, changed); err != nil {
+			return err
 		}
 	} else if err := h.startSlurmctld(ctx); err != nil {
 		return err
@@ -323,6 +324,18 @@ func (h *hook) startSlurmctld(ctx context.Context) error {
 	if err := c.Services.Start(ctx, svcSlurmctld); err != nil {
 		return fmt.Errorf("cannot start slurmctld (see %s): %w", slurmctldLog, err)
 	}
+	// slurm.conf as written is what slurmctld now runs with.
+	h.st.GresRunning = h.gresTypes()
+	if err := h.waitUp(ctx, "started"); err != nil {
+		return err
+	}
+	h.logf(ctx, juju.LevelInfo, "slurmctld started")
+	return nil
+}
+
+// waitUp waits (bounded by startWait) until a slurmctld just started or restarted answers.
+func (h *hook) waitUp(ctx context.Context, what string) error {
+	c := h.c
 	wctx, cancel := context.WithTimeout(ctx, startWait)
 	defer cancel()
 	var last error
@@ -331,9 +344,42 @@ func (h *hook) startSlurmctld(ctx context.Context) error {
 		return last == nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("slurmctld started but does not answer (see %s): %w", slurmctldLog, errors.Join(last, err))
+		return fmt.Errorf("slurmctld %s but does not answer (see %s): %w", what, slurmctldLog, errors.Join(last, err))
 	}
-	h.logf(ctx, juju.LevelInfo, "slurmctld started")
+	return nil
+}
+
+// apply makes a running slurmctld read its configuration files after they changed: one
+// restart when GresTypes differs from what it runs with (Slurm ignores a GresTypes change
+// on reconfigure), else one `scontrol reconfigure` when changed is set.
+func (h *hook) apply(ctx context.Context, changed bool) error {
+	if h.gresRestartNeeded() {
+		return h.restartForGres(ctx)
+	}
+	if changed {
+		return h.reconfigure(ctx)
+	}
+	return nil
+}
+
+// restartForGres restarts slurmctld so that it manages the GresTypes slurm.conf lists (a
+// restart keeps the dynamic nodes and the jobs, from the saved state), waits until it
+// answers, then checks partition membership as after a reconfigure.
+func (h *hook) restartForGres(ctx context.Context) error {
+	want := h.gresTypes()
+	if err := h.progress(ctx, "restarting slurmctld for GresTypes="+want); err != nil {
+		return err
+	}
+	if err := h.c.restart(ctx, svcSlurmctld); err != nil {
+		return err
+	}
+	prev := h.st.GresRunning
+	h.st.GresRunning = want
+	if err := h.waitUp(ctx, "restarted"); err != nil {
+		return err
+	}
+	h.logf(ctx, juju.LevelInfo, "restarted slurmctld: GresTypes %q → %q (a GresTypes change needs a restart)", prev, want)
+	h.repairPartitions(ctx)
 	return nil
 }
 
@@ -432,6 +478,7 @@ func (h *hook) publish(ctx context.Context, rel juju.RelationID) error {
 		Controllers:  []string{net.JoinHostPort(addr, strconv.Itoa(SlurmctldPort))},
 		AuthSecretID: h.st.SecretID,
 		ClusterName:  h.cfg.ClusterName,
+		GresTypes:    h.gresRunning(),
 	}
 	data, err := bag.Encode()
 	if err != nil {

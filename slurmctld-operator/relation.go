@@ -82,15 +82,26 @@ func (h *hook) slurmdReady(ctx context.Context, ev slurmd.SlurmdReady) error {
 	}
 	known := slices.Contains(h.st.Apps, ev.App)
 	_, wasRemoving := h.st.Removing[ev.App]
+	prevGres := slices.Clone(h.st.GresTypes)
 	delete(h.st.Problems, ev.App)
 	delete(h.st.Removing, ev.App)
 	h.st.addApp(ev.App)
+	newGres := h.st.addGresTypes(ev.Data.GresTypes)
 	changed, err := h.changeConf(ctx, func(ctx context.Context) (bool, error) {
-		return h.syncPartitions(ctx, map[string]slurmd.ComputeData{ev.App: ev.Data})
+		gresChanged := false
+		if newGres {
+			var err error
+			if gresChanged, err = h.writeGresTypes(ctx); err != nil {
+				return false, err
+			}
+		}
+		partChanged, err := h.syncPartitions(ctx, map[string]slurmd.ComputeData{ev.App: ev.Data})
+		return gresChanged || partChanged, err
 	})
 	var ce *slurm.ConfigError
 	if errors.As(err, &ce) {
 		// Slurm cannot read the partition: the previous one (or none) stays.
+		h.st.GresTypes = prevGres
 		if !known {
 			h.st.dropApp(ev.App)
 		} else if wasRemoving {
@@ -101,11 +112,22 @@ func (h *hook) slurmdReady(ctx context.Context, ev slurmd.SlurmdReady) error {
 		return nil
 	}
 	if err != nil {
+		h.st.GresTypes = prevGres
 		return err
 	}
-	if changed && h.running(ctx) {
+	if !h.running(ctx) {
+		return nil
+	}
+	if changed {
 		h.logf(ctx, juju.LevelInfo, "partition %s changed: %s", ev.App, ev.Data.Partition)
-		return h.reconfigure(ctx)
+	}
+	restart := h.gresRestartNeeded()
+	if err := h.apply(ctx, changed); err != nil {
+		return err
+	}
+	if restart {
+		// Only now may units start with the new names: publish them everywhere.
+		return h.publishAll(ctx)
 	}
 	return nil
 }

@@ -73,6 +73,8 @@ func (h *hook) managedValues(feat slurm.Features, host, addr string) slurmconf.P
 		{Key: "MaxNodeCount", Value: strconv.Itoa(h.maxNodeCount())},
 		{Key: "TreeWidth", Value: "65533"},
 		{Key: "SlurmctldParameters", Value: "enable_configless"},
+		// gpu from the first start, so that GPU nodes never need a restart (docs/gres.md).
+		{Key: "GresTypes", Value: h.gresTypes()},
 	}
 }
 

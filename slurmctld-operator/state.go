@@ -46,6 +46,12 @@ type charmState struct {
 	// ConfRefused says why Slurm's parser refused slurm.conf with the current
 	// slurm-conf-parameters (the live file keeps the previous ones); empty once accepted.
 	ConfRefused string `json:"conf-refused,omitempty"`
+	// GresTypes are the generic resource names slurmd applications declared (gpu, always in
+	// slurm.conf's GresTypes, aside), sorted; a name is never removed.
+	GresTypes []string `json:"gres-types,omitempty"`
+	// GresRunning is the GresTypes value slurmctld was last started or restarted with:
+	// the names the controller publishes as managed.
+	GresRunning string `json:"gres-running,omitempty"`
 	// Apps are the slurmd applications with a partition include, in order of arrival
 	// (the first is the default partition unless default-partition says otherwise).
 	Apps []string `json:"apps,omitempty"`

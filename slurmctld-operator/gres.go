@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/charmed-slurm/operators/libs/gres"
+	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/slurmconf"
+)
+
+// Generic resources (GRES, docs/gres.md). The controller never holds per-node GRES data: each
+// node's Gres= is in its own slurmd --conf and its device files in its own
+// /etc/slurm/gres.local.conf, which the gres.conf slurmctld serves includes by absolute path
+// (slurmctld pushes only relative includes, so every host reads its own). The controller
+// manages only slurm.conf's GresTypes: gpu from the start (so GPU nodes never need a
+// restart), plus every name a slurmd application declares.
+
+// Paths of the GRES configuration (below Charm.Root).
+const (
+	gresConfPath  = "/etc/slurm/gres.conf"
+	gresLocalPath = "/etc/slurm/gres.local.conf"
+)
+
+// gresConf is the gres.conf slurmctld serves to every configless slurmd.
+const gresConf = `# gres.conf of the Slurm cluster, managed by the slurmctld charm.
+# Every node's devices are in its own /etc/slurm/gres.local.conf, written by the slurmd charm.
+Include ` + gresLocalPath + `
+`
+
+// gresLocalConf is the controller's own gres.local.conf: slurmctld reads gres.conf too and
+// waits a minute for a missing include.
+const gresLocalConf = "# No generic resources on the controller; written by the slurmctld charm.\n"
+
+// gresTypes is slurm.conf's GresTypes value: gpu, then the declared names, sorted.
+func (h *hook) gresTypes() string {
+	return strings.Join(h.gresNames(), ",")
+}
+
+// gresNames are the names GresTypes lists: gpu, then the declared names, sorted.
+func (h *hook) gresNames() []string {
+	names := []string{gres.GPU}
+	for _, n := range h.st.GresTypes {
+		if n != gres.GPU {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// gresRunning are the names the running slurmctld manages (published to the slurmd
+// applications): those it was last started with; none before.
+func (h *hook) gresRunning() []string {
+	if h.st.GresRunning == "" {
+		return nil
+	}
+	return strings.Split(h.st.GresRunning, ",")
+}
+
+// addGresTypes adds the names an application declares to the state (names never leave
+// GresTypes: removing one needs a restart and would strip the resource from nodes still
+// registered with it). It reports whether a name was new.
+func (s *charmState) addGresTypes(names []string) bool {
+	added := false
+	for _, n := range names {
+		if n != gres.GPU && !slices.Contains(s.GresTypes, n) {
+			s.GresTypes = append(s.GresTypes, n)
+			added = true
+		}
+	}
+	slices.Sort(s.GresTypes)
+	return added
+}
+
+// writeGresTypes sets GresTypes in (the candidate) slurm.conf and reports whether it changed.
+func (h *hook) writeGresTypes(ctx context.Context) (bool, error) {
+	changed, err := slurmconf.Edit(ctx, h.confFile("slurm.conf"), func(d *slurmconf.Doc) error {
+		return d.Set("GresTypes", h.gresTypes())
+	}, slurmconf.EditOptions{})
+	if err != nil {
+		return false, fmt.Errorf("cannot set GresTypes in %s: %w", confPath, err)
+	}
+	return changed, nil
+}
+
+// ensureGresConf writes gres.conf (its include line) when it differs and an empty
+// gres.local.conf when there is none, before slurmctld first starts.
+func (h *hook) ensureGresConf(ctx context.Context) error {
+	if err := os.MkdirAll(h.c.Path(confDir), 0o755); err != nil {
+		return fmt.Errorf("cannot create %s: %w", confDir, err)
+	}
+	if _, err := os.Stat(h.c.Path(gresLocalPath)); err != nil {
+		if err := slurmconf.WriteFile(ctx, h.c.Path(gresLocalPath), []byte(gresLocalConf), slurmconf.EditOptions{Mode: 0o644}); err != nil {
+			return fmt.Errorf("cannot write %s: %w", gresLocalPath, err)
+		}
+	}
+	if old, err := os.ReadFile(h.c.Path(gresConfPath)); err == nil && string(old) == gresConf {
+		return nil
+	}
+	if err := slurmconf.WriteFile(ctx, h.c.Path(gresConfPath), []byte(gresConf), slurmconf.EditOptions{Mode: 0o644}); err != nil {
+		return fmt.Errorf("cannot write %s: %w", gresConfPath, err)
+	}
+	h.logf(ctx, juju.LevelInfo, "wrote %s (Include %s)", gresConfPath, gresLocalPath)
+	return nil
+}
+
+// gresRestartNeeded reports whether the running slurmctld manages other GRES names than
+// slurm.conf lists: GresTypes changes need a restart (a reconfigure logs "GresPlugins changed
+// ... ignored" on 22.05).
+func (h *hook) gresRestartNeeded() bool {
+	return h.st.GresRunning != h.gresTypes()
+}
