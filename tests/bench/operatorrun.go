@@ -95,6 +95,8 @@ type opCluster struct {
 	ctl   *hosts.Host
 	sc    *slurm.Client
 	poll  time.Duration
+	// onMachines: the units are on systemd machines (no Pebble to trace).
+	onMachines bool
 }
 
 func (c *opCluster) host(unit string) (*hosts.Host, error) {
@@ -238,7 +240,11 @@ func runOperators(ctx context.Context, opts *RunOptions, rep *Report, root, scra
 
 	var errs []error
 	if opts.part("join") || opts.part("leave") {
-		if err := c.joinLeave(ctx, opts, rep, raw); err != nil {
+		var rj rawJoiner
+		if raw != nil {
+			rj = raw
+		}
+		if err := c.joinLeave(ctx, opts, rep, rj, "", opts.part("leave")); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -332,18 +338,32 @@ func (c *opCluster) joinOne(ctx context.Context) (unit string, total, host time.
 	return unit, total, host, t0, nil
 }
 
-func (c *opCluster) joinLeave(ctx context.Context, opts *RunOptions, rep *Report, raw *RawCluster) error {
+// rawJoiner is a raw cluster whose joins are interleaved with the operators': RawCluster
+// (Pebble hosts) or MachineRaw (systemd machines). Join returns the time from slurmd's start
+// request to IDLE and the (excluded) time to prepare the host or machine.
+type rawJoiner interface {
+	Join(ctx context.Context) (join, prepare time.Duration, err error)
+}
+
+// joinLeave measures samples joins (each after a raw one when raw is set) and, with leave, as
+// many idle leaves; figure names start with prefix ("" for Pebble hosts, "trixie." for trixie
+// machines).
+func (c *opCluster) joinLeave(ctx context.Context, opts *RunOptions, rep *Report, raw rawJoiner, prefix string, leave bool) error {
+	samples := opts.Samples
+	if c.onMachines {
+		samples = opts.MachineSamples
+	}
 	if raw != nil {
-		opts.progress("operators: %d joins one after the other, each after a raw join", opts.Samples)
+		opts.progress("operators: %d %sjoins one after the other, each after a raw join", samples, prefix)
 	} else {
-		opts.progress("operators: %d joins one after the other", opts.Samples)
+		opts.progress("operators: %d %sjoins one after the other", samples, prefix)
 	}
 	var joins, hostsC, totals, rawJoins, rawHosts []time.Duration
-	defer func() { addRawJoins(rep, rawJoins, rawHosts) }()
+	defer func() { addRawJoins(rep, prefix, rawJoins, rawHosts) }()
 	var units []string
 	var pts []Point
 	traces := map[string][]string{}
-	for i := 0; i < opts.Samples; i++ {
+	for i := 0; i < samples; i++ {
 		if raw != nil {
 			// Interleaved: a raw sample and an operator sample in turn, so that the machine's
 			// load drifts over both alike.
@@ -363,26 +383,33 @@ func (c *opCluster) joinLeave(ctx context.Context, opts *RunOptions, rep *Report
 		if err := c.wait(ctx, 2*time.Minute, nil); err != nil {
 			return err
 		}
-		traces[unit] = append(c.trace.since(t0, subjects(unit, "slurmctld/0")...), pebbleChanges(c, unit, t0)...)
+		traces[unit] = c.trace.since(t0, subjects(unit, "slurmctld/0")...)
+		if !c.onMachines {
+			traces[unit] = append(traces[unit], pebbleChanges(c, unit, t0)...)
+		}
 	}
 	js, hs, ts := Summarize(Seconds(joins)), Summarize(Seconds(hostsC)), Summarize(Seconds(totals))
+	hostNote, series := "the local model's host provisioning (netns, mounts, Pebble): excluded from join_s", "add-unit (operators)"
+	if c.onMachines {
+		hostNote = "the local model's machine provisioning (netns, overlay root, systemd-nspawn boot until systemd reports running): excluded from join_s"
+		series = "add-unit (operators, " + strings.TrimSuffix(prefix, ".") + " machines)"
+	}
 	rep.Add(
-		Figure{Name: "join_s.median", Value: js.Median, Unit: "s", Samples: js.N, Values: Seconds(joins),
+		Figure{Name: prefix + "join_s.median", Value: js.Median, Unit: "s", Samples: js.N, Values: Seconds(joins),
 			Note: "add-unit → node IDLE through the operators, host creation excluded"},
-		Figure{Name: "join_s.p90", Value: js.P90, Unit: "s", Samples: js.N},
-		Figure{Name: "host_create_s", Value: hs.Median, Unit: "s", Samples: hs.N, Values: Seconds(hostsC),
-			Note: "the local model's host provisioning (netns, mounts, Pebble): excluded from join_s"},
-		Figure{Name: "join_total_s", Value: ts.Median, Unit: "s", Samples: ts.N, Note: "add-unit → IDLE including host creation"},
+		Figure{Name: prefix + "join_s.p90", Value: js.P90, Unit: "s", Samples: js.N},
+		Figure{Name: prefix + "host_create_s", Value: hs.Median, Unit: "s", Samples: hs.N, Values: Seconds(hostsC), Note: hostNote},
+		Figure{Name: prefix + "join_total_s", Value: ts.Median, Unit: "s", Samples: ts.N, Values: Seconds(totals), Note: "add-unit → IDLE including host creation"},
 	)
-	rep.Series = append(rep.Series, Series{Name: "add-unit (operators)", Points: pts})
+	rep.Series = append(rep.Series, Series{Name: series, Points: pts})
 	// The trace of the median join says where the time goes.
 	med := medianIndex(Seconds(joins))
-	rep.Traces = appendTrace(rep.Traces, "join "+units[med]+" (median sample)", traces[units[med]])
+	rep.Traces = appendTrace(rep.Traces, prefix+"join "+units[med]+" (median sample)", traces[units[med]])
 
-	if !opts.part("leave") {
+	if !leave {
 		return nil
 	}
-	opts.progress("operators: %d leaves of idle units", len(units))
+	opts.progress("operators: %d %sleaves of idle units", len(units), prefix)
 	var leaves []time.Duration
 	for i := len(units) - 1; i >= 0; i-- {
 		unit := units[i]
@@ -399,13 +426,13 @@ func (c *opCluster) joinLeave(ctx context.Context, opts *RunOptions, rep *Report
 		}
 		c.checkGone(ctx, rep, slurmd.NodeName(unit), "an idle leave")
 		if i == len(units)/2 {
-			rep.Traces = appendTrace(rep.Traces, "leave "+unit+" (idle)", c.trace.since(t0, subjects(unit, "slurmctld/0")...))
+			rep.Traces = appendTrace(rep.Traces, prefix+"leave "+unit+" (idle)", c.trace.since(t0, subjects(unit, "slurmctld/0")...))
 		}
 	}
 	ls := Summarize(Seconds(leaves))
-	rep.Add(Figure{Name: "leave_idle_s", Value: ls.Median, Unit: "s", Samples: ls.N, Values: Seconds(leaves), Target: Max(1.0),
+	rep.Add(Figure{Name: prefix + "leave_idle_s", Value: ls.Median, Unit: "s", Samples: ls.N, Values: Seconds(leaves), Target: Max(1.0),
 		Note: "remove-unit of an idle unit → node record gone (median)"},
-		Figure{Name: "leave_idle_s.p90", Value: ls.P90, Unit: "s", Samples: ls.N})
+		Figure{Name: prefix + "leave_idle_s.p90", Value: ls.P90, Unit: "s", Samples: ls.N})
 	return nil
 }
 

@@ -19,7 +19,9 @@ import (
 
 // RunOptions configure Run.
 type RunOptions struct {
-	// Parts to run: "raw", "hooks", "join", "scale", "leave", "autoscale"; empty means all.
+	// Parts to run: "raw", "hooks", "join", "scale", "leave", "autoscale", and on systemd
+	// machines "trixie", "bookworm" (raw and operator joins interleaved, idle leaves) and
+	// "reboot" (on machines of RebootOn); empty means all.
 	Parts []string
 	// Out is where WriteFiles puts the files (used for scratch only by Run: nothing).
 	Out string
@@ -27,6 +29,11 @@ type RunOptions struct {
 	PebbleBin string
 	// Samples per join/leave figure (default 15); HookRuns per hook (default 20).
 	Samples, HookRuns int
+	// MachineSamples per figure of the machine parts: joins, leaves and reboots of each kind
+	// (default 7: a machine boots in seconds on this 2-core machine).
+	MachineSamples int
+	// RebootOn is the suite of the reboot part's machines: "trixie" (default) or "bookworm".
+	RebootOn string
 	// Scales are the numbers of units added at once, then removed, one size after the other
 	// (default 8, 32, 128, 256).
 	Scales []int
@@ -40,6 +47,11 @@ func (o *RunOptions) progress(format string, args ...any) {
 	if o.Progress != nil {
 		o.Progress(format, args...)
 	}
+}
+
+// Parts returns the parts Run knows, in the order it runs them (all of them by default).
+func Parts() []string {
+	return []string{"hooks", "raw", "join", "leave", "scale", "autoscale", "trixie", "bookworm", "reboot"}
 }
 
 func (o *RunOptions) part(name string) bool {
@@ -58,9 +70,18 @@ func Run(ctx context.Context, opts RunOptions) (*Report, error) {
 	if len(opts.Scales) == 0 {
 		opts.Scales = []int{8, 32, 128, 256}
 	}
+	if opts.MachineSamples <= 0 {
+		opts.MachineSamples = 7
+	}
+	if opts.RebootOn == "" {
+		opts.RebootOn = "trixie"
+	}
+	if !slices.Contains(hoststest.Suites, opts.RebootOn) {
+		return nil, fmt.Errorf("no machines of %q to reboot (want %s)", opts.RebootOn, strings.Join(hoststest.Suites, " or "))
+	}
 	for _, p := range opts.Parts {
-		if !slices.Contains([]string{"raw", "hooks", "join", "scale", "leave", "autoscale"}, p) {
-			return nil, fmt.Errorf("unknown part %q (want raw, hooks, join, scale, leave or autoscale)", p)
+		if !slices.Contains(Parts(), p) {
+			return nil, fmt.Errorf("unknown part %q (want one of %s)", p, strings.Join(Parts(), ", "))
 		}
 	}
 	root, err := hoststest.RepoRoot()
@@ -111,6 +132,11 @@ func Run(ctx context.Context, opts RunOptions) (*Report, error) {
 			fail("operators", err)
 		}
 	}
+	if opts.part("trixie") || opts.part("bookworm") || opts.part("reboot") {
+		if err := runMachines(ctx, &opts, rep, root, scratch); err != nil {
+			fail("machines", err)
+		}
+	}
 	derive(rep)
 	rep.Duration = time.Since(rep.Started)
 	if len(failed) > 0 {
@@ -119,27 +145,30 @@ func Run(ctx context.Context, opts RunOptions) (*Report, error) {
 	return rep, nil
 }
 
-// derive adds figures computed from others: join_ratio (per interleaved pair of samples when
-// there are as many raw samples as operator samples, else of the medians) and the scale ratios.
+// derive adds figures computed from others: join_ratio on Pebble hosts and on each kind of
+// machine (per interleaved pair of samples when there are as many raw samples as operator
+// samples, else of the medians) and the scale ratios.
 func derive(rep *Report) {
-	raw, ok1 := rep.Figure("raw_join_s")
-	join, ok2 := rep.Figure("join_s.median")
+	for _, prefix := range []string{"", "trixie.", "bookworm."} {
+		deriveJoinRatio(rep, prefix)
+	}
+	deriveScale(rep)
+}
+
+// deriveJoinRatio adds prefix+"join_ratio" from prefix+"raw_join_s" and prefix+"join_s.median".
+func deriveJoinRatio(rep *Report, prefix string) {
+	raw, ok1 := rep.Figure(prefix + "raw_join_s")
+	join, ok2 := rep.Figure(prefix + "join_s.median")
 	if ok1 && ok2 && raw.Value > 0 {
-		f := Figure{Name: "join_ratio", Value: join.Value / raw.Value, Unit: "ratio", Target: Max(2.0),
+		f := Figure{Name: prefix + "join_ratio", Value: join.Value / raw.Value, Unit: "ratio", Target: Max(2.0),
 			Note: "join_s.median / raw_join_s"}
 		if len(raw.Values) == len(join.Values) && len(raw.Values) > 1 {
-			var ratios []float64
-			for i, r := range raw.Values {
-				if r > 0 {
-					ratios = append(ratios, join.Values[i]/r)
-				}
-			}
+			ratios := PairRatios(join.Values, raw.Values)
 			f.Value, f.Values, f.Samples = Median(ratios), ratios, len(ratios)
 			f.Note = "median over interleaved pairs of join_s / raw_join_s (each operator join right after a raw one)"
 		}
 		rep.Add(f)
 	}
-	deriveScale(rep)
 }
 
 // newNetwork creates a hosts network for the benchmarks under scratch.
@@ -156,7 +185,7 @@ func runRaw(ctx context.Context, opts *RunOptions, rep *Report, raw *RawCluster)
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	var joins, hostsC []time.Duration
-	defer func() { addRawJoins(rep, joins, hostsC) }()
+	defer func() { addRawJoins(rep, "", joins, hostsC) }()
 	for range opts.Samples {
 		d, hc, err := raw.Join(ctx)
 		if err != nil {
@@ -167,23 +196,30 @@ func runRaw(ctx context.Context, opts *RunOptions, rep *Report, raw *RawCluster)
 	return nil
 }
 
-// addRawJoins adds the raw join figures and series.
-func addRawJoins(rep *Report, joins, hostsC []time.Duration) {
+// addRawJoins adds the raw join figures and series; prefix starts their names ("" for Pebble
+// hosts, "trixie." for trixie machines).
+func addRawJoins(rep *Report, prefix string, joins, hostsC []time.Duration) {
+	how, series, prep := "slurmd -Z started through Pebble on a prepared host → IDLE (median)", "raw slurmd -Z",
+		"host creation + munged start (not part of raw_join_s)"
+	if prefix != "" {
+		suite := strings.TrimSuffix(prefix, ".")
+		how = "slurmd -Z started through systemd (systemctl start) on a prepared " + suite + " machine → IDLE (median)"
+		series = "raw slurmd -Z (" + suite + " machines)"
+		prep = "machine creation and boot + auth key (+ munged) + slurmd unit drop-in (not part of raw_join_s)"
+	}
 	if len(joins) > 0 {
 		s := Summarize(Seconds(joins))
-		rep.Add(Figure{Name: "raw_join_s", Value: s.Median, Unit: "s", Samples: s.N, Values: Seconds(joins),
-			Note: "slurmd -Z started through Pebble on a prepared host → IDLE (median)"},
-			Figure{Name: "raw_join_s.p90", Value: s.P90, Unit: "s", Samples: s.N})
+		rep.Add(Figure{Name: prefix + "raw_join_s", Value: s.Median, Unit: "s", Samples: s.N, Values: Seconds(joins), Note: how},
+			Figure{Name: prefix + "raw_join_s.p90", Value: s.P90, Unit: "s", Samples: s.N})
 		var pts []Point
 		for i, d := range joins {
 			pts = append(pts, Point{Nodes: i + 1, Seconds: d.Seconds()})
 		}
-		rep.Series = append(rep.Series, Series{Name: "raw slurmd -Z", Points: pts})
+		rep.Series = append(rep.Series, Series{Name: series, Points: pts})
 	}
 	if len(hostsC) > 0 {
 		s := Summarize(Seconds(hostsC))
-		rep.Add(Figure{Name: "raw_host_prepare_s", Value: s.Median, Unit: "s", Samples: s.N, Values: Seconds(hostsC),
-			Note: "host creation + munged start (not part of raw_join_s)"})
+		rep.Add(Figure{Name: prefix + "raw_host_prepare_s", Value: s.Median, Unit: "s", Samples: s.N, Values: Seconds(hostsC), Note: prep})
 	}
 }
 

@@ -1,12 +1,14 @@
 // Command bench runs the benchmarks of `make bench` (package tests/bench; docs/benchmarks.md).
 //
-//	go run ./tests/cmd/bench [-out build] [-only raw,hooks,join,scale,leave,autoscale] [-samples 15] [-hook-runs 20] [-scale 8,32,128,256]
+//	go run ./tests/cmd/bench [-out build] [-only hooks,raw,join,leave,scale,autoscale,trixie,bookworm,reboot] [-samples 15] [-hook-runs 20] [-scale 8,32,128,256] [-machine-samples 7] [-reboot-on trixie]
 //
 // It prints one `name=value unit` line per figure and writes <out>/bench.json, <out>/bench.md
 // (a table with each figure's spread), <out>/bench-join.svg (join latency against cluster
 // size), <out>/bench-scale.svg (all-IDLE time against nodes added at once, operators and raw
 // slurmd) and <out>/bench-trace.txt (where the time of a join and a leave goes; see
-// bench.WriteFiles). It needs root and
+// bench.WriteFiles). The parts trixie and bookworm measure joins and leaves on systemd
+// machines of that Debian release beside the raw slurmd -Z join on the same kind of machine;
+// reboot measures reboot-to-IDLE beside the machine's own boot time. It needs root and
 // network namespaces for every figure except hooks. Run it from the repository root.
 package main
 
@@ -31,11 +33,13 @@ func main() {
 
 func run() int {
 	var opts bench.RunOptions
-	only := flag.String("only", "raw,hooks,join,scale,leave,autoscale", "comma-separated parts to run: raw, hooks, join, scale, leave, autoscale")
+	only := flag.String("only", strings.Join(bench.Parts(), ","), "comma-separated parts to run: "+strings.Join(bench.Parts(), ", "))
 	flag.StringVar(&opts.Out, "out", "build", "directory for bench.json, bench.md, bench-join.svg and bench-trace.txt")
 	flag.StringVar(&opts.PebbleBin, "pebble", "build/bin/pebble", "pebble binary for the hosts")
 	flag.IntVar(&opts.Samples, "samples", 15, "joins and leaves measured per figure (raw and operator joins interleaved)")
 	flag.IntVar(&opts.HookRuns, "hook-runs", 20, "runs per hook")
+	flag.IntVar(&opts.MachineSamples, "machine-samples", 7, "joins, leaves and reboots of each kind measured on systemd machines (parts trixie, bookworm, reboot)")
+	flag.StringVar(&opts.RebootOn, "reboot-on", "trixie", "machines of the reboot part: trixie or bookworm")
 	scales := flag.String("scale", "8,32,128,256", "comma-separated numbers of units added at once (then removed), one size after the other")
 	timeout := flag.Duration("timeout", 60*time.Minute, "bound on the whole run")
 	flag.Parse()

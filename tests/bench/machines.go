@@ -1,0 +1,459 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/service"
+	"github.com/charmed-slurm/operators/libs/service/systemd"
+	"github.com/charmed-slurm/operators/libs/slurm"
+	"github.com/charmed-slurm/operators/tests/hosts"
+	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
+	"github.com/charmed-slurm/operators/tests/model"
+)
+
+// machineBase is the model base of a machine suite ("trixie" → debian@13).
+func machineBase(suite string) (string, bool) {
+	for _, b := range []string{model.BaseTrixie, model.BaseBookworm} {
+		if s, _ := model.ImageSuite(b); s == suite {
+			return b, true
+		}
+	}
+	return "", false
+}
+
+// MachineRaw is Slurm's own limit on systemd machines booted from one image, measured as
+// RawCluster measures it on Pebble hosts: a controller machine runs slurmctld under systemd
+// on RawConf with the auth the image's Slurm uses (auth/slurm with /etc/slurm/slurm.key from
+// 23.11; auth/munge with munged before), and each compute machine is prepared (booted, key in
+// place, munged running where munge is used, slurmd's unit given the drop-in the slurmd charm
+// writes, with -Z --conf-server --conf) before `systemctl start slurmd` is timed until the node
+// is IDLE on the controller.
+type MachineRaw struct {
+	net   *hosts.Network
+	image string
+	feat  slurm.Features
+	key   []byte
+	ctl   *hosts.Machine
+	sc    *slurm.Client
+	poll  time.Duration
+	conf  string
+	nodes int
+}
+
+// NewMachineRaw boots the controller machine of a raw cluster on n from image.
+func NewMachineRaw(ctx context.Context, n *hosts.Network, image string) (*MachineRaw, error) {
+	ctl, err := n.AddMachine(ctx, hosts.MachineOptions{Name: "rawctl", Image: image})
+	if err != nil {
+		return nil, err
+	}
+	out, err := ctl.Run(ctx, "slurmd", "-V")
+	if err != nil {
+		return nil, err
+	}
+	v, err := slurm.ParseVersion(strings.TrimSpace(string(out)))
+	if err != nil {
+		return nil, err
+	}
+	key := make([]byte, 1024)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	r := &MachineRaw{net: n, image: image, feat: slurm.FeaturesOf(v), key: key, ctl: ctl, poll: 20 * time.Millisecond,
+		conf: "RealMemory=1000 CPUs=1 Feature=raw",
+		sc:   &slurm.Client{Runner: slurm.ExecRunner{Command: ctl.Command}, Conf: ControllerConf}}
+	if err := r.prepareAuth(ctx, ctl); err != nil {
+		return nil, err
+	}
+	conf := strings.NewReplacer("@CTL@", ctl.Name, "@ADDR@", ctl.Addr.String(),
+		"AuthType=auth/munge", "AuthType="+r.feat.AuthType, "CredType=cred/munge", "CredType="+r.feat.CredType).Replace(RawConf)
+	if err := writeMachineFile(ctl, ControllerConf, conf, 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(ctl.Path("/var/spool/slurmctld"), 0o755); err != nil {
+		return nil, err
+	}
+	spec := service.Spec{Name: "slurmctld", Command: []string{"/usr/sbin/slurmctld", "-D", "-f", ControllerConf}}
+	if err := configureUnit(ctx, ctl, spec); err != nil {
+		return nil, err
+	}
+	if _, err := ctl.Run(ctx, "systemctl", "start", "slurmctld"); err != nil {
+		return nil, err
+	}
+	err = Poll(ctx, 20*time.Millisecond, func() (bool, string) {
+		cs, err := r.sc.Ping(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(cs) > 0 && cs[0].Up, fmt.Sprint(cs)
+	})
+	if err != nil {
+		log, _ := os.ReadFile(ctl.Path("/var/log/slurm/slurmctld.log"))
+		return nil, fmt.Errorf("slurmctld on machine %s not up: %w\n%s", ctl.Name, err, log)
+	}
+	return r, nil
+}
+
+// prepareAuth installs the cluster's key on m as the charms do (owner and mode of
+// slurm.Features' key file) and starts munged where the Slurm version uses munge.
+func (r *MachineRaw) prepareAuth(ctx context.Context, m *hosts.Machine) error {
+	owner, mode := "slurm:slurm", os.FileMode(0o600)
+	if r.feat.Munge {
+		owner, mode = "munge:munge", 0o400
+	}
+	if err := writeMachineFile(m, r.feat.AuthKeyFile, string(r.key), mode); err != nil {
+		return err
+	}
+	if _, err := m.Run(ctx, "chown", owner, r.feat.AuthKeyFile); err != nil {
+		return err
+	}
+	if r.feat.Munge {
+		if _, err := m.Run(ctx, "systemctl", "start", "munge"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeMachineFile writes a file of machine m (a path inside it), creating its directory.
+func writeMachineFile(m *hosts.Machine, inside, content string, mode os.FileMode) error {
+	p := m.Path(inside)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(p, []byte(content), mode); err != nil {
+		return err
+	}
+	return os.Chmod(p, mode)
+}
+
+// configureUnit gives spec's packaged unit on m the drop-in and environment file the charms'
+// systemd backend writes (libs/service/systemd), then reloads systemd.
+func configureUnit(ctx context.Context, m *hosts.Machine, spec service.Spec) error {
+	dropIn, err := systemd.DropIn(spec)
+	if err != nil {
+		return err
+	}
+	if err := writeMachineFile(m, systemd.DropInFile(spec.Name), dropIn, 0o644); err != nil {
+		return err
+	}
+	if err := writeMachineFile(m, systemd.EnvironmentFile(spec.Name), systemd.EnvironmentFileContent(spec.Environment), 0o644); err != nil {
+		return err
+	}
+	_, err = m.Run(ctx, "systemctl", "daemon-reload")
+	return err
+}
+
+// Join prepares one more compute machine (timed as prepare: creation, boot, key, munged,
+// unit drop-in) and then starts its slurmd with `systemctl start slurmd`; join is the time from
+// that command until the node is IDLE.
+func (r *MachineRaw) Join(ctx context.Context) (join, prepare time.Duration, err error) {
+	r.nodes++
+	name := fmt.Sprintf("raw%d", r.nodes)
+	t0 := time.Now()
+	m, err := r.net.AddMachine(ctx, hosts.MachineOptions{Name: name, Image: r.image})
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := r.prepareAuth(ctx, m); err != nil {
+		return 0, 0, err
+	}
+	spec := service.Spec{Name: "slurmd", Command: []string{"/usr/sbin/slurmd", "-D", "-Z", "-N", name,
+		"--conf-server", netip.AddrPortFrom(r.ctl.Addr, 6817).String(), "--conf", r.conf}}
+	if err := configureUnit(ctx, m, spec); err != nil {
+		return 0, 0, err
+	}
+	prepare = time.Since(t0)
+	join, err = TimeToIdle(ctx, r.sc, name, r.poll, func(ctx context.Context) error {
+		_, err := m.Run(ctx, "systemctl", "start", "slurmd")
+		return err
+	})
+	if err != nil {
+		return 0, prepare, fmt.Errorf("cannot measure raw join of machine %s: %w", name, err)
+	}
+	return join, prepare, nil
+}
+
+// runMachines runs the machine parts: for each suite asked for ("trixie", "bookworm"), the raw
+// and operator joins interleaved and the idle leaves on machines of that suite; and "reboot"
+// on machines of opts.RebootOn, in the same model when that suite's part runs too.
+func runMachines(ctx context.Context, opts *RunOptions, rep *Report, root, scratch string) error {
+	var errs []error
+	for _, suite := range hoststest.Suites {
+		join, reboot := opts.part(suite), opts.part("reboot") && opts.RebootOn == suite
+		if !join && !reboot {
+			continue
+		}
+		if err := runSuite(ctx, opts, rep, root, scratch, suite, join, reboot); err != nil {
+			errs = append(errs, fmt.Errorf("%s machines: %w", suite, err))
+			opts.progress("%s machines failed: %v", suite, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// runSuite deploys the two charms on machines of suite (and, with join, a raw cluster on
+// machines of the same image beside them) and runs the join/leave and reboot measurements.
+// Every machine and namespace it made is gone when it returns, also on ctx's end: the model is
+// closed and both networks with it (hosts.Network.Close stops each machine by its nspawn PID).
+func runSuite(ctx context.Context, opts *RunOptions, rep *Report, root, scratch, suite string, join, reboot bool) (err error) {
+	base, ok := machineBase(suite)
+	if !ok {
+		return fmt.Errorf("no base for suite %q", suite)
+	}
+	opts.progress("%s: image (scripts/images.sh), juju-local and the charms", suite)
+	image, err := hoststest.EnsureImage(ctx, root, suite)
+	if err != nil {
+		return err
+	}
+	// The machines bind-mount the model's tools: a directory of their own, not the scratch
+	// directory that holds the machines' roots.
+	parts := filepath.Join(scratch, "model-"+suite)
+	if err := os.MkdirAll(parts, 0o755); err != nil {
+		return err
+	}
+	tools, ctldCharm, slurmdCharm, err := buildModelParts(ctx, root, parts)
+	if err != nil {
+		return err
+	}
+	var raw *MachineRaw
+	if join {
+		opts.progress("%s: raw controller machine", suite)
+		rn, err := newNetwork(ctx, opts, scratch, "raw-"+suite)
+		if err != nil {
+			return err
+		}
+		defer rn.Close()
+		if raw, err = NewMachineRaw(ctx, rn, image); err != nil {
+			return fmt.Errorf("raw cluster: %w", err)
+		}
+	}
+	n, err := newNetwork(ctx, opts, scratch, "op-"+suite)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := n.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	dir, err := os.MkdirTemp("", "bm")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	prov := &TimedProvisioner{Provisioner: &model.BaseMachines{Network: n, Images: map[string]string{base: image}, Default: base,
+		Binds: []string{dir, parts}}}
+	c := &opCluster{net: n, prov: prov, trace: &tracer{}, poll: 20 * time.Millisecond, onMachines: true}
+	c.m, err = model.New(ctx, model.Options{Dir: dir, Name: "bench-" + suite, Tools: tools, Machines: prov,
+		UpdateStatusInterval: time.Minute, Log: c.trace.log})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := c.m.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+		if err != nil {
+			rep.Traces = appendTrace(rep.Traces, suite+" failure (last 60 model lines)", c.trace.tail(60))
+		}
+	}()
+	prefix := suite + "."
+	opts.progress("%s: deploying slurmctld and 1 slurmd on machines, integrating", suite)
+	t0 := time.Now()
+	for _, app := range []struct{ charm, name string }{{ctldCharm, "slurmctld"}, {slurmdCharm, "slurmd"}} {
+		if _, err := c.m.Deploy(ctx, model.DeployOptions{Charm: app.charm, Name: app.name}); err != nil {
+			return err
+		}
+	}
+	if _, err := c.m.Integrate(ctx, "slurmctld", "slurmd"); err != nil {
+		return err
+	}
+	if err := c.wait(ctx, 5*time.Minute, model.AllActive); err != nil {
+		return fmt.Errorf("cluster not active: %w", err)
+	}
+	rep.Add(Figure{Name: prefix + "deploy_s", Value: time.Since(t0).Seconds(), Unit: "s",
+		Note: "deploy slurmctld + 1 slurmd on " + suite + " machines, integrate → all active (machines included)"})
+	ctl, err := c.machine("slurmctld/0")
+	if err != nil {
+		return err
+	}
+	c.sc = &slurm.Client{Runner: slurm.ExecRunner{Command: ctl.Command}, Conf: ControllerConf}
+	if err := c.waitIdle(withTimeout(ctx, 2*time.Minute), slurmd.NodeName("slurmd/0")); err != nil {
+		return fmt.Errorf("slurmd/0 never idle: %w", err)
+	}
+	var errs []error
+	if join {
+		if err := c.joinLeave(ctx, opts, rep, raw, prefix, true); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if reboot && len(errs) == 0 {
+		if err := c.reboots(ctx, opts, rep, "reboot."+prefix, "slurmd/0"); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// machine is the systemd machine of unit.
+func (c *opCluster) machine(unit string) (*hosts.Machine, error) {
+	st := c.m.State()
+	u, ok := st.Units[unit]
+	if !ok {
+		return nil, fmt.Errorf("no unit %s", unit)
+	}
+	ms, ok := st.Machines[u.Machine]
+	if !ok || ms.Hostname == "" {
+		return nil, fmt.Errorf("unit %s has no machine yet", unit)
+	}
+	m := c.net.Machine(ms.Hostname)
+	if m == nil {
+		return nil, fmt.Errorf("no machine %s", ms.Hostname)
+	}
+	return m, nil
+}
+
+// Reboot kinds, in the order each sample runs them.
+const (
+	// RebootInside is `systemctl reboot` inside the machine (a kernel update's reboot, or
+	// Slurm's RebootProgram run by hand): Juju sees it only after the fact and runs start
+	// (then config-changed) once the machine is back.
+	RebootInside = "inside"
+	// RebootJuju is `juju-local reboot <unit>` (Model.Reboot): the unit runs stop, the machine
+	// reboots, the unit runs start then config-changed after the boot.
+	RebootJuju = "juju"
+	// RebootSlurm is the slurmctld charm's reboot action on the node (scontrol reboot ASAP
+	// nextstate=resume): Slurm drains it, its slurmd runs the slurmd charm's RebootProgram, and
+	// the node returns to service when slurmd registers after the boot.
+	RebootSlurm = "slurm"
+)
+
+// reboots reboots unit's machine opts.MachineSamples times in each way, interleaved (inside,
+// juju, slurm, inside, ...), and adds the figures RebootFigures makes.
+func (c *opCluster) reboots(ctx context.Context, opts *RunOptions, rep *Report, prefix, unit string) error {
+	kinds := []string{RebootInside, RebootJuju, RebootSlurm}
+	opts.progress("%s: %d reboots of %s's machine in each way (%s), interleaved", strings.TrimSuffix(prefix, "."), opts.MachineSamples, unit, strings.Join(kinds, ", "))
+	var samples []RebootSample
+	defer func() { rep.Add(RebootFigures(prefix, samples)...) }()
+	traces := map[string][][]string{}
+	for range opts.MachineSamples {
+		for _, kind := range kinds {
+			s, trace, err := c.rebootOnce(ctx, unit, kind)
+			if err != nil {
+				return err
+			}
+			samples = append(samples, s)
+			traces[kind] = append(traces[kind], trace)
+		}
+	}
+	for _, kind := range kinds {
+		var idle []float64
+		for _, s := range samples {
+			if s.Kind == kind {
+				idle = append(idle, s.ToIdle.Seconds())
+			}
+		}
+		if len(idle) > 0 {
+			rep.Traces = appendTrace(rep.Traces, prefix+kind+" reboot of "+unit+" (median sample)", traces[kind][medianIndex(idle)])
+		}
+	}
+	return nil
+}
+
+// rebootOnce reboots unit's machine in the given way and measures it (RebootSample), then
+// waits until the model has seen the new boot and run the hooks that follow it.
+func (c *opCluster) rebootOnce(ctx context.Context, unit, kind string) (RebootSample, []string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	s := RebootSample{Kind: kind}
+	mach, err := c.machine(unit)
+	if err != nil {
+		return s, nil, err
+	}
+	node := slurmd.NodeName(unit)
+	n, err := c.sc.ShowNode(ctx, node)
+	if err != nil {
+		return s, nil, err
+	}
+	startedBefore, _ := n.Get("SlurmdStartTime")
+	boots := mach.Boots()
+	done := make(chan error, 1)
+	t0 := time.Now()
+	switch kind {
+	case RebootInside:
+		go func() {
+			// systemctl may be cut off by the shutdown it starts: its error says nothing.
+			mach.Command(ctx, []string{"systemctl", "reboot"}).Run()
+			done <- nil
+		}()
+	case RebootJuju:
+		go func() { done <- c.m.Reboot(ctx, unit) }()
+	case RebootSlurm:
+		go func() {
+			run, err := c.m.Run(ctx, "slurmctld/0", "reboot", map[string]string{"nodes": node, "reason": "bench", "max-unavailable": "1"})
+			if err == nil && run.Status != "completed" {
+				err = fmt.Errorf("reboot action %s: %s", run.Status, run.Message)
+			}
+			done <- err
+		}()
+	default:
+		return s, nil, fmt.Errorf("unknown reboot kind %q", kind)
+	}
+	// IDLE again: a new slurmd (its start time changed) registered, responding, not drained,
+	// no reboot pending.
+	err = Poll(ctx, c.poll, func() (bool, string) {
+		n, err := c.sc.ShowNode(ctx, node)
+		if err != nil {
+			return false, err.Error()
+		}
+		started, _ := n.Get("SlurmdStartTime")
+		st := n.State
+		return started != startedBefore && st.Base == slurm.StateIdle && !st.NotResponding() && !st.Drain() && !st.Rebooting(),
+			st.String() + " SlurmdStartTime=" + started
+	})
+	s.ToIdle = time.Since(t0)
+	if err != nil {
+		return s, nil, fmt.Errorf("%s not idle again after a %s reboot: %w", node, kind, err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			return s, nil, fmt.Errorf("%s reboot of %s: %w", kind, unit, err)
+		}
+	case <-ctx.Done():
+		return s, nil, fmt.Errorf("%s reboot of %s: %w", kind, unit, ctx.Err())
+	}
+	if mach.Boots() <= boots {
+		return s, nil, fmt.Errorf("%s reboot of %s: the machine did not reboot", kind, unit)
+	}
+	if err := mach.WaitBooted(ctx); err != nil {
+		return s, nil, err
+	}
+	bt, err := mach.BootTimes(ctx)
+	if err != nil {
+		return s, nil, err
+	}
+	s.BootDone, s.SystemdBoot = bt.Finished.Sub(t0), bt.Duration()
+	id, err := mach.BootID(ctx)
+	if err != nil {
+		return s, nil, err
+	}
+	// The model has recorded the new boot and run the unit's hooks after it.
+	if err := c.wait(ctx, 3*time.Minute, func(st *model.Status) bool {
+		app, _, _ := strings.Cut(unit, "/")
+		u, ok := st.Applications[app].Units[unit]
+		return ok && st.Machines[u.Machine].BootID == id
+	}); err != nil {
+		return s, nil, fmt.Errorf("the model never saw the new boot of %s: %w", unit, err)
+	}
+	return s, c.trace.since(t0, subjects(unit, "slurmctld/0")...), nil
+}
