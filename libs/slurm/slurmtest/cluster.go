@@ -16,6 +16,7 @@ import (
 	"github.com/charmed-slurm/operators/libs/hostlist"
 	"github.com/charmed-slurm/operators/libs/munge"
 	"github.com/charmed-slurm/operators/libs/slurm"
+	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
 // Cluster is a stateful fake of a Slurm controller, for unit tests of code that drives
@@ -43,6 +44,11 @@ import (
 // (Lose, bug 16295) and a node ALLOCATED with no job (Wedge, bug 16434). RequireConf checks
 // that every controller command runs with the live SLURM_CONF. Moving a pending job
 // (`scontrol update jobid=J partition=P`) answers with messages that are not recorded.
+//
+// For a compute node's charm it plays a dynamic slurmd's registration (Register: the
+// record takes the --conf values; Slurm 22.05 keeps an existing record), a registration
+// slurmctld refuses (Invalidate: INVALID_REG) and a slurmd that stopped answering
+// (SetNotResponding).
 //
 // SetUnreachable makes every controller command fail as with a stopped slurmctld; Before
 // runs before each command (a test ends jobs after some polls, or brings the controller
@@ -82,6 +88,11 @@ type fakeNode struct {
 	boots  int
 	// stuck: ALLOCATED with no job (Slurm 22.05 bug 16434) until set DOWN.
 	stuck bool
+	// params are the node-line values its slurmd registered with (Register), shown in
+	// place of the recorded node's.
+	params map[string]string
+	// invalid: registered INVALID_REG (Invalidate); silent: NOT_RESPONDING.
+	invalid, silent bool
 }
 
 // fakeJob is a job: running on a node, pending (no node) or ended (a record kept until
@@ -105,6 +116,67 @@ func (c *Cluster) AddNode(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.nodes[name] = &fakeNode{}
+}
+
+// registeredKeys are the node-line keys of a registration (Register) the node's record
+// shows, with the `scontrol show node` field each goes to (Feature and Features go to both
+// feature fields; CPUs to CPUTot and CPUEfctv).
+var registeredKeys = map[string][]string{
+	"cpus": {"CPUTot", "CPUEfctv"}, "corespersocket": {"CoresPerSocket"}, "realmemory": {"RealMemory"},
+	"tmpdisk": {"TmpDisk"}, "weight": {"Weight"}, "gres": {"Gres"},
+}
+
+// Register plays a dynamic slurmd registering node name (`slurmd -Z -N name --conf conf`,
+// conf being a slurm.conf node line without NodeName): a new record takes conf's CPUs,
+// CoresPerSocket, RealMemory, TmpDisk, Weight, Gres and Feature (or Features); a record the
+// controller has already is kept as it was (Slurm 22.05 keeps a dynamic node's old record
+// until it is deleted) and responds again.
+func (c *Cluster) Register(name, conf string) error {
+	p, err := slurmconf.ParseParams(conf)
+	if err != nil {
+		return fmt.Errorf("slurmtest: bad --conf %q: %w", conf, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := c.nodes[name]; n != nil {
+		n.silent = false
+		return nil
+	}
+	n := &fakeNode{params: map[string]string{}}
+	for _, kv := range p {
+		k := strings.ToLower(kv.Key)
+		switch {
+		case k == "feature" || k == "features":
+			n.features = strings.Split(kv.Value, ",")
+		case registeredKeys[k] != nil:
+			for _, field := range registeredKeys[k] {
+				n.params[field] = kv.Value
+			}
+		}
+	}
+	c.nodes[name] = n
+	return nil
+}
+
+// Invalidate marks node as registered INVALID_REG, as slurmctld does with a node whose
+// slurmd reports less than its record says (TmpDisk, RealMemory): drained with reason
+// ("Low TmpDisk"). It lasts until the record is deleted.
+func (c *Cluster) Invalidate(node, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := c.nodes[node]; n != nil {
+		n.invalid, n.drain, n.reason = true, true, reason
+	}
+}
+
+// SetNotResponding marks node NOT_RESPONDING (its slurmd stopped answering) or responding
+// again.
+func (c *Cluster) SetNotResponding(node string, silent bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := c.nodes[node]; n != nil {
+		n.silent = silent
+	}
 }
 
 // SetFeatures gives node its features (AvailableFeatures and ActiveFeatures): the
@@ -428,6 +500,12 @@ func (c *Cluster) showLine(name string) string {
 		state += "+DRAIN"
 	}
 	state += "+DYNAMIC_NORM"
+	if n.invalid {
+		state += "+INVALID_REG"
+	}
+	if n.silent {
+		state += "+NOT_RESPONDING"
+	}
 	if n.reboot {
 		state += "+REBOOT_REQUESTED"
 	}
@@ -441,6 +519,9 @@ func (c *Cluster) showLine(name string) string {
 	if n.features != nil {
 		f := strings.Join(n.features, ",")
 		line = featuresRE.ReplaceAllString(line, "${1}Features="+f)
+	}
+	for _, field := range slices.Sorted(maps.Keys(n.params)) {
+		line = regexp.MustCompile(`\b`+field+`=\S*`).ReplaceAllString(line, field+"="+n.params[field])
 	}
 	if n.reason != "" {
 		line += " Reason=" + n.reason + " [root@2026-11-22T22:19:43]"

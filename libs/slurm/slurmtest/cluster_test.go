@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -65,6 +66,10 @@ func TestClusterAgreesWithRealSlurm(t *testing.T) {
 			run(c, "scontrol", "update", "nodename=node1", "state=drain", "reason=unit slurmd/1 removed")
 		}},
 		{recorded: "show-node-allocated", parsed: true, setup: func(c *slurmtest.Cluster) { c.AddNode("node1"); c.StartJob("node1") }},
+		{recorded: "show-node-notresponding", parsed: true, setup: func(c *slurmtest.Cluster) {
+			c.AddNode("node2")
+			c.SetNotResponding("node2", true)
+		}},
 		{recorded: "show-node-none"},
 		{recorded: "show-node-unknown"},
 		{recorded: "show-node-unreachable", setup: func(c *slurmtest.Cluster) { c.AddNode("node1"); c.SetUnreachable(true) }},
@@ -279,4 +284,46 @@ func fieldOf(n slurm.Node, key string) string {
 		}
 	}
 	return ""
+}
+
+// TestClusterRegister: a dynamic slurmd's registration creates a record with its --conf
+// values; a second registration keeps the old record (Slurm 22.05) until it is deleted;
+// INVALID_REG and NOT_RESPONDING show in the state.
+func TestClusterRegister(t *testing.T) {
+	t.Parallel()
+	c := slurmtest.NewCluster()
+	if err := c.Register("slurmd-3", `CPUs=2 CoresPerSocket=2 RealMemory=20000 TmpDisk=7 Weight=10 Gres="gpu:1" Feature=slurmd,gpu`); err != nil {
+		t.Fatal(err)
+	}
+	key := func(n slurm.Node) []string {
+		return []string{n.Name, n.State.String(), strconv.Itoa(n.CPUs), strconv.FormatInt(n.RealMemory, 10), fieldOf(n, "Weight"),
+			fieldOf(n, "TmpDisk"), fieldOf(n, "Gres"), fieldOf(n, "CoresPerSocket"), fieldOf(n, "CPUEfctv"), strings.Join(n.Features, ",")}
+	}
+	n, _ := c.Node("slurmd-3")
+	want := []string{"slurmd-3", "IDLE+DYNAMIC_NORM", "2", "20000", "10", "7", "gpu:1", "2", "2", "slurmd,gpu"}
+	if d := cmp.Diff(want, key(n)); d != "" {
+		t.Errorf("registered node (-want +got):\n%s", d)
+	}
+	if err := c.Register("slurmd-3", "CPUs=2 RealMemory=30000 Feature=slurmd"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.Node("slurmd-3"); n.RealMemory != 20000 {
+		t.Errorf("a second registration replaced the record: RealMemory %d", n.RealMemory)
+	}
+	c.Invalidate("slurmd-3", "Low TmpDisk")
+	c.SetNotResponding("slurmd-3", true)
+	n, _ = c.Node("slurmd-3")
+	if n.State.String() != "IDLE+DRAIN+DYNAMIC_NORM+INVALID_REG+NOT_RESPONDING" || n.Reason != "Low TmpDisk" {
+		t.Errorf("invalid, silent node: %v, reason %q", n.State, n.Reason)
+	}
+	run(c, "scontrol", "delete", "nodename=slurmd-3")
+	if err := c.Register("slurmd-3", "CPUs=2 RealMemory=30000 Feature=slurmd"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.Node("slurmd-3"); n.RealMemory != 30000 || n.State.String() != "IDLE+DYNAMIC_NORM" {
+		t.Errorf("registration after the delete: RealMemory %d, %v", n.RealMemory, n.State)
+	}
+	if err := c.Register("slurmd-4", `Weight="1`); err == nil {
+		t.Error("a --conf that does not parse registered")
+	}
 }
