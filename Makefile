@@ -6,7 +6,7 @@ PKGS    := $(foreach m,$(MODULES),./$(m)/...)
 # Unit-test modules run under the race detector; tests/ drives real daemons and runs without it.
 RACE_PKGS := $(foreach m,libs interfaces slurmctld-operator slurmd-operator autoscaler,./$(m)/...)
 
-.PHONY: deps images build charms tools demo bench test test-unit test-integration lint fmt clean
+.PHONY: deps images build charms charmcraft-projects tools demo bench test test-unit test-integration lint fmt clean
 
 deps:
 	@scripts/deps.sh
@@ -28,6 +28,14 @@ tools:
 charms:
 	$(GO) run ./tests/cmd/charmpack -o build/slurmctld.charm slurmctld-operator
 	$(GO) run ./tests/cmd/charmpack -o build/slurmd.charm slurmd-operator
+
+# Self-contained charmcraft projects (the charm plus the libs and interfaces it uses), for a
+# plain `charmcraft pack` (managed mode mounts only the project directory):
+#   make charmcraft-projects && cd build/charmcraft/slurmd-operator && charmcraft pack
+charmcraft-projects:
+	rm -rf build/charmcraft
+	$(GO) run ./tests/cmd/charmpack --stage build/charmcraft/slurmctld-operator slurmctld-operator
+	$(GO) run ./tests/cmd/charmpack --stage build/charmcraft/slurmd-operator slurmd-operator
 
 # The main job: a real Slurm cluster run by the operators under the local model (needs root).
 # TARGET=pebble (default), bookworm or trixie: see scripts/demo.sh.
