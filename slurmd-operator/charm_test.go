@@ -18,6 +18,8 @@ import (
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/juju/jujutest"
 	"github.com/charmed-slurm/operators/libs/munge"
+	"github.com/charmed-slurm/operators/libs/service/servicetest"
+	"github.com/charmed-slurm/operators/libs/slurm/slurmtest"
 )
 
 const (
@@ -36,8 +38,8 @@ var (
 type env struct {
 	t     *testing.T
 	charm *Charm
-	slurm *fakeSlurm
-	svc   *fakeServices
+	slurm *host
+	svc   *servicetest.Manager
 	root  string
 	state jujutest.State
 }
@@ -45,9 +47,9 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	root := t.TempDir()
-	fs := newFakeSlurm()
-	svc := newFakeServices(fs, root)
-	fs.mungeUp = func() bool { return svc.isActive("munged") }
+	h := newHost(root)
+	svc := h.services()
+	h.mungeUp = func() bool { return svc.Active("munged") }
 	c := &Charm{
 		Settings: charm.Settings{
 			Root:               root,
@@ -55,13 +57,13 @@ func newEnv(t *testing.T) *env {
 			UnreachableTimeout: 20 * time.Millisecond,
 			LookupUser:         func(name string) (int, int, error) { return os.Getuid(), os.Getgid(), nil },
 		},
-		Slurm:           fs,
+		Slurm:           h,
 		Services:        svc,
 		StateFile:       filepath.Join(root, "charm", StateName),
 		RegisterTimeout: 5 * time.Second,
 		LookPath:        func(string) (string, error) { return "/usr/sbin/x", nil },
 	}
-	return &env{t: t, charm: c, slurm: fs, svc: svc, root: root, state: jujutest.State{
+	return &env{t: t, charm: c, slurm: h, svc: svc, root: root, state: jujutest.State{
 		Unit:   unit,
 		Leader: true,
 		Config: map[string]any{"default-node-state": "idle", "default-node-reason": "", "partition-config": ""},
@@ -125,7 +127,7 @@ func (e *env) join() {
 			e.t.Fatalf("%s: %v", ev.Name, err)
 		}
 	}
-	if e.slurm.node(node) == nil {
+	if !e.slurm.hasNode(node) {
 		e.t.Fatalf("node %s did not register", node)
 	}
 }
@@ -186,7 +188,7 @@ func (e *env) slurmCalls() []string {
 
 func (e *env) svcCalls(name string) []string {
 	var out []string
-	for _, c := range e.svc.callLog() {
+	for _, c := range e.svc.Calls() {
 		if strings.HasSuffix(c, " "+name) {
 			out = append(out, strings.TrimSuffix(c, " "+name))
 		}
@@ -368,10 +370,10 @@ func TestJoin(t *testing.T) {
 	}
 	wantCmd := []string{SlurmdPath, "-D", "-Z", "-N", node, "--conf-server", "10.0.0.1:6817", "--conf",
 		"CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=24105 Feature=slurmd"}
-	if d := cmp.Diff(wantCmd, e.svc.command(SlurmdService)); d != "" {
+	if d := cmp.Diff(wantCmd, e.svc.Command(SlurmdService)); d != "" {
 		t.Errorf("slurmd command (-want +got):\n%s", d)
 	}
-	if d := cmp.Diff([]string{"/usr/sbin/munged", "--foreground"}, e.svc.command("munged")); d != "" {
+	if d := cmp.Diff([]string{"/usr/sbin/munged", "--foreground"}, e.svc.Command("munged")); d != "" {
 		t.Errorf("munged command (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff([]string{"configure", "enable", "respawn"}, e.svcCalls("munged")); d != "" {
@@ -395,11 +397,11 @@ func TestJoin(t *testing.T) {
 		t.Errorf("saved state %+v, want applied and no default pending", st)
 	}
 	// Nothing changed: the next relation-changed restarts nothing.
-	before := len(e.svc.callLog())
+	before := len(e.svc.Calls())
 	if err := e.run(jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0")); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range e.svc.callLog()[before:] {
+	for _, c := range e.svc.Calls()[before:] {
 		if !strings.HasPrefix(c, "status") {
 			t.Errorf("unchanged data ran %q", c)
 		}
@@ -418,7 +420,7 @@ func TestJoinDefaultDown(t *testing.T) {
 		t.Errorf("status (-want +got):\n%s", d)
 	}
 	// Applied once: a later hook leaves an admin's resume alone.
-	e.slurm.setNode(node, fakeNode{conf: e.slurm.node(node).conf, running: true})
+	e.slurm.update(node, "state=resume")
 	if err := e.run(jujutest.Hook(juju.UpdateStatus)); err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +470,7 @@ func TestControllerData(t *testing.T) {
 			if tt.want.Code == juju.StatusBlocked && !strings.HasPrefix(got.Message, "slurmctld relation: ") {
 				t.Errorf("status %q does not name the relation", got.Message)
 			}
-			if e.svc.isActive(SlurmdService) || e.slurm.node(node) != nil {
+			if e.svc.Active(SlurmdService) || e.slurm.hasNode(node) {
 				t.Errorf("slurmd started on bad data")
 			}
 		})
@@ -479,7 +481,7 @@ func TestKeyRotation(t *testing.T) {
 	e := newEnv(t)
 	e.join()
 	e.state.Secrets[0].Revisions = append(e.state.Secrets[0].Revisions, slurmd.EncodeAuthSecret(key2, "2"))
-	before := len(e.svc.callLog())
+	before := len(e.svc.Calls())
 	if err := e.run(jujutest.SecretHook(juju.SecretChanged, secretID, 0)); err != nil {
 		t.Fatal(err)
 	}
@@ -488,7 +490,7 @@ func TestKeyRotation(t *testing.T) {
 		t.Errorf("munge key not rotated")
 	}
 	var got []string
-	for _, c := range e.svc.callLog()[before:] {
+	for _, c := range e.svc.Calls()[before:] {
 		if strings.HasPrefix(c, "respawn") || strings.HasPrefix(c, "spawn") || strings.HasPrefix(c, "stop") {
 			got = append(got, c)
 		}
@@ -509,14 +511,14 @@ func TestControllersChanged(t *testing.T) {
 	e.join()
 	bag, _ := slurmd.ControllerBag{Controllers: []string{"10.0.0.9:6817", "10.0.0.1:6817"}, AuthSecretID: string(secretID)}.Encode()
 	e.state.Relations[0].RemoteAppData = bag
-	before := len(e.svc.callLog())
+	before := len(e.svc.Calls())
 	if err := e.run(jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0")); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.svc.callLog()[before:]; !slices.Contains(got, "respawn slurmd") || slices.Contains(got, "respawn munged") {
+	if got := e.svc.Calls()[before:]; !slices.Contains(got, "respawn slurmd") || slices.Contains(got, "respawn munged") {
 		t.Errorf("service calls %q, want slurmd restarted and munged not", got)
 	}
-	if cmd := strings.Join(e.svc.command(SlurmdService), " "); !strings.Contains(cmd, "--conf-server 10.0.0.9:6817,10.0.0.1:6817") {
+	if cmd := strings.Join(e.svc.Command(SlurmdService), " "); !strings.Contains(cmd, "--conf-server 10.0.0.9:6817,10.0.0.1:6817") {
 		t.Errorf("slurmd command %q lacks the new controllers", cmd)
 	}
 	if len(e.slurmCalls()) != 0 {
@@ -530,10 +532,10 @@ func TestConfChangedReregisters(t *testing.T) {
 	// The machine changed (more memory): the record must be replaced, not kept. The
 	// machine's facts are cached: a relation hook alone does not re-read them,
 	// upgrade-charm does and applies them.
-	e.slurm.machine = strings.Replace(e.slurm.machine, "RealMemory=24105", "RealMemory=32000", 1)
-	e.slurm.mu.Lock()
-	e.slurm.nodes[node].drain, e.slurm.nodes[node].reason = true, "admin maintenance"
-	e.slurm.mu.Unlock()
+	e.slurm.set(func(h *host) {
+		h.machine = strings.Replace(string(slurmtest.Real("slurmd-C").Output.Stdout), "RealMemory=24105", "RealMemory=32000", 1)
+	})
+	e.slurm.update(node, "state=drain", "reason=admin maintenance")
 	if err := e.run(jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0")); err != nil {
 		t.Fatal(err)
 	}
@@ -547,12 +549,12 @@ func TestConfChangedReregisters(t *testing.T) {
 	if d := cmp.Diff(want, e.slurmCalls()); d != "" {
 		t.Errorf("slurm calls (-want +got):\n%s", d)
 	}
-	n := e.slurm.node(node)
-	if v, _ := n.conf.Get("RealMemory"); v != "32000" {
-		t.Errorf("node record RealMemory %q, want the new 32000", v)
+	n, _ := e.slurm.Node(node)
+	if n.RealMemory != 32000 {
+		t.Errorf("node record RealMemory %d, want the new 32000", n.RealMemory)
 	}
-	if !n.drain || n.reason != "admin maintenance" {
-		t.Errorf("node state not restored: %+v", n)
+	if !n.State.Drain() || n.Reason != "admin maintenance" {
+		t.Errorf("node state not restored: %v, reason %q", n.State, n.Reason)
 	}
 	calls := e.svcCalls(SlurmdService)
 	if i, j := slices.Index(calls, "stop"), slices.Index(calls, "respawn"); i < 0 || j < i {
@@ -576,23 +578,21 @@ func TestDepart(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
 			e.join()
-			e.slurm.mu.Lock()
-			e.slurm.nodes[node].jobs, e.slurm.nodes[node].endAfter = tt.jobs, tt.endAfter
-			e.slurm.mu.Unlock()
+			e.slurm.startJobs(node, tt.jobs, tt.endAfter)
 			if err := e.run(tt.event); err != nil {
 				t.Fatal(err)
 			}
-			if e.slurm.node(node) != nil {
+			if e.slurm.hasNode(node) {
 				t.Errorf("node still exists")
 			}
-			if e.slurm.deletesWhileBusy != 0 {
-				t.Errorf("tried to delete the node %d times while jobs ran", e.slurm.deletesWhileBusy)
+			if e.slurm.busyDeletes() != 0 {
+				t.Errorf("tried to delete the node %d times while jobs ran", e.slurm.busyDeletes())
 			}
 			want := []string{"scontrol update nodename=slurmd-3 state=drain reason=unit slurmd/3 removed", "scontrol delete nodename=slurmd-3"}
 			if d := cmp.Diff(want, e.slurmCalls()); d != "" {
 				t.Errorf("slurm calls (-want +got):\n%s", d)
 			}
-			if e.svc.isActive(SlurmdService) {
+			if e.svc.Active(SlurmdService) {
 				t.Errorf("slurmd still running")
 			}
 			if d := cmp.Diff(tt.wantStatus, e.status()); d != "" {
@@ -624,7 +624,7 @@ func TestDepartOtherUnitIgnored(t *testing.T) {
 	if err := e.run(ev); err != nil {
 		t.Fatal(err)
 	}
-	if len(e.slurmCalls()) != 0 || e.slurm.node(node) == nil {
+	if len(e.slurmCalls()) != 0 || !e.slurm.hasNode(node) {
 		t.Errorf("another unit's departure touched the node: %q", e.slurmCalls())
 	}
 }
@@ -634,31 +634,27 @@ func TestDepartControllerUnreachable(t *testing.T) {
 		t.Run(when, func(t *testing.T) {
 			e := newEnv(t)
 			e.join()
-			e.slurm.mu.Lock()
 			if when == "before drain" {
-				e.slurm.unreachable = true
+				e.slurm.SetUnreachable(true)
 			} else {
-				e.slurm.nodes[node].jobs, e.slurm.nodes[node].endAfter = 1, -1
+				e.slurm.startJobs(node, 1, -1)
 			}
-			e.slurm.mu.Unlock()
 			if when == "while waiting" {
 				go func() {
 					// The controller goes away while the job runs.
 					for len(e.slurm.callLog()) < 30 {
 						time.Sleep(time.Millisecond)
 					}
-					e.slurm.mu.Lock()
-					e.slurm.unreachable = true
-					e.slurm.mu.Unlock()
+					e.slurm.SetUnreachable(true)
 				}()
 			}
 			if err := e.run(departed()); err != nil {
 				t.Fatalf("departure failed instead of leaving the node to the controller: %v", err)
 			}
-			if e.svc.isActive(SlurmdService) {
+			if e.svc.Active(SlurmdService) {
 				t.Errorf("slurmd still running")
 			}
-			if e.slurm.node(node) == nil {
+			if !e.slurm.hasNode(node) {
 				t.Errorf("node deleted although the controller was unreachable")
 			}
 			want := juju.WorkloadStatus{Code: juju.StatusMaintenance, Message: "node slurmd-3 left drained: controller unreachable"}
@@ -674,22 +670,22 @@ func TestDepartControllerUnreachable(t *testing.T) {
 
 func TestUpdateStatus(t *testing.T) {
 	tests := []struct {
-		name string
-		n    fakeNode
-		want juju.WorkloadStatus
+		name  string
+		setup func(h *host)
+		want  juju.WorkloadStatus
 	}{
-		{"idle", fakeNode{running: true}, active("node slurmd-3 idle")},
-		{"allocated", fakeNode{running: true, jobs: 1, endAfter: -1}, active("node slurmd-3 allocated")},
-		{"draining", fakeNode{running: true, jobs: 1, endAfter: -1, drain: true, reason: "maint"}, active("node slurmd-3 draining: maint")},
-		{"drained", fakeNode{running: true, drain: true, reason: "maint"}, active("node slurmd-3 drained: maint")},
-		{"down", fakeNode{running: false, down: true, reason: "dead"}, juju.WorkloadStatus{Code: juju.StatusWaiting, Message: "node slurmd-3 down (not responding): dead"}},
+		{"idle", func(*host) {}, active("node slurmd-3 idle")},
+		{"allocated", func(h *host) { h.startJobs(node, 1, -1) }, active("node slurmd-3 allocated")},
+		{"draining", func(h *host) { h.startJobs(node, 1, -1); h.update(node, "state=drain", "reason=maint") }, active("node slurmd-3 draining: maint")},
+		{"drained", func(h *host) { h.update(node, "state=drain", "reason=maint") }, active("node slurmd-3 drained: maint")},
+		{"down", func(h *host) { h.update(node, "state=down", "reason=dead"); h.SetNotResponding(node, true) },
+			juju.WorkloadStatus{Code: juju.StatusWaiting, Message: "node slurmd-3 down (not responding): dead"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
 			e.join()
-			tt.n.conf = e.slurm.node(node).conf
-			e.slurm.setNode(node, tt.n)
+			tt.setup(e.slurm)
 			if err := e.run(jujutest.Hook(juju.UpdateStatus)); err != nil {
 				t.Fatal(err)
 			}
@@ -710,7 +706,7 @@ func TestUpdateStatus(t *testing.T) {
 	t.Run("unreachable", func(t *testing.T) {
 		e := newEnv(t)
 		e.join()
-		e.slurm.unreachable = true
+		e.slurm.SetUnreachable(true)
 		if err := e.run(jujutest.Hook(juju.UpdateStatus)); err != nil {
 			t.Fatal(err)
 		}
@@ -725,9 +721,9 @@ func TestNoConfiguration(t *testing.T) {
 	e := newEnv(t)
 	e.charm.RegisterTimeout = 20 * time.Millisecond
 	e.related()
-	e.slurm.unreachable = true
+	e.slurm.SetUnreachable(true)
 	// Real slurmd writes no cache while it cannot reach the controller.
-	e.svc.noCache = true
+	e.slurm.noCache = true
 	if err := e.run(jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0")); err != nil {
 		t.Fatal(err)
 	}
@@ -750,21 +746,21 @@ func TestNoConfiguration(t *testing.T) {
 	if err := e.run(departed()); err != nil {
 		t.Fatal(err)
 	}
-	if e.svc.isActive(SlurmdService) || !e.savedState().Departed {
-		t.Errorf("departure without configuration: slurmd active %v, departed %v", e.svc.isActive(SlurmdService), e.savedState().Departed)
+	if e.svc.Active(SlurmdService) || !e.savedState().Departed {
+		t.Errorf("departure without configuration: slurmd active %v, departed %v", e.svc.Active(SlurmdService), e.savedState().Departed)
 	}
 }
 
 func TestMungedNotAnswering(t *testing.T) {
 	e := newEnv(t)
 	e.charm.MungeTimeout = 20 * time.Millisecond
-	e.slurm.mungeUp = func() bool { return false }
+	e.slurm.set(func(h *host) { h.mungeUp = func() bool { return false } })
 	e.related()
 	err := e.run(jujutest.RelationHook(juju.RelationCreated, relID, ""))
 	if err == nil || !strings.Contains(err.Error(), "cannot wait for munged to answer") {
 		t.Fatalf("got %v, want an error about munged", err)
 	}
-	if e.svc.isActive(SlurmdService) {
+	if e.svc.Active(SlurmdService) {
 		t.Error("slurmd started although munged does not answer")
 	}
 }

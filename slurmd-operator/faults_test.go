@@ -12,6 +12,7 @@ import (
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/juju/jujutest"
 	"github.com/charmed-slurm/operators/libs/munge"
+	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
 // Values above what slurmd -C reports are refused before the node is touched.
@@ -28,13 +29,13 @@ func TestNodeConfigAboveMachine(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
 			e.join()
-			svcBefore := len(e.svc.callLog())
+			svcBefore := len(e.svc.Calls())
 			a := e.action(map[string]any{"parameters": tt.params})
 			if !a.Failed || a.Message != tt.want {
 				t.Errorf("action failed=%v %q, want failure %q", a.Failed, a.Message, tt.want)
 			}
-			if len(e.slurmCalls()) != 0 || len(e.svc.callLog()) != svcBefore {
-				t.Errorf("refused values touched the node: slurm %q, services %q", e.slurmCalls(), e.svc.callLog()[svcBefore:])
+			if len(e.slurmCalls()) != 0 || len(e.svc.Calls()) != svcBefore {
+				t.Errorf("refused values touched the node: slurm %q, services %q", e.slurmCalls(), e.svc.Calls()[svcBefore:])
 			}
 		})
 	}
@@ -66,26 +67,24 @@ func TestNodeConfigRefusedRollsBack(t *testing.T) {
 			if a := e.action(map[string]any{"parameters": "Weight=4"}); a.Failed {
 				t.Fatalf("node-config Weight=4: %s", a.Message)
 			}
-			e.slurm.mu.Lock()
-			e.slurm.exitOn, e.slurm.exitAfterOn = tt.exitOn, tt.exitAfterOn
-			e.slurm.nodes[node].drain, e.slurm.nodes[node].reason = true, "admin hold"
-			e.slurm.mu.Unlock()
+			e.slurm.set(func(h *host) { h.exitOn, h.exitAfterOn = tt.exitOn, tt.exitAfterOn })
+			e.slurm.update(node, "state=drain", "reason=admin hold")
 			before := e.savedState()
 			a := e.action(map[string]any{"parameters": tt.params})
 			if !a.Failed || !strings.HasPrefix(a.Message, tt.want) {
 				t.Errorf("action failed=%v %q, want failure starting %q", a.Failed, a.Message, tt.want)
 			}
-			n := e.slurm.node(node)
-			if n == nil {
+			n, ok := e.slurm.Node(node)
+			if !ok {
 				t.Fatal("node not registered again")
 			}
-			if n.invalid || !n.drain || n.reason != "admin hold" || !n.running {
-				t.Errorf("node after the rollback %+v, want running, valid and drained for \"admin hold\"", n)
+			if n.State.Has(slurm.FlagInvalidReg) || !n.State.Drain() || n.Reason != "admin hold" || !e.svc.Active(SlurmdService) {
+				t.Errorf("node after the rollback %v (reason %q, slurmd active %v), want running, valid and drained for \"admin hold\"", n.State, n.Reason, e.svc.Active(SlurmdService))
 			}
-			if got := n.conf.String(); got != before.Applied.Conf {
+			if got := e.slurm.conf(node); got != before.Applied.Conf {
 				t.Errorf("node registered with --conf %q, want the previous %q", got, before.Applied.Conf)
 			}
-			if cmd := strings.Join(e.svc.command(SlurmdService), " "); !strings.HasSuffix(cmd, before.Applied.Conf) {
+			if cmd := strings.Join(e.svc.Command(SlurmdService), " "); !strings.HasSuffix(cmd, before.Applied.Conf) {
 				t.Errorf("slurmd runs %q, want the previous --conf", cmd)
 			}
 			e.stateUnchanged(before)
@@ -103,9 +102,7 @@ func TestNodeConfigResetRestoresState(t *testing.T) {
 	}
 	// An earlier re-registration was interrupted after it saved the node's state: the node now
 	// holds Slurm's INVALID_REG drain.
-	e.slurm.mu.Lock()
-	e.slurm.nodes[node].invalid, e.slurm.nodes[node].drain, e.slurm.nodes[node].reason = true, true, "Low TmpDisk"
-	e.slurm.mu.Unlock()
+	e.slurm.Invalidate(node, "Low TmpDisk")
 	e.state.Leader = true
 	st := e.savedState()
 	st.Restore = &NodeAdmin{Drain: true, Reason: "admin hold"}
@@ -114,23 +111,21 @@ func TestNodeConfigResetRestoresState(t *testing.T) {
 	if a.Failed {
 		t.Fatalf("reset: %s", a.Message)
 	}
-	n := e.slurm.node(node)
-	if n.invalid || !n.drain || n.reason != "admin hold" {
-		t.Errorf("node after reset %+v, want valid and drained for \"admin hold\"", n)
+	n, _ := e.slurm.Node(node)
+	if n.State.Has(slurm.FlagInvalidReg) || !n.State.Drain() || n.Reason != "admin hold" {
+		t.Errorf("node after reset %v (reason %q), want valid and drained for \"admin hold\"", n.State, n.Reason)
 	}
 	if st := e.savedState(); st.Restore != nil || st.NodeConfig != "" {
 		t.Errorf("saved state after reset: restore %+v, node-config %q", st.Restore, st.NodeConfig)
 	}
 
 	// A node whose only drain is Slurm's comes back undrained.
-	e.slurm.mu.Lock()
-	e.slurm.nodes[node].invalid, e.slurm.nodes[node].drain, e.slurm.nodes[node].reason = true, true, "Low RealMemory"
-	e.slurm.mu.Unlock()
+	e.slurm.Invalidate(node, "Low RealMemory")
 	if a := e.action(map[string]any{"reset": true}); a.Failed {
 		t.Fatalf("reset: %s", a.Message)
 	}
-	if n := e.slurm.node(node); n.invalid || n.drain {
-		t.Errorf("node after reset %+v, want valid and not drained", n)
+	if n, _ := e.slurm.Node(node); n.State.Has(slurm.FlagInvalidReg) || n.State.Drain() {
+		t.Errorf("node after reset %v, want valid and not drained", n.State)
 	}
 }
 
@@ -139,9 +134,8 @@ func TestNodeConfigResetRestoresState(t *testing.T) {
 func TestDeadHost(t *testing.T) {
 	e := newEnv(t)
 	e.join()
-	e.svc.dead = true
-	up := false
-	e.slurm.mungeUp = func() bool { return up }
+	e.svc.Kill(errDead)
+	e.slurm.set(func(h *host) { h.mungeUp = func() bool { return false } })
 	before := len(e.slurm.callLog())
 	if err := e.run(jujutest.Hook(juju.UpdateStatus)); err != nil {
 		t.Fatal(err)
@@ -201,7 +195,7 @@ func TestDeadHost(t *testing.T) {
 	// A slurmd that still runs under a dead supervisor cannot be called stopped.
 	e2 := newEnv(t)
 	e2.join()
-	e2.svc.dead = true
+	e2.svc.Kill(errDead)
 	pidFile2 := filepath.Join(e2.root, SlurmdPidFile)
 	comm2 := filepath.Join(e2.root, "proc", strconv.Itoa(4243), "comm")
 	for path, data := range map[string]string{pidFile2: "4243\n", comm2: "slurmd\n"} {

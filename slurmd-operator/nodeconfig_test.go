@@ -35,7 +35,7 @@ func TestNodeConfigBadInput(t *testing.T) {
 			e := newEnv(t)
 			e.join()
 			before := e.savedState()
-			svcBefore := len(e.svc.callLog())
+			svcBefore := len(e.svc.Calls())
 			a := e.action(tt.params)
 			if !a.Failed || a.Message != tt.wantMsg {
 				t.Errorf("action failed=%v message %q, want failure %q", a.Failed, a.Message, tt.wantMsg)
@@ -43,7 +43,7 @@ func TestNodeConfigBadInput(t *testing.T) {
 			if len(e.slurmCalls()) != 0 {
 				t.Errorf("bad input touched the node: %q", e.slurmCalls())
 			}
-			for _, c := range e.svc.callLog()[svcBefore:] {
+			for _, c := range e.svc.Calls()[svcBefore:] {
 				if !strings.HasPrefix(c, "status") {
 					t.Errorf("bad input ran service call %q", c)
 				}
@@ -57,9 +57,7 @@ func TestNodeConfigApply(t *testing.T) {
 	e := newEnv(t)
 	e.join()
 	// A job runs; it ends while the action waits.
-	e.slurm.mu.Lock()
-	e.slurm.nodes[node].jobs, e.slurm.nodes[node].endAfter = 2, 3
-	e.slurm.mu.Unlock()
+	e.slurm.startJobs(node, 2, 3)
 	a := e.action(map[string]any{"parameters": "Weight=10 Features=gpu,fast RealMemory=20000", "timeout": "1m"})
 	if a.Failed {
 		t.Fatalf("action failed: %s", a.Message)
@@ -86,11 +84,11 @@ func TestNodeConfigApply(t *testing.T) {
 	if d := cmp.Diff(wantCalls, e.slurmCalls()); d != "" {
 		t.Errorf("slurm calls (-want +got):\n%s", d)
 	}
-	if e.slurm.deletesWhileBusy != 0 {
+	if e.slurm.busyDeletes() != 0 {
 		t.Errorf("delete tried while jobs ran")
 	}
-	if n := e.slurm.node(node); n == nil || n.drain {
-		t.Errorf("node %+v: want re-registered and not drained (it was idle)", n)
+	if n, ok := e.slurm.Node(node); !ok || n.State.Drain() {
+		t.Errorf("node %v (known %v): want re-registered and not drained (it was idle)", n.State, ok)
 	}
 	if len(a.Logs) == 0 || !strings.Contains(strings.Join(a.Logs, "\n"), "waiting for 2 jobs on slurmd-3") {
 		t.Errorf("no progress logged: %q", a.Logs)
@@ -104,9 +102,7 @@ func TestNodeConfigApply(t *testing.T) {
 	}
 
 	// Merged with the saved node-config; the node's down state is restored.
-	e.slurm.mu.Lock()
-	e.slurm.nodes[node].down, e.slurm.nodes[node].reason = true, "bad fan"
-	e.slurm.mu.Unlock()
+	e.slurm.update(node, "state=down", "reason=bad fan")
 	a = e.action(map[string]any{"parameters": "Weight=20"})
 	if a.Failed {
 		t.Fatalf("action failed: %s", a.Message)
@@ -114,8 +110,8 @@ func TestNodeConfigApply(t *testing.T) {
 	if got := a.Results["node-config"]; got != "Weight=20 Features=gpu,fast RealMemory=20000" {
 		t.Errorf("node-config %q, want merged", got)
 	}
-	if n := e.slurm.node(node); !n.down || n.reason != "bad fan" {
-		t.Errorf("down state not restored: %+v", n)
+	if n, _ := e.slurm.Node(node); !n.State.Down() || n.Reason != "bad fan" {
+		t.Errorf("down state not restored: %v, reason %q", n.State, n.Reason)
 	}
 
 	// reset returns to the slurmd -C baseline.
@@ -148,25 +144,23 @@ func TestNodeConfigTimeout(t *testing.T) {
 		t.Run(prev, func(t *testing.T) {
 			e := newEnv(t)
 			e.join()
-			e.slurm.mu.Lock()
-			e.slurm.nodes[node].jobs, e.slurm.nodes[node].endAfter = 2, -1
+			e.slurm.startJobs(node, 2, -1)
 			if prev == "drained" {
-				e.slurm.nodes[node].drain, e.slurm.nodes[node].reason = true, "admin"
+				e.slurm.update(node, "state=drain", "reason=admin")
 			}
-			e.slurm.mu.Unlock()
 			before := e.savedState()
 			a := e.action(map[string]any{"parameters": "Weight=10", "timeout": "300ms"})
 			if !a.Failed || !strings.Contains(a.Message, "2 jobs still running on slurmd-3") {
 				t.Errorf("action failed=%v %q, want a timeout naming 2 jobs", a.Failed, a.Message)
 			}
-			n := e.slurm.node(node)
-			if prev == "idle" && n.drain {
+			n, _ := e.slurm.Node(node)
+			if prev == "idle" && n.State.Drain() {
 				t.Errorf("node left drained after the timeout")
 			}
-			if prev == "drained" && (!n.drain || n.reason != "admin") {
-				t.Errorf("admin drain lost: %+v", n)
+			if prev == "drained" && (!n.State.Drain() || n.Reason != "admin") {
+				t.Errorf("admin drain lost: %v, reason %q", n.State, n.Reason)
 			}
-			if !e.svc.isActive(SlurmdService) {
+			if !e.svc.Active(SlurmdService) {
 				t.Errorf("slurmd stopped")
 			}
 			e.stateUnchanged(before)
@@ -184,7 +178,7 @@ func TestNodeConfigBeforeJoin(t *testing.T) {
 		t.Errorf("node-config not saved")
 	}
 	e.join()
-	if cmd := strings.Join(e.svc.command(SlurmdService), " "); !strings.Contains(cmd, "Weight=5 Feature=slurmd") {
+	if cmd := strings.Join(e.svc.Command(SlurmdService), " "); !strings.Contains(cmd, "Weight=5 Feature=slurmd") {
 		t.Errorf("slurmd command %q lacks the saved node-config", cmd)
 	}
 }

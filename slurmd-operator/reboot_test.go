@@ -23,7 +23,7 @@ func TestStopIsNotRemoval(t *testing.T) {
 	if got := e.slurmCalls()[before:]; len(got) != 0 {
 		t.Errorf("stop ran Slurm commands: %q", got)
 	}
-	if e.slurm.node(node) == nil {
+	if !e.slurm.hasNode(node) {
 		t.Error("stop deleted the node")
 	}
 	if st := e.savedState(); st.Departed || st.Applied == nil {
@@ -41,17 +41,17 @@ func TestStopIsNotRemoval(t *testing.T) {
 func TestStartAfterReboot(t *testing.T) {
 	tests := []struct {
 		name       string
-		node       fakeNode // the node's record as the controller has it after the boot
+		admin      []string // scontrol update of the node's record after the boot, if any
 		daemonsUp  bool     // slurmd and munged started at boot (enabled)
 		wantStatus string
 		wantCalls  []string
 	}{
-		{"idle, daemons enabled", fakeNode{}, true, "node slurmd-3 idle", nil},
-		{"idle, daemons not running", fakeNode{}, false, "node slurmd-3 idle", nil},
-		{"unexpectedly rebooted", fakeNode{down: true, reason: "Node unexpectedly rebooted boot_time=1 last response=2"}, true,
+		{"idle, daemons enabled", nil, true, "node slurmd-3 idle", nil},
+		{"idle, daemons not running", nil, false, "node slurmd-3 idle", nil},
+		{"unexpectedly rebooted", []string{"state=down", "reason=Node unexpectedly rebooted boot_time=1 last response=2"}, true,
 			"node slurmd-3 idle", []string{"scontrol update nodename=slurmd-3 state=resume"}},
-		{"drained", fakeNode{drain: true, reason: "memory test"}, true, "node slurmd-3 drained: memory test", nil},
-		{"admin down", fakeNode{down: true, reason: "bad dimm"}, true, "node slurmd-3 down: bad dimm", nil},
+		{"drained", []string{"state=drain", "reason=memory test"}, true, "node slurmd-3 drained: memory test", nil},
+		{"admin down", []string{"state=down", "reason=bad dimm"}, true, "node slurmd-3 down: bad dimm", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,16 +60,13 @@ func TestStartAfterReboot(t *testing.T) {
 			if err := e.run(jujutest.Hook(juju.Stop)); err != nil {
 				t.Fatal(err)
 			}
-			e.svc.mu.Lock()
 			if !tt.daemonsUp {
-				e.svc.stop(SlurmdService)
-				e.svc.stop("munged")
+				e.svc.Exit(SlurmdService)
+				e.svc.Exit("munged")
 			}
-			e.svc.mu.Unlock()
-			e.slurm.mu.Lock()
-			n := e.slurm.nodes[node]
-			n.down, n.drain, n.reason = tt.node.down, tt.node.drain, tt.node.reason
-			e.slurm.mu.Unlock()
+			if tt.admin != nil {
+				e.slurm.update(node, tt.admin...)
+			}
 			before := len(e.slurmCalls())
 			if err := e.run(jujutest.Hook(juju.Start)); err != nil {
 				t.Fatal(err)
@@ -77,8 +74,8 @@ func TestStartAfterReboot(t *testing.T) {
 			if d := cmp.Diff(tt.wantCalls, e.slurmCalls()[before:]); d != "" {
 				t.Errorf("slurm calls (-want +got):\n%s", d)
 			}
-			if !e.svc.isActive(SlurmdService) || !e.svc.isActive("munged") {
-				t.Errorf("after start: slurmd active %v, munged active %v", e.svc.isActive(SlurmdService), e.svc.isActive("munged"))
+			if !e.svc.Active(SlurmdService) || !e.svc.Active("munged") {
+				t.Errorf("after start: slurmd active %v, munged active %v", e.svc.Active(SlurmdService), e.svc.Active("munged"))
 			}
 			want := juju.WorkloadStatus{Code: juju.StatusActive, Message: tt.wantStatus}
 			if d := cmp.Diff(want, e.status()); d != "" {
