@@ -155,6 +155,52 @@ type record struct {
 	// Relation hooks: what relation-ids (of the hook's endpoint) and relation-list printed.
 	IDs     string `json:"ids"`
 	Members string `json:"members"`
+	// T is when the hook started (Unix nanoseconds).
+	T int64 `json:"t"`
+}
+
+// span is one hook or action as the test charm logged it: its start and end.
+type span struct {
+	Hook       string
+	Start, End time.Time
+}
+
+// spans returns, per unit, the hooks and actions with their start and end times, in the order
+// they started (from the charm's testcharm-hook and testcharm-done lines; a hook still
+// running has no end yet and is left out).
+func spans(m *model.Model) map[string][]span {
+	out := map[string][]span{}
+	open := map[string]record{}
+	for _, l := range m.DebugLog() {
+		if _, js, ok := strings.Cut(l, "testcharm-hook "); ok {
+			var r record
+			if json.Unmarshal([]byte(js), &r) == nil {
+				open[r.Env["JUJU_UNIT_NAME"]] = r
+			}
+			continue
+		}
+		_, js, ok := strings.Cut(l, "testcharm-done ")
+		if !ok {
+			continue
+		}
+		var d struct {
+			Hook string `json:"hook"`
+			Unit string `json:"unit"`
+			T    int64  `json:"t"`
+		}
+		if json.Unmarshal([]byte(js), &d) != nil {
+			continue
+		}
+		r, ok := open[d.Unit]
+		if !ok || r.Hook != d.Hook {
+			// An end with no start logged before it: two hooks overlapped on the unit.
+			out[d.Unit] = append(out[d.Unit], span{Hook: d.Hook + " (no start)", End: time.Unix(0, d.T)})
+			continue
+		}
+		delete(open, d.Unit)
+		out[d.Unit] = append(out[d.Unit], span{Hook: d.Hook, Start: time.Unix(0, r.T), End: time.Unix(0, d.T)})
+	}
+	return out
 }
 
 // hooks returns the hooks each unit ran, in order, from the charm's juju-log lines.

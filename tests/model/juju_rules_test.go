@@ -376,3 +376,94 @@ func TestRuleIntegrateMatching(t *testing.T) {
 		t.Errorf("second identical relation: err = %v", err)
 	}
 }
+
+// Juju sets no timeout on a hook: it runs until it exits (worker/uniter/runner/runner.go runs
+// the hook process with no deadline; only the machine lock waits). A config-changed that takes
+// longer than a minute (longer than any bound the model keeps elsewhere) completes and is not
+// retried.
+func TestRuleNoHookTimeout(t *testing.T) {
+	t.Parallel()
+	m := newModel(t, modelOptions{hookRetry: -1})
+	deploy(t, m, "alpha", 1, nil)
+	waitIdle(t, m)
+	const slow = 61 * time.Second
+	if err := m.SetConfig(context.Background(), "alpha", map[string]string{"slow-hooks": "config-changed=" + slow.String()}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ended := func() []span { return spansOf(spans(m)["alpha/0"], "config-changed") }
+	waitFor(t, m, "the slow config-changed to end", func(map[string][]record) bool { return len(ended()) >= 2 })
+	if f := m.State().Units["alpha/0"].Failed; f != nil {
+		t.Fatalf("the slow hook failed: %+v", f)
+	}
+	runs := ended()
+	if took := runs[len(runs)-1].End.Sub(runs[len(runs)-1].Start); took < slow {
+		t.Errorf("the slow config-changed ran %v, want at least %v (it was cut short)", took, slow)
+	}
+	if n := len(find(hooks(m)["alpha/0"], "config-changed")); n != len(runs) {
+		t.Errorf("config-changed started %d times and ended %d times: a run was retried or cut", n, len(runs))
+	}
+}
+
+// spansOf returns the spans of hook.
+func spansOf(ss []span, hook string) []span {
+	var out []span
+	for _, s := range ss {
+		if s.Hook == hook {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// The machine lock: hooks (and actions) of the units of one machine run one at a time
+// (worker/uniter/operation/executor.go acquires the machine lock around each operation). The
+// model places one unit per machine (no --to), so the rule is that each unit's hooks, its
+// relation hooks and an action sent during a slow hook never overlap, and no two units share a
+// machine.
+func TestRuleMachineLock(t *testing.T) {
+	t.Parallel()
+	m := localModel(t)
+	slow := map[string]string{"slow-hooks": "install=1s,source-relation-joined=1s,sink-relation-joined=1s,source-relation-changed=500ms,sink-relation-changed=500ms"}
+	deploy(t, m, "alpha", 2, slow)
+	deploy(t, m, "beta", 2, slow)
+	ctx := context.Background()
+	if _, err := m.Integrate(ctx, "alpha:source", "beta:sink"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, m, "alpha/0 in a slow relation-joined", func(h map[string][]record) bool {
+		return index(h["alpha/0"], "source-relation-joined", nil) >= 0
+	})
+	act, err := m.Run(ctx, "alpha/0", "echo", map[string]string{"message": "during a hook"})
+	if err != nil || act.Status != "completed" {
+		t.Fatalf("action: %v %+v", err, act)
+	}
+	waitIdle(t, m)
+	machines := map[string]string{}
+	for _, a := range m.Status(ctx).Applications {
+		for unit, u := range a.Units {
+			if other, ok := machines[u.Machine]; ok {
+				t.Errorf("%s and %s share machine %s", other, unit, u.Machine)
+			}
+			machines[u.Machine] = unit
+		}
+	}
+	all := spans(m)
+	for _, unit := range []string{"alpha/0", "alpha/1", "beta/0", "beta/1"} {
+		ss := all[unit]
+		if len(ss) < 6 {
+			t.Errorf("%s: only %d hooks logged: %v", unit, len(ss), ss)
+		}
+		for i, s := range ss {
+			if s.Start.IsZero() {
+				t.Errorf("%s: %s ended with no start before it: hooks overlapped", unit, s.Hook)
+				continue
+			}
+			if i > 0 && s.Start.Before(ss[i-1].End) {
+				t.Errorf("%s: %s started at %v, before %s ended at %v", unit, s.Hook, s.Start, ss[i-1].Hook, ss[i-1].End)
+			}
+		}
+	}
+	if len(spansOf(all["alpha/0"], "echo")) != 1 {
+		t.Errorf("alpha/0 did not log the action once: %v", all["alpha/0"])
+	}
+}

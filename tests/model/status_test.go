@@ -102,7 +102,7 @@ func TestDeployPacked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff(map[string]any{"count": int64(7), "fail-hooks": "", "grant-secret": true, "greeting": "hello"}, cfg); d != "" {
+	if d := cmp.Diff(map[string]any{"count": int64(7), "fail-hooks": "", "grant-secret": true, "greeting": "hello", "slow-hooks": ""}, cfg); d != "" {
 		t.Errorf("config (-want +got):\n%s", d)
 	}
 	act, err := m.Run(context.Background(), "testcharm/0", "echo", map[string]string{"message": "packed"})

@@ -41,7 +41,7 @@ func TestTools(t *testing.T) {
 		{"is-leader smart", "alpha/1", []string{"is-leader"}, "0", "False", ""},
 		{"config int", "alpha/0", []string{"config-get", "count", "--format=json"}, "0", "3", ""},
 		{"config unset", "alpha/0", []string{"config-get", "ratio", "--format=json"}, "0", "null", ""},
-		{"config all", "alpha/0", []string{"config-get", "--all", "--format=json"}, "0", `{"count":3,"fail-hooks":"","grant-secret":true,"greeting":"hello","ratio":null}`, ""},
+		{"config all", "alpha/0", []string{"config-get", "--all", "--format=json"}, "0", `{"count":3,"fail-hooks":"","grant-secret":true,"greeting":"hello","ratio":null,"slow-hooks":""}`, ""},
 		{"relation-ids", "alpha/0", []string{"relation-ids", "peer", "--format=json"}, "0", fmt.Sprintf("[%q]", peer), ""},
 		{"relation-ids unknown endpoint", "alpha/0", []string{"relation-ids", "nosuch", "--format=json"}, "1", "", "invalid endpoint"},
 		{"relation-list", "alpha/0", []string{"relation-list", "-r", src, "--format=json"}, "0", `["beta/0"]`, ""},

@@ -12,6 +12,9 @@
 //     ("secret-token") or the error ("secret-error") in its unit databag.
 //   - a hook named in config fail-hooks makes its writes (unit data "failed-write", port
 //     9999/tcp) and then exits 1.
+//   - a hook named in config slow-hooks ("name=duration,...") sleeps that long first; every
+//     hook and action logs "testcharm-hook" with its start time ("t", Unix nanoseconds) and
+//     "testcharm-done" with its end time, so that tests can check that hooks never overlap.
 //   - on config-changed the leader publishes the secret again to every source relation (so that
 //     granting it later reaches the sink side).
 //   - actions: echo, fail, rotate (new secret revision), bad-key, tools, and run-tool, which
@@ -27,6 +30,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/charmed-slurm/operators/libs/juju"
 )
@@ -43,6 +47,7 @@ func main() {
 
 type config struct {
 	FailHooks   string `json:"fail-hooks"`
+	SlowHooks   string `json:"slow-hooks"`
 	GrantSecret bool   `json:"grant-secret"`
 	Greeting    string `json:"greeting"`
 }
@@ -55,7 +60,7 @@ func handle(ctx context.Context, hc *juju.HookContext) error {
 			env[k] = v
 		}
 	}
-	record := map[string]any{"hook": ev.Name, "env": env}
+	record := map[string]any{"hook": ev.Name, "env": env, "t": time.Now().UnixNano()}
 	if ev.Kind.IsRelation() {
 		// What relation-ids and relation-list show during this hook.
 		for key, argv := range map[string][]string{
@@ -73,9 +78,18 @@ func handle(ctx context.Context, hc *juju.HookContext) error {
 	if err := hc.Log.Log(ctx, juju.LevelInfo, "testcharm-hook "+string(rec)); err != nil {
 		return err
 	}
+	defer func() {
+		done, _ := json.Marshal(map[string]any{"hook": ev.Name, "unit": ev.Unit, "t": time.Now().UnixNano()})
+		_ = hc.Log.Log(ctx, juju.LevelInfo, "testcharm-done "+string(done))
+	}()
 	var cfg config
 	if err := hc.Config.Decode(ctx, &cfg); err != nil {
 		return err
+	}
+	if d, err := slowFor(cfg.SlowHooks, ev.Name); err != nil {
+		return err
+	} else if d > 0 {
+		time.Sleep(d)
 	}
 	if ev.Kind == juju.Action {
 		return action(ctx, hc)
@@ -403,4 +417,16 @@ func clients(ctx context.Context, hc *juju.HookContext) error {
 		return fmt.Errorf("secret %s still there after secret-remove", mine)
 	}
 	return hc.Actions.Set(ctx, res)
+}
+
+// slowFor is how long hook sleeps according to slow-hooks ("name=duration,...").
+func slowFor(slow, hook string) (time.Duration, error) {
+	for _, f := range strings.Split(slow, ",") {
+		name, d, ok := strings.Cut(strings.TrimSpace(f), "=")
+		if !ok || name != hook {
+			continue
+		}
+		return time.ParseDuration(d)
+	}
+	return 0, nil
 }
