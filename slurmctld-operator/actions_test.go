@@ -154,7 +154,7 @@ func TestRotateAuthKey(t *testing.T) {
 	e := newEnv(t)
 	in := e.withApp("slurmd", "slurmd/0")
 	oldKey := e.read("/etc/munge/munge.key")
-	e.svc.calls = nil
+	e.svc.ResetCalls()
 	out := e.run(in, jujutest.ActionEvent("rotate-auth-key"))
 	if out.Action.Failed {
 		t.Fatalf("failed: %s", out.Action.Message)
@@ -171,7 +171,7 @@ func TestRotateAuthKey(t *testing.T) {
 	if newKey == oldKey || newKey != string(key) {
 		t.Errorf("munge key not replaced by the new revision")
 	}
-	if d := cmp.Diff([]string{"configure munged", "enable munged", "respawn munged"}, e.svc.calls); d != "" {
+	if d := cmp.Diff([]string{"configure munged", "enable munged", "respawn munged"}, e.svc.Calls()); d != "" {
 		t.Errorf("service calls (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff(map[string]string{"keyid": "2", "secret-id": string(sec.ID)}, out.Action.Results); d != "" {
@@ -182,7 +182,7 @@ func TestRotateAuthKey(t *testing.T) {
 	if out.Action.Results["keyid"] != "3" {
 		t.Errorf("results %v", out.Action.Results)
 	}
-	e.svc.calls = nil
+	e.svc.ResetCalls()
 	e.run(out, jujutest.Hook(juju.ConfigChanged))
 	if e.svc.count("respawn munged") != 0 {
 		t.Errorf("munged restarted by config-changed after a rotation")

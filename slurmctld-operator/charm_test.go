@@ -211,7 +211,7 @@ func TestConfigureStartsController(t *testing.T) {
 			t.Errorf("slurm.conf lacks %q:\n%s", want, conf)
 		}
 	}
-	if d := cmp.Diff([]string{"configure munged", "enable munged", "respawn munged", "configure slurmctld", "enable slurmctld", "start slurmctld"}, e.svc.calls); d != "" {
+	if d := cmp.Diff([]string{"configure munged", "enable munged", "respawn munged", "configure slurmctld", "enable slurmctld", "start slurmctld"}, e.svc.Calls()); d != "" {
 		t.Errorf("service calls (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff([]juju.Port{{Number: 6817, Protocol: "tcp"}}, out.Ports); d != "" {
@@ -222,12 +222,12 @@ func TestConfigureStartsController(t *testing.T) {
 	}
 
 	// The same configuration again: nothing restarted, nothing reconfigured.
-	e.svc.calls = nil
+	e.svc.ResetCalls()
 	out = e.run(out, jujutest.Hook(juju.Start))
 	if n := e.slurm.count("scontrol", "reconfigure"); n != 0 {
 		t.Errorf("%d reconfigures, want 0", n)
 	}
-	for _, c := range e.svc.calls {
+	for _, c := range e.svc.Calls() {
 		if strings.HasPrefix(c, "restart") || strings.HasPrefix(c, "start") {
 			t.Errorf("unexpected %q", c)
 		}
@@ -338,8 +338,8 @@ func TestNonLeaderStandsBy(t *testing.T) {
 	if out.UnitStatus.Code != juju.StatusBlocked || !strings.Contains(out.UnitStatus.Message, "only the leader runs slurmctld") {
 		t.Errorf("status %+v", out.UnitStatus)
 	}
-	if len(out.Secrets) != 0 || len(e.svc.calls) != 0 || e.exists(confPath) {
-		t.Errorf("a standby acted: secrets %v, services %v", out.Secrets, e.svc.calls)
+	if len(out.Secrets) != 0 || len(e.svc.Calls()) != 0 || e.exists(confPath) {
+		t.Errorf("a standby acted: secrets %v, services %v", out.Secrets, e.svc.Calls())
 	}
 	in.Relations = []jujutest.Relation{relation("slurmd:1", "slurmd", compute(t, "slurmd", ""), "slurmd/0")}
 	out = e.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmd:1", "slurmd/0"))
@@ -752,9 +752,7 @@ func TestUpdateStatusCounts(t *testing.T) {
 	if d := cmp.Diff(jujuStatus(juju.StatusActive, "slurmctld up, 4 nodes (1 idle, 1 allocated, 1 drained, 1 draining)"), out.UnitStatus); d != "" {
 		t.Errorf("status with a draining node (-want +got):\n%s", d)
 	}
-	e.svc.mu.Lock()
-	e.svc.active[svcSlurmctld] = false
-	e.svc.mu.Unlock()
+	e.svc.Exit(svcSlurmctld)
 	out = e.run(out, jujutest.Hook(juju.UpdateStatus))
 	if d := cmp.Diff(jujuStatus(juju.StatusMaintenance, "slurmctld is not running"), out.UnitStatus); d != "" {
 		t.Errorf("status (-want +got):\n%s", d)
@@ -763,7 +761,7 @@ func TestUpdateStatusCounts(t *testing.T) {
 
 func TestStartFailure(t *testing.T) {
 	e := newEnv(t)
-	e.svc.startErr = errors.New("exited quickly with code 1")
+	e.svc.FailStarts(errors.New("exited quickly with code 1"))
 	_, err := jujutest.Run(t, baseState(), jujutest.Hook(juju.ConfigChanged), e.c.Router().Dispatch)
 	if err == nil || !strings.Contains(err.Error(), "cannot start munged") {
 		t.Errorf("error %v", err)

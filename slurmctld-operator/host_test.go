@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/charmed-slurm/operators/libs/munge"
-	"github.com/charmed-slurm/operators/libs/service"
+	"github.com/charmed-slurm/operators/libs/service/servicetest"
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurm/slurmtest"
 )
@@ -96,140 +96,14 @@ func (h *host) hasNode(name string) bool {
 	return ok
 }
 
-// fakeServices is a service.Manager in memory that records every call.
-type fakeServices struct {
-	mu       sync.Mutex
-	calls    []string // "restart munged", ...
-	specs    map[string]service.Spec
-	active   map[string]bool
-	enabled  map[string]bool
-	startErr error
-}
+// fakeServices is the controller host's service manager: the shared in-memory one
+// (servicetest.Manager), with this package's short names.
+type fakeServices struct{ *servicetest.Manager }
 
-func newFakeServices() *fakeServices {
-	return &fakeServices{specs: map[string]service.Spec{}, active: map[string]bool{}, enabled: map[string]bool{}}
-}
+func newFakeServices() *fakeServices { return &fakeServices{servicetest.New()} }
 
-func (s *fakeServices) record(op, name string) error {
-	s.calls = append(s.calls, op+" "+name)
-	if _, ok := s.specs[name]; !ok {
-		return fmt.Errorf("cannot %s %q: %w", op, name, service.ErrUnknownService)
-	}
-	return nil
-}
-
-func (s *fakeServices) Configure(ctx context.Context, spec service.Spec) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := spec.Validate(); err != nil {
-		return err
-	}
-	s.specs[spec.Name] = spec
-	s.calls = append(s.calls, "configure "+spec.Name)
-	return nil
-}
-
-func (s *fakeServices) Enable(ctx context.Context, name string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.record("enable", name); err != nil {
-		return err
-	}
-	s.enabled[name] = true
-	return nil
-}
-
-func (s *fakeServices) Disable(ctx context.Context, name string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.record("disable", name); err != nil {
-		return err
-	}
-	s.enabled[name] = false
-	return nil
-}
-
-func (s *fakeServices) Start(ctx context.Context, name string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.record("start", name); err != nil {
-		return err
-	}
-	if s.startErr != nil {
-		return s.startErr
-	}
-	s.active[name] = true
-	return nil
-}
-
-func (s *fakeServices) Stop(ctx context.Context, name string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.record("stop", name); err != nil {
-		return err
-	}
-	s.active[name] = false
-	return nil
-}
-
-func (s *fakeServices) Restart(ctx context.Context, name string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.record("restart", name); err != nil {
-		return err
-	}
-	if s.startErr != nil {
-		return s.startErr
-	}
-	s.active[name] = true
-	return nil
-}
-
-// Spawn is Start: the fake has no stay-up check to skip.
-func (s *fakeServices) Spawn(ctx context.Context, name string) error { return s.Start(ctx, name) }
-
-// Respawn is Restart (see Spawn), recorded as "respawn".
-func (s *fakeServices) Respawn(ctx context.Context, name string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.record("respawn", name); err != nil {
-		return err
-	}
-	if s.startErr != nil {
-		return s.startErr
-	}
-	s.active[name] = true
-	return nil
-}
+// count returns how many calls equal call ("restart slurmctld").
+func (s *fakeServices) count(call string) int { return s.Count(call) }
 
 // isActive reports whether service name runs.
-func (s *fakeServices) isActive(name string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.active[name]
-}
-
-func (s *fakeServices) Status(ctx context.Context, name string) (service.Status, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.specs[name]; !ok {
-		return service.Status{}, fmt.Errorf("cannot get status of %q: %w", name, service.ErrUnknownService)
-	}
-	st := service.StateInactive
-	if s.active[name] {
-		st = service.StateActive
-	}
-	return service.Status{Name: name, State: st, Enabled: s.enabled[name]}, nil
-}
-
-func (s *fakeServices) count(call string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, c := range s.calls {
-		if c == call {
-			n++
-		}
-	}
-	return n
-}
+func (s *fakeServices) isActive(name string) bool { return s.Active(name) }

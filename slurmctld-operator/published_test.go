@@ -89,7 +89,7 @@ func TestUnchangedHookWritesNothing(t *testing.T) {
 			e := newEnv(t)
 			out := e.run(e.joined(), tt.ev)
 			reconfigures := e.slurm.count("scontrol", "reconfigure")
-			svc := len(e.svc.calls)
+			svc := len(e.svc.Calls())
 			again, calls, err := e.runTools(out, tt.ev, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -100,7 +100,7 @@ func TestUnchangedHookWritesNothing(t *testing.T) {
 			if n := e.slurm.count("scontrol", "reconfigure"); n != reconfigures {
 				t.Errorf("%d reconfigures by the unchanged hook", n-reconfigures)
 			}
-			for _, c := range e.svc.calls[svc:] {
+			for _, c := range e.svc.Calls()[svc:] {
 				if !strings.HasPrefix(c, "configure") && !strings.HasPrefix(c, "enable") {
 					t.Errorf("service call %q by the unchanged hook", c)
 				}
