@@ -34,7 +34,7 @@ func (h *hook) install(ctx context.Context) error {
 	if _, _, err := h.facts(ctx); err != nil {
 		return err
 	}
-	if err := h.installRebootProgram(); err != nil {
+	if err := h.installRebootProgram(ctx); err != nil {
 		return err
 	}
 	return h.setStatus(ctx, juju.StatusWaiting, "waiting for slurmctld relation")
@@ -48,7 +48,7 @@ func (h *hook) upgrade(ctx context.Context) error {
 	if _, _, err := h.facts(ctx); err != nil {
 		return err
 	}
-	if err := h.installRebootProgram(); err != nil {
+	if err := h.installRebootProgram(ctx); err != nil {
 		return err
 	}
 	if h.st.Applied == nil || h.st.Departed {

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/atomicfile"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
@@ -30,19 +30,13 @@ exec systemctl reboot
 const unexpectedReboot = "Node unexpectedly rebooted"
 
 // installRebootProgram writes RebootProgram (mode 0755) unless it is there already.
-func (h *hook) installRebootProgram() error {
+func (h *hook) installRebootProgram(ctx context.Context) error {
 	p := h.c.Path(RebootProgram)
 	if data, err := os.ReadFile(p); err == nil && string(data) == rebootScript {
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return fmt.Errorf("cannot install %s: %w", RebootProgram, err)
-	}
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, []byte(rebootScript), 0o755); err != nil {
-		return fmt.Errorf("cannot install %s: %w", RebootProgram, err)
-	}
-	if err := os.Rename(tmp, p); err != nil {
+	opts := atomicfile.Options{Mode: 0o755, Reset: true, MkdirMode: 0o755}
+	if err := atomicfile.Write(ctx, p, []byte(rebootScript), opts); err != nil {
 		return fmt.Errorf("cannot install %s: %w", RebootProgram, err)
 	}
 	return nil
@@ -78,7 +72,7 @@ func (h *hook) stop(ctx context.Context) error {
 // and a node Slurm set DOWN for its unexpected reboot is resumed; an administrator's drain or
 // down, with its reason, is kept.
 func (h *hook) start(ctx context.Context) error {
-	if err := h.installRebootProgram(); err != nil {
+	if err := h.installRebootProgram(ctx); err != nil {
 		return err
 	}
 	if h.st.Applied == nil || h.st.Departed {
