@@ -45,6 +45,11 @@ type rebootPlan struct {
 	Asked map[string]string `json:"asked,omitempty"`
 	// Done counts the nodes back after their reboot.
 	Done int `json:"done,omitempty"`
+	// Missing are asked nodes Slurm did not know at the last check. A node is only taken
+	// out of the plan when it is still unknown at the next check: a node re-registering after
+	// its reboot with a staged node-config is deleted and registered again within a second,
+	// and must not count as gone (which would let the next node go while it is away).
+	Missing map[string]bool `json:"missing,omitempty"`
 }
 
 // rebootAction runs the reboot action: nodes (a hostlist, required) are rebooted through
@@ -120,9 +125,18 @@ func (h *hook) advanceReboots(ctx context.Context) ([]string, error) {
 	cl := h.c.client()
 	for _, name := range sortedKeys(r.Asked) {
 		n, err := cl.ShowNode(ctx, name)
+		if !errors.Is(err, slurm.ErrUnknownNode) {
+			delete(r.Missing, name)
+		}
 		switch {
-		case errors.Is(err, slurm.ErrUnknownNode):
+		case errors.Is(err, slurm.ErrUnknownNode) && r.Missing[name]:
 			delete(r.Asked, name)
+			delete(r.Missing, name)
+		case errors.Is(err, slurm.ErrUnknownNode):
+			if r.Missing == nil {
+				r.Missing = map[string]bool{}
+			}
+			r.Missing[name] = true
 		case err != nil:
 			return nil, fmt.Errorf("cannot follow the reboot of node %s: %w", name, err)
 		case rebootedSince(n, r.Asked[name]):
