@@ -773,3 +773,79 @@ func TestVersionShown(t *testing.T) {
 		t.Errorf("application version %q, want 22.05.8", e.state.Version)
 	}
 }
+
+// TestFailedHookKeepsHostRecord: a failed hook keeps what it did to the host (slurmd
+// started with a configuration, a re-registration under way, the node gone, the machine's
+// facts) and drops what it wrote to Juju (Juju discards it, or the next hook writes it
+// again) and a node-config it did not apply.
+func TestFailedHookKeepsHostRecord(t *testing.T) {
+	saved := State{
+		NodeConfig:   "Weight=2",
+		Applied:      &Applied{Controllers: []string{"10.0.0.1:6817"}, Conf: "CPUs=2", KeyHash: "h1"},
+		Published:    &Published{Relation: relID, Data: map[string]string{"version": "1"}},
+		StatusCache:  charm.StatusCache{Unit: "active: node slurmd-3 idle", App: "active: partition slurmd"},
+		VersionShown: "22.05.8",
+	}
+	cur := State{
+		NodeConfig:     "Weight=3",
+		Applied:        &Applied{Controllers: []string{"10.0.0.9:6817"}, Conf: "CPUs=2 Weight=3", KeyHash: "h2"},
+		Restore:        &NodeAdmin{Drain: true, Reason: "admin"},
+		DefaultPending: true,
+		Departed:       true,
+		Facts:          &Facts{Version: "24.11.5"},
+		Published:      &Published{Relation: relID, Data: map[string]string{"version": "2"}},
+		StatusCache:    charm.StatusCache{Unit: "maintenance: restarting slurmd", App: "blocked: partition-config"},
+		VersionShown:   "24.11.5",
+	}
+	want := State{
+		NodeConfig:     saved.NodeConfig,
+		Applied:        cur.Applied,
+		Restore:        cur.Restore,
+		DefaultPending: true,
+		Departed:       true,
+		Facts:          cur.Facts,
+		Published:      saved.Published,
+		StatusCache:    saved.StatusCache,
+		VersionShown:   saved.VersionShown,
+	}
+	c := &Charm{}
+	if d := cmp.Diff(want, c.lifecycle().Failed(saved, cur)); d != "" {
+		t.Errorf("state kept after a failed hook (-want +got):\n%s", d)
+	}
+}
+
+// A hook that fails after slurmd started (the controller went away before the node got its
+// default-node-state) keeps the record of it: the retry neither starts slurmd again as new
+// nor forgets the default state, and sets the status again.
+func TestFailedHookAfterStart(t *testing.T) {
+	e := newEnv(t)
+	e.state.Config["default-node-state"] = "down"
+	e.related()
+	e.slurm.Before(func(argv []string) {
+		if slices.Contains(argv, "state=down") {
+			e.slurm.SetUnreachable(true)
+		}
+	})
+	if err := e.run(jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0")); err == nil {
+		t.Fatal("relation-changed succeeded with the controller gone")
+	}
+	st := e.savedState()
+	if st.Applied == nil || !st.DefaultPending || !e.svc.Active(SlurmdService) {
+		t.Fatalf("after the failed hook: applied %+v, default pending %v, slurmd active %v", st.Applied, st.DefaultPending, e.svc.Active(SlurmdService))
+	}
+	e.slurm.Before(nil)
+	e.slurm.SetUnreachable(false)
+	before := len(e.svc.Calls())
+	if err := e.run(jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0")); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.svc.Calls()[before:]; len(got) != 0 {
+		t.Errorf("the retry ran service calls %q", got)
+	}
+	if d := cmp.Diff(active("node slurmd-3 down: default-node-state is down"), e.status()); d != "" {
+		t.Errorf("status (-want +got):\n%s", d)
+	}
+	if st := e.savedState(); st.DefaultPending || st.Unit == "" {
+		t.Errorf("after the retry: default pending %v, status cache %q", st.DefaultPending, st.Unit)
+	}
+}
