@@ -455,5 +455,8 @@ func (c *opCluster) rebootOnce(ctx context.Context, unit, kind string) (RebootSa
 	}); err != nil {
 		return s, nil, fmt.Errorf("the model never saw the new boot of %s: %w", unit, err)
 	}
+	if at := c.trace.times(t0, func(l string) bool { return l == unit+": running start hook" }); len(at) > 0 {
+		s.StartHook = at[0].Sub(t0)
+	}
 	return s, c.trace.since(t0, subjects(unit, "slurmctld/0")...), nil
 }

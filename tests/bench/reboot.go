@@ -15,13 +15,16 @@ type RebootSample struct {
 	BootDone time.Duration
 	// SystemdBoot is the boot alone: the machine's PID 1 start → FinishTimestamp.
 	SystemdBoot time.Duration
+	// StartHook is t0 → the unit's start hook began after the boot (0: not seen).
+	StartHook time.Duration
 }
 
 // RebootFigures renders reboot samples as figures named prefix+kind+"...", one set per kind
 // in the order kinds first appear: to_idle_s, boot_s (request → boot finished), after_boot_s
-// (boot finished → IDLE: the charm's start hook and slurmd's registration, negative when the
-// node registered before systemd's boot transaction ended) and ratio (to_idle_s / boot_s of
-// the same reboot, median over the reboots); then prefix+"systemd_boot_s" over every reboot.
+// (boot finished → IDLE: slurmd's registration, negative when the node registered before
+// systemd's boot transaction ended), start_hook_s (→ the unit's start hook began, when seen)
+// and ratio (to_idle_s / boot_s of the same reboot, median over the reboots); then
+// prefix+"systemd_boot_s" over every reboot.
 func RebootFigures(prefix string, samples []RebootSample) []Figure {
 	var kinds []string
 	byKind := map[string][]RebootSample{}
@@ -40,11 +43,14 @@ func RebootFigures(prefix string, samples []RebootSample) []Figure {
 	}
 	var fs []Figure
 	for _, k := range kinds {
-		var idle, boot, after []float64
+		var idle, boot, after, hook []float64
 		for _, s := range byKind[k] {
 			idle = append(idle, s.ToIdle.Seconds())
 			boot = append(boot, s.BootDone.Seconds())
 			after = append(after, (s.ToIdle - s.BootDone).Seconds())
+			if s.StartHook > 0 {
+				hook = append(hook, s.StartHook.Seconds())
+			}
 		}
 		how := notes[k]
 		if how == "" {
@@ -59,9 +65,13 @@ func RebootFigures(prefix string, samples []RebootSample) []Figure {
 				Note: how + " → the machine's systemd reports the boot finished (FinishTimestamp)"},
 			Figure{Name: p + "after_boot_s", Value: Median(after), Unit: "s", Samples: len(after), Values: after,
 				Note: "boot finished → node IDLE (start hook, slurmd registration)"},
-			Figure{Name: p + "ratio", Value: Median(ratios), Unit: "ratio", Samples: len(ratios), Values: ratios,
-				Note: "to_idle_s / boot_s of the same reboot (median)"},
 		)
+		if len(hook) > 0 {
+			fs = append(fs, Figure{Name: p + "start_hook_s", Value: Median(hook), Unit: "s", Samples: len(hook), Values: hook,
+				Note: how + " → the unit's start hook began after the boot"})
+		}
+		fs = append(fs, Figure{Name: p + "ratio", Value: Median(ratios), Unit: "ratio", Samples: len(ratios), Values: ratios,
+			Note: "to_idle_s / boot_s of the same reboot (median)"})
 	}
 	if len(systemdBoot) > 0 {
 		fs = append(fs, Figure{Name: prefix + "systemd_boot_s", Value: Median(Seconds(systemdBoot)), Unit: "s",

@@ -33,9 +33,13 @@ func TestPairRatios(t *testing.T) {
 
 func TestRebootFigures(t *testing.T) {
 	t.Parallel()
+	d := func(x float64) time.Duration { return time.Duration(x * float64(time.Second)) }
 	s := func(kind string, idle, boot, systemd float64) bench.RebootSample {
-		d := func(x float64) time.Duration { return time.Duration(x * float64(time.Second)) }
 		return bench.RebootSample{Kind: kind, ToIdle: d(idle), BootDone: d(boot), SystemdBoot: d(systemd)}
+	}
+	withHook := func(r bench.RebootSample, hook float64) bench.RebootSample {
+		r.StartHook = d(hook)
+		return r
 	}
 	for _, tt := range []struct {
 		name    string
@@ -46,8 +50,8 @@ func TestRebootFigures(t *testing.T) {
 		{
 			name: "interleaved kinds, in the order they first appear",
 			samples: []bench.RebootSample{
-				s(bench.RebootInside, 6, 4, 1), s(bench.RebootJuju, 9, 6, 2),
-				s(bench.RebootInside, 8, 4, 3), s(bench.RebootJuju, 10, 5, 1),
+				s(bench.RebootInside, 6, 4, 1), withHook(s(bench.RebootJuju, 9, 6, 2), 7),
+				s(bench.RebootInside, 8, 4, 3), withHook(s(bench.RebootJuju, 10, 5, 1), 5.5),
 				s(bench.RebootInside, 3, 2, 2), s(bench.RebootJuju, 12, 6, 2),
 			},
 			want: []bench.Figure{
@@ -58,6 +62,7 @@ func TestRebootFigures(t *testing.T) {
 				{Name: "reboot.trixie.juju.to_idle_s", Value: 10, Unit: "s", Samples: 3, Values: []float64{9, 10, 12}},
 				{Name: "reboot.trixie.juju.boot_s", Value: 6, Unit: "s", Samples: 3, Values: []float64{6, 5, 6}},
 				{Name: "reboot.trixie.juju.after_boot_s", Value: 5, Unit: "s", Samples: 3, Values: []float64{3, 5, 6}},
+				{Name: "reboot.trixie.juju.start_hook_s", Value: 6.25, Unit: "s", Samples: 2, Values: []float64{7, 5.5}},
 				{Name: "reboot.trixie.juju.ratio", Value: 2, Unit: "ratio", Samples: 3, Values: []float64{1.5, 2, 2}},
 				{Name: "reboot.trixie.systemd_boot_s", Value: 2, Unit: "s", Samples: 6, Values: []float64{1, 2, 3, 1, 2, 2}},
 			},

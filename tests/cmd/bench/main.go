@@ -1,6 +1,6 @@
 // Command bench runs the benchmarks of `make bench` (package tests/bench; docs/benchmarks.md).
 //
-//	go run ./tests/cmd/bench [-out build] [-only hooks,raw,join,leave,scale,autoscale,trixie,bookworm,reboot] [-samples 15] [-hook-runs 20] [-scale 8,32,128,256] [-machine-samples 7] [-reboot-on trixie]
+//	go run ./tests/cmd/bench [-out build] [-only hooks,raw,join,leave,scale,autoscale,trixie,bookworm,reboot] [-samples 15] [-hook-runs 20] [-scale 8,32,128,256] [-machine-samples 15] [-reboot-on trixie]
 //
 // It prints one `name=value unit` line per figure and writes <out>/bench.json, <out>/bench.md
 // (a table with each figure's spread), <out>/bench-join.svg (join latency against cluster
@@ -38,7 +38,7 @@ func run() int {
 	flag.StringVar(&opts.PebbleBin, "pebble", "build/bin/pebble", "pebble binary for the hosts")
 	flag.IntVar(&opts.Samples, "samples", 15, "joins and leaves measured per figure (raw and operator joins interleaved)")
 	flag.IntVar(&opts.HookRuns, "hook-runs", 20, "runs per hook")
-	flag.IntVar(&opts.MachineSamples, "machine-samples", 7, "joins, leaves and reboots of each kind measured on systemd machines (parts trixie, bookworm, reboot)")
+	flag.IntVar(&opts.MachineSamples, "machine-samples", 0, "joins, leaves and reboots of each kind measured on systemd machines (parts trixie, bookworm, reboot); 0: as -samples")
 	flag.StringVar(&opts.RebootOn, "reboot-on", "trixie", "machines of the reboot part: trixie or bookworm")
 	scales := flag.String("scale", "8,32,128,256", "comma-separated numbers of units added at once (then removed), one size after the other")
 	timeout := flag.Duration("timeout", 60*time.Minute, "bound on the whole run")
