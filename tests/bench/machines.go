@@ -245,50 +245,17 @@ func runSuite(ctx context.Context, opts *RunOptions, rep *Report, root, scratch,
 			err = cerr
 		}
 	}()
-	dir, err := os.MkdirTemp("", "bm")
+	c, stop, err := startModel(ctx, n, tools, "bench-"+suite, true, func(dir string) model.Provisioner {
+		return &model.BaseMachines{Network: n, Images: map[string]string{base: image}, Default: base, Binds: []string{dir, parts}}
+	})
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	prov := &TimedProvisioner{Provisioner: &model.BaseMachines{Network: n, Images: map[string]string{base: image}, Default: base,
-		Binds: []string{dir, parts}}}
-	c := &opCluster{net: n, prov: prov, trace: &tracer{}, poll: 20 * time.Millisecond, onMachines: true}
-	c.m, err = model.New(ctx, model.Options{Dir: dir, Name: "bench-" + suite, Tools: tools, Machines: prov,
-		UpdateStatusInterval: time.Minute, Log: c.trace.log})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := c.m.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-		if err != nil {
-			rep.Traces = appendTrace(rep.Traces, suite+" failure (last 60 model lines)", c.trace.tail(60))
-		}
-	}()
+	defer stop(rep, suite+" failure (last 60 model lines)", &err)
 	prefix := suite + "."
 	opts.progress("%s: deploying slurmctld and 1 slurmd on machines, integrating", suite)
-	t0 := time.Now()
-	for _, app := range []struct{ charm, name string }{{ctldCharm, "slurmctld"}, {slurmdCharm, "slurmd"}} {
-		if _, err := c.m.Deploy(ctx, model.DeployOptions{Charm: app.charm, Name: app.name}); err != nil {
-			return err
-		}
-	}
-	if _, err := c.m.Integrate(ctx, "slurmctld", "slurmd"); err != nil {
+	if err := c.deploy(ctx, rep, ctldCharm, slurmdCharm, prefix, suite+" machines", 5*time.Minute); err != nil {
 		return err
-	}
-	if err := c.wait(ctx, 5*time.Minute, model.AllActive); err != nil {
-		return fmt.Errorf("cluster not active: %w", err)
-	}
-	rep.Add(Figure{Name: prefix + "deploy_s", Value: time.Since(t0).Seconds(), Unit: "s",
-		Note: "deploy slurmctld + 1 slurmd on " + suite + " machines, integrate → all active (machines included)"})
-	ctl, err := c.machine("slurmctld/0")
-	if err != nil {
-		return err
-	}
-	c.sc = &slurm.Client{Runner: slurm.ExecRunner{Command: ctl.Command}, Conf: ControllerConf}
-	if err := c.waitIdle(withTimeout(ctx, 2*time.Minute), slurmd.NodeName("slurmd/0")); err != nil {
-		return fmt.Errorf("slurmd/0 never idle: %w", err)
 	}
 	var errs []error
 	if join {
@@ -302,24 +269,6 @@ func runSuite(ctx context.Context, opts *RunOptions, rep *Report, root, scratch,
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// machine is the systemd machine of unit.
-func (c *opCluster) machine(unit string) (*hosts.Machine, error) {
-	st := c.m.State()
-	u, ok := st.Units[unit]
-	if !ok {
-		return nil, fmt.Errorf("no unit %s", unit)
-	}
-	ms, ok := st.Machines[u.Machine]
-	if !ok || ms.Hostname == "" {
-		return nil, fmt.Errorf("unit %s has no machine yet", unit)
-	}
-	m := c.net.Machine(ms.Hostname)
-	if m == nil {
-		return nil, fmt.Errorf("no machine %s", ms.Hostname)
-	}
-	return m, nil
 }
 
 // Reboot kinds, in the order each sample runs them.

@@ -99,21 +99,109 @@ type opCluster struct {
 	onMachines bool
 }
 
-func (c *opCluster) host(unit string) (*hosts.Host, error) {
+// hostname is the name of unit's host or machine.
+func (c *opCluster) hostname(unit string) (string, error) {
 	st := c.m.State()
 	u, ok := st.Units[unit]
 	if !ok {
-		return nil, fmt.Errorf("no unit %s", unit)
+		return "", fmt.Errorf("no unit %s", unit)
 	}
 	ms, ok := st.Machines[u.Machine]
 	if !ok || ms.Hostname == "" {
-		return nil, fmt.Errorf("unit %s has no machine yet", unit)
+		return "", fmt.Errorf("unit %s has no machine yet", unit)
 	}
-	h := c.net.Host(ms.Hostname)
+	return ms.Hostname, nil
+}
+
+// host is the Pebble host of unit.
+func (c *opCluster) host(unit string) (*hosts.Host, error) {
+	name, err := c.hostname(unit)
+	if err != nil {
+		return nil, err
+	}
+	h := c.net.Host(name)
 	if h == nil {
-		return nil, fmt.Errorf("no host %s", ms.Hostname)
+		return nil, fmt.Errorf("no host %s", name)
 	}
 	return h, nil
+}
+
+// machine is the systemd machine of unit.
+func (c *opCluster) machine(unit string) (*hosts.Machine, error) {
+	name, err := c.hostname(unit)
+	if err != nil {
+		return nil, err
+	}
+	m := c.net.Machine(name)
+	if m == nil {
+		return nil, fmt.Errorf("no machine %s", name)
+	}
+	return m, nil
+}
+
+// startModel starts a local model called name on network n, its state in a short temporary
+// directory (Unix socket paths are short); machines makes its provisioner from that directory.
+// stop closes the model and removes the directory; given the run's error, it keeps the model's
+// last lines in rep as trace traceName.
+func startModel(ctx context.Context, n *hosts.Network, tools, name string, onMachines bool, machines func(dir string) model.Provisioner) (c *opCluster, stop func(rep *Report, traceName string, err *error), err error) {
+	dir, err := os.MkdirTemp("", "bm")
+	if err != nil {
+		return nil, nil, err
+	}
+	c = &opCluster{net: n, prov: &TimedProvisioner{Provisioner: machines(dir)}, trace: &tracer{}, poll: 20 * time.Millisecond, onMachines: onMachines}
+	c.m, err = model.New(ctx, model.Options{Dir: dir, Name: name, Tools: tools, Machines: c.prov,
+		UpdateStatusInterval: time.Minute, Log: c.trace.log})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return c, func(rep *Report, traceName string, err *error) {
+		if cerr := c.m.Close(); cerr != nil && *err == nil {
+			*err = cerr
+		}
+		os.RemoveAll(dir)
+		if *err != nil {
+			rep.Traces = appendTrace(rep.Traces, traceName, c.trace.tail(60))
+		}
+	}, nil
+}
+
+// deploy deploys slurmctld and one slurmd unit, integrates them, waits (up to timeout) until
+// both are active and slurmd/0's node is IDLE, and records prefix+"deploy_s" (where says on
+// what the units run).
+func (c *opCluster) deploy(ctx context.Context, rep *Report, ctldCharm, slurmdCharm, prefix, where string, timeout time.Duration) error {
+	t0 := time.Now()
+	for _, app := range []struct{ charm, name string }{{ctldCharm, "slurmctld"}, {slurmdCharm, "slurmd"}} {
+		if _, err := c.m.Deploy(ctx, model.DeployOptions{Charm: app.charm, Name: app.name}); err != nil {
+			return err
+		}
+	}
+	if _, err := c.m.Integrate(ctx, "slurmctld", "slurmd"); err != nil {
+		return err
+	}
+	if err := c.wait(ctx, timeout, model.AllActive); err != nil {
+		return fmt.Errorf("cluster not active: %w", err)
+	}
+	rep.Add(Figure{Name: prefix + "deploy_s", Value: time.Since(t0).Seconds(), Unit: "s",
+		Note: "deploy slurmctld + 1 slurmd, integrate → all active (" + where + " included)"})
+	if c.onMachines {
+		m, err := c.machine("slurmctld/0")
+		if err != nil {
+			return err
+		}
+		c.sc = &slurm.Client{Runner: slurm.ExecRunner{Command: m.Command}, Conf: ControllerConf}
+	} else {
+		h, err := c.host("slurmctld/0")
+		if err != nil {
+			return err
+		}
+		c.ctl = h
+		c.sc = &slurm.Client{Runner: slurm.ExecRunner{Command: h.Command}, Conf: ControllerConf}
+	}
+	if err := c.waitIdle(withTimeout(ctx, timeout), slurmd.NodeName("slurmd/0")); err != nil {
+		return fmt.Errorf("slurmd/0 never idle: %w", err)
+	}
+	return nil
 }
 
 func (c *opCluster) wait(ctx context.Context, d time.Duration, until func(*model.Status) bool) error {
@@ -193,49 +281,15 @@ func runOperators(ctx context.Context, opts *RunOptions, rep *Report, root, scra
 			err = cerr
 		}
 	}()
-	// Unix socket paths are short: the model lives in a short temporary directory.
-	dir, err := os.MkdirTemp("", "bm")
+	c, stop, err := startModel(ctx, n, tools, "bench", false, func(string) model.Provisioner { return &model.HostMachines{Network: n} })
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	c := &opCluster{net: n, prov: &TimedProvisioner{Provisioner: &model.HostMachines{Network: n}}, trace: &tracer{}, poll: 20 * time.Millisecond}
-	c.m, err = model.New(ctx, model.Options{Dir: dir, Name: "bench", Tools: tools, Machines: c.prov,
-		UpdateStatusInterval: time.Minute, Log: c.trace.log})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := c.m.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-		if err != nil {
-			rep.Traces = appendTrace(rep.Traces, "failure (last 60 model lines)", c.trace.tail(60))
-		}
-	}()
+	defer stop(rep, "failure (last 60 model lines)", &err)
 
 	opts.progress("operators: deploying slurmctld and 1 slurmd, integrating")
-	t0 := time.Now()
-	if _, err := c.m.Deploy(ctx, model.DeployOptions{Charm: ctldCharm, Name: "slurmctld"}); err != nil {
+	if err := c.deploy(ctx, rep, ctldCharm, slurmdCharm, "", "hosts", 3*time.Minute); err != nil {
 		return err
-	}
-	if _, err := c.m.Deploy(ctx, model.DeployOptions{Charm: slurmdCharm, Name: "slurmd"}); err != nil {
-		return err
-	}
-	if _, err := c.m.Integrate(ctx, "slurmctld", "slurmd"); err != nil {
-		return err
-	}
-	if err := c.wait(ctx, 3*time.Minute, model.AllActive); err != nil {
-		return fmt.Errorf("cluster not active: %w", err)
-	}
-	rep.Add(Figure{Name: "deploy_s", Value: time.Since(t0).Seconds(), Unit: "s",
-		Note: "deploy slurmctld + 1 slurmd, integrate → all active (hosts included)"})
-	if c.ctl, err = c.host("slurmctld/0"); err != nil {
-		return err
-	}
-	c.sc = &slurm.Client{Runner: slurm.ExecRunner{Command: c.ctl.Command}, Conf: ControllerConf}
-	if err := c.waitIdle(withTimeout(ctx, time.Minute), slurmd.NodeName("slurmd/0")); err != nil {
-		return fmt.Errorf("slurmd/0 never idle: %w", err)
 	}
 
 	var errs []error
