@@ -481,6 +481,7 @@ var (
 	allocRE    = regexp.MustCompile(`\bCPUAlloc=\d+`)
 	bootRE     = regexp.MustCompile(`\bBootTime=\S+`)
 	featuresRE = regexp.MustCompile(`\b(Available|Active)Features=\S*`)
+	partsRE    = regexp.MustCompile(`\bPartitions=\S*\s+`)
 	partNameRE = regexp.MustCompile(`(?m)^\s*PartitionName=(\S+)`)
 )
 
@@ -520,6 +521,19 @@ func (c *Cluster) showLine(name string) string {
 		f := strings.Join(n.features, ",")
 		line = featuresRE.ReplaceAllString(line, "${1}Features="+f)
 	}
+	// Partitions are those holding the node (partitionNodes), as real 22.05 prints them
+	// also while bug 16295 keeps a node out (show-node-moved); none: no field.
+	var parts []string
+	for _, p := range slices.Sorted(maps.Keys(c.partitions)) {
+		if slices.Contains(n.featureList(), p) && !n.lost {
+			parts = append(parts, p)
+		}
+	}
+	with := ""
+	if len(parts) > 0 {
+		with = "Partitions=" + strings.Join(parts, ",") + "  "
+	}
+	line = partsRE.ReplaceAllLiteralString(line, with)
 	for _, field := range slices.Sorted(maps.Keys(n.params)) {
 		line = regexp.MustCompile(`\b`+field+`=\S*`).ReplaceAllString(line, field+"="+n.params[field])
 	}

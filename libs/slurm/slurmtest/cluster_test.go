@@ -234,10 +234,28 @@ func TestClusterPartitions(t *testing.T) {
 	}
 	c.AddNode("gpu-0")
 	c.SetFeatures("gpu-0", "gpu")
+	// The node record's Partitions follow the partition, as on real 22.05
+	// (show-node-moved): none while lost, back after the repair.
+	parts := func() []string {
+		n, err := cl.ShowNode(ctx, "gpu-0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.Partitions
+	}
+	if d := cmp.Diff([]string{"gpu"}, parts()); d != "" {
+		t.Errorf("Partitions of gpu-0 (-want +got):\n%s", d)
+	}
 	c.Lose("gpu-0")
+	if p := parts(); len(p) != 0 {
+		t.Errorf("Partitions of lost gpu-0: %v, want none", p)
+	}
 	repaired, err := cl.RepairPartitionMembership(ctx, "gpu", "gpu")
 	if err != nil || c.Lost("gpu-0") {
 		t.Fatalf("repair: %v, lost %v", err, c.Lost("gpu-0"))
+	}
+	if d := cmp.Diff([]string{"gpu"}, parts()); d != "" {
+		t.Errorf("Partitions of repaired gpu-0 (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff([]string{"gpu-0"}, repaired); d != "" {
 		t.Errorf("repaired (-want +got):\n%s", d)
