@@ -82,6 +82,14 @@ func newCluster(t *testing.T, n int, ctlConfig ...map[string]string) *cluster {
 // model.BaseTrixie), or on Pebble hosts when base is "".
 func newClusterOn(t *testing.T, base string, n int, ctlConfig ...map[string]string) *cluster {
 	t.Helper()
+	return newClusterWith(t, base, nil, n, ctlConfig...)
+}
+
+// newClusterWith is newClusterOn with the machines' provisioner wrapped by wrap (nil: none),
+// for tests that prepare a machine before its unit's install hook; with wrap, Pebble hosts
+// (base "") come from a BaseMachines too.
+func newClusterWith(t *testing.T, base string, wrap func(*model.BaseMachines) model.Provisioner, n int, ctlConfig ...map[string]string) *cluster {
+	t.Helper()
 	net := hoststest.New(t)
 	dir, err := os.MkdirTemp("", "e2e")
 	if err != nil {
@@ -89,14 +97,18 @@ func newClusterOn(t *testing.T, base string, n int, ctlConfig ...map[string]stri
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) }) // runs after the model's close below
 	var machines model.Provisioner = &model.HostMachines{Network: net}
-	if base != "" {
-		suite, ok := model.ImageSuite(base)
-		if !ok {
-			t.Fatalf("no image for base %q", base)
+	if base != "" || wrap != nil {
+		bm := &model.BaseMachines{Network: net, Default: base, Binds: []string{dir, filepath.Dir(toolsBin)}}
+		if base != "" {
+			suite, ok := model.ImageSuite(base)
+			if !ok {
+				t.Fatalf("no image for base %q", base)
+			}
+			bm.Images = map[string]string{base: hoststest.Image(t, suite)}
 		}
-		machines = &model.BaseMachines{
-			Network: net, Default: base, Images: map[string]string{base: hoststest.Image(t, suite)},
-			Binds: []string{dir, filepath.Dir(toolsBin)},
+		machines = bm
+		if wrap != nil {
+			machines = wrap(bm)
 		}
 	}
 	m, err := model.New(context.Background(), model.Options{
