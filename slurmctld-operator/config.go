@@ -58,15 +58,24 @@ func managedKey(key string) (string, bool) {
 var clusterNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,39}$`)
 var partitionNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
-// readConfig reads and validates the configuration, slurm-conf-parameters against keys (the
-// key set of the running Slurm release, see hook.confKeys). A bad value gives a *ConfigError
-// naming the option (and the key, for slurm-conf-parameters).
-func readConfig(ctx context.Context, hc *juju.HookContext, keys *slurmconf.Keys) (Config, slurmconf.Params, error) {
-	cfg := defaultConfig()
-	if err := hc.Config.Decode(ctx, &cfg); err != nil {
-		return cfg, nil, fmt.Errorf("cannot read configuration: %w", err)
+// readConfig returns the configuration validated, slurm-conf-parameters against the key set
+// of the running Slurm release (hook.confKeys). A bad value gives a *ConfigError naming the
+// option (and the key, for slurm-conf-parameters). config-get runs on config-changed (Juju
+// runs it after install, upgrade-charm, every configuration change and an agent restart), on
+// upgrade-charm (the kept copy is the previous charm's) and when the state keeps none; every
+// other hook validates the copy kept in the state, since validation also depends on the
+// Slurm version, which upgrade-charm may change.
+func (h *hook) readConfig(ctx context.Context) (Config, slurmconf.Params, error) {
+	switch kind := h.hc.Event.Kind; {
+	case h.st.Config == nil, kind == juju.ConfigChanged, kind == juju.UpgradeCharm:
+		cfg := defaultConfig()
+		if err := h.hc.Config.Decode(ctx, &cfg); err != nil {
+			return cfg, nil, fmt.Errorf("cannot read configuration: %w", err)
+		}
+		h.st.Config = &cfg
 	}
-	extra, err := cfg.Validate(keys)
+	cfg := *h.st.Config
+	extra, err := cfg.Validate(h.confKeys())
 	return cfg, extra, err
 }
 

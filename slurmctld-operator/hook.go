@@ -69,11 +69,18 @@ func (c *Charm) handle(fn func(ctx context.Context, h *hook) error) juju.Handler
 	})
 }
 
-// begin reads the configuration and leadership for a hook.
+// begin reads the configuration and leadership for a hook. install needs neither (it
+// installs packages and creates directories); leader-elected says by itself that this unit
+// leads, so it runs no is-leader.
 func (c *Charm) begin(ctx context.Context, k *charm.Hook[charmState]) (*hook, error) {
 	hc := k.HookContext
 	h := &hook{c: c, hc: hc, k: k, st: &k.State}
-	cfg, extra, err := readConfig(ctx, hc, h.confKeys())
+	kind := hc.Event.Kind
+	if kind == juju.Install {
+		h.pub = h.st.Published.clone()
+		return h, nil
+	}
+	cfg, extra, err := h.readConfig(ctx)
 	var ce *ConfigError
 	switch {
 	case errors.As(err, &ce):
@@ -82,13 +89,17 @@ func (c *Charm) begin(ctx context.Context, k *charm.Hook[charmState]) (*hook, er
 		return nil, err
 	}
 	h.cfg, h.extra = cfg, extra
-	if h.leader, err = hc.Leadership.IsLeader(ctx); err != nil {
+	if kind == juju.LeaderElected {
+		h.leader = true
+	} else if h.leader, err = hc.Leadership.IsLeader(ctx); err != nil {
 		return nil, fmt.Errorf("cannot check leadership: %w", err)
 	}
-	switch kind := hc.Event.Kind; {
+	switch {
 	case !h.leader, kind == juju.LeaderElected, kind == juju.UpgradeCharm:
-		// Only a leader keeps a record, and a new term or charm trusts no earlier one.
-		h.pub = &published{}
+		// Only a leader keeps a record, and a new term or charm trusts no earlier one,
+		// except for this unit's own port: ports belong to the unit, and neither a
+		// leadership change nor an upgrade closes them.
+		h.pub = &published{PortOpen: h.st.Published != nil && h.st.Published.PortOpen}
 	default:
 		h.pub = h.st.Published.clone()
 	}

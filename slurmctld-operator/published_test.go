@@ -76,13 +76,15 @@ func TestUnchangedHookWritesNothing(t *testing.T) {
 		ev   juju.Event
 		want []string // every hook tool of the second run
 	}{
+		// Only config-changed reads the configuration; the others use the copy it kept.
 		{"config-changed", jujutest.Hook(juju.ConfigChanged), []string{"config-get", "is-leader", "network-get"}},
-		{"start", jujutest.Hook(juju.Start), []string{"config-get", "is-leader", "network-get"}},
-		{"update-status", jujutest.Hook(juju.UpdateStatus), []string{"config-get", "is-leader"}},
-		{"relation-created", jujutest.RelationHook(juju.RelationCreated, "slurmd:1", ""), []string{"config-get", "is-leader"}},
-		{"relation-joined", jujutest.RelationHook(juju.RelationJoined, "slurmd:1", "slurmd/0"), []string{"config-get", "is-leader"}},
+		{"start", jujutest.Hook(juju.Start), []string{"is-leader", "network-get"}},
+		{"update-status", jujutest.Hook(juju.UpdateStatus), []string{"is-leader"}},
+		{"relation-created", jujutest.RelationHook(juju.RelationCreated, "slurmd:1", ""), []string{"is-leader"}},
+		{"relation-joined", jujutest.RelationHook(juju.RelationJoined, "slurmd:1", "slurmd/0"), []string{"is-leader"}},
 		{"relation-changed", jujutest.RelationHook(juju.RelationChanged, "slurmd:1", "slurmd/0"),
-			[]string{"config-get", "is-leader", "relation-list", "relation-get"}},
+			[]string{"is-leader", "relation-list", "relation-get"}},
+		{"install", jujutest.Hook(juju.Install), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -218,24 +220,46 @@ func TestFailedHookWritesRedone(t *testing.T) {
 	})
 }
 
-// TestRecordNotTrusted: a new leadership term and upgrade-charm write everything again; a unit
-// that is not the leader keeps no record.
+// TestRecordNotTrusted: a new leadership term and upgrade-charm write everything again but the
+// port, which is the unit's own; a unit that is not the leader keeps no record but its port.
+// leader-elected runs no is-leader; upgrade-charm reads the configuration again.
 func TestRecordNotTrusted(t *testing.T) {
-	for _, kind := range []juju.Kind{juju.LeaderElected, juju.UpgradeCharm} {
-		t.Run(string(kind), func(t *testing.T) {
+	for _, tt := range []struct {
+		kind    juju.Kind
+		want    []string
+		notWant []string
+	}{
+		{juju.LeaderElected, []string{"secret-get", "relation-ids", "relation-set", "network-get"}, []string{"config-get", "is-leader", "open-port"}},
+		{juju.UpgradeCharm, []string{"config-get", "is-leader", "secret-get", "relation-ids", "relation-set", "network-get"}, []string{"open-port"}},
+	} {
+		t.Run(string(tt.kind), func(t *testing.T) {
 			e := newEnv(t)
 			in := e.joined()
-			_, calls, err := e.runTools(in, jujutest.Hook(kind), nil)
+			_, calls, err := e.runTools(in, jujutest.Hook(tt.kind), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, want := range []string{"secret-get", "relation-ids", "relation-set", "open-port", "network-get"} {
+			for _, want := range tt.want {
 				if !slices.Contains(calls, want) {
-					t.Errorf("%s did not run %s: %q", kind, want, calls)
+					t.Errorf("%s did not run %s: %q", tt.kind, want, calls)
+				}
+			}
+			for _, no := range tt.notWant {
+				if slices.Contains(calls, no) {
+					t.Errorf("%s ran %s: %q", tt.kind, no, calls)
 				}
 			}
 		})
 	}
+	t.Run("port closed", func(t *testing.T) {
+		// No record of the port (a hook that opened it failed): leader-elected opens it.
+		e := newEnv(t)
+		in := e.run(baseState(), jujutest.Hook(juju.Install))
+		_, calls, err := e.runTools(in, jujutest.Hook(juju.LeaderElected), nil)
+		if err != nil || !slices.Contains(calls, "open-port") || slices.Contains(calls, "is-leader") {
+			t.Errorf("first leader-elected: %v, tools %q", err, calls)
+		}
+	})
 	t.Run("standby", func(t *testing.T) {
 		e := newEnv(t)
 		in := e.joined()
@@ -245,13 +269,13 @@ func TestRecordNotTrusted(t *testing.T) {
 		}
 		in.Leader = false
 		in = e.run(in, jujutest.Hook(juju.ConfigChanged))
-		if st, _ := e.c.loadState(); st.Published != nil {
-			t.Errorf("standby keeps a record: %+v", st.Published)
+		if st, _ := e.c.loadState(); st.Published == nil || !cmp.Equal(*st.Published, published{PortOpen: true}) {
+			t.Errorf("standby keeps a record beyond its port: %+v", st.Published)
 		}
-		// Leader again: everything is written again.
+		// Leader again: everything is written again but the port.
 		in.Leader = true
 		_, calls, err := e.runTools(in, jujutest.Hook(juju.LeaderElected), nil)
-		if err != nil || !slices.Contains(calls, "relation-set") || !slices.Contains(calls, "secret-get") {
+		if err != nil || !slices.Contains(calls, "relation-set") || !slices.Contains(calls, "secret-get") || slices.Contains(calls, "open-port") {
 			t.Errorf("new term: %v, tools %q", err, calls)
 		}
 	})
@@ -284,3 +308,51 @@ func TestRecordNotTrusted(t *testing.T) {
 }
 
 func writeTestFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o600) }
+
+// TestConfigReadOnce: config-get runs on config-changed, upgrade-charm and when the state
+// keeps no configuration; other hooks validate the kept copy, a bad value included.
+func TestConfigReadOnce(t *testing.T) {
+	e := newEnv(t)
+	in := baseState()
+	tools := func(ev juju.Event) []string {
+		t.Helper()
+		out, calls, err := e.runTools(in, ev, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in = out
+		return calls
+	}
+	if d := cmp.Diff([]string{"status-set"}, tools(jujutest.Hook(juju.Install))); d != "" {
+		t.Errorf("install's hook tools: no config-get, no is-leader (-want +got):\n%s", d)
+	}
+	// Juju's order: leader-elected before the first config-changed; nothing kept yet.
+	if calls := tools(jujutest.Hook(juju.LeaderElected)); !slices.Contains(calls, "config-get") || slices.Contains(calls, "is-leader") {
+		t.Errorf("first leader-elected: tools %q, want config-get and no is-leader", calls)
+	}
+	if calls := tools(jujutest.Hook(juju.Start)); slices.Contains(calls, "config-get") {
+		t.Errorf("start read the configuration again: %q", calls)
+	}
+	in.Config["slurm-conf-parameters"] = "NoSuchKey=1"
+	if calls := tools(jujutest.Hook(juju.ConfigChanged)); !slices.Contains(calls, "config-get") {
+		t.Errorf("config-changed did not read the configuration: %q", calls)
+	}
+	if in.UnitStatus.Code != juju.StatusBlocked || !strings.Contains(in.UnitStatus.Message, "NoSuchKey") {
+		t.Fatalf("bad parameters: status %+v, want blocked naming the key", in.UnitStatus)
+	}
+	// The kept copy is validated again: still blocked, with no config-get.
+	if calls := tools(jujutest.Hook(juju.UpdateStatus)); slices.Contains(calls, "config-get") {
+		t.Errorf("update-status read the configuration: %q", calls)
+	}
+	if in.UnitStatus.Code != juju.StatusBlocked {
+		t.Errorf("update-status with the kept bad value: %+v, want blocked", in.UnitStatus)
+	}
+	in.Config["slurm-conf-parameters"] = ""
+	tools(jujutest.Hook(juju.ConfigChanged))
+	if in.UnitStatus.Code != juju.StatusActive {
+		t.Errorf("after the fix: %+v, want active", in.UnitStatus)
+	}
+	if st, _ := e.c.loadState(); st.Config == nil || st.Config.SlurmConfParameters != "" || st.Config.ClusterName != "charmed-slurm" {
+		t.Errorf("kept configuration %+v", st.Config)
+	}
+}

@@ -28,6 +28,10 @@ func (c *Charm) statePath() string {
 // charmState is what the charm remembers between hooks. It is written atomically once, at
 // the end of every hook that changed it (Charm.lifecycle).
 type charmState struct {
+	// Config is the configuration as config-get last gave it (config-changed reads it, and
+	// upgrade-charm, or any hook when there is none yet); other hooks validate this copy
+	// instead of reading it again (Juju runs config-changed after every change).
+	Config *Config `json:"config,omitempty"`
 	// ClusterName is the ClusterName slurmctld was first started with; it cannot change.
 	ClusterName string `json:"cluster-name,omitempty"`
 	// SecretID is the auth key secret (leader only).
@@ -74,7 +78,9 @@ type charmState struct {
 // discards a failed hook's relation data, secret and port changes, so a record of them would
 // then be wrong and the retry must write again. A unit that is not the leader keeps none; a
 // new leader (leader-elected) and upgrade-charm start from an empty record, because another
-// unit may have led (and rotated the key or written the databags) in between.
+// unit may have led (and rotated the key or written the databags) in between. PortOpen is
+// the exception: the port is this unit's own, and stays open across leadership changes and
+// upgrades.
 type published struct {
 	// PortOpen: SlurmctldPort was opened.
 	PortOpen bool `json:"port-open,omitempty"`
