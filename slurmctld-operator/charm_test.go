@@ -986,3 +986,46 @@ func TestDeleteNodeWaitIsBounded(t *testing.T) {
 		t.Errorf("action failed %v %q; node kept %v", out.Action.Failed, out.Action.Message, e.slurm.hasNode("slurmd-0"))
 	}
 }
+
+// TestUpdateStatusReadsNodesOnce: one `scontrol show node -o` serves the reconcile of a
+// departed unit's node its unit deleted already, the partition check and the node counts;
+// a partition that lost a node (Slurm bug 16295) is still found and repaired.
+func TestUpdateStatusReadsNodesOnce(t *testing.T) {
+	e := newEnv(t)
+	in := e.withApp("slurmd", "slurmd/0", "slurmd/1")
+	e.slurm.addNode("slurmd-0", "slurmd", false)
+	e.slurm.addNode("slurmd-1", "slurmd", false)
+	e.slurm.addJob("slurmd", "slurmd-1")
+	// slurmd/1 left; its relation-departed found the node busy. The unit then deleted it.
+	delete(in.Relations[0].RemoteUnits, "slurmd/1")
+	out := e.run(in, jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", "slurmd/1"))
+	if st, _ := e.c.loadState(); len(st.Pending) != 1 {
+		t.Fatalf("pending %v, want slurmd-1", st.Pending)
+	}
+	e.slurm.EndJobs()
+	e.slurm.PurgeJobs()
+	if _, err := e.slurm.Run(context.Background(), []string{"scontrol", "delete", "nodename=slurmd-1"}, []string{"SLURM_CONF=" + confPath}); err != nil {
+		t.Fatal(err)
+	}
+	n := len(e.slurm.commands())
+	out = e.run(out, jujutest.Hook(juju.UpdateStatus))
+	want := [][]string{{"scontrol", "show", "node", "-o"}}
+	if d := cmp.Diff(want, e.slurm.commands()[n:]); d != "" {
+		t.Errorf("Slurm commands of update-status (-want +got):\n%s", d)
+	}
+	if st, _ := e.c.loadState(); len(st.Pending) != 0 {
+		t.Errorf("pending %v after the node was gone", st.Pending)
+	}
+	if d := cmp.Diff(jujuStatus(juju.StatusActive, "slurmctld up, 1 nodes (1 idle, 0 allocated, 0 drained)"), out.UnitStatus); d != "" {
+		t.Errorf("status (-want +got):\n%s", d)
+	}
+	// A node lost from its partition is seen in the same list and repaired.
+	e.slurm.Lose("slurmd-0")
+	out = e.run(out, jujutest.Hook(juju.UpdateStatus))
+	if e.slurm.Lost("slurmd-0") {
+		t.Error("lost node not repaired by update-status")
+	}
+	if n := e.slurm.count("scontrol", "update", "partitionname=slurmd", "nodes=slurmd"); n != 1 {
+		t.Errorf("%d partition repairs, want 1", n)
+	}
+}

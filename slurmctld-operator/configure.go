@@ -375,6 +375,7 @@ func (h *hook) restartForGres(ctx context.Context) error {
 	}
 	prev := h.st.GresRunning
 	h.st.GresRunning = want
+	h.forgetNodes()
 	if err := h.waitUp(ctx, "restarted"); err != nil {
 		return err
 	}
@@ -388,7 +389,9 @@ func (h *hook) reconfigure(ctx context.Context) error {
 	if err := h.progress(ctx, "reconfiguring"); err != nil {
 		return err
 	}
-	if err := h.c.client().Reconfigure(ctx); err != nil {
+	err := h.c.client().Reconfigure(ctx)
+	h.forgetNodes()
+	if err != nil {
 		return fmt.Errorf("cannot reconfigure slurmctld: %w", err)
 	}
 	h.logf(ctx, juju.LevelInfo, "reconfigured slurmctld")
@@ -403,11 +406,13 @@ func (h *hook) reconfigure(ctx context.Context) error {
 // registration (SchedMD bug 16295; libs/slurm's RepairPartitionMembership). It runs after
 // every reconfigure and on update-status; a failure is logged, not fatal: the next run
 // tries again.
-// One node list serves every partition; only a partition found wrong is repaired (which
-// reads it again).
+// The hook's node list serves every partition: each node record names the partitions that
+// hold it (Partitions=, from the same bitmaps as the partition's Nodes=; real 22.05 shows
+// the loss there too, slurmtest's show-node-moved). Only a partition found wrong is
+// repaired, which reads the nodes and the partition again.
 func (h *hook) repairPartitions(ctx context.Context) {
 	cl := h.c.client()
-	nodes, err := cl.Nodes(ctx)
+	nodes, err := h.nodeList(ctx)
 	if err != nil {
 		h.logf(ctx, juju.LevelWarning, "cannot check the nodes of the partitions: %v", err)
 		return
@@ -416,8 +421,7 @@ func (h *hook) repairPartitions(ctx context.Context) {
 		if _, rm := h.st.Removing[app]; rm {
 			continue
 		}
-		p, err := cl.ShowPartition(ctx, app)
-		if err == nil && slurm.MembershipOf(p, nodes, app).OK() {
+		if membersOf(app, nodes).OK() {
 			continue
 		}
 		repaired, err := cl.RepairPartitionMembership(ctx, app, app)
@@ -426,9 +430,23 @@ func (h *hook) repairPartitions(ctx context.Context) {
 			continue
 		}
 		if len(repaired) > 0 {
+			h.forgetNodes()
 			h.logf(ctx, juju.LevelWarning, "partition %s had lost or gained nodes after a reconfigure (Slurm bug 16295): repaired %s", app, strings.Join(repaired, ","))
 		}
 	}
+}
+
+// membersOf compares partition app (its NodeSet's feature is app too) with the nodes
+// carrying the feature, from the node records alone: the partition holds the nodes whose
+// Partitions= name it.
+func membersOf(app string, nodes []slurm.Node) slurm.Membership {
+	p := slurm.Partition{Name: app, NodeSets: []string{app}}
+	for _, n := range nodes {
+		if slices.Contains(n.Partitions, app) {
+			p.Nodes = append(p.Nodes, n.Name)
+		}
+	}
+	return slurm.MembershipOf(p, nodes, app)
 }
 
 // publishAll publishes ControllerData on every slurmd relation.

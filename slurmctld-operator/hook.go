@@ -33,7 +33,30 @@ type hook struct {
 	pub *published
 	// stage is the candidate configuration directory while changeConf runs an edit.
 	stage string
+	// nodes is the node list this hook read (nodeList), kept until the hook changes
+	// something in Slurm (forgetNodes): one `scontrol show node` serves the reconcile, the
+	// removals, the partition check and the status.
+	nodes     []slurm.Node
+	nodesRead bool
 }
+
+// nodeList is every node as `scontrol show node` gives it, read once per hook and again
+// only after forgetNodes.
+func (h *hook) nodeList(ctx context.Context) ([]slurm.Node, error) {
+	if h.nodesRead {
+		return h.nodes, nil
+	}
+	nodes, err := h.c.client().Nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h.nodes, h.nodesRead = nodes, true
+	return nodes, nil
+}
+
+// forgetNodes drops the node list after the hook changed nodes or partitions in Slurm (a
+// drain, a delete, a reconfigure, a repair) or time passed: the next use reads it again.
+func (h *hook) forgetNodes() { h.nodes, h.nodesRead = nil, false }
 
 // lifecycle runs the charm's hooks: the state is loaded before the handler and saved once
 // after it. A failed hook's writes to Juju are discarded by Juju, so its record of them is
@@ -186,7 +209,7 @@ func (h *hook) status(ctx context.Context) (juju.StatusCode, string) {
 	if !h.running(ctx) {
 		return juju.StatusMaintenance, "slurmctld is not running"
 	}
-	nodes, err := h.c.client().Nodes(ctx)
+	nodes, err := h.nodeList(ctx)
 	if err != nil {
 		if errors.Is(err, slurm.ErrControllerUnreachable) {
 			return juju.StatusWaiting, "slurmctld is not responding"
@@ -210,7 +233,7 @@ func (h *hook) status(ctx context.Context) (juju.StatusCode, string) {
 	}
 	var idle, alloc, draining, drained, down int
 	// FUTURE records (future-nodes) are no nodes: never up, never scheduled.
-	nodes = slices.DeleteFunc(nodes, func(n slurm.Node) bool { return n.State.Base == slurm.StateFuture })
+	nodes = slices.DeleteFunc(slices.Clone(nodes), func(n slurm.Node) bool { return n.State.Base == slurm.StateFuture })
 	for _, n := range nodes {
 		switch {
 		case n.State.Draining():

@@ -223,29 +223,51 @@ func (h *hook) reconcileNodes(ctx context.Context, budget time.Duration) error {
 // passes runs pass at once, then every poll interval until it reports done or fails, for
 // at most budget: no wait begins that would end past it (a budget shorter than the
 // interval gives one pass). Passes run on ctx, so the budget never cuts one short; the
-// budget's end is no error.
+// budget's end is no error. Each pass after the first reads the node list again.
 func (h *hook) passes(ctx context.Context, budget time.Duration, pass func(ctx context.Context) (bool, error)) error {
 	every := h.c.poll()
 	wctx, cancel := context.WithTimeout(ctx, budget-every)
 	defer cancel()
-	err := poll.Until(wctx, every, func(context.Context) (bool, error) { return pass(ctx) })
+	first := true
+	err := poll.Until(wctx, every, func(context.Context) (bool, error) {
+		if !first {
+			h.forgetNodes()
+		}
+		first = false
+		return pass(ctx)
+	})
 	if wctx.Err() != nil && ctx.Err() == nil {
 		return nil
 	}
 	return err
 }
 
-// reconcilePass makes one Step of every pending node's removal.
+// reconcilePass makes one Step of every pending node's removal. A node the hook's node list
+// lacks is gone already (its unit deleted it) and needs no Step: node names are unit names,
+// never used again.
 func (h *hook) reconcilePass(ctx context.Context) {
+	if len(h.st.Pending) == 0 {
+		return
+	}
 	m := h.c.remover()
+	nodes, listErr := h.nodeList(ctx) // on error, each Step finds out for itself
 	for _, node := range sortedKeys(h.st.Pending) {
 		p := h.st.Pending[node]
+		if listErr == nil && !slices.ContainsFunc(nodes, func(n slurm.Node) bool { return n.Name == node }) {
+			h.logf(ctx, juju.LevelInfo, "node %s of departed unit %s is deleted", node, p.Unit)
+			delete(h.st.Pending, node)
+			continue
+		}
 		r := &p.Removal
 		if r.Node == "" {
 			*r = slurm.Removal{Node: node, Reason: "unit " + p.Unit + " removed"}
 		}
+		before := *r
 		drained, stuck := r.Drained, r.Stuck
 		done, err := m.Step(ctx, r)
+		if r.Phase != before.Phase || r.Drained != before.Drained || r.Downed != before.Downed {
+			h.forgetNodes() // the Step drained, set down or deleted the node
+		}
 		if r.Drained && !drained {
 			h.logf(ctx, juju.LevelInfo, "drained node %s: %s", node, r.Reason)
 		}
@@ -342,7 +364,7 @@ func (h *hook) finishRemoval(ctx context.Context, app string) (bool, error) {
 		return false, nil
 	}
 	cl := h.c.client()
-	nodes, err := cl.Nodes(ctx)
+	nodes, err := h.nodeList(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -353,6 +375,7 @@ func (h *hook) finishRemoval(ctx context.Context, app string) (bool, error) {
 		if owner, ok := slurmd.NodeApp(n.Name); !ok || owner != app {
 			continue
 		}
+		h.forgetNodes()
 		err := cl.DeleteNode(ctx, n.Name)
 		switch {
 		case err == nil:
@@ -392,7 +415,8 @@ func (h *hook) finishRemoval(ctx context.Context, app string) (bool, error) {
 	return true, nil
 }
 
-// updateStatus repeats the reconciles (one pass each) and refreshes the status.
+// updateStatus repeats the reconciles (one pass each) and refreshes the status. One node
+// list (hook.nodeList) serves them all and the status, unless one of them changes Slurm.
 func (c *Charm) updateStatus(ctx context.Context, h *hook) error {
 	if h.leader {
 		if err := h.reconcileNodes(ctx, 0); err != nil {
@@ -403,8 +427,11 @@ func (c *Charm) updateStatus(ctx context.Context, h *hook) error {
 		}
 		if h.running(ctx) {
 			h.repairPartitions(ctx)
-			if _, err := h.advanceReboots(ctx); err != nil {
-				h.logf(ctx, juju.LevelWarning, "rolling reboot: %v", err)
+			if h.st.Reboots != nil {
+				if _, err := h.advanceReboots(ctx); err != nil {
+					h.logf(ctx, juju.LevelWarning, "rolling reboot: %v", err)
+				}
+				h.forgetNodes() // a reboot step changes node states
 			}
 		}
 	}
