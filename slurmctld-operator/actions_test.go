@@ -203,3 +203,39 @@ func TestRotateAuthKeyRefused(t *testing.T) {
 		t.Errorf("action %+v", out.Action)
 	}
 }
+
+// TestNodeActionsRefreshStatus: after an action changed nodes, the unit status counts them as
+// they are now, not as the last hook saw them.
+func TestNodeActionsRefreshStatus(t *testing.T) {
+	for _, tt := range []struct {
+		action string
+		params map[string]any
+		want   string
+	}{
+		{"drain", map[string]any{"nodes": "slurmd-0", "reason": "disk"}, "slurmctld up, 3 nodes (0 idle, 1 allocated, 2 drained)"},
+		{"set-node-state", map[string]any{"nodes": "slurmd-1", "state": "drain", "reason": "x"}, "slurmctld up, 3 nodes (1 idle, 0 allocated, 1 drained, 1 draining)"},
+		{"resume", map[string]any{"nodes": "slurmd-2"}, "slurmctld up, 3 nodes (2 idle, 1 allocated, 0 drained)"},
+		{"delete-node", map[string]any{"nodes": "slurmd-0"}, "slurmctld up, 2 nodes (0 idle, 1 allocated, 1 drained)"},
+	} {
+		t.Run(tt.action, func(t *testing.T) {
+			e := newEnv(t)
+			in := e.withApp("slurmd", "slurmd/0")
+			e.slurm.addNode("slurmd-0", "slurmd", false)
+			e.slurm.addNode("slurmd-1", "slurmd", false)
+			e.slurm.addNode("slurmd-2", "slurmd", true)
+			e.slurm.addJob("slurmd", "slurmd-1")
+			in = e.run(in, jujutest.Hook(juju.UpdateStatus))
+			if d := cmp.Diff(jujuStatus(juju.StatusActive, "slurmctld up, 3 nodes (1 idle, 1 allocated, 1 drained)"), in.UnitStatus); d != "" {
+				t.Fatalf("status before (-want +got):\n%s", d)
+			}
+			in.Action = jujutest.ActionState{Params: tt.params}
+			out := e.run(in, jujutest.ActionEvent(tt.action))
+			if out.Action.Failed {
+				t.Fatal(out.Action.Message)
+			}
+			if d := cmp.Diff(jujuStatus(juju.StatusActive, tt.want), out.UnitStatus); d != "" {
+				t.Errorf("status after %s (-want +got):\n%s", tt.action, d)
+			}
+		})
+	}
+}

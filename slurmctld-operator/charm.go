@@ -13,6 +13,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"time"
 
@@ -106,12 +107,24 @@ func (c *Charm) Router() *juju.Router {
 		r.HandleRelation("slurmd", k, c.handle(c.slurmdRelation))
 	}
 	r.HandleAction("show-current-config", c.showCurrentConfig)
-	r.HandleAction("set-node-state", c.setNodeState)
-	r.HandleAction("drain", c.drain)
-	r.HandleAction("resume", c.resume)
-	r.HandleAction("delete-node", c.deleteNode)
+	r.HandleAction("set-node-state", c.handle(thenStatus(c.setNodeState)))
+	r.HandleAction("drain", c.handle(thenStatus(c.drain)))
+	r.HandleAction("resume", c.handle(thenStatus(c.resume)))
+	r.HandleAction("delete-node", c.handle(thenStatus(c.deleteNode)))
 	r.HandleAction("rotate-auth-key", c.handle(c.rotateAuthKey))
 	r.HandleAction("settle-jobs", c.handle(c.settleJobs))
 	r.HandleAction("reboot", c.handle(c.rebootAction))
 	return r
+}
+
+// thenStatus runs action, which changes nodes in Slurm, then sets the unit status again:
+// its node counts are out of date now, and no hook may come to refresh them before the next
+// update-status.
+func thenStatus(action func(context.Context, *juju.HookContext) error) func(context.Context, *hook) error {
+	return func(ctx context.Context, h *hook) error {
+		if err := action(ctx, h.hc); err != nil {
+			return err
+		}
+		return h.setStatus(ctx)
+	}
 }

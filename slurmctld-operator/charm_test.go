@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -1027,5 +1028,37 @@ func TestUpdateStatusReadsNodesOnce(t *testing.T) {
 	}
 	if n := e.slurm.count("scontrol", "update", "partitionname=slurmd", "nodes=slurmd"); n != 1 {
 		t.Errorf("%d partition repairs, want 1", n)
+	}
+}
+
+// TestDepartedStatusShowsTheDrainAtOnce: while relation-departed waits for a departed unit's
+// busy node, the unit status counts the node as draining from the first pass on (status-set
+// takes effect at once), not only when the wait ends.
+func TestDepartedStatusShowsTheDrainAtOnce(t *testing.T) {
+	e := newEnv(t)
+	e.c.DepartWait = 100 * time.Millisecond
+	in, departed := e.departedWithJob(false) // the controller drains it
+	squeues := 0
+	e.slurm.Before(func(argv []string) {
+		if argv[0] == "squeue" {
+			squeues++
+		}
+	})
+	defer e.slurm.Before(nil)
+	var sightings []int // squeue calls made when a status-set counted the node draining
+	_, _, err := e.runTools(in, departed, func(args []string) bool {
+		if args[0] == "status-set" && slices.ContainsFunc(args, func(a string) bool { return strings.Contains(a, "1 draining") }) {
+			sightings = append(sightings, squeues)
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sightings) == 0 || sightings[0] != 1 {
+		t.Errorf("status counted the node draining after %v squeue calls, want after the first pass (1)", sightings)
+	}
+	if squeues < 3 {
+		t.Errorf("%d passes, want the wait to go on after the status was set", squeues)
 	}
 }

@@ -212,11 +212,19 @@ func (h *hook) goneApps(ctx context.Context, app string) ([]string, error) {
 // reconcileNodes advances the removals of departed units' nodes (drain → wait for their
 // jobs → delete, slurm.Remover's Step, the Removal kept in the state), checking again every
 // poll interval for at most budget (one pass when budget is zero). A node with running jobs
-// is never deleted; it stays pending.
+// is never deleted; it stays pending. When more passes follow, the unit status is set after
+// each (status-set takes effect at once, while the hook's other writes wait for its end), so
+// that the node counts show the drain as it starts, not when the wait ends.
 func (h *hook) reconcileNodes(ctx context.Context, budget time.Duration) error {
 	return h.passes(ctx, budget, func(ctx context.Context) (bool, error) {
 		h.reconcilePass(ctx)
-		return len(h.st.Pending) == 0, nil
+		if len(h.st.Pending) == 0 {
+			return true, nil
+		}
+		if budget > 0 {
+			return false, h.setStatus(ctx)
+		}
+		return false, nil
 	})
 }
 
