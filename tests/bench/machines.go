@@ -154,7 +154,9 @@ func configureUnit(ctx context.Context, m *hosts.Machine, spec service.Spec) err
 
 // Join prepares one more compute machine (timed as prepare: creation, boot, key, munged,
 // unit drop-in) and then starts its slurmd with `systemctl start slurmd`; join is the time from
-// that command until the node is IDLE.
+// that command until the node is IDLE. Then the machine is removed and its node deleted (not
+// timed): the raw cluster holds one compute machine at most (see opCluster.joinLeave on the
+// inotify budget machines share).
 func (r *MachineRaw) Join(ctx context.Context) (join, prepare time.Duration, err error) {
 	r.nodes++
 	name := fmt.Sprintf("raw%d", r.nodes)
@@ -163,6 +165,15 @@ func (r *MachineRaw) Join(ctx context.Context) (join, prepare time.Duration, err
 	if err != nil {
 		return 0, 0, err
 	}
+	defer func() {
+		rerr := r.net.RemoveMachine(name)
+		if rerr == nil {
+			_, rerr = r.ctl.Run(context.WithoutCancel(ctx), "env", "SLURM_CONF="+ControllerConf, "scontrol", "delete", "nodename="+name)
+		}
+		if err == nil && rerr != nil {
+			err = fmt.Errorf("cannot remove raw machine %s: %w", name, rerr)
+		}
+	}()
 	if err := r.prepareAuth(ctx, m); err != nil {
 		return 0, 0, err
 	}

@@ -401,7 +401,10 @@ type rawJoiner interface {
 
 // joinLeave measures samples joins (each after a raw one when raw is set) and, with leave, as
 // many idle leaves; figure names start with prefix ("" for Pebble hosts, "trixie." for trixie
-// machines).
+// machines). On Pebble hosts the cluster grows by one node per join and the leaves come at the
+// end, last unit first; on machines each unit leaves right after its join (a systemd machine
+// holds a dozen inotify instances, and every machine of the host's root user shares one
+// budget, fs.inotify.max_user_instances: 128 by default), so the cluster stays at two nodes.
 func (c *opCluster) joinLeave(ctx context.Context, opts *RunOptions, rep *Report, raw rawJoiner, prefix string, leave bool) error {
 	samples := opts.Samples
 	if c.onMachines {
@@ -412,11 +415,43 @@ func (c *opCluster) joinLeave(ctx context.Context, opts *RunOptions, rep *Report
 	} else {
 		opts.progress("operators: %d %sjoins one after the other", samples, prefix)
 	}
-	var joins, hostsC, totals, rawJoins, rawHosts []time.Duration
-	defer func() { addRawJoins(rep, prefix, rawJoins, rawHosts) }()
+	var joins, hostsC, totals, rawJoins, rawHosts, leaves []time.Duration
 	var units []string
 	var pts []Point
 	traces := map[string][]string{}
+	defer func() {
+		addRawJoins(rep, prefix, rawJoins, rawHosts)
+		c.addJoins(rep, prefix, joins, hostsC, totals, pts)
+		if len(joins) > 0 {
+			// The trace of the median join says where the time goes.
+			med := medianIndex(Seconds(joins))
+			rep.Traces = appendTrace(rep.Traces, prefix+"join "+units[med]+" (median sample)", traces[units[med]])
+		}
+		if len(leaves) > 0 {
+			ls := Summarize(Seconds(leaves))
+			rep.Add(Figure{Name: prefix + "leave_idle_s", Value: ls.Median, Unit: "s", Samples: ls.N, Values: Seconds(leaves), Target: Max(1.0),
+				Note: "remove-unit of an idle unit → node record gone (median)"},
+				Figure{Name: prefix + "leave_idle_s.p90", Value: ls.P90, Unit: "s", Samples: ls.N})
+		}
+	}()
+	leaveOne := func(unit string, traced bool) error {
+		t0 := time.Now()
+		if err := c.m.RemoveUnit(ctx, unit); err != nil {
+			return err
+		}
+		if err := c.waitGone(withTimeout(ctx, 2*time.Minute), slurmd.NodeName(unit)); err != nil {
+			return fmt.Errorf("%s never gone: %w", unit, err)
+		}
+		leaves = append(leaves, time.Since(t0))
+		if err := c.wait(ctx, 2*time.Minute, nil); err != nil {
+			return err
+		}
+		c.checkGone(ctx, rep, slurmd.NodeName(unit), "an idle leave")
+		if traced {
+			rep.Traces = appendTrace(rep.Traces, prefix+"leave "+unit+" (idle)", c.trace.since(t0, subjects(unit, "slurmctld/0")...))
+		}
+		return nil
+	}
 	for i := 0; i < samples; i++ {
 		if raw != nil {
 			// Interleaved: a raw sample and an operator sample in turn, so that the machine's
@@ -433,7 +468,11 @@ func (c *opCluster) joinLeave(ctx context.Context, opts *RunOptions, rep *Report
 		}
 		units = append(units, unit)
 		joins, hostsC, totals = append(joins, total-host), append(hostsC, host), append(totals, total)
-		pts = append(pts, Point{Nodes: i + 2, Seconds: (total - host).Seconds()})
+		nodes := i + 2
+		if c.onMachines {
+			nodes = 2
+		}
+		pts = append(pts, Point{Nodes: nodes, Seconds: (total - host).Seconds()})
 		if err := c.wait(ctx, 2*time.Minute, nil); err != nil {
 			return err
 		}
@@ -441,6 +480,28 @@ func (c *opCluster) joinLeave(ctx context.Context, opts *RunOptions, rep *Report
 		if !c.onMachines {
 			traces[unit] = append(traces[unit], pebbleChanges(c, unit, t0)...)
 		}
+		if leave && c.onMachines {
+			if err := leaveOne(unit, i == samples/2); err != nil {
+				return err
+			}
+		}
+	}
+	if !leave || c.onMachines {
+		return nil
+	}
+	opts.progress("operators: %d %sleaves of idle units", len(units), prefix)
+	for i := len(units) - 1; i >= 0; i-- {
+		if err := leaveOne(units[i], i == len(units)/2); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addJoins adds the operator join figures (names starting with prefix) and their series.
+func (c *opCluster) addJoins(rep *Report, prefix string, joins, hostsC, totals []time.Duration, pts []Point) {
+	if len(joins) == 0 {
+		return
 	}
 	js, hs, ts := Summarize(Seconds(joins)), Summarize(Seconds(hostsC)), Summarize(Seconds(totals))
 	hostNote, series := "the local model's host provisioning (netns, mounts, Pebble): excluded from join_s", "add-unit (operators)"
@@ -456,38 +517,6 @@ func (c *opCluster) joinLeave(ctx context.Context, opts *RunOptions, rep *Report
 		Figure{Name: prefix + "join_total_s", Value: ts.Median, Unit: "s", Samples: ts.N, Values: Seconds(totals), Note: "add-unit → IDLE including host creation"},
 	)
 	rep.Series = append(rep.Series, Series{Name: series, Points: pts})
-	// The trace of the median join says where the time goes.
-	med := medianIndex(Seconds(joins))
-	rep.Traces = appendTrace(rep.Traces, prefix+"join "+units[med]+" (median sample)", traces[units[med]])
-
-	if !leave {
-		return nil
-	}
-	opts.progress("operators: %d %sleaves of idle units", len(units), prefix)
-	var leaves []time.Duration
-	for i := len(units) - 1; i >= 0; i-- {
-		unit := units[i]
-		t0 := time.Now()
-		if err := c.m.RemoveUnit(ctx, unit); err != nil {
-			return err
-		}
-		if err := c.waitGone(withTimeout(ctx, 2*time.Minute), slurmd.NodeName(unit)); err != nil {
-			return fmt.Errorf("%s never gone: %w", unit, err)
-		}
-		leaves = append(leaves, time.Since(t0))
-		if err := c.wait(ctx, 2*time.Minute, nil); err != nil {
-			return err
-		}
-		c.checkGone(ctx, rep, slurmd.NodeName(unit), "an idle leave")
-		if i == len(units)/2 {
-			rep.Traces = appendTrace(rep.Traces, prefix+"leave "+unit+" (idle)", c.trace.since(t0, subjects(unit, "slurmctld/0")...))
-		}
-	}
-	ls := Summarize(Seconds(leaves))
-	rep.Add(Figure{Name: prefix + "leave_idle_s", Value: ls.Median, Unit: "s", Samples: ls.N, Values: Seconds(leaves), Target: Max(1.0),
-		Note: "remove-unit of an idle unit → node record gone (median)"},
-		Figure{Name: prefix + "leave_idle_s.p90", Value: ls.P90, Unit: "s", Samples: ls.N})
-	return nil
 }
 
 // pebbleChanges renders the Pebble changes (service starts) on unit's host with their spawn
