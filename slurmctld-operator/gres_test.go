@@ -243,4 +243,7 @@ func TestGresUpgradeRestartsOnce(t *testing.T) {
 	if n := e.svc.count("restart slurmctld"); n != 1 {
 		t.Errorf("%d restarts after a second upgrade-charm, want 1", n)
 	}
+	if d := cmp.Diff([]string{"gpu"}, publishedGres(t, out, 0)); d != "" {
+		t.Errorf("published gres_types after a second upgrade-charm (-want +got):\n%s", d)
+	}
 }
