@@ -256,7 +256,13 @@ func runSuite(ctx context.Context, opts *RunOptions, rep *Report, root, scratch,
 			err = cerr
 		}
 	}()
-	c, stop, err := startModel(ctx, n, tools, "bench-"+suite, true, func(dir string) model.Provisioner {
+	// The slurmctld charm ends a rolling reboot's record at the update-status after the node is
+	// back, and refuses the next reboot action until then: a shorter interval with reboots.
+	updateStatus := time.Minute
+	if reboot {
+		updateStatus = 10 * time.Second
+	}
+	c, stop, err := startModel(ctx, n, tools, "bench-"+suite, updateStatus, true, func(dir string) model.Provisioner {
 		return &model.BaseMachines{Network: n, Images: map[string]string{base: image}, Default: base, Binds: []string{dir, parts}}
 	})
 	if err != nil {
@@ -345,6 +351,15 @@ func (c *opCluster) rebootOnce(ctx context.Context, unit, kind string) (RebootSa
 		return s, nil, err
 	}
 	startedBefore, _ := n.Get("SlurmdStartTime")
+	if kind == RebootSlurm {
+		// The controller refuses a reboot action while its last rolling reboot is recorded as
+		// under way: the record ends at the update-status after the node came back.
+		if err := c.wait(ctx, 2*time.Minute, func(st *model.Status) bool {
+			return !strings.Contains(st.Applications["slurmctld"].Units["slurmctld/0"].WorkloadStatus.Message, "; rebooting")
+		}); err != nil {
+			return s, nil, fmt.Errorf("the last rolling reboot never ended: %w", err)
+		}
+	}
 	boots := mach.Boots()
 	done := make(chan error, 1)
 	t0 := time.Now()
@@ -358,19 +373,32 @@ func (c *opCluster) rebootOnce(ctx context.Context, unit, kind string) (RebootSa
 	case RebootJuju:
 		go func() { done <- c.m.Reboot(ctx, unit) }()
 	case RebootSlurm:
-		go func() {
-			run, err := c.m.Run(ctx, "slurmctld/0", "reboot", map[string]string{"nodes": node, "reason": "bench", "max-unavailable": "1"})
-			if err == nil && run.Status != "completed" {
-				err = fmt.Errorf("reboot action %s: %s", run.Status, run.Message)
-			}
-			done <- err
-		}()
+		run, err := c.m.Run(ctx, "slurmctld/0", "reboot", map[string]string{"nodes": node, "reason": "bench", "max-unavailable": "1"})
+		if err == nil && (run.Status != "completed" || fmt.Sprint(run.Results["nodes"]) != node) {
+			err = fmt.Errorf("reboot action %s: %s (results %v)", run.Status, run.Message, run.Results)
+		}
+		if err != nil {
+			return s, nil, err
+		}
+		done <- nil
 	default:
 		return s, nil, fmt.Errorf("unknown reboot kind %q", kind)
 	}
 	// IDLE again: a new slurmd (its start time changed) registered, responding, not drained,
-	// no reboot pending.
+	// no reboot pending. A failed request ends the wait.
+	var failed error
+	requested := false
 	err = Poll(ctx, c.poll, func() (bool, string) {
+		if !requested {
+			select {
+			case failed = <-done:
+				requested = true
+				if failed != nil {
+					return true, ""
+				}
+			default:
+			}
+		}
 		n, err := c.sc.ShowNode(ctx, node)
 		if err != nil {
 			return false, err.Error()
@@ -381,16 +409,18 @@ func (c *opCluster) rebootOnce(ctx context.Context, unit, kind string) (RebootSa
 			st.String() + " SlurmdStartTime=" + started
 	})
 	s.ToIdle = time.Since(t0)
+	if !requested && err == nil {
+		select {
+		case failed = <-done:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	if failed != nil {
+		return s, nil, fmt.Errorf("%s reboot of %s: %w", kind, unit, failed)
+	}
 	if err != nil {
 		return s, nil, fmt.Errorf("%s not idle again after a %s reboot: %w", node, kind, err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			return s, nil, fmt.Errorf("%s reboot of %s: %w", kind, unit, err)
-		}
-	case <-ctx.Done():
-		return s, nil, fmt.Errorf("%s reboot of %s: %w", kind, unit, ctx.Err())
 	}
 	if mach.Boots() <= boots {
 		return s, nil, fmt.Errorf("%s reboot of %s: the machine did not reboot", kind, unit)

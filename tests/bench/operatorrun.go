@@ -140,17 +140,18 @@ func (c *opCluster) machine(unit string) (*hosts.Machine, error) {
 }
 
 // startModel starts a local model called name on network n, its state in a short temporary
-// directory (Unix socket paths are short); machines makes its provisioner from that directory.
+// directory (Unix socket paths are short), running update-status every updateStatus; machines
+// makes its provisioner from that directory.
 // stop closes the model and removes the directory; given the run's error, it keeps the model's
 // last lines in rep as trace traceName.
-func startModel(ctx context.Context, n *hosts.Network, tools, name string, onMachines bool, machines func(dir string) model.Provisioner) (c *opCluster, stop func(rep *Report, traceName string, err *error), err error) {
+func startModel(ctx context.Context, n *hosts.Network, tools, name string, updateStatus time.Duration, onMachines bool, machines func(dir string) model.Provisioner) (c *opCluster, stop func(rep *Report, traceName string, err *error), err error) {
 	dir, err := os.MkdirTemp("", "bm")
 	if err != nil {
 		return nil, nil, err
 	}
 	c = &opCluster{net: n, prov: &TimedProvisioner{Provisioner: machines(dir)}, trace: &tracer{}, poll: 20 * time.Millisecond, onMachines: onMachines}
 	c.m, err = model.New(ctx, model.Options{Dir: dir, Name: name, Tools: tools, Machines: c.prov,
-		UpdateStatusInterval: time.Minute, Log: c.trace.log})
+		UpdateStatusInterval: updateStatus, Log: c.trace.log})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, err
@@ -281,7 +282,7 @@ func runOperators(ctx context.Context, opts *RunOptions, rep *Report, root, scra
 			err = cerr
 		}
 	}()
-	c, stop, err := startModel(ctx, n, tools, "bench", false, func(string) model.Provisioner { return &model.HostMachines{Network: n} })
+	c, stop, err := startModel(ctx, n, tools, "bench", time.Minute, false, func(string) model.Provisioner { return &model.HostMachines{Network: n} })
 	if err != nil {
 		return err
 	}
