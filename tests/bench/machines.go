@@ -47,6 +47,9 @@ type MachineRaw struct {
 	poll  time.Duration
 	conf  string
 	nodes int
+	// reloads are the times of the `systemctl daemon-reload` that followed each compute
+	// machine's slurmd drop-in (in the preparation, not in raw_join_s).
+	reloads []time.Duration
 }
 
 // NewMachineRaw boots the controller machine of a raw cluster on n from image.
@@ -82,7 +85,7 @@ func NewMachineRaw(ctx context.Context, n *hosts.Network, image string) (*Machin
 		return nil, err
 	}
 	spec := service.Spec{Name: "slurmctld", Command: []string{"/usr/sbin/slurmctld", "-D", "-f", ControllerConf}}
-	if err := configureUnit(ctx, ctl, spec); err != nil {
+	if _, err := configureUnit(ctx, ctl, spec); err != nil {
 		return nil, err
 	}
 	if _, err := ctl.Run(ctx, "systemctl", "start", "slurmctld"); err != nil {
@@ -136,20 +139,22 @@ func writeMachineFile(m *hosts.Machine, inside, content string, mode os.FileMode
 }
 
 // configureUnit gives spec's packaged unit on m the drop-in and environment file the charms'
-// systemd backend writes (libs/service/systemd), then reloads systemd.
-func configureUnit(ctx context.Context, m *hosts.Machine, spec service.Spec) error {
+// systemd backend writes (libs/service/systemd), then reloads systemd and returns how long
+// `systemctl daemon-reload` took.
+func configureUnit(ctx context.Context, m *hosts.Machine, spec service.Spec) (time.Duration, error) {
 	dropIn, err := systemd.DropIn(spec)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if err := writeMachineFile(m, systemd.DropInFile(spec.Name), dropIn, 0o644); err != nil {
-		return err
+		return 0, err
 	}
 	if err := writeMachineFile(m, systemd.EnvironmentFile(spec.Name), systemd.EnvironmentFileContent(spec.Environment), 0o644); err != nil {
-		return err
+		return 0, err
 	}
+	t0 := time.Now()
 	_, err = m.Run(ctx, "systemctl", "daemon-reload")
-	return err
+	return time.Since(t0), err
 }
 
 // Join prepares one more compute machine (timed as prepare: creation, boot, key, munged,
@@ -179,9 +184,11 @@ func (r *MachineRaw) Join(ctx context.Context) (join, prepare time.Duration, err
 	}
 	spec := service.Spec{Name: "slurmd", Command: []string{"/usr/sbin/slurmd", "-D", "-Z", "-N", name,
 		"--conf-server", netip.AddrPortFrom(r.ctl.Addr, 6817).String(), "--conf", r.conf}}
-	if err := configureUnit(ctx, m, spec); err != nil {
+	reload, err := configureUnit(ctx, m, spec)
+	if err != nil {
 		return 0, 0, err
 	}
+	r.reloads = append(r.reloads, reload)
 	prepare = time.Since(t0)
 	join, err = TimeToIdle(ctx, r.sc, name, r.poll, func(ctx context.Context) error {
 		_, err := m.Run(ctx, "systemctl", "start", "slurmd")
@@ -278,6 +285,11 @@ func runSuite(ctx context.Context, opts *RunOptions, rep *Report, root, scratch,
 	if join {
 		if err := c.joinLeave(ctx, opts, rep, raw, prefix, true); err != nil {
 			errs = append(errs, err)
+		}
+		if len(raw.reloads) > 0 {
+			ms := Millis(raw.reloads)
+			rep.Add(Figure{Name: prefix + "daemon_reload_ms", Value: Median(ms), Unit: "ms", Samples: len(ms), Values: ms,
+				Note: "`systemctl daemon-reload` on a fresh " + suite + " machine (a floor: the charm's systemd backend reloads on Configure and on Enable)"})
 		}
 	}
 	if reboot && len(errs) == 0 {
