@@ -333,6 +333,9 @@ func (c *opCluster) reboots(ctx context.Context, opts *RunOptions, rep *Report, 
 			traces[kind] = append(traces[kind], trace)
 		}
 	}
+	if n := c.trace.count(func(l string) bool { return strings.HasPrefix(l, unit+": hook failed: ") }); n > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %d hooks of %s failed during the reboots (then retried): the local model ran them while the machine was down from an inside reboot, before its boot watcher saw it (see the model's trace)", strings.TrimSuffix(prefix, "."), n, unit))
+	}
 	for _, kind := range kinds {
 		var idle []float64
 		for _, s := range samples {
@@ -449,12 +452,16 @@ func (c *opCluster) rebootOnce(ctx context.Context, unit, kind string) (RebootSa
 	if err != nil {
 		return s, nil, err
 	}
-	// The model has recorded the new boot and run the unit's hooks after it.
-	if err := c.wait(ctx, 3*time.Minute, func(st *model.Status) bool {
+	// The model has recorded the new boot and run the unit's hooks after it. A hook the
+	// model started while the machine was down from an inside reboot (before its boot watcher
+	// saw the reboot) fails and is retried after 5 s, as Juju retries: wait through it.
+	wctx, wcancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer wcancel()
+	if err := c.m.Wait(wctx, model.WaitOptions{AllowErrors: true, Until: func(st *model.Status) bool {
 		app, _, _ := strings.Cut(unit, "/")
 		u, ok := st.Applications[app].Units[unit]
-		return ok && st.Machines[u.Machine].BootID == id
-	}); err != nil {
+		return ok && st.Machines[u.Machine].BootID == id && u.WorkloadStatus.Current != "error" && u.JujuStatus.Current != "error"
+	}}); err != nil {
 		return s, nil, fmt.Errorf("the model never saw the new boot of %s: %w", unit, err)
 	}
 	if at := c.trace.times(t0, func(l string) bool { return l == unit+": running start hook" }); len(at) > 0 {
