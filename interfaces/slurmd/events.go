@@ -77,7 +77,23 @@ func (e SlurmdDeparted) relation() juju.RelationID        { return e.Relation }
 func (e SlurmdDisconnected) relation() juju.RelationID    { return e.Relation }
 
 // Provider is the slurmd charm's side of the relation.
-type Provider struct{ HookContext *juju.HookContext }
+type Provider struct {
+	HookContext *juju.HookContext
+	// Cache, when set, is what the charm kept from earlier hooks, to spare hook-tool calls.
+	Cache ProviderCache
+}
+
+// ProviderCache is what a slurmd charm kept from earlier hooks.
+type ProviderCache interface {
+	// InstalledKey returns the auth key and key id the charm installed from secretID, when
+	// it still has them (the key file unchanged). A relation hook then reads no secret: a
+	// new revision of the same secret arrives as secret-changed, which always reads it.
+	InstalledKey(secretID string) (key []byte, keyID string, ok bool)
+	// LastController returns the relation and the controller's data as the last relation
+	// hook read them. secret-changed then reads only the secret: a change of the databag
+	// arrives as relation-changed.
+	LastController() (juju.RelationID, ControllerBag, bool)
+}
 
 // Relation returns the unit's relation to slurmctld, or "" when there is none.
 func (p Provider) Relation(ctx context.Context) (juju.RelationID, error) {
@@ -89,12 +105,21 @@ func (p Provider) Relation(ctx context.Context) (juju.RelationID, error) {
 }
 
 // Controller reads and resolves the controller's data on relation id. It returns ErrNotReady
-// while the controller has not published.
+// while the controller has not published. On a hook of relation id the remote application
+// is the event's (no relation-list); with a Cache, a relation hook reads no secret whose
+// key is installed already.
 func (p Provider) Controller(ctx context.Context, id juju.RelationID) (ControllerData, error) {
 	hc := p.HookContext
-	app, err := hc.Relations.RemoteApp(ctx, id)
-	if err != nil {
-		return ControllerData{}, fmt.Errorf("cannot find the controller application: %w", err)
+	ev := hc.Event
+	app := ""
+	if ev.Kind.IsRelation() && ev.Relation == id {
+		app = ev.RemoteApp
+	}
+	if app == "" {
+		var err error
+		if app, err = hc.Relations.RemoteApp(ctx, id); err != nil {
+			return ControllerData{}, fmt.Errorf("cannot find the controller application: %w", err)
+		}
 	}
 	bag, err := hc.Relations.AppData(ctx, id, app)
 	if err != nil {
@@ -104,8 +129,18 @@ func (p Provider) Controller(ctx context.Context, id juju.RelationID) (Controlle
 	if err != nil {
 		return ControllerData{}, err
 	}
+	if p.Cache != nil && ev.Kind != juju.SecretChanged {
+		if key, keyID, ok := p.Cache.InstalledKey(cb.AuthSecretID); ok {
+			return data(cb, key, keyID), nil
+		}
+	}
+	return p.resolve(ctx, cb)
+}
+
+// resolve reads the auth key of cb's secret.
+func (p Provider) resolve(ctx context.Context, cb ControllerBag) (ControllerData, error) {
 	// Refresh: a consumer tracks the newest revision, so a rotated key is picked up.
-	content, err := hc.Secrets.Get(ctx, juju.NormalizeSecretID(cb.AuthSecretID), juju.SecretGetOptions{Refresh: true})
+	content, err := p.HookContext.Secrets.Get(ctx, juju.NormalizeSecretID(cb.AuthSecretID), juju.SecretGetOptions{Refresh: true})
 	if err != nil {
 		return ControllerData{}, &DataError{Field: KeyAuthSecretID, Msg: fmt.Sprintf("cannot read secret %s", cb.AuthSecretID), Err: err}
 	}
@@ -113,7 +148,11 @@ func (p Provider) Controller(ctx context.Context, id juju.RelationID) (Controlle
 	if err != nil {
 		return ControllerData{}, err
 	}
-	return ControllerData{AuthKey: key, AuthKeyID: keyID, Controllers: cb.Controllers, ClusterName: cb.ClusterName, GresTypes: cb.GresTypes}, nil
+	return data(cb, key, keyID), nil
+}
+
+func data(cb ControllerBag, key []byte, keyID string) ControllerData {
+	return ControllerData{AuthKey: key, AuthKeyID: keyID, Controllers: cb.Controllers, ClusterName: cb.ClusterName, GresTypes: cb.GresTypes, AuthSecretID: cb.AuthSecretID}
 }
 
 // PublishCompute writes ComputeData to the application databag of relation id (leader only).
@@ -139,6 +178,15 @@ func (p Provider) Event(ctx context.Context) (Event, error) {
 		}
 		return p.readyOrConnected(ctx, ev.Relation)
 	case ev.Kind == juju.SecretChanged:
+		if p.Cache != nil {
+			if id, cb, ok := p.Cache.LastController(); ok {
+				data, err := p.resolve(ctx, cb)
+				if err != nil {
+					return SlurmctldConnected{Relation: id}, err
+				}
+				return SlurmctldReady{Relation: id, Data: data}, nil
+			}
+		}
 		id, err := p.Relation(ctx)
 		if err != nil || id == "" {
 			return nil, err

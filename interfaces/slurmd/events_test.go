@@ -59,6 +59,7 @@ func TestProviderReady(t *testing.T) {
 	}
 	want := slurmd.SlurmctldReady{Relation: "slurmctld:4", Data: slurmd.ControllerData{
 		AuthKey: bytes.Repeat([]byte{0xcd}, 64), AuthKeyID: "2", Controllers: []string{"10.1.0.2:6817"}, ClusterName: "hpc",
+		AuthSecretID: string(secretID),
 	}}
 	if d := cmp.Diff(slurmd.Event(want), ev); d != "" {
 		t.Errorf("event (-want +got):\n%s", d)
@@ -241,5 +242,80 @@ func TestRequirerPublishController(t *testing.T) {
 	var de *slurmd.DataError
 	if !errors.As(err, &de) || de.Field != "controllers" {
 		t.Errorf("got %v, want a DataError on controllers", err)
+	}
+}
+
+// cache is a ProviderCache with one installed key and one last controller read.
+type cache struct {
+	keySecret string
+	rel       juju.RelationID
+	bag       *slurmd.ControllerBag
+}
+
+func (c cache) InstalledKey(id string) ([]byte, string, bool) {
+	if id != c.keySecret {
+		return nil, "", false
+	}
+	return key, "1", true
+}
+
+func (c cache) LastController() (juju.RelationID, slurmd.ControllerBag, bool) {
+	if c.bag == nil {
+		return "", slurmd.ControllerBag{}, false
+	}
+	return c.rel, *c.bag, true
+}
+
+// toolNames records the hook tools a hook runs.
+type toolNames struct {
+	next  juju.Runner
+	names []string
+}
+
+func (l *toolNames) Run(ctx context.Context, cmd juju.Command) (juju.Result, error) {
+	l.names = append(l.names, cmd.Args[0])
+	return l.next.Run(ctx, cmd)
+}
+
+// TestProviderCache: a relation hook names the remote application from its environment (no
+// relation-list) and reads no secret whose key is installed; secret-changed reads only the
+// secret with the last controller data; without what they need, both read as before.
+func TestProviderCache(t *testing.T) {
+	bag := slurmd.ControllerBag{Controllers: []string{"10.1.0.2:6817"}, AuthSecretID: string(secretID), ClusterName: "hpc"}
+	changed := jujutest.RelationHook(juju.RelationChanged, "slurmctld:4", "slurmctld/0")
+	secret := jujutest.SecretHook(juju.SecretChanged, secretID, 0)
+	for _, tt := range []struct {
+		name    string
+		ev      juju.Event
+		cache   slurmd.ProviderCache
+		tools   []string
+		wantKey []byte
+	}{
+		{"relation hook, key installed", changed, cache{keySecret: string(secretID)}, []string{"relation-get"}, key},
+		{"relation hook, other secret", changed, cache{keySecret: "secret:other"}, []string{"relation-get", "secret-get"}, bytes.Repeat([]byte{0xcd}, 64)},
+		{"relation hook, no cache", changed, nil, []string{"relation-get", "secret-get"}, bytes.Repeat([]byte{0xcd}, 64)},
+		{"secret-changed, last data", secret, cache{keySecret: string(secretID), rel: "slurmctld:4", bag: &bag}, []string{"secret-get"}, bytes.Repeat([]byte{0xcd}, 64)},
+		{"secret-changed, none kept", secret, cache{keySecret: string(secretID)}, []string{"relation-ids", "relation-list", "relation-get", "secret-get"}, bytes.Repeat([]byte{0xcd}, 64)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got slurmd.Event
+			var gotErr error
+			log := &toolNames{}
+			_, err := jujutest.Run(t, slurmdState(), tt.ev, func(ctx context.Context, hc *juju.HookContext) error {
+				log.next = hc.Runner
+				got, gotErr = slurmd.Provider{HookContext: juju.NewHookContext(hc.Event, log), Cache: tt.cache}.Event(ctx)
+				return nil
+			})
+			if err != nil || gotErr != nil {
+				t.Fatal(err, gotErr)
+			}
+			ready, ok := got.(slurmd.SlurmctldReady)
+			if !ok || ready.Relation != "slurmctld:4" || !bytes.Equal(ready.Data.AuthKey, tt.wantKey) || !cmp.Equal(ready.Data.Bag(), bag) {
+				t.Errorf("event %#v, want SlurmctldReady on slurmctld:4 with the key and %+v", got, bag)
+			}
+			if d := cmp.Diff(tt.tools, log.names); d != "" {
+				t.Errorf("hook tools (-want +got):\n%s", d)
+			}
+		})
 	}
 }

@@ -102,6 +102,13 @@ type ControllerData struct {
 	// GresTypes are the generic resource names the running slurmctld manages (its
 	// GresTypes); a node must not start with a resource of another name.
 	GresTypes []string
+	// AuthSecretID is the secret the key was read from (the databag's auth_secret_id).
+	AuthSecretID string
+}
+
+// Bag is d as it travels in the databag (the key stays in its secret).
+func (d ControllerData) Bag() ControllerBag {
+	return ControllerBag{Controllers: d.Controllers, AuthSecretID: d.AuthSecretID, ClusterName: d.ClusterName, GresTypes: d.GresTypes}
 }
 
 // ControllerBag is ControllerData as it travels in the databag: the key stays in the secret.
