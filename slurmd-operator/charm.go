@@ -156,7 +156,7 @@ func (c *Charm) lifecycle() charm.Lifecycle[State] {
 		StateName: StateName,
 		Failed: func(saved, cur State) State {
 			saved.Applied, saved.Restore, saved.DefaultPending = cur.Applied, cur.Restore, cur.DefaultPending
-			saved.Departed, saved.Facts = cur.Departed, cur.Facts
+			saved.Departed, saved.Facts, saved.Config = cur.Departed, cur.Facts, cur.Config
 			return saved
 		},
 	}
@@ -185,8 +185,8 @@ func (c *Charm) handler(fn func(ctx context.Context, h *hook) error) juju.Handle
 	return c.lifecycle().Handler(func(ctx context.Context, k *charm.Hook[State]) error {
 		hc := k.HookContext
 		h := &hook{c: c, hc: hc, k: k, st: &k.State, node: slurmd.NodeName(hc.Event.Unit)}
-		if err := hc.Config.Decode(ctx, &h.cfg); err != nil {
-			return fmt.Errorf("cannot read config: %w", err)
+		if err := h.readConfig(ctx); err != nil {
+			return err
 		}
 		h.cfgErr = h.cfg.validate(h.confKeys(), hc.Event.App)
 		if err := fn(ctx, h); err != nil {

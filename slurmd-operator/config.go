@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
@@ -13,6 +15,22 @@ type config struct {
 	DefaultNodeState  string `json:"default-node-state"`
 	DefaultNodeReason string `json:"default-node-reason"`
 	PartitionConfig   string `json:"partition-config"`
+}
+
+// readConfig sets h.cfg: read with config-get on config-changed, upgrade-charm (the kept copy
+// is the previous charm's) and when the state keeps none, and kept in the state; every other
+// hook uses the kept copy (Juju runs config-changed after every change).
+func (h *hook) readConfig(ctx context.Context) error {
+	switch kind := h.hc.Event.Kind; {
+	case h.st.Config == nil, kind == juju.ConfigChanged, kind == juju.UpgradeCharm:
+		var cfg config
+		if err := h.hc.Config.Decode(ctx, &cfg); err != nil {
+			return fmt.Errorf("cannot read config: %w", err)
+		}
+		h.st.Config = &cfg
+	}
+	h.cfg = *h.st.Config
+	return nil
 }
 
 // validate checks every option and returns the first problem, naming the option; keys is the

@@ -39,7 +39,7 @@ func (h *hook) ready(ctx context.Context, data slurmd.ControllerData) error {
 	if err != nil {
 		return err
 	}
-	want := &Applied{Controllers: data.Controllers, Conf: conf, KeyHash: authkey.Hash(data.AuthKey), KeyID: data.AuthKeyID}
+	want := &Applied{Controllers: data.Controllers, Conf: conf, KeyHash: authkey.Hash(data.AuthKey), KeyID: data.AuthKeyID, SecretID: data.AuthSecretID}
 	prev := h.st.Applied
 	spec := h.slurmdSpec(want)
 	status, err := h.c.Services.Status(ctx, SlurmdService)

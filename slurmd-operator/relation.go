@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/authkey"
 	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
 // publish writes the application's ComputeData when this unit leads and the partition-config
@@ -82,7 +85,7 @@ func (h *hook) relation(ctx context.Context) error {
 		h.st.Departed = false
 	}
 	if ev.Kind == juju.RelationBroken {
-		h.st.Published = nil
+		h.st.Published, h.st.Controller = nil, nil
 	}
 	// The node first (slurmd starts as early as the data allows), then the partition.
 	if err := h.controllerEvent(ctx); err != nil {
@@ -97,7 +100,7 @@ func (h *hook) relation(ctx context.Context) error {
 
 // controllerEvent acts on the controller's side of the relation: its data, or its departure.
 func (h *hook) controllerEvent(ctx context.Context) error {
-	pev, err := slurmd.Provider{HookContext: h.hc}.Event(ctx)
+	pev, err := h.provider().Event(ctx)
 	switch pev := pev.(type) {
 	case slurmd.SlurmctldConnected:
 		if err != nil {
@@ -113,6 +116,10 @@ func (h *hook) controllerEvent(ctx context.Context) error {
 		}
 		return h.setStatus(ctx, juju.StatusWaiting, "waiting for slurmctld data")
 	case slurmd.SlurmctldReady:
+		if h.hc.Event.Kind.IsRelation() {
+			b := pev.Data.Bag()
+			h.st.Controller = &LastController{Relation: pev.Relation, Controllers: b.Controllers, AuthSecretID: b.AuthSecretID, ClusterName: b.ClusterName, GresTypes: b.GresTypes}
+		}
 		return h.ready(ctx, pev.Data)
 	case slurmd.SlurmctldDeparted:
 		return h.depart(ctx)
@@ -131,4 +138,40 @@ func partitionSummary(d slurmd.ComputeData) string {
 		return "partition " + d.Partition.Name
 	}
 	return "partition " + d.Partition.Name + ": " + extra.String()
+}
+
+// provider is the relation's slurmd side with what this unit kept (providerCache).
+func (h *hook) provider() slurmd.Provider {
+	return slurmd.Provider{HookContext: h.hc, Cache: providerCache{h}}
+}
+
+// providerCache spares hook-tool calls with the charm state: the key installed from the
+// relation's secret (no secret-get on a relation hook while the secret and the key file are
+// unchanged), the controller data of the last relation hook (secret-changed reads only the
+// secret).
+type providerCache struct{ h *hook }
+
+func (p providerCache) InstalledKey(secretID string) ([]byte, string, bool) {
+	h := p.h
+	a := h.st.Applied
+	if a == nil || a.SecretID == "" || a.SecretID != secretID || h.st.Facts == nil {
+		return nil, "", false
+	}
+	v, err := slurm.ParseVersion(h.st.Facts.Version)
+	if err != nil {
+		return nil, "", false
+	}
+	key, err := os.ReadFile(h.c.Path(slurm.FeaturesOf(v).AuthKeyFile))
+	if err != nil || authkey.Hash(key) != a.KeyHash {
+		return nil, "", false
+	}
+	return key, a.KeyID, true
+}
+
+func (p providerCache) LastController() (juju.RelationID, slurmd.ControllerBag, bool) {
+	l := p.h.st.Controller
+	if l == nil {
+		return "", slurmd.ControllerBag{}, false
+	}
+	return l.Relation, slurmd.ControllerBag{Controllers: l.Controllers, AuthSecretID: l.AuthSecretID, ClusterName: l.ClusterName, GresTypes: l.GresTypes}, true
 }

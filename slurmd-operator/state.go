@@ -9,6 +9,13 @@ import (
 // State is what the charm remembers between hooks on this unit (Charm.StateFile), saved by
 // the kit's lifecycle (Charm.lifecycle).
 type State struct {
+	// Config is the configuration as config-get last gave it: read on config-changed (Juju
+	// runs it after install, upgrade-charm, every change and an agent restart), on
+	// upgrade-charm and when none is kept; other hooks validate this copy.
+	Config *config `json:"config,omitempty"`
+	// Controller is the controller's data as the last relation hook read it (relation and
+	// databag, not the key): secret-changed reads only the secret with it.
+	Controller *LastController `json:"controller,omitempty"`
 	// NodeConfig is the node-config set with the action (slurm.conf node parameters).
 	NodeConfig string `json:"node-config,omitempty"`
 	// Applied is what slurmd was last started with; nil when it was never started or stopped
@@ -60,4 +67,16 @@ type Applied struct {
 	Conf        string   `json:"conf"`
 	KeyHash     string   `json:"key-hash"`
 	KeyID       string   `json:"key-id,omitempty"`
+	// SecretID is the auth key secret the key was read from: while the relation names the
+	// same secret and the key file still has KeyHash, relation hooks read no secret.
+	SecretID string `json:"secret-id,omitempty"`
+}
+
+// LastController is the controller's relation data as the last relation hook read it.
+type LastController struct {
+	Relation     juju.RelationID `json:"relation"`
+	Controllers  []string        `json:"controllers"`
+	AuthSecretID string          `json:"auth-secret-id"`
+	ClusterName  string          `json:"cluster-name,omitempty"`
+	GresTypes    []string        `json:"gres-types,omitempty"`
 }

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/juju/jujutest"
+)
+
+// toolNames records the hook tools a hook runs.
+type toolNames struct {
+	next  juju.Runner
+	names []string
+}
+
+func (l *toolNames) Run(ctx context.Context, cmd juju.Command) (juju.Result, error) {
+	l.names = append(l.names, cmd.Args[0])
+	return l.next.Run(ctx, cmd)
+}
+
+// runTools runs ev like run and returns the hook tools it ran.
+func (e *env) runTools(ev juju.Event) []string {
+	e.t.Helper()
+	log := &toolNames{}
+	out, err := jujutest.Run(e.t, e.state, ev, func(ctx context.Context, hc *juju.HookContext) error {
+		log.next = hc.Runner
+		return e.charm.Router().Dispatch(ctx, juju.NewHookContext(hc.Event, log))
+	})
+	if err != nil {
+		e.t.Fatalf("%s: %v", ev.Name, err)
+	}
+	e.state = out
+	return log.names
+}
+
+// TestHookToolsKept: the configuration is read on config-changed only (kept in the state);
+// a relation hook names the controller application from its environment and reads no
+// secret whose key is installed; secret-changed reads only the secret, with the controller
+// data the last relation hook kept.
+func TestHookToolsKept(t *testing.T) {
+	e := newEnv(t)
+	e.join()
+	changed := jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0")
+	tools := e.runTools(changed)
+	for _, no := range []string{"config-get", "relation-list", "relation-ids", "secret-get"} {
+		if slices.Contains(tools, no) {
+			t.Errorf("relation-changed with the key installed ran %s: %q", no, tools)
+		}
+	}
+	if !slices.Contains(tools, "relation-get") {
+		t.Errorf("relation-changed did not read the controller's data: %q", tools)
+	}
+	for _, kind := range []juju.Kind{juju.UpdateStatus, juju.Start} {
+		if tools := e.runTools(jujutest.Hook(kind)); slices.Contains(tools, "config-get") {
+			t.Errorf("%s read the configuration: %q", kind, tools)
+		}
+	}
+	e.state.Config["default-node-reason"] = "kept"
+	if tools := e.runTools(jujutest.Hook(juju.ConfigChanged)); !slices.Contains(tools, "config-get") {
+		t.Errorf("config-changed did not read the configuration: %q", tools)
+	}
+	if st := e.savedState(); st.Config == nil || st.Config.DefaultNodeReason != "kept" {
+		t.Errorf("kept configuration %+v", st.Config)
+	}
+
+	// Rotation: secret-changed reads the secret alone and restarts with the new key.
+	e.state.Secrets[0].Revisions = append(e.state.Secrets[0].Revisions, slurmd.EncodeAuthSecret(key2, "2"))
+	tools = e.runTools(jujutest.SecretHook(juju.SecretChanged, secretID, 0))
+	if got := slices.DeleteFunc(slices.Clone(tools), func(s string) bool { return s == "status-set" || s == "juju-log" }); !slices.Equal(got, []string{"secret-get"}) {
+		t.Errorf("secret-changed ran %q, want secret-get only", tools)
+	}
+	if st := e.savedState(); st.Applied == nil || st.Applied.KeyID != "2" {
+		t.Errorf("rotation not applied: %+v", st.Applied)
+	}
+
+	// A key file changed behind the charm's back: the relation hook reads the secret again.
+	if err := os.WriteFile(filepath.Join(e.root, "/etc/munge/munge.key"), []byte("tampered"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if tools := e.runTools(changed); !slices.Contains(tools, "secret-get") {
+		t.Errorf("relation-changed after the key file changed: %q, want secret-get", tools)
+	}
+	if key, _ := os.ReadFile(filepath.Join(e.root, "/etc/munge/munge.key")); !slices.Equal(key, key2) {
+		t.Error("key file not restored from the secret")
+	}
+
+	// The relation broken: nothing kept for secret-changed, which reads as before.
+	if err := e.run(jujutest.RelationHook(juju.RelationBroken, relID, "")); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.savedState(); st.Controller != nil {
+		t.Errorf("controller data kept after relation-broken: %+v", st.Controller)
+	}
+}
