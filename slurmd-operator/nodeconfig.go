@@ -92,6 +92,7 @@ type nodeConfigParams struct {
 	Parameters string `json:"parameters"`
 	Reset      bool   `json:"reset"`
 	Timeout    string `json:"timeout"`
+	OnReboot   bool   `json:"on-reboot"`
 }
 
 // nodeConfigAction sets the node's node-config: parse, merge with the saved one (or start
@@ -118,9 +119,13 @@ func (h *hook) nodeConfigAction(ctx context.Context) error {
 		return act.Fail(ctx, "parameters: "+err.Error())
 	}
 	var merged slurmconf.Params
+	base := h.st.NodeConfig
+	if p.OnReboot && h.st.StagedNodeConfig != "" {
+		base = h.st.StagedNodeConfig // staging again amends what is staged
+	}
 	if !p.Reset {
-		if merged, err = slurmconf.ParseParams(h.st.NodeConfig); err != nil {
-			return fmt.Errorf("cannot read the saved node-config %q: %w", h.st.NodeConfig, err)
+		if merged, err = slurmconf.ParseParams(base); err != nil {
+			return fmt.Errorf("cannot read the saved node-config %q: %w", base, err)
 		}
 	}
 	for _, kv := range params {
@@ -146,8 +151,20 @@ func (h *hook) nodeConfigAction(ctx context.Context) error {
 	if h.st.Applied == nil {
 		// Not running yet: the node-config applies when slurmd first starts.
 		h.st.NodeConfig = newConfig
+		h.st.StagedNodeConfig = ""
 		return act.Set(ctx, map[string]string{"node": h.node, "node-config": newConfig,
 			"result": "saved; applied when the node joins a controller"})
+	}
+	if p.OnReboot {
+		return h.stageNodeConfig(ctx, newConfig)
+	}
+	if h.st.StagedNodeConfig != "" {
+		// Applied now: a node-config staged before is dropped, slurmd starts at boot again.
+		_ = act.Log(ctx, fmt.Sprintf("dropping the node-config staged for the next reboot (%q)", h.st.StagedNodeConfig))
+		if err := h.c.Services.Enable(ctx, SlurmdService); err != nil {
+			return fmt.Errorf("cannot enable slurmd at boot again: %w", err)
+		}
+		h.st.StagedNodeConfig = ""
 	}
 
 	old := h.st.NodeConfig
@@ -224,4 +241,75 @@ func nodeResults(n slurm.Node, conf, nodeConfig string) map[string]string {
 		}
 	}
 	return r
+}
+
+// stageNodeConfig keeps node-config staged for the node's next boot (node-config
+// on-reboot=true): the running node is left alone, and slurmd is not started at boot any more,
+// so that after the reboot (slurmctld's reboot action, or any) the node does not register with
+// its old record before the unit's start hook registers it with the staged configuration
+// (applyStaged). Staging the running node-config again unstages it.
+func (h *hook) stageNodeConfig(ctx context.Context, staged string) error {
+	act := h.hc.Actions
+	if staged == h.st.NodeConfig {
+		if err := h.c.Services.Enable(ctx, SlurmdService); err != nil {
+			return fmt.Errorf("cannot enable slurmd at boot again: %w", err)
+		}
+		h.st.StagedNodeConfig = ""
+		_ = h.updateStatus(ctx)
+		return act.Set(ctx, map[string]string{"node": h.node, "node-config": h.st.NodeConfig,
+			"result": "the node runs this node-config already: nothing staged"})
+	}
+	if err := h.c.Services.Disable(ctx, SlurmdService); err != nil {
+		return fmt.Errorf("cannot stage node-config: cannot keep slurmd from starting at boot: %w", err)
+	}
+	h.st.StagedNodeConfig = staged
+	h.logf(ctx, juju.LevelInfo, "node-config %q staged for node %s's next boot", staged, h.node)
+	_ = h.updateStatus(ctx)
+	return act.Set(ctx, map[string]string{"node": h.node, "node-config": h.st.NodeConfig, "staged-node-config": staged,
+		"result": "staged: node " + h.node + " registers with it after its next reboot (slurmctld's reboot action reboots it once its jobs end)"})
+}
+
+// applyStaged registers the node with its staged node-config at the start after a boot:
+// slurmd was not started at boot (stageNodeConfig), so the old record is idle of jobs; it is
+// replaced by the transactional path (drain, delete, start with the new --conf). A drain or
+// down Slurm set for the reboot itself is not kept (see adminState). If Slurm refuses the new
+// --conf, the node is registered again as it was, keeps its node-config, and the refusal is
+// logged and the staged node-config dropped.
+func (h *hook) applyStaged(ctx context.Context) error {
+	staged := h.st.StagedNodeConfig
+	if staged == "" || h.st.Applied == nil || h.st.Departed {
+		return nil
+	}
+	_, mi, err := h.facts(ctx)
+	if err != nil {
+		return err
+	}
+	old := h.st.NodeConfig
+	h.st.NodeConfig = staged
+	conf, err := h.conf(mi)
+	if err != nil {
+		h.st.NodeConfig = old
+		return err
+	}
+	h.logf(ctx, juju.LevelInfo, "node %s booted with node-config %q staged: registering it with --conf %q", h.node, staged, conf)
+	if conf != h.st.Applied.Conf {
+		want := *h.st.Applied
+		want.Conf = conf
+		prevSpec := h.slurmdSpec(h.st.Applied)
+		err := h.reregister(ctx, h.slurmdSpec(&want), &prevSpec, time.Time{}, nil)
+		var refused *RefusedError
+		switch {
+		case errors.As(err, &refused):
+			h.st.NodeConfig = old
+			h.st.StagedNodeConfig = ""
+			h.logf(ctx, juju.LevelWarning, "Slurm refused the staged node-config %q: %s; node %s registered with its previous configuration", staged, refused.Reason, h.node)
+			return nil
+		case err != nil:
+			h.st.NodeConfig = old
+			return err
+		}
+		h.st.Applied = &want
+	}
+	h.st.StagedNodeConfig = ""
+	return nil
 }

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/juju/jujutest"
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
@@ -264,5 +268,81 @@ func TestConfigKeysPerRelease(t *testing.T) {
 				t.Errorf("node-config %q: %v, want ok=%v", tt.node, err, tt.nodeOK)
 			}
 		})
+	}
+}
+
+// TestNodeConfigOnReboot: node-config on-reboot=true stages the change without touching the
+// running node (no drain, no delete, jobs keep running) and keeps slurmd from starting at
+// boot; the start after the reboot Slurm asked for registers the node with it, not drained
+// by the reboot's own drain; a later plain node-config drops what is staged.
+func TestNodeConfigOnReboot(t *testing.T) {
+	e := newEnv(t)
+	e.join()
+	e.slurm.startJobs(node, 1, 1000)
+	a := e.action(map[string]any{"parameters": "Weight=7", "on-reboot": true})
+	if a.Failed {
+		t.Fatalf("action failed: %s", a.Message)
+	}
+	if a.Results["staged-node-config"] != "Weight=7" || a.Results["node-config"] != "" {
+		t.Errorf("results %v", a.Results)
+	}
+	if got := e.slurmCalls(); len(got) != 0 {
+		t.Errorf("staging touched the node: %q", got)
+	}
+	if st, _ := e.svc.Status(context.Background(), SlurmdService); st.Enabled || !e.svc.Active(SlurmdService) {
+		t.Errorf("after staging slurmd enabled %v active %v, want running but not started at boot", st.Enabled, e.svc.Active(SlurmdService))
+	}
+	if st := e.savedState(); st.StagedNodeConfig != "Weight=7" || st.NodeConfig != "" || strings.Contains(st.Applied.Conf, "Weight") {
+		t.Errorf("saved state %+v", st)
+	}
+	if msg := e.status().Message; !strings.HasSuffix(msg, "; node-config staged for the next reboot") {
+		t.Errorf("status %q does not say what is staged", msg)
+	}
+
+	// Slurm reboots the node once its job ended (scontrol reboot ASAP nextstate=resume); slurmd
+	// does not come back by itself; the start hook registers the node with the staged config.
+	e.slurm.endJobsOn(node)
+	if out, err := e.slurm.Cluster.Run(context.Background(), []string{"scontrol", "reboot", "ASAP", "nextstate=resume", "reason=rolling rebuild", node}, []string{"SLURM_CONF=" + filepath.Join(e.slurm.root, SpoolConf)}); err != nil || out.ExitCode != 0 {
+		t.Fatalf("scontrol reboot: %v %s", err, out.Stderr)
+	}
+	if err := e.run(jujutest.Hook(juju.Stop)); err != nil {
+		t.Fatal(err)
+	}
+	e.svc.Exit(SlurmdService)
+	before := len(e.slurmCalls())
+	if err := e.run(jujutest.Hook(juju.Start)); err != nil {
+		t.Fatal(err)
+	}
+	// Drained by the reboot already: only the delete.
+	wantCalls := []string{"scontrol delete nodename=slurmd-3"}
+	if d := cmp.Diff(wantCalls, e.slurmCalls()[before:]); d != "" {
+		t.Errorf("slurm calls at start (-want +got):\n%s", d)
+	}
+	n, ok := e.slurm.Node(node)
+	if !ok || n.State.Drain() || n.State.Down() || !strings.Contains(e.slurm.conf(node), "Weight=7") {
+		t.Errorf("after the start: node %v known %v conf %q, want registered with Weight=7, in service", n.State, ok, e.slurm.conf(node))
+	}
+	if st, _ := e.svc.Status(context.Background(), SlurmdService); !st.Enabled || !e.svc.Active(SlurmdService) {
+		t.Errorf("after the start slurmd enabled %v active %v", st.Enabled, e.svc.Active(SlurmdService))
+	}
+	if st := e.savedState(); st.StagedNodeConfig != "" || st.NodeConfig != "Weight=7" || !strings.Contains(st.Applied.Conf, "Weight=7") {
+		t.Errorf("saved state after the start %+v", st)
+	}
+	if d := cmp.Diff(active("node slurmd-3 idle"), e.status()); d != "" {
+		t.Errorf("status (-want +got):\n%s", d)
+	}
+
+	// Staged again, then a plain node-config: applied now, the staged one dropped.
+	if a := e.action(map[string]any{"parameters": "Weight=8", "on-reboot": true}); a.Failed {
+		t.Fatalf("action failed: %s", a.Message)
+	}
+	if a := e.action(map[string]any{"parameters": "Weight=9"}); a.Failed || a.Results["weight"] != "9" {
+		t.Fatalf("plain node-config: %+v", a)
+	}
+	if st := e.savedState(); st.StagedNodeConfig != "" || st.NodeConfig != "Weight=9" {
+		t.Errorf("saved state %+v, want the staged node-config dropped", st)
+	}
+	if st, _ := e.svc.Status(context.Background(), SlurmdService); !st.Enabled {
+		t.Errorf("slurmd not started at boot again after the staged node-config was dropped")
 	}
 }

@@ -79,6 +79,9 @@ func (h *hook) start(ctx context.Context) error {
 		return h.updateStatus(ctx)
 	}
 	h.logf(ctx, juju.LevelInfo, "start with node %s configured (the machine booted): checking it", h.node)
+	if err := h.applyStaged(ctx); err != nil {
+		return err
+	}
 	if err := h.reapply(ctx); err != nil {
 		return err
 	}

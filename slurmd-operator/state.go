@@ -18,6 +18,10 @@ type State struct {
 	Controller *LastController `json:"controller,omitempty"`
 	// NodeConfig is the node-config set with the action (slurm.conf node parameters).
 	NodeConfig string `json:"node-config,omitempty"`
+	// StagedNodeConfig is a node-config given with on-reboot=true: the running node keeps
+	// NodeConfig, slurmd is not started at boot, and the start after the next boot registers
+	// the node with this one (applyStaged).
+	StagedNodeConfig string `json:"staged-node-config,omitempty"`
 	// Applied is what slurmd was last started with; nil when it was never started or stopped
 	// for good.
 	Applied *Applied `json:"applied,omitempty"`

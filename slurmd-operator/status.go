@@ -81,7 +81,11 @@ func (h *hook) nodeStatus(ctx context.Context, n slurm.Node) error {
 	if n.State.NotResponding() {
 		code = juju.StatusWaiting
 	}
-	return h.setStatus(ctx, code, "node "+n.Name+" "+describeState(n))
+	msg := "node " + n.Name + " " + describeState(n)
+	if h.st.StagedNodeConfig != "" {
+		msg += "; node-config staged for the next reboot"
+	}
+	return h.setStatus(ctx, code, msg)
 }
 
 // describeState is the node's state as sinfo words it, lower case, with the reason.

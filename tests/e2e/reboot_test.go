@@ -257,9 +257,11 @@ func rebootScenarios(t *testing.T, c *cluster) {
 	c.slurm("scancel", job)
 }
 
-// TestRollingRebootBookworm (4): a rolling reboot of a 4-node partition with max-unavailable=1
-// while jobs keep arriving: no job is killed, never more than one node is unavailable at a
-// time (sampled), every node has rebooted at the end and is IDLE.
+// TestRollingRebootBookworm (4): a rolling rebuild of a 4-node partition with max-unavailable=1
+// while jobs keep arriving: a new node-config staged on every node (node-config on-reboot=true,
+// which leaves the running node alone), then the reboot action: no job is killed, never more
+// than one node is unavailable at a time (sampled), every node has rebooted at the end, is
+// IDLE and is on the new configuration.
 func TestRollingRebootBookworm(t *testing.T) {
 	t.Parallel()
 	rollingReboot(t, newClusterOn(t, model.BaseBookworm, 4))
@@ -297,6 +299,25 @@ func rollingReboot(t *testing.T, c *cluster) {
 			}
 		}
 	}()
+	// The rebuild's change: a node-config staged on each node while jobs run; the running
+	// nodes keep their configuration until their reboot.
+	for i := range 4 {
+		unit, node := fmt.Sprintf("slurmd/%d", i), fmt.Sprintf("slurmd-%d", i)
+		run, err := c.m.Run(c.bg(), unit, "node-config", map[string]string{"parameters": "Weight=7", "on-reboot": "true"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.Status != "completed" || fmt.Sprint(run.Results["staged-node-config"]) != "Weight=7" {
+			t.Fatalf("node-config on-reboot on %s: %s %q results %v", unit, run.Status, run.Message, run.Results)
+		}
+		if rec := c.slurm("scontrol", "show", "node", "-o", node); !strings.Contains(rec, "Weight=1 ") {
+			t.Errorf("%s changed before its reboot: %s", node, rec)
+		}
+		c.eventually(time.Minute, unit+" says what is staged", func() (bool, string) {
+			_, msg := c.unitStatus(unit)
+			return strings.Contains(msg, "node-config staged"), msg
+		})
+	}
 	run, err := c.m.Run(c.bg(), "slurmctld/0", "reboot", map[string]string{"nodes": "slurmd-[0-3]", "reason": "rolling rebuild", "max-unavailable": "1"})
 	if err != nil {
 		t.Fatal(err)
@@ -342,6 +363,16 @@ func rollingReboot(t *testing.T, c *cluster) {
 		if got := len(boots[c.machineOf(fmt.Sprintf("slurmd/%d", i))]); got != 2 {
 			t.Errorf("slurmd/%d's machine went through %d boots, want 2", i, got)
 		}
+	}
+	for i := range 4 {
+		unit, node := fmt.Sprintf("slurmd/%d", i), fmt.Sprintf("slurmd-%d", i)
+		if rec := c.slurm("scontrol", "show", "node", "-o", node); !strings.Contains(rec, "Weight=7 ") {
+			t.Errorf("%s is not on the new configuration after its rebuild: %s", node, rec)
+		}
+		c.eventually(time.Minute, unit+" no longer has a staged node-config", func() (bool, string) {
+			code, msg := c.unitStatus(unit)
+			return code == "active" && !strings.Contains(msg, "staged"), code + " " + msg
+		})
 	}
 	jmu.Lock()
 	defer jmu.Unlock()
