@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,30 +11,15 @@ import (
 	"github.com/charmed-slurm/operators/libs/juju/jujutest"
 )
 
-// toolNames records the hook tools a hook runs.
-type toolNames struct {
-	next  juju.Runner
-	names []string
-}
-
-func (l *toolNames) Run(ctx context.Context, cmd juju.Command) (juju.Result, error) {
-	l.names = append(l.names, cmd.Args[0])
-	return l.next.Run(ctx, cmd)
-}
-
 // runTools runs ev like run and returns the hook tools it ran.
 func (e *env) runTools(ev juju.Event) []string {
 	e.t.Helper()
-	log := &toolNames{}
-	out, err := jujutest.Run(e.t, e.state, ev, func(ctx context.Context, hc *juju.HookContext) error {
-		log.next = hc.Runner
-		return e.charm.Router().Dispatch(ctx, juju.NewHookContext(hc.Event, log))
-	})
+	out, tools, err := jujutest.Tools(e.t, e.state, ev, e.charm.Router().Dispatch)
 	if err != nil {
 		e.t.Fatalf("%s: %v", ev.Name, err)
 	}
 	e.state = out
-	return log.names
+	return tools
 }
 
 // TestHookToolsKept: the configuration is read on config-changed only (kept in the state);

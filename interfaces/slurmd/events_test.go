@@ -266,17 +266,6 @@ func (c cache) LastController() (juju.RelationID, slurmd.ControllerBag, bool) {
 	return c.rel, *c.bag, true
 }
 
-// toolNames records the hook tools a hook runs.
-type toolNames struct {
-	next  juju.Runner
-	names []string
-}
-
-func (l *toolNames) Run(ctx context.Context, cmd juju.Command) (juju.Result, error) {
-	l.names = append(l.names, cmd.Args[0])
-	return l.next.Run(ctx, cmd)
-}
-
 // TestProviderCache: a relation hook names the remote application from its environment (no
 // relation-list) and reads no secret whose key is installed; secret-changed reads only the
 // secret with the last controller data; without what they need, both read as before.
@@ -300,10 +289,8 @@ func TestProviderCache(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var got slurmd.Event
 			var gotErr error
-			log := &toolNames{}
-			_, err := jujutest.Run(t, slurmdState(), tt.ev, func(ctx context.Context, hc *juju.HookContext) error {
-				log.next = hc.Runner
-				got, gotErr = slurmd.Provider{HookContext: juju.NewHookContext(hc.Event, log), Cache: tt.cache}.Event(ctx)
+			_, tools, err := jujutest.Tools(t, slurmdState(), tt.ev, func(ctx context.Context, hc *juju.HookContext) error {
+				got, gotErr = slurmd.Provider{HookContext: hc, Cache: tt.cache}.Event(ctx)
 				return nil
 			})
 			if err != nil || gotErr != nil {
@@ -313,7 +300,7 @@ func TestProviderCache(t *testing.T) {
 			if !ok || ready.Relation != "slurmctld:4" || !bytes.Equal(ready.Data.AuthKey, tt.wantKey) || !cmp.Equal(ready.Data.Bag(), bag) {
 				t.Errorf("event %#v, want SlurmctldReady on slurmctld:4 with the key and %+v", got, bag)
 			}
-			if d := cmp.Diff(tt.tools, log.names); d != "" {
+			if d := cmp.Diff(tt.tools, tools); d != "" {
 				t.Errorf("hook tools (-want +got):\n%s", d)
 			}
 		})
