@@ -11,15 +11,22 @@ import (
 	"github.com/charmed-slurm/operators/libs/juju/jujutest"
 )
 
-// action runs action name with params on a controller with application slurmd and nodes
-// slurmd-0 (idle), slurmd-1 (running job 1) and slurmd-2 (drained).
-func (e *env) action(name string, params map[string]any) jujutest.ActionState {
+// threeNodes returns a controller with application slurmd and nodes slurmd-0 (idle),
+// slurmd-1 (running job 1) and slurmd-2 (drained).
+func (e *env) threeNodes() jujutest.State {
 	e.t.Helper()
 	in := e.withApp("slurmd", "slurmd/0")
 	e.slurm.addNode("slurmd-0", "slurmd", false)
 	e.slurm.addNode("slurmd-1", "slurmd", false)
 	e.slurm.addNode("slurmd-2", "slurmd", true)
 	e.slurm.addJob("slurmd", "slurmd-1")
+	return in
+}
+
+// action runs action name with params on threeNodes.
+func (e *env) action(name string, params map[string]any) jujutest.ActionState {
+	e.t.Helper()
+	in := e.threeNodes()
 	in.Action = jujutest.ActionState{Params: params}
 	return e.run(in, jujutest.ActionEvent(name)).Action
 }
@@ -219,12 +226,7 @@ func TestNodeActionsRefreshStatus(t *testing.T) {
 	} {
 		t.Run(tt.action, func(t *testing.T) {
 			e := newEnv(t)
-			in := e.withApp("slurmd", "slurmd/0")
-			e.slurm.addNode("slurmd-0", "slurmd", false)
-			e.slurm.addNode("slurmd-1", "slurmd", false)
-			e.slurm.addNode("slurmd-2", "slurmd", true)
-			e.slurm.addJob("slurmd", "slurmd-1")
-			in = e.run(in, jujutest.Hook(juju.UpdateStatus))
+			in := e.run(e.threeNodes(), jujutest.Hook(juju.UpdateStatus))
 			if d := cmp.Diff(jujuStatus(juju.StatusActive, "slurmctld up, 3 nodes (1 idle, 1 allocated, 1 drained)"), in.UnitStatus); d != "" {
 				t.Fatalf("status before (-want +got):\n%s", d)
 			}

@@ -734,12 +734,7 @@ func TestRemoveWaitIsBounded(t *testing.T) {
 
 func TestUpdateStatusCounts(t *testing.T) {
 	e := newEnv(t)
-	in := e.withApp("slurmd", "slurmd/0")
-	e.slurm.addNode("slurmd-0", "slurmd", false)
-	e.slurm.addNode("slurmd-1", "slurmd", false)
-	e.slurm.addNode("slurmd-2", "slurmd", true)
-	e.slurm.addJob("slurmd", "slurmd-1")
-	out := e.run(in, jujutest.Hook(juju.UpdateStatus))
+	out := e.run(e.threeNodes(), jujutest.Hook(juju.UpdateStatus))
 	if d := cmp.Diff(jujuStatus(juju.StatusActive, "slurmctld up, 3 nodes (1 idle, 1 allocated, 1 drained)"), out.UnitStatus); d != "" {
 		t.Errorf("status (-want +got):\n%s", d)
 	}
