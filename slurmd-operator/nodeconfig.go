@@ -141,9 +141,14 @@ func (h *hook) nodeConfigAction(ctx context.Context) error {
 	if h.st.Departed {
 		return act.Fail(ctx, fmt.Sprintf("node %s has left the cluster", h.node))
 	}
-	_, mi, err := h.facts(ctx)
+	version, mi, err := h.facts(ctx)
 	if err != nil {
 		return err
+	}
+	if p.OnReboot && !slurm.FeaturesOf(version).Munge {
+		// Under auth/slurm the unit's scontrol calls authenticate through slurmd's sack socket:
+		// with slurmd kept from starting at boot, the start hook could not replace the record.
+		return act.Fail(ctx, fmt.Sprintf("on-reboot: not supported with auth/slurm (Slurm %s) yet: after the boot the unit cannot reach the controller before slurmd runs; apply the node-config without on-reboot", version))
 	}
 	if err := checkMachine(merged, mi); err != nil {
 		return act.Fail(ctx, "parameters: "+err.Error())

@@ -346,3 +346,26 @@ func TestNodeConfigOnReboot(t *testing.T) {
 		t.Errorf("slurmd not started at boot again after the staged node-config was dropped")
 	}
 }
+
+// TestNodeConfigOnRebootAuthSlurm: on a Slurm that authenticates with auth/slurm (>= 23.11)
+// staging is refused, with nothing changed: the unit's scontrol calls need slurmd's sack
+// socket, which a node kept from starting slurmd at boot does not have.
+func TestNodeConfigOnRebootAuthSlurm(t *testing.T) {
+	e := newEnv(t)
+	e.join()
+	st := e.savedState()
+	st.Facts.Version = "24.11.5"
+	e.saveState(st)
+	before := e.savedState()
+	a := e.action(map[string]any{"parameters": "Weight=7", "on-reboot": true})
+	if !a.Failed || !strings.HasPrefix(a.Message, "on-reboot: not supported with auth/slurm (Slurm 24.11.5)") {
+		t.Errorf("action failed=%v %q, want a refusal naming auth/slurm", a.Failed, a.Message)
+	}
+	if got := e.slurmCalls(); len(got) != 0 {
+		t.Errorf("refused staging touched the node: %q", got)
+	}
+	if st, _ := e.svc.Status(context.Background(), SlurmdService); !st.Enabled {
+		t.Errorf("refused staging disabled slurmd at boot")
+	}
+	e.stateUnchanged(before)
+}
