@@ -179,10 +179,12 @@ func (h *hook) advanceReboots(ctx context.Context) ([]string, error) {
 }
 
 // rebootedSince reports whether node n is back in service after a reboot asked when its
-// BootTime was before: a new boot time, no reboot pending or under way, not DOWN.
+// BootTime was before: a new boot time, no reboot pending or under way, not DOWN, not
+// drained (Slurm's nextstate=resume undrains it; a node its unit drains to register it again
+// with a staged node-config is still away).
 func rebootedSince(n slurm.Node, before string) bool {
 	bt, _ := n.Get("BootTime")
-	return bt != before && !n.State.Rebooting() && !n.State.Down() && !n.State.NotResponding()
+	return bt != before && !n.State.Rebooting() && !n.State.Down() && !n.State.NotResponding() && !n.State.Drain()
 }
 
 // rebootStatus is the rolling reboot's part of the unit status, or "".

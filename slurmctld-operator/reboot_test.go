@@ -163,13 +163,14 @@ func TestRollingRebootUnknownNode(t *testing.T) {
 	if out.Action.Failed {
 		t.Fatalf("reboot failed: %s", out.Action.Message)
 	}
-	del := func(n string) {
+	scontrol := func(args ...string) {
 		t.Helper()
-		res, err := e.slurm.Cluster.Run(context.Background(), []string{"scontrol", "delete", "nodename=" + n}, []string{"SLURM_CONF=" + confPath})
+		res, err := e.slurm.Cluster.Run(context.Background(), append([]string{"scontrol"}, args...), []string{"SLURM_CONF=" + confPath})
 		if err != nil || res.ExitCode != 0 {
-			t.Fatalf("cannot delete %s: %v %s", n, err, res.Stderr)
+			t.Fatalf("scontrol %q: %v %s", args, err, res.Stderr)
 		}
 	}
+	del := func(n string) { t.Helper(); scontrol("delete", "nodename="+n) }
 	updateStatus := func() { out = e.run(out, jujutest.Hook(juju.UpdateStatus)) }
 	want := [][]string{rebootCall("rebuild", "slurmd-0")}
 	// slurmd-0 is away for one check (deleted), then back with a new boot.
@@ -178,8 +179,15 @@ func TestRollingRebootUnknownNode(t *testing.T) {
 	if d := cmp.Diff(want, e.slurm.reboots()); d != "" {
 		t.Fatalf("a node unknown for one check let the next go (-want +got):\n%s", d)
 	}
+	// Back, but drained by its unit (registering it with a staged node-config): still away.
 	e.slurm.addNode("slurmd-0", "slurmd", false)
 	e.slurm.Rebooted("slurmd-0")
+	scontrol("update", "nodename=slurmd-0", "state=drain", "reason=reconfiguring node slurmd-0")
+	updateStatus()
+	if d := cmp.Diff(want, e.slurm.reboots()); d != "" {
+		t.Fatalf("a drained node counted as back (-want +got):\n%s", d)
+	}
+	scontrol("update", "nodename=slurmd-0", "state=resume")
 	updateStatus()
 	want = append(want, rebootCall("rebuild", "slurmd-1"))
 	if d := cmp.Diff(want, e.slurm.reboots()); d != "" {

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/poll"
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
@@ -141,14 +143,9 @@ func (h *hook) nodeConfigAction(ctx context.Context) error {
 	if h.st.Departed {
 		return act.Fail(ctx, fmt.Sprintf("node %s has left the cluster", h.node))
 	}
-	version, mi, err := h.facts(ctx)
+	_, mi, err := h.facts(ctx)
 	if err != nil {
 		return err
-	}
-	if p.OnReboot && !slurm.FeaturesOf(version).Munge {
-		// Under auth/slurm the unit's scontrol calls authenticate through slurmd's sack socket:
-		// with slurmd kept from starting at boot, the start hook could not replace the record.
-		return act.Fail(ctx, fmt.Sprintf("on-reboot: not supported with auth/slurm (Slurm %s) yet: after the boot the unit cannot reach the controller before slurmd runs; apply the node-config without on-reboot", version))
 	}
 	if err := checkMachine(merged, mi); err != nil {
 		return act.Fail(ctx, "parameters: "+err.Error())
@@ -164,11 +161,8 @@ func (h *hook) nodeConfigAction(ctx context.Context) error {
 		return h.stageNodeConfig(ctx, newConfig)
 	}
 	if h.st.StagedNodeConfig != "" {
-		// Applied now: a node-config staged before is dropped, slurmd starts at boot again.
+		// Applied now: a node-config staged before is dropped.
 		_ = act.Log(ctx, fmt.Sprintf("dropping the node-config staged for the next reboot (%q)", h.st.StagedNodeConfig))
-		if err := h.c.Services.Enable(ctx, SlurmdService); err != nil {
-			return fmt.Errorf("cannot enable slurmd at boot again: %w", err)
-		}
 		h.st.StagedNodeConfig = ""
 	}
 
@@ -249,37 +243,33 @@ func nodeResults(n slurm.Node, conf, nodeConfig string) map[string]string {
 }
 
 // stageNodeConfig keeps node-config staged for the node's next boot (node-config
-// on-reboot=true): the running node is left alone, and slurmd is not started at boot any more,
-// so that after the reboot (slurmctld's reboot action, or any) the node does not register with
-// its old record before the unit's start hook registers it with the staged configuration
-// (applyStaged). Staging the running node-config again unstages it.
+// on-reboot=true): the running node is left alone, and the unit's start hook after the next
+// reboot (slurmctld's reboot action, or any) applies it (applyStaged). Staging the running
+// node-config again unstages it.
 func (h *hook) stageNodeConfig(ctx context.Context, staged string) error {
 	act := h.hc.Actions
 	if staged == h.st.NodeConfig {
-		if err := h.c.Services.Enable(ctx, SlurmdService); err != nil {
-			return fmt.Errorf("cannot enable slurmd at boot again: %w", err)
-		}
 		h.st.StagedNodeConfig = ""
 		_ = h.updateStatus(ctx)
 		return act.Set(ctx, map[string]string{"node": h.node, "node-config": h.st.NodeConfig,
 			"result": "the node runs this node-config already: nothing staged"})
 	}
-	if err := h.c.Services.Disable(ctx, SlurmdService); err != nil {
-		return fmt.Errorf("cannot stage node-config: cannot keep slurmd from starting at boot: %w", err)
-	}
 	h.st.StagedNodeConfig = staged
 	h.logf(ctx, juju.LevelInfo, "node-config %q staged for node %s's next boot", staged, h.node)
 	_ = h.updateStatus(ctx)
 	return act.Set(ctx, map[string]string{"node": h.node, "node-config": h.st.NodeConfig, "staged-node-config": staged,
-		"result": "staged: node " + h.node + " registers with it after its next reboot (slurmctld's reboot action reboots it once its jobs end)"})
+		"result": "staged: node " + h.node + " is registered with it after its next reboot (slurmctld's reboot action reboots it once its jobs end)"})
 }
 
-// applyStaged registers the node with its staged node-config at the start after a boot:
-// slurmd was not started at boot (stageNodeConfig), so the old record is idle of jobs; it is
-// replaced by the transactional path (drain, delete, start with the new --conf). A drain or
-// down Slurm set for the reboot itself is not kept (see adminState). If Slurm refuses the new
-// --conf, the node is registered again as it was, keeps its node-config, and the refusal is
-// logged and the staged node-config dropped.
+// applyStaged registers the node with its staged node-config at the start after a boot,
+// through the transactional path node-config uses (drain, wait for the jobs that landed since
+// the boot, stop, delete, start with the new --conf, restore an administrator's state): the
+// node is back from the reboot under its old record, so Slurm (22.05 and 24.11 alike) takes
+// the new values only from a new record. The drain keeps the node counted as unavailable by
+// slurmctld's rolling reboot until it is registered again. If Slurm refuses the new --conf,
+// the node is registered again as it was, keeps its node-config, the refusal is logged and
+// the staged node-config dropped; if its jobs do not end within DefaultActionTimeout, the node
+// is resumed as it was and the node-config stays staged for the next boot.
 func (h *hook) applyStaged(ctx context.Context) error {
 	staged := h.st.StagedNodeConfig
 	if staged == "" || h.st.Applied == nil || h.st.Departed {
@@ -292,29 +282,44 @@ func (h *hook) applyStaged(ctx context.Context) error {
 	old := h.st.NodeConfig
 	h.st.NodeConfig = staged
 	conf, err := h.conf(mi)
+	h.st.NodeConfig = old
 	if err != nil {
-		h.st.NodeConfig = old
 		return err
 	}
-	h.logf(ctx, juju.LevelInfo, "node %s booted with node-config %q staged: registering it with --conf %q", h.node, staged, conf)
 	if conf != h.st.Applied.Conf {
+		// slurmd starts at boot: wait until Slurm has the node back from its reboot, so that the
+		// record replaced is an ordinary one, not one with a reboot under way.
+		wctx, cancel := context.WithTimeout(ctx, charm.Or(h.c.RegisterTimeout, DefaultRegisterTimeout))
+		err := poll.UntilBackoff(wctx, poll.Backoff{Start: 10 * time.Millisecond, Max: h.c.poll()}, func(ctx context.Context) (bool, error) {
+			n, err := h.showNode(ctx)
+			return err == nil && n.Version != "" && !n.State.Rebooting(), nil
+		})
+		cancel()
+		if err != nil {
+			h.logf(ctx, juju.LevelWarning, "node-config %q stays staged: node %s is not back from its reboot: %v", staged, h.node, err)
+			return nil
+		}
+		h.logf(ctx, juju.LevelInfo, "node %s booted with node-config %q staged: registering it with --conf %q", h.node, staged, conf)
 		want := *h.st.Applied
 		want.Conf = conf
 		prevSpec := h.slurmdSpec(h.st.Applied)
-		err := h.reregister(ctx, h.slurmdSpec(&want), &prevSpec, time.Time{}, nil)
+		err = h.reregister(ctx, h.slurmdSpec(&want), &prevSpec, time.Now().Add(DefaultActionTimeout), nil)
 		var refused *RefusedError
+		var re *slurm.RemovalError
 		switch {
 		case errors.As(err, &refused):
-			h.st.NodeConfig = old
 			h.st.StagedNodeConfig = ""
 			h.logf(ctx, juju.LevelWarning, "Slurm refused the staged node-config %q: %s; node %s registered with its previous configuration", staged, refused.Reason, h.node)
 			return nil
+		case errors.As(err, &re) && re.Phase == slurm.RemovalWait && errors.Is(err, context.DeadlineExceeded):
+			h.logf(ctx, juju.LevelWarning, "node-config %q stays staged: %d jobs still running on %s after %s", staged, re.Jobs, h.node, DefaultActionTimeout)
+			return nil
 		case err != nil:
-			h.st.NodeConfig = old
 			return err
 		}
 		h.st.Applied = &want
 	}
+	h.st.NodeConfig = staged
 	h.st.StagedNodeConfig = ""
 	return nil
 }

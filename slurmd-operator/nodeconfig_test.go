@@ -272,9 +272,9 @@ func TestConfigKeysPerRelease(t *testing.T) {
 }
 
 // TestNodeConfigOnReboot: node-config on-reboot=true stages the change without touching the
-// running node (no drain, no delete, jobs keep running) and keeps slurmd from starting at
-// boot; the start after the reboot Slurm asked for registers the node with it, not drained
-// by the reboot's own drain; a later plain node-config drops what is staged.
+// running node (no drain, no delete, jobs keep running); the start after the reboot Slurm
+// asked for registers the node with it through the transactional path (its jobs awaited), not
+// drained by the reboot's own drain; a later plain node-config drops what is staged.
 func TestNodeConfigOnReboot(t *testing.T) {
 	e := newEnv(t)
 	e.join()
@@ -289,9 +289,6 @@ func TestNodeConfigOnReboot(t *testing.T) {
 	if got := e.slurmCalls(); len(got) != 0 {
 		t.Errorf("staging touched the node: %q", got)
 	}
-	if st, _ := e.svc.Status(context.Background(), SlurmdService); st.Enabled || !e.svc.Active(SlurmdService) {
-		t.Errorf("after staging slurmd enabled %v active %v, want running but not started at boot", st.Enabled, e.svc.Active(SlurmdService))
-	}
 	if st := e.savedState(); st.StagedNodeConfig != "Weight=7" || st.NodeConfig != "" || strings.Contains(st.Applied.Conf, "Weight") {
 		t.Errorf("saved state %+v", st)
 	}
@@ -300,7 +297,8 @@ func TestNodeConfigOnReboot(t *testing.T) {
 	}
 
 	// Slurm reboots the node once its job ended (scontrol reboot ASAP nextstate=resume); slurmd
-	// does not come back by itself; the start hook registers the node with the staged config.
+	// is enabled at boot and the node comes back under its old record; the start hook replaces
+	// the record with one registered with the staged node-config.
 	e.slurm.endJobsOn(node)
 	if out, err := e.slurm.Cluster.Run(context.Background(), []string{"scontrol", "reboot", "ASAP", "nextstate=resume", "reason=rolling rebuild", node}, []string{"SLURM_CONF=" + filepath.Join(e.slurm.root, SpoolConf)}); err != nil || out.ExitCode != 0 {
 		t.Fatalf("scontrol reboot: %v %s", err, out.Stderr)
@@ -308,13 +306,15 @@ func TestNodeConfigOnReboot(t *testing.T) {
 	if err := e.run(jujutest.Hook(juju.Stop)); err != nil {
 		t.Fatal(err)
 	}
-	e.svc.Exit(SlurmdService)
+	e.slurm.Rebooted(node)
 	before := len(e.slurmCalls())
 	if err := e.run(jujutest.Hook(juju.Start)); err != nil {
 		t.Fatal(err)
 	}
-	// Drained by the reboot already: only the delete.
-	wantCalls := []string{"scontrol delete nodename=slurmd-3"}
+	wantCalls := []string{
+		"scontrol update nodename=slurmd-3 state=drain reason=reconfiguring node slurmd-3",
+		"scontrol delete nodename=slurmd-3",
+	}
 	if d := cmp.Diff(wantCalls, e.slurmCalls()[before:]); d != "" {
 		t.Errorf("slurm calls at start (-want +got):\n%s", d)
 	}
@@ -322,14 +322,23 @@ func TestNodeConfigOnReboot(t *testing.T) {
 	if !ok || n.State.Drain() || n.State.Down() || !strings.Contains(e.slurm.conf(node), "Weight=7") {
 		t.Errorf("after the start: node %v known %v conf %q, want registered with Weight=7, in service", n.State, ok, e.slurm.conf(node))
 	}
-	if st, _ := e.svc.Status(context.Background(), SlurmdService); !st.Enabled || !e.svc.Active(SlurmdService) {
-		t.Errorf("after the start slurmd enabled %v active %v", st.Enabled, e.svc.Active(SlurmdService))
+	if !e.svc.Active(SlurmdService) {
+		t.Errorf("after the start slurmd is not running")
 	}
 	if st := e.savedState(); st.StagedNodeConfig != "" || st.NodeConfig != "Weight=7" || !strings.Contains(st.Applied.Conf, "Weight=7") {
 		t.Errorf("saved state after the start %+v", st)
 	}
 	if d := cmp.Diff(active("node slurmd-3 idle"), e.status()); d != "" {
 		t.Errorf("status (-want +got):\n%s", d)
+	}
+
+	// A start with nothing staged touches nothing.
+	before = len(e.slurmCalls())
+	if err := e.run(jujutest.Hook(juju.Start)); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.slurmCalls()[before:]; len(got) != 0 {
+		t.Errorf("start with nothing staged: %q", got)
 	}
 
 	// Staged again, then a plain node-config: applied now, the staged one dropped.
@@ -342,30 +351,4 @@ func TestNodeConfigOnReboot(t *testing.T) {
 	if st := e.savedState(); st.StagedNodeConfig != "" || st.NodeConfig != "Weight=9" {
 		t.Errorf("saved state %+v, want the staged node-config dropped", st)
 	}
-	if st, _ := e.svc.Status(context.Background(), SlurmdService); !st.Enabled {
-		t.Errorf("slurmd not started at boot again after the staged node-config was dropped")
-	}
-}
-
-// TestNodeConfigOnRebootAuthSlurm: on a Slurm that authenticates with auth/slurm (>= 23.11)
-// staging is refused, with nothing changed: the unit's scontrol calls need slurmd's sack
-// socket, which a node kept from starting slurmd at boot does not have.
-func TestNodeConfigOnRebootAuthSlurm(t *testing.T) {
-	e := newEnv(t)
-	e.join()
-	st := e.savedState()
-	st.Facts.Version = "24.11.5"
-	e.saveState(st)
-	before := e.savedState()
-	a := e.action(map[string]any{"parameters": "Weight=7", "on-reboot": true})
-	if !a.Failed || !strings.HasPrefix(a.Message, "on-reboot: not supported with auth/slurm (Slurm 24.11.5)") {
-		t.Errorf("action failed=%v %q, want a refusal naming auth/slurm", a.Failed, a.Message)
-	}
-	if got := e.slurmCalls(); len(got) != 0 {
-		t.Errorf("refused staging touched the node: %q", got)
-	}
-	if st, _ := e.svc.Status(context.Background(), SlurmdService); !st.Enabled {
-		t.Errorf("refused staging disabled slurmd at boot")
-	}
-	e.stateUnchanged(before)
 }
