@@ -141,6 +141,7 @@ func (c *Charm) Router() *juju.Router {
 		r.HandleRelation(slurmd.ProviderEndpoint, k, c.handler(func(ctx context.Context, h *hook) error { return h.relation(ctx) }))
 	}
 	r.HandleAction("node-config", c.handler(func(ctx context.Context, h *hook) error { return h.nodeConfigAction(ctx) }))
+	r.HandleAction("detect-gres", c.handler(func(ctx context.Context, h *hook) error { return h.detectGresAction(ctx) }))
 	return r
 }
 
@@ -157,6 +158,7 @@ func (c *Charm) lifecycle() charm.Lifecycle[State] {
 		Failed: func(saved, cur State) State {
 			saved.Applied, saved.Restore, saved.DefaultPending = cur.Applied, cur.Restore, cur.DefaultPending
 			saved.Departed, saved.Facts, saved.Config = cur.Departed, cur.Facts, cur.Config
+			saved.Gres = cur.Gres
 			return saved
 		},
 	}

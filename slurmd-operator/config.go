@@ -15,6 +15,7 @@ type config struct {
 	DefaultNodeState  string `json:"default-node-state"`
 	DefaultNodeReason string `json:"default-node-reason"`
 	PartitionConfig   string `json:"partition-config"`
+	GenericResources  string `json:"generic-resources"`
 }
 
 // readConfig sets h.cfg: read with config-get on config-changed, upgrade-charm (the kept copy
@@ -44,6 +45,9 @@ func (cfg config) validate(keys *slurmconf.Keys, app string) error {
 	if _, err := cfg.computeData(keys, app); err != nil {
 		return err
 	}
+	if _, err := parseGenericResources(cfg.GenericResources); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -57,6 +61,13 @@ func (cfg config) computeData(keys *slurmconf.Keys, app string) (slurmd.ComputeD
 	d, err := slurmd.NewComputeDataFor(keys, app, extra)
 	if err != nil {
 		return slurmd.ComputeData{}, fmt.Errorf("partition-config: %w", err)
+	}
+	// The names generic-resources declares, for the controller's GresTypes (an invalid
+	// option declares none here; validate reports it).
+	if declared, err := parseGenericResources(cfg.GenericResources); err == nil {
+		if d, err = d.WithGresTypes(declared.Names()); err != nil {
+			return slurmd.ComputeData{}, fmt.Errorf("generic-resources: %w", err)
+		}
 	}
 	return d, nil
 }

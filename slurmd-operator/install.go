@@ -34,6 +34,9 @@ func (h *hook) install(ctx context.Context) error {
 	if _, _, err := h.facts(ctx); err != nil {
 		return err
 	}
+	if err := h.redetectGres(ctx); err != nil {
+		return err
+	}
 	if err := h.installRebootProgram(ctx); err != nil {
 		return err
 	}
@@ -46,6 +49,9 @@ func (h *hook) install(ctx context.Context) error {
 func (h *hook) upgrade(ctx context.Context) error {
 	h.st.Facts = nil
 	if _, _, err := h.facts(ctx); err != nil {
+		return err
+	}
+	if err := h.redetectGres(ctx); err != nil {
 		return err
 	}
 	if err := h.installRebootProgram(ctx); err != nil {
@@ -62,6 +68,14 @@ func (h *hook) upgrade(ctx context.Context) error {
 func (h *hook) configChanged(ctx context.Context) error {
 	if err := h.publish(ctx); err != nil {
 		return err
+	}
+	// A changed generic-resources re-registers the node (once its jobs end).
+	changed, err := h.gresChanged(ctx)
+	if err != nil {
+		return err
+	}
+	if changed {
+		return h.reapply(ctx)
 	}
 	return h.updateStatus(ctx)
 }

@@ -35,11 +35,14 @@ func (h *hook) ready(ctx context.Context, data slurmd.ControllerData) error {
 	if err != nil {
 		return err
 	}
-	conf, err := h.conf(mi)
+	conf, gresConf, err := h.runConf(ctx, mi, data.GresTypes)
 	if err != nil {
 		return err
 	}
-	want := &Applied{Controllers: data.Controllers, Conf: conf, KeyHash: authkey.Hash(data.AuthKey), KeyID: data.AuthKeyID, SecretID: data.AuthSecretID}
+	if len(h.st.GresWaiting) > 0 {
+		return h.setStatus(ctx, juju.StatusWaiting, unmanagedStatus(h.st.GresWaiting))
+	}
+	want := &Applied{GresConf: gresConf, Controllers: data.Controllers, Conf: conf, KeyHash: authkey.Hash(data.AuthKey), KeyID: data.AuthKeyID, SecretID: data.AuthSecretID}
 	prev := h.st.Applied
 	spec := h.slurmdSpec(want)
 	status, err := h.c.Services.Status(ctx, SlurmdService)
@@ -54,7 +57,7 @@ func (h *hook) ready(ctx context.Context, data slurmd.ControllerData) error {
 		}
 		h.st.Applied = want
 		h.st.DefaultPending = true
-	case prev.Conf != conf:
+	case prev.Conf != conf || h.gresLinesChanged(prev.GresConf, gresConf):
 		// Slurm 22.05 keeps a dynamic node's old record: re-register it.
 		if err := h.reregister(ctx, spec, nil, time.Time{}, nil); err != nil {
 			return err
@@ -181,14 +184,19 @@ func (h *hook) startSlurmd(ctx context.Context, spec service.Spec, restart bool)
 	return nil
 }
 
-// conf builds the node's --conf: `slurmd -C` (mi) without NodeName, the application's
-// feature and the node-config.
-func (h *hook) conf(mi slurm.MachineInfo) (string, error) {
+// conf builds the node's --conf: `slurmd -C` (mi) without NodeName, the node's generic
+// resources (Gres=), the application's feature and the node-config. It returns the
+// resources too: their gres.conf lines go with the --conf.
+func (h *hook) conf(ctx context.Context, mi slurm.MachineInfo) (string, nodeGres, error) {
 	nc, err := slurmconf.ParseParams(h.st.NodeConfig)
 	if err != nil {
-		return "", fmt.Errorf("cannot read the saved node-config %q: %w", h.st.NodeConfig, err)
+		return "", nodeGres{}, fmt.Errorf("cannot read the saved node-config %q: %w", h.st.NodeConfig, err)
 	}
-	return buildConf(mi, h.hc.Event.App, nc), nil
+	g, err := h.resources(ctx)
+	if err != nil {
+		return "", nodeGres{}, err
+	}
+	return buildConfGres(mi, h.hc.Event.App, nc, g.Gres), g, nil
 }
 
 // buildConf merges the machine's facts, Feature=<app> (plus any features in node-config) and

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/charmed-slurm/operators/libs/charm"
+	"github.com/charmed-slurm/operators/libs/gres"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/poll"
 	"github.com/charmed-slurm/operators/libs/slurm"
@@ -86,6 +87,12 @@ func ParseNodeConfig(keys *slurmconf.Keys, s string) (slurmconf.Params, error) {
 	}
 	if err := keys.ValidateNodeParams(p); err != nil {
 		return nil, err
+	}
+	if v, ok := p.Get("Gres"); ok {
+		// "" and "(null)": no generic resource at all.
+		if _, err := gres.ParseGres(v); err != nil {
+			return nil, fmt.Errorf("key \"Gres\": %w", err)
+		}
 	}
 	return p, nil
 }
@@ -168,7 +175,7 @@ func (h *hook) nodeConfigAction(ctx context.Context) error {
 
 	old := h.st.NodeConfig
 	h.st.NodeConfig = newConfig
-	conf, err := h.conf(mi)
+	conf, _, err := h.conf(ctx, mi)
 	h.st.NodeConfig = old
 	if err != nil {
 		return err
@@ -281,7 +288,7 @@ func (h *hook) applyStaged(ctx context.Context) error {
 	}
 	old := h.st.NodeConfig
 	h.st.NodeConfig = staged
-	conf, err := h.conf(mi)
+	conf, _, err := h.conf(ctx, mi)
 	h.st.NodeConfig = old
 	if err != nil {
 		return err

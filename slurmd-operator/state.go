@@ -36,6 +36,12 @@ type State struct {
 	// Facts caches this machine's Slurm facts (`slurmd -V`, `slurmd -C`): read on install
 	// and upgrade-charm, or when missing.
 	Facts *Facts `json:"facts,omitempty"`
+	// Gres caches the generic resources detected on this machine (GPUs): read on install,
+	// upgrade-charm and by the detect-gres action, or when missing.
+	Gres *GresFacts `json:"gres,omitempty"`
+	// GresWaiting are the GRES names the node should run with that the controller does not
+	// manage yet: slurmd was not (re)started with them.
+	GresWaiting []string `json:"gres-waiting,omitempty"`
 	// VersionShown is the version last given to application-version-set.
 	VersionShown string `json:"version-shown,omitempty"`
 	// Published is the ComputeData this unit last published as leader, and where; a hook
@@ -71,6 +77,9 @@ type Applied struct {
 	Conf        string   `json:"conf"`
 	KeyHash     string   `json:"key-hash"`
 	KeyID       string   `json:"key-id,omitempty"`
+	// GresConf is the content of GresLocalConf slurmd was started with: a change of the
+	// lines alone re-registers the node too.
+	GresConf string `json:"gres-conf,omitempty"`
 	// SecretID is the auth key secret the key was read from: while the relation names the
 	// same secret and the key file still has KeyHash, relation hooks read no secret.
 	SecretID string `json:"secret-id,omitempty"`

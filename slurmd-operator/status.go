@@ -34,6 +34,9 @@ func (h *hook) updateStatus(ctx context.Context) error {
 		if id == "" {
 			return h.setStatus(ctx, juju.StatusBlocked, "waiting for slurmctld relation")
 		}
+		if len(h.st.GresWaiting) > 0 {
+			return h.setStatus(ctx, juju.StatusWaiting, unmanagedStatus(h.st.GresWaiting))
+		}
 		return h.setStatus(ctx, juju.StatusWaiting, "waiting for slurmctld data")
 	}
 	// This host's own daemons first: with munged down no Slurm command can authenticate, and
@@ -82,6 +85,15 @@ func (h *hook) nodeStatus(ctx context.Context, n slurm.Node) error {
 		code = juju.StatusWaiting
 	}
 	msg := "node " + n.Name + " " + describeState(n)
+	if a := h.st.Applied; a != nil {
+		if g := gresSummary(appliedGres(a.Conf)); g != "" {
+			msg += ", " + g
+		}
+	}
+	if len(h.st.GresWaiting) > 0 {
+		// A resource added since slurmd started: the node re-registers with it later.
+		code, msg = juju.StatusWaiting, msg+"; "+unmanagedStatus(h.st.GresWaiting)
+	}
 	if h.st.StagedNodeConfig != "" {
 		msg += "; node-config staged for the next reboot"
 	}

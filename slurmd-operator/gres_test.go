@@ -1,0 +1,523 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/gres"
+	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/juju/jujutest"
+	"github.com/charmed-slurm/operators/libs/slurm"
+	"github.com/charmed-slurm/operators/libs/slurmconf"
+)
+
+// t4 is a detected pair of Tesla T4s.
+var t4 = gres.Set{{Name: "gpu", Type: "tesla_t4", Count: 2, Files: []string{"/dev/nvidia0", "/dev/nvidia1"}}}
+
+func TestResolveGres(t *testing.T) {
+	fpga := gres.Set{{Name: "fpga", Type: "u250", Count: 1, Files: []string{"/dev/xclmgmt0"}}}
+	mi100 := gres.Set{{Name: "gpu", Type: "mi100", Count: 1, Files: []string{"/dev/dri/renderD128"}}}
+	tests := []struct {
+		name               string
+		detected, declared gres.Set
+		nodeConfig         string
+		wantLines          gres.Set
+		wantGres           string
+		err                string
+	}{
+		{name: "nothing"},
+		{name: "detected", detected: t4, wantLines: t4, wantGres: "gpu:tesla_t4:2"},
+		{name: "declared adds", detected: t4, declared: fpga, wantLines: append(slices.Clone(t4), fpga...), wantGres: "gpu:tesla_t4:2,fpga:u250:1"},
+		{name: "declared gpu replaces detection", detected: t4, declared: mi100, wantLines: mi100, wantGres: "gpu:mi100:1"},
+		{name: "node-config lowers", detected: t4, nodeConfig: "Gres=gpu:tesla_t4:1", wantLines: t4, wantGres: "gpu:tesla_t4:1"},
+		{name: "node-config key case", detected: t4, nodeConfig: "gres=gpu:tesla_t4:1 Weight=2", wantLines: t4, wantGres: "gpu:tesla_t4:1"},
+		{name: "node-config removes", detected: t4, nodeConfig: `Gres=""`, wantLines: t4},
+		{name: "node-config null", detected: t4, nodeConfig: "Gres=(null)", wantLines: t4},
+		{name: "node-config bad", detected: t4, nodeConfig: "Gres=gpu:tesla_t4:0", err: "node-config: invalid Gres"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			nc, err := slurmconf.ParseParams(tt.nodeConfig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := resolveGres(tt.detected, tt.declared, nc)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.wantLines, got.Lines); d != "" {
+				t.Errorf("lines (-want +got):\n%s", d)
+			}
+			if got.Gres.String() != tt.wantGres {
+				t.Errorf("Gres=%q, want %q", got.Gres, tt.wantGres)
+			}
+			for _, r := range got.Gres {
+				if len(r.Files) > 0 {
+					t.Errorf("Gres value carries files: %+v", r)
+				}
+			}
+		})
+	}
+}
+
+func TestBuildConfGres(t *testing.T) {
+	mi := slurm.MachineInfo{Params: slurmconf.Params{{Key: "CPUs", Value: "4"}, {Key: "RealMemory", Value: "8000"}}}
+	tests := []struct {
+		name, nodeConfig, gres, want string
+	}{
+		{"none", "", "", "CPUs=4 RealMemory=8000 Feature=app"},
+		{"gpus", "", "gpu:tesla_t4:2", "CPUs=4 RealMemory=8000 Gres=gpu:tesla_t4:2 Feature=app"},
+		{"node-config Gres is not applied twice", `Gres="gpu:tesla_t4:1" Weight=5`, "gpu:tesla_t4:1", "CPUs=4 RealMemory=8000 Gres=gpu:tesla_t4:1 Weight=5 Feature=app"},
+		{"removed", `Gres=""`, "", "CPUs=4 RealMemory=8000 Feature=app"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			nc, err := slurmconf.ParseParams(tt.nodeConfig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := gres.ParseGres(tt.gres)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := buildConfGres(mi, "app", nc, g); got != tt.want {
+				t.Errorf("buildConfGres = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	if len(mi.Params) != 2 {
+		t.Errorf("buildConfGres changed the machine's facts: %v", mi.Params)
+	}
+}
+
+func TestGresSummaryAndUnmanaged(t *testing.T) {
+	tests := []struct {
+		gres, summary string
+		managed       []string
+		missing       []string
+	}{
+		{gres: "", summary: "", managed: nil},
+		{gres: "gpu:tesla_t4:2", summary: "2× gpu:tesla_t4", managed: []string{"gpu"}},
+		{gres: "gpu:2", summary: "2× gpu", managed: nil, missing: []string{"gpu"}},
+		{gres: "gpu:a100:1,gpu:t4:3,bandwidth:20G", summary: "1× gpu:a100, 3× gpu:t4, 20G× bandwidth", managed: []string{"gpu", "fpga"}, missing: []string{"bandwidth"}},
+	}
+	for _, tt := range tests {
+		g, err := gres.ParseGres(tt.gres)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := gresSummary(g); got != tt.summary {
+			t.Errorf("gresSummary(%q) = %q, want %q", tt.gres, got, tt.summary)
+		}
+		if d := cmp.Diff(tt.missing, unmanagedGres(g, tt.managed)); d != "" {
+			t.Errorf("unmanagedGres(%q, %q) (-want +got):\n%s", tt.gres, tt.managed, d)
+		}
+	}
+}
+
+func TestParseNodeConfigGres(t *testing.T) {
+	keys := slurmconf.KeysOf(22, 5)
+	for _, s := range []string{"Gres=gpu:tesla_t4:1", `Gres=""`, "Gres=(null)", "Gres=gpu:1,fpga:2"} {
+		if _, err := ParseNodeConfig(keys, s); err != nil {
+			t.Errorf("ParseNodeConfig(%q): %v", s, err)
+		}
+	}
+	for _, s := range []string{"Gres=gpu:0", "Gres=GPU:1", "Gres=gpu:t4:x", "Gres=gpu:t4:1:2"} {
+		if _, err := ParseNodeConfig(keys, s); err == nil || !strings.Contains(err.Error(), `"Gres"`) {
+			t.Errorf("ParseNodeConfig(%q) = %v, want an error naming Gres", s, err)
+		}
+	}
+}
+
+// gpuRunner answers nvidia-smi as a machine with GPUs would (csv, its CSV lines; empty:
+// nvidia-smi is not installed) and passes every other command on.
+type gpuRunner struct {
+	*host
+	mu    sync.Mutex
+	csv   string
+	calls int
+}
+
+func (r *gpuRunner) Run(ctx context.Context, argv []string, env []string) (slurm.Output, error) {
+	if argv[0] != "nvidia-smi" {
+		return r.host.Run(ctx, argv, env)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls++
+	if !slices.Equal(argv, gres.NvidiaSMIQuery()) {
+		return slurm.Output{Stderr: []byte("unexpected query"), ExitCode: 2}, nil
+	}
+	if r.csv == "" {
+		return slurm.Output{}, &os.PathError{Op: "exec", Path: "nvidia-smi", Err: os.ErrNotExist}
+	}
+	return slurm.Output{Stdout: []byte(r.csv)}, nil
+}
+
+func (r *gpuRunner) setCSV(csv string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.csv = csv
+}
+
+const t4CSV = "0, Tesla T4, GPU-aaaa\n1, Tesla T4, GPU-bbbb\n"
+
+// withGPUs gives the env's machine n fake GPU device files (links to /dev/null, a character
+// device) and an nvidia-smi answering csv.
+func (e *env) withGPUs(n int, csv string) *gpuRunner {
+	e.t.Helper()
+	if err := os.MkdirAll(filepath.Join(e.root, "dev"), 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	for i := range n {
+		if err := os.Symlink("/dev/null", filepath.Join(e.root, "dev", "nvidia"+string(rune('0'+i)))); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	r := &gpuRunner{host: e.slurm, csv: csv}
+	e.charm.Slurm = r
+	return r
+}
+
+// relatedGres is related with a controller that manages the GRES names managed.
+func (e *env) relatedGres(managed ...string) {
+	e.t.Helper()
+	e.related()
+	bag, err := slurmd.ControllerBag{Controllers: []string{"10.0.0.1:6817"}, AuthSecretID: string(secretID), ClusterName: "test", GresTypes: managed}.Encode()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.state.Relations[0].RemoteAppData = bag
+}
+
+// joinHooks runs the hooks of joining the controller as related set it up.
+func (e *env) joinHooks() {
+	e.t.Helper()
+	for _, ev := range []juju.Event{
+		jujutest.RelationHook(juju.RelationCreated, relID, ""),
+		jujutest.RelationHook(juju.RelationJoined, relID, "slurmctld/0"),
+		jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0"),
+	} {
+		if err := e.run(ev); err != nil {
+			e.t.Fatalf("%s: %v", ev.Name, err)
+		}
+	}
+}
+
+// slurmdConf is the --conf of the slurmd service as configured ("" when none).
+func (e *env) slurmdConf() string {
+	cmd := e.svc.Command(SlurmdService)
+	if i := slices.Index(cmd, "--conf"); i >= 0 && i+1 < len(cmd) {
+		return cmd[i+1]
+	}
+	return ""
+}
+
+func (e *env) gresLocal() string {
+	e.t.Helper()
+	data, err := os.ReadFile(filepath.Join(e.root, GresLocalConf))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return string(data)
+}
+
+// detectGres runs the detect-gres action.
+func (e *env) detectGres(params map[string]any) jujutest.ActionState {
+	e.t.Helper()
+	in := e.state
+	in.Action = jujutest.ActionState{Params: params}
+	out, err := jujutest.Run(e.t, in, jujutest.ActionEvent("detect-gres"), e.charm.Router().Dispatch)
+	if err != nil {
+		e.t.Fatalf("detect-gres action: %v", err)
+	}
+	a := out.Action
+	out.Action = jujutest.ActionState{}
+	e.state = out
+	return a
+}
+
+// TestGPUNodeJoinsWithItsGPUs: install detects two T4s and writes their gres.conf lines
+// before any slurmd runs; the node's first --conf carries Gres=gpu:tesla_t4:2 and the status
+// names them.
+func TestGPUNodeJoinsWithItsGPUs(t *testing.T) {
+	e := newEnv(t)
+	e.withGPUs(2, t4CSV)
+	if err := e.run(jujutest.Hook(juju.Install)); err != nil {
+		t.Fatal(err)
+	}
+	want := "# Generic resources of this node, written by the slurmd charm.\n" +
+		"NodeName=slurmd-3 Name=gpu Type=tesla_t4 File=/dev/nvidia0\n" +
+		"NodeName=slurmd-3 Name=gpu Type=tesla_t4 File=/dev/nvidia1\n"
+	if d := cmp.Diff(want, e.gresLocal()); d != "" {
+		t.Errorf("gres.local.conf after install (-want +got):\n%s", d)
+	}
+	e.relatedGres("gpu")
+	e.joinHooks()
+	if conf := e.slurmdConf(); !strings.Contains(conf, " Gres=gpu:tesla_t4:2 ") {
+		t.Errorf("first --conf %q has no Gres=gpu:tesla_t4:2", conf)
+	}
+	if got := e.svcCalls(SlurmdService); slices.Contains(got, "respawn") {
+		t.Errorf("slurmd restarted on its first start: %q", got)
+	}
+	if d := cmp.Diff(active("node slurmd-3 idle, 2× gpu:tesla_t4"), e.status()); d != "" {
+		t.Errorf("status (-want +got):\n%s", d)
+	}
+}
+
+// TestCPUNodeGetsAnEmptyGresConf: a machine without GPUs has the file (the controller's
+// gres.conf includes it) with no line, and no Gres= in its --conf.
+func TestCPUNodeGetsAnEmptyGresConf(t *testing.T) {
+	e := newEnv(t)
+	if err := e.run(jujutest.Hook(juju.Install)); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.gresLocal(); strings.Contains(got, "Name=") {
+		t.Errorf("CPU node's gres.local.conf has lines:\n%s", got)
+	}
+	e.relatedGres("gpu")
+	e.joinHooks()
+	if conf := e.slurmdConf(); strings.Contains(conf, "Gres") {
+		t.Errorf("CPU node's --conf %q has Gres", conf)
+	}
+	if d := cmp.Diff(active("node slurmd-3 idle"), e.status()); d != "" {
+		t.Errorf("status (-want +got):\n%s", d)
+	}
+}
+
+// TestUnmanagedGresWaits: a node with a resource the controller does not manage does not
+// start slurmd (it would register without it for good); it starts once the controller
+// publishes the name.
+func TestUnmanagedGresWaits(t *testing.T) {
+	e := newEnv(t)
+	e.withGPUs(2, t4CSV)
+	e.state.Config["generic-resources"] = "Name=bandwidth Count=20G"
+	if err := e.run(jujutest.Hook(juju.Install)); err != nil {
+		t.Fatal(err)
+	}
+	e.relatedGres("gpu")
+	e.joinHooks()
+	if d := cmp.Diff(juju.WorkloadStatus{Code: juju.StatusWaiting, Message: "waiting for slurmctld to manage GRES bandwidth"}, e.status()); d != "" {
+		t.Errorf("status (-want +got):\n%s", d)
+	}
+	if e.slurm.hasNode(node) || e.svc.Active(SlurmdService) {
+		t.Fatalf("slurmd started with an unmanaged GRES")
+	}
+	// update-status keeps saying why.
+	if err := e.run(jujutest.Hook(juju.UpdateStatus)); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(juju.WorkloadStatus{Code: juju.StatusWaiting, Message: "waiting for slurmctld to manage GRES bandwidth"}, e.status()); d != "" {
+		t.Errorf("status after update-status (-want +got):\n%s", d)
+	}
+	// The leader declares the name to the controller.
+	var pub map[string]string
+	for _, r := range e.state.Relations {
+		pub = r.LocalAppData
+	}
+	if got := pub["gres_types"]; got != `["bandwidth"]` {
+		t.Errorf("published gres_types %q, want [\"bandwidth\"]", got)
+	}
+
+	e.relatedGres("gpu", "bandwidth")
+	if err := e.run(jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0")); err != nil {
+		t.Fatal(err)
+	}
+	if conf := e.slurmdConf(); !strings.Contains(conf, " Gres=gpu:tesla_t4:2,bandwidth:20G ") {
+		t.Errorf("--conf %q", conf)
+	}
+	if d := cmp.Diff(active("node slurmd-3 idle, 2× gpu:tesla_t4, 20G× bandwidth"), e.status()); d != "" {
+		t.Errorf("status (-want +got):\n%s", d)
+	}
+}
+
+// TestBadGenericResourcesBlocks: an invalid generic-resources blocks naming the entry and
+// leaves the running node as it was.
+func TestBadGenericResourcesBlocks(t *testing.T) {
+	e := newEnv(t)
+	e.withGPUs(2, t4CSV)
+	e.state.Config["generic-resources"] = "Name=bandwidth Count=20G"
+	if err := e.run(jujutest.Hook(juju.Install)); err != nil {
+		t.Fatal(err)
+	}
+	e.relatedGres("gpu", "bandwidth")
+	e.joinHooks()
+	conf, lines := e.slurmdConf(), e.gresLocal()
+	if !strings.Contains(conf, "Gres=gpu:tesla_t4:2,bandwidth:20G") {
+		t.Fatalf("--conf %q", conf)
+	}
+	calls := len(e.svcCalls(SlurmdService))
+	e.state.Config["generic-resources"] = "Name=fpga NodeName=x File=/dev/x0"
+	if err := e.run(jujutest.Hook(juju.ConfigChanged)); err != nil {
+		t.Fatal(err)
+	}
+	if e.state.UnitStatus.Code != juju.StatusBlocked || !strings.Contains(e.state.UnitStatus.Message, `generic-resources: invalid generic resource "Name=fpga NodeName=x File=/dev/x0"`) {
+		t.Errorf("status %+v, want blocked naming the entry", e.state.UnitStatus)
+	}
+	if err := e.run(jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0")); err != nil {
+		t.Fatal(err)
+	}
+	if e.slurmdConf() != conf || e.gresLocal() != lines || len(e.svcCalls(SlurmdService)) != calls {
+		t.Errorf("node changed under a bad generic-resources: --conf %q, lines %q", e.slurmdConf(), e.gresLocal())
+	}
+}
+
+// TestDetectGresReRegisters: a GPU removed is found by detect-gres (dry-run only reports);
+// the node re-registers with one GPU through the transactional path (its record deleted and
+// created again), its lines rewritten.
+func TestDetectGresReRegisters(t *testing.T) {
+	e := newEnv(t)
+	r := e.withGPUs(2, t4CSV)
+	if err := e.run(jujutest.Hook(juju.Install)); err != nil {
+		t.Fatal(err)
+	}
+	e.relatedGres("gpu")
+	e.joinHooks()
+
+	a := e.detectGres(map[string]any{"dry-run": true})
+	if a.Results["result"] != "dry run: nothing changed" || a.Results["detected"] != "gpu:tesla_t4:2" {
+		t.Errorf("dry run with the same GPUs: %v", a.Results)
+	}
+	if err := os.Remove(filepath.Join(e.root, "dev", "nvidia1")); err != nil {
+		t.Fatal(err)
+	}
+	r.setCSV("0, Tesla T4, GPU-aaaa\n")
+	a = e.detectGres(map[string]any{"dry-run": true})
+	if a.Results["result"] != "dry run: the node would re-register" || a.Results["gres"] != "gpu:tesla_t4:1" || a.Results["running"] != "gpu:tesla_t4:2" {
+		t.Errorf("dry run with a GPU gone: %v", a.Results)
+	}
+	if !strings.Contains(e.slurmdConf(), "Gres=gpu:tesla_t4:2") || len(e.slurmCalls()) != 0 {
+		t.Fatalf("dry run changed the node: --conf %q, calls %q", e.slurmdConf(), e.slurmCalls())
+	}
+
+	a = e.detectGres(map[string]any{})
+	if a.Failed || a.Results["result"] != "re-registered" || a.Results["running"] != "gpu:tesla_t4:1" {
+		t.Errorf("detect-gres: failed %v (%s), results %v", a.Failed, a.Message, a.Results)
+	}
+	if !strings.Contains(e.slurmdConf(), " Gres=gpu:tesla_t4:1 ") {
+		t.Errorf("--conf %q", e.slurmdConf())
+	}
+	if !slices.Contains(e.slurmCalls(), "scontrol delete nodename="+node) {
+		t.Errorf("node not re-registered (deleted, then started): %q", e.slurmCalls())
+	}
+	if strings.Contains(e.gresLocal(), "nvidia1") {
+		t.Errorf("lines of the removed GPU kept:\n%s", e.gresLocal())
+	}
+	if d := cmp.Diff(active("node slurmd-3 idle, 1× gpu:tesla_t4"), e.status()); d != "" {
+		t.Errorf("status (-want +got):\n%s", d)
+	}
+	a = e.detectGres(map[string]any{})
+	if a.Results["result"] != "unchanged" {
+		t.Errorf("second detect-gres: %v", a.Results)
+	}
+}
+
+// TestNodeConfigGres: node-config's Gres= lowers the count (the lines stay: Slurm keeps the
+// first) and Gres="" removes the resources from the --conf; reset returns to detection.
+func TestNodeConfigGres(t *testing.T) {
+	e := newEnv(t)
+	e.withGPUs(2, t4CSV)
+	if err := e.run(jujutest.Hook(juju.Install)); err != nil {
+		t.Fatal(err)
+	}
+	e.relatedGres("gpu")
+	e.joinHooks()
+	lines := e.gresLocal()
+	for _, tt := range []struct {
+		params map[string]any
+		want   string
+		status string
+	}{
+		{map[string]any{"parameters": "Gres=gpu:tesla_t4:1"}, "Gres=gpu:tesla_t4:1", "node slurmd-3 idle, 1× gpu:tesla_t4"},
+		{map[string]any{"parameters": `Gres=""`}, "", "node slurmd-3 idle"},
+		{map[string]any{"reset": true}, "Gres=gpu:tesla_t4:2", "node slurmd-3 idle, 2× gpu:tesla_t4"},
+	} {
+		a := e.action(tt.params)
+		if a.Failed {
+			t.Fatalf("node-config %v: %s", tt.params, a.Message)
+		}
+		conf := e.slurmdConf()
+		if tt.want == "" && strings.Contains(conf, "Gres") || tt.want != "" && !strings.Contains(conf, " "+tt.want+" ") {
+			t.Errorf("node-config %v: --conf %q, want %q", tt.params, conf, tt.want)
+		}
+		if e.gresLocal() != lines {
+			t.Errorf("node-config %v changed the gres.conf lines:\n%s", tt.params, e.gresLocal())
+		}
+		if d := cmp.Diff(active(tt.status), e.status()); d != "" {
+			t.Errorf("node-config %v: status (-want +got):\n%s", tt.params, d)
+		}
+	}
+}
+
+// TestUpgradeKeepsCPUNodes: a node started by a charm that wrote no gres.conf gets the file
+// on upgrade-charm and is not re-registered when it has no resource.
+func TestUpgradeKeepsCPUNodes(t *testing.T) {
+	e := newEnv(t)
+	e.join()
+	st := e.savedState()
+	st.Applied.GresConf, st.Gres = "", nil
+	e.saveState(st)
+	if err := os.Remove(filepath.Join(e.root, GresLocalConf)); err != nil {
+		t.Fatal(err)
+	}
+	calls := len(e.slurmCalls())
+	if err := e.run(jujutest.Hook(juju.UpgradeCharm)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(e.gresLocal(), "Name=") {
+		t.Errorf("lines on a CPU node: %s", e.gresLocal())
+	}
+	if got := e.slurmCalls()[calls:]; len(got) != 0 {
+		t.Errorf("upgrade-charm re-registered a CPU node: %q", got)
+	}
+}
+
+// TestGenericResourcesChangeReRegisters: a new generic-resources on a running node
+// re-registers it on config-changed (after the controller manages the name).
+func TestGenericResourcesChangeReRegisters(t *testing.T) {
+	e := newEnv(t)
+	e.withGPUs(2, t4CSV)
+	if err := e.run(jujutest.Hook(juju.Install)); err != nil {
+		t.Fatal(err)
+	}
+	e.relatedGres("gpu", "fpga")
+	e.joinHooks()
+	if err := os.WriteFile(filepath.Join(e.root, "dev", "xclmgmt0"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.state.Config["generic-resources"] = "Name=fpga Type=u250 File=/dev/xclmgmt0"
+	if err := e.run(jujutest.Hook(juju.ConfigChanged)); err != nil {
+		t.Fatal(err)
+	}
+	if conf := e.slurmdConf(); !strings.Contains(conf, " Gres=gpu:tesla_t4:2,fpga:u250:1 ") {
+		t.Errorf("--conf %q after config-changed", conf)
+	}
+	if !strings.Contains(e.gresLocal(), "NodeName=slurmd-3 Name=fpga Type=u250 File=/dev/xclmgmt0\n") {
+		t.Errorf("lines:\n%s", e.gresLocal())
+	}
+	if !slices.Contains(e.slurmCalls(), "scontrol delete nodename="+node) {
+		t.Errorf("node not re-registered: %q", e.slurmCalls())
+	}
+	// The same configuration again: nothing more.
+	n := len(e.slurmCalls())
+	if err := e.run(jujutest.Hook(juju.ConfigChanged)); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.slurmCalls()[n:]; len(got) != 0 {
+		t.Errorf("unchanged config-changed ran %q", got)
+	}
+}
