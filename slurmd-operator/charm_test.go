@@ -102,11 +102,17 @@ func (e *env) run(ev juju.Event) error {
 // action runs the node-config action and returns its action state.
 func (e *env) action(params map[string]any) jujutest.ActionState {
 	e.t.Helper()
+	return e.runAction("node-config", params)
+}
+
+// runAction runs action name and returns its action state.
+func (e *env) runAction(name string, params map[string]any) jujutest.ActionState {
+	e.t.Helper()
 	in := e.state
 	in.Action = jujutest.ActionState{Params: params}
-	out, err := jujutest.Run(e.t, in, jujutest.ActionEvent("node-config"), e.charm.Router().Dispatch)
+	out, err := jujutest.Run(e.t, in, jujutest.ActionEvent(name), e.charm.Router().Dispatch)
 	if err != nil {
-		e.t.Fatalf("node-config action: %v", err)
+		e.t.Fatalf("%s action: %v", name, err)
 	}
 	a := out.Action
 	out.Action = jujutest.ActionState{}

@@ -193,6 +193,28 @@ func (e *env) withGPUs(n int, csv string) *gpuRunner {
 	return r
 }
 
+// installedGPUNode is a unit whose machine has two Tesla T4s, installed with
+// generic-resources declared (when not empty).
+func installedGPUNode(t *testing.T, declared string) (*env, *gpuRunner) {
+	t.Helper()
+	e := newEnv(t)
+	r := e.withGPUs(2, t4CSV)
+	if declared != "" {
+		e.state.Config["generic-resources"] = declared
+	}
+	if err := e.run(jujutest.Hook(juju.Install)); err != nil {
+		t.Fatal(err)
+	}
+	return e, r
+}
+
+// joinManaging joins a controller that manages the GRES names managed.
+func (e *env) joinManaging(managed ...string) {
+	e.t.Helper()
+	e.relatedGres(managed...)
+	e.joinHooks()
+}
+
 // relatedGres is related with a controller that manages the GRES names managed.
 func (e *env) relatedGres(managed ...string) {
 	e.t.Helper()
@@ -239,35 +261,21 @@ func (e *env) gresLocal() string {
 // detectGres runs the detect-gres action.
 func (e *env) detectGres(params map[string]any) jujutest.ActionState {
 	e.t.Helper()
-	in := e.state
-	in.Action = jujutest.ActionState{Params: params}
-	out, err := jujutest.Run(e.t, in, jujutest.ActionEvent("detect-gres"), e.charm.Router().Dispatch)
-	if err != nil {
-		e.t.Fatalf("detect-gres action: %v", err)
-	}
-	a := out.Action
-	out.Action = jujutest.ActionState{}
-	e.state = out
-	return a
+	return e.runAction("detect-gres", params)
 }
 
 // TestGPUNodeJoinsWithItsGPUs: install detects two T4s and writes their gres.conf lines
 // before any slurmd runs; the node's first --conf carries Gres=gpu:tesla_t4:2 and the status
 // names them.
 func TestGPUNodeJoinsWithItsGPUs(t *testing.T) {
-	e := newEnv(t)
-	e.withGPUs(2, t4CSV)
-	if err := e.run(jujutest.Hook(juju.Install)); err != nil {
-		t.Fatal(err)
-	}
+	e, _ := installedGPUNode(t, "")
 	want := "# Generic resources of this node, written by the slurmd charm.\n" +
 		"NodeName=slurmd-3 Name=gpu Type=tesla_t4 File=/dev/nvidia0\n" +
 		"NodeName=slurmd-3 Name=gpu Type=tesla_t4 File=/dev/nvidia1\n"
 	if d := cmp.Diff(want, e.gresLocal()); d != "" {
 		t.Errorf("gres.local.conf after install (-want +got):\n%s", d)
 	}
-	e.relatedGres("gpu")
-	e.joinHooks()
+	e.joinManaging("gpu")
 	if conf := e.slurmdConf(); !strings.Contains(conf, " Gres=gpu:tesla_t4:2 ") {
 		t.Errorf("first --conf %q has no Gres=gpu:tesla_t4:2", conf)
 	}
@@ -289,8 +297,7 @@ func TestCPUNodeGetsAnEmptyGresConf(t *testing.T) {
 	if got := e.gresLocal(); strings.Contains(got, "Name=") {
 		t.Errorf("CPU node's gres.local.conf has lines:\n%s", got)
 	}
-	e.relatedGres("gpu")
-	e.joinHooks()
+	e.joinManaging("gpu")
 	if conf := e.slurmdConf(); strings.Contains(conf, "Gres") {
 		t.Errorf("CPU node's --conf %q has Gres", conf)
 	}
@@ -303,14 +310,8 @@ func TestCPUNodeGetsAnEmptyGresConf(t *testing.T) {
 // start slurmd (it would register without it for good); it starts once the controller
 // publishes the name.
 func TestUnmanagedGresWaits(t *testing.T) {
-	e := newEnv(t)
-	e.withGPUs(2, t4CSV)
-	e.state.Config["generic-resources"] = "Name=bandwidth Count=20G"
-	if err := e.run(jujutest.Hook(juju.Install)); err != nil {
-		t.Fatal(err)
-	}
-	e.relatedGres("gpu")
-	e.joinHooks()
+	e, _ := installedGPUNode(t, "Name=bandwidth Count=20G")
+	e.joinManaging("gpu")
 	if d := cmp.Diff(juju.WorkloadStatus{Code: juju.StatusWaiting, Message: "waiting for slurmctld to manage GRES bandwidth"}, e.status()); d != "" {
 		t.Errorf("status (-want +got):\n%s", d)
 	}
@@ -348,14 +349,8 @@ func TestUnmanagedGresWaits(t *testing.T) {
 // TestBadGenericResourcesBlocks: an invalid generic-resources blocks naming the entry and
 // leaves the running node as it was.
 func TestBadGenericResourcesBlocks(t *testing.T) {
-	e := newEnv(t)
-	e.withGPUs(2, t4CSV)
-	e.state.Config["generic-resources"] = "Name=bandwidth Count=20G"
-	if err := e.run(jujutest.Hook(juju.Install)); err != nil {
-		t.Fatal(err)
-	}
-	e.relatedGres("gpu", "bandwidth")
-	e.joinHooks()
+	e, _ := installedGPUNode(t, "Name=bandwidth Count=20G")
+	e.joinManaging("gpu", "bandwidth")
 	conf, lines := e.slurmdConf(), e.gresLocal()
 	if !strings.Contains(conf, "Gres=gpu:tesla_t4:2,bandwidth:20G") {
 		t.Fatalf("--conf %q", conf)
@@ -380,13 +375,8 @@ func TestBadGenericResourcesBlocks(t *testing.T) {
 // the node re-registers with one GPU through the transactional path (its record deleted and
 // created again), its lines rewritten.
 func TestDetectGresReRegisters(t *testing.T) {
-	e := newEnv(t)
-	r := e.withGPUs(2, t4CSV)
-	if err := e.run(jujutest.Hook(juju.Install)); err != nil {
-		t.Fatal(err)
-	}
-	e.relatedGres("gpu")
-	e.joinHooks()
+	e, r := installedGPUNode(t, "")
+	e.joinManaging("gpu")
 
 	a := e.detectGres(map[string]any{"dry-run": true})
 	if a.Results["result"] != "dry run: nothing changed" || a.Results["detected"] != "gpu:tesla_t4:2" {
@@ -429,13 +419,8 @@ func TestDetectGresReRegisters(t *testing.T) {
 // TestNodeConfigGres: node-config's Gres= lowers the count (the lines stay: Slurm keeps the
 // first) and Gres="" removes the resources from the --conf; reset returns to detection.
 func TestNodeConfigGres(t *testing.T) {
-	e := newEnv(t)
-	e.withGPUs(2, t4CSV)
-	if err := e.run(jujutest.Hook(juju.Install)); err != nil {
-		t.Fatal(err)
-	}
-	e.relatedGres("gpu")
-	e.joinHooks()
+	e, _ := installedGPUNode(t, "")
+	e.joinManaging("gpu")
 	lines := e.gresLocal()
 	for _, tt := range []struct {
 		params map[string]any
@@ -489,13 +474,8 @@ func TestUpgradeKeepsCPUNodes(t *testing.T) {
 // TestGenericResourcesChangeReRegisters: a new generic-resources on a running node
 // re-registers it on config-changed (after the controller manages the name).
 func TestGenericResourcesChangeReRegisters(t *testing.T) {
-	e := newEnv(t)
-	e.withGPUs(2, t4CSV)
-	if err := e.run(jujutest.Hook(juju.Install)); err != nil {
-		t.Fatal(err)
-	}
-	e.relatedGres("gpu", "fpga")
-	e.joinHooks()
+	e, _ := installedGPUNode(t, "")
+	e.joinManaging("gpu", "fpga")
 	if err := os.WriteFile(filepath.Join(e.root, "dev", "xclmgmt0"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
