@@ -99,6 +99,20 @@ func (e *env) run(ev juju.Event) error {
 	return err
 }
 
+// joinHooks runs the hooks of joining the controller as related set it up.
+func (e *env) joinHooks() {
+	e.t.Helper()
+	for _, ev := range []juju.Event{
+		jujutest.RelationHook(juju.RelationCreated, relID, ""),
+		jujutest.RelationHook(juju.RelationJoined, relID, "slurmctld/0"),
+		jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0"),
+	} {
+		if err := e.run(ev); err != nil {
+			e.t.Fatalf("%s: %v", ev.Name, err)
+		}
+	}
+}
+
 // action runs the node-config action and returns its action state.
 func (e *env) action(params map[string]any) jujutest.ActionState {
 	e.t.Helper()
@@ -124,15 +138,7 @@ func (e *env) runAction(name string, params map[string]any) jujutest.ActionState
 func (e *env) join() {
 	e.t.Helper()
 	e.related()
-	for _, ev := range []juju.Event{
-		jujutest.RelationHook(juju.RelationCreated, relID, ""),
-		jujutest.RelationHook(juju.RelationJoined, relID, "slurmctld/0"),
-		jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0"),
-	} {
-		if err := e.run(ev); err != nil {
-			e.t.Fatalf("%s: %v", ev.Name, err)
-		}
-	}
+	e.joinHooks()
 	if !e.slurm.hasNode(node) {
 		e.t.Fatalf("node %s did not register", node)
 	}

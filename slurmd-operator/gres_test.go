@@ -226,20 +226,6 @@ func (e *env) relatedGres(managed ...string) {
 	e.state.Relations[0].RemoteAppData = bag
 }
 
-// joinHooks runs the hooks of joining the controller as related set it up.
-func (e *env) joinHooks() {
-	e.t.Helper()
-	for _, ev := range []juju.Event{
-		jujutest.RelationHook(juju.RelationCreated, relID, ""),
-		jujutest.RelationHook(juju.RelationJoined, relID, "slurmctld/0"),
-		jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0"),
-	} {
-		if err := e.run(ev); err != nil {
-			e.t.Fatalf("%s: %v", ev.Name, err)
-		}
-	}
-}
-
 // slurmdConf is the --conf of the slurmd service as configured ("" when none).
 func (e *env) slurmdConf() string {
 	cmd := e.svc.Command(SlurmdService)
