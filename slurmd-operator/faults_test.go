@@ -63,7 +63,7 @@ func TestNodeConfigRefusedRollsBack(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
-			e.join()
+			e.joinManaging("gpu") // as every slurmctld does: Gres=gpu passes the charm's own check
 			if a := e.action(map[string]any{"parameters": "Weight=4"}); a.Failed {
 				t.Fatalf("node-config Weight=4: %s", a.Message)
 			}

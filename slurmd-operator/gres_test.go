@@ -487,3 +487,27 @@ func TestGenericResourcesChangeReRegisters(t *testing.T) {
 		t.Errorf("unchanged config-changed ran %q", got)
 	}
 }
+
+// TestNodeConfigUnmanagedGres: a node-config Gres= naming a resource the controller does not
+// manage is refused with nothing changed (the node would register without it for good), applied
+// now or staged for the next reboot.
+func TestNodeConfigUnmanagedGres(t *testing.T) {
+	e, _ := installedGPUNode(t, "")
+	e.joinManaging("gpu")
+	for _, params := range []map[string]any{
+		{"parameters": "Gres=gpu:tesla_t4:1,fpga:1"},
+		{"parameters": "Gres=fpga:1", "on-reboot": true},
+	} {
+		before := e.savedState()
+		calls := len(e.slurmCalls())
+		a := e.action(params)
+		want := "parameters: Gres names fpga, which slurmctld does not manage (GresTypes=gpu)"
+		if !a.Failed || !strings.HasPrefix(a.Message, want) {
+			t.Errorf("node-config %v: failed=%v %q, want %q", params, a.Failed, a.Message, want)
+		}
+		if got := e.slurmCalls()[calls:]; len(got) != 0 {
+			t.Errorf("node-config %v touched the node: %q", params, got)
+		}
+		e.stateUnchanged(before)
+	}
+}

@@ -164,6 +164,19 @@ func (h *hook) nodeConfigAction(ctx context.Context) error {
 		return act.Set(ctx, map[string]string{"node": h.node, "node-config": newConfig,
 			"result": "saved; applied when the node joins a controller"})
 	}
+	old := h.st.NodeConfig
+	h.st.NodeConfig = newConfig
+	conf, g, err := h.conf(ctx, mi)
+	h.st.NodeConfig = old
+	if err != nil {
+		return err
+	}
+	if c := h.st.Controller; c != nil {
+		if missing := unmanagedGres(g.Gres, c.GresTypes); len(missing) > 0 {
+			return act.Fail(ctx, fmt.Sprintf("parameters: Gres names %s, which slurmctld does not manage (GresTypes=%s): the node would register without it; declare it with the generic-resources option first",
+				strings.Join(missing, ","), strings.Join(c.GresTypes, ",")))
+		}
+	}
 	if p.OnReboot {
 		return h.stageNodeConfig(ctx, newConfig)
 	}
@@ -171,14 +184,6 @@ func (h *hook) nodeConfigAction(ctx context.Context) error {
 		// Applied now: a node-config staged before is dropped.
 		_ = act.Log(ctx, fmt.Sprintf("dropping the node-config staged for the next reboot (%q)", h.st.StagedNodeConfig))
 		h.st.StagedNodeConfig = ""
-	}
-
-	old := h.st.NodeConfig
-	h.st.NodeConfig = newConfig
-	conf, _, err := h.conf(ctx, mi)
-	h.st.NodeConfig = old
-	if err != nil {
-		return err
 	}
 	// reset also repairs a node an interrupted re-registration left behind, or that Slurm
 	// holds as INVALID_REG.
