@@ -164,10 +164,7 @@ func (h *hook) nodeConfigAction(ctx context.Context) error {
 		return act.Set(ctx, map[string]string{"node": h.node, "node-config": newConfig,
 			"result": "saved; applied when the node joins a controller"})
 	}
-	old := h.st.NodeConfig
-	h.st.NodeConfig = newConfig
-	conf, g, err := h.conf(ctx, mi)
-	h.st.NodeConfig = old
+	conf, g, err := h.confWith(ctx, mi, newConfig)
 	if err != nil {
 		return err
 	}
@@ -291,10 +288,7 @@ func (h *hook) applyStaged(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	old := h.st.NodeConfig
-	h.st.NodeConfig = staged
-	conf, _, err := h.conf(ctx, mi)
-	h.st.NodeConfig = old
+	conf, _, err := h.confWith(ctx, mi, staged)
 	if err != nil {
 		return err
 	}
@@ -334,4 +328,13 @@ func (h *hook) applyStaged(ctx context.Context) error {
 	h.st.NodeConfig = staged
 	h.st.StagedNodeConfig = ""
 	return nil
+}
+
+// confWith is the --conf and resources the node would run with under node-config nc instead
+// of its saved one (which it leaves as it is).
+func (h *hook) confWith(ctx context.Context, mi slurm.MachineInfo, nc string) (string, nodeGres, error) {
+	saved := h.st.NodeConfig
+	defer func() { h.st.NodeConfig = saved }()
+	h.st.NodeConfig = nc
+	return h.conf(ctx, mi)
 }
