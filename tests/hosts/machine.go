@@ -399,6 +399,11 @@ func (m *Machine) PID() int {
 	if m.nspawn == nil {
 		return 0
 	}
+	if m.pid1 != 0 && !initOf(m.pid1, m.nspawn.pid()) {
+		// The boot's systemd has exited (the machine is shutting down, nspawn not yet): a
+		// command must not enter a dead process, or one that took its PID.
+		m.pid1 = 0
+	}
 	if m.pid1 == 0 {
 		m.pid1 = containerInit(m.nspawn.pid())
 	}
@@ -590,6 +595,20 @@ func containerInit(nspawn int) int {
 		}
 	}
 	return 0
+}
+
+// initOf reports whether pid is still the PID 1 of a container below nspawn (its PID in its
+// own namespace is 1 and nspawn is among its first ancestors).
+func initOf(pid, nspawn int) bool {
+	if !nsPIDIsOne(pid) {
+		return false
+	}
+	for p, depth := ppid(pid), 0; p > 0 && depth < 4; p, depth = ppid(p), depth+1 {
+		if p == nspawn {
+			return true
+		}
+	}
+	return false
 }
 
 // ppid is pid's parent from /proc/<pid>/stat, or 0.

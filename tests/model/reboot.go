@@ -176,7 +176,19 @@ func (a *agent) watchBoots(ctx context.Context, mach Rebootable) {
 // again, start first.
 func (a *agent) recordBoot(ctx context.Context, mach Rebootable, rebooted bool) {
 	m := a.m
-	id, err := mach.BootID(ctx)
+	// The machine has just booted: a first read may still fail (its systemd settling); the
+	// status must not keep the old boot's id.
+	var id string
+	var err error
+	for try := 0; try < 50; try++ {
+		if id, err = mach.BootID(ctx); err == nil && id != "" || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 	if err != nil {
 		m.progress("%s: cannot read the boot id: %v", a.unit, err)
 	}
