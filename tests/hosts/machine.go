@@ -582,21 +582,19 @@ func containerInit(nspawn int) int {
 			pids = append(pids, pid)
 		}
 	}
-	// The init is the PID-namespace root closest to nspawn: a process deeper down may be PID 1
-	// of a namespace of its own (a sandboxed service), and PIDs wrap, so /proc's order says
-	// nothing.
-	best, bestDepth := 0, 5
 	for _, pid := range pids {
+		descends := false
 		for p, depth := parent[pid], 0; p > 0 && depth < 4; p, depth = parent[p], depth+1 {
 			if p == nspawn {
-				if depth < bestDepth && nsPIDIsOne(pid) {
-					best, bestDepth = pid, depth
-				}
+				descends = true
 				break
 			}
 		}
+		if descends && nsPIDIsOne(pid) {
+			return pid
+		}
 	}
-	return best
+	return 0
 }
 
 // initOf reports whether pid is still the PID 1 of a container below nspawn (its PID in its
@@ -607,12 +605,6 @@ func initOf(pid, nspawn int) bool {
 	}
 	for p, depth := ppid(pid), 0; p > 0 && depth < 4; p, depth = ppid(p), depth+1 {
 		if p == nspawn {
-			// The closest such process: no PID-namespace root between nspawn and pid.
-			for q := ppid(pid); q > 0 && q != nspawn; q = ppid(q) {
-				if nsPIDIsOne(q) {
-					return false
-				}
-			}
 			return true
 		}
 	}
