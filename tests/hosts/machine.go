@@ -94,6 +94,9 @@ func (n *Network) AddMachine(ctx context.Context, opts MachineOptions) (m *Machi
 	if _, err := exec.LookPath("systemd-nspawn"); err != nil {
 		return nil, fmt.Errorf("cannot add machine %q: %w (install systemd-container)", name, err)
 	}
+	if err := raiseInotifyInstances(MinInotifyInstances); err != nil {
+		return nil, fmt.Errorf("cannot add machine %q: %w", name, err)
+	}
 	for _, b := range opts.Binds {
 		if !filepath.IsAbs(b) || strings.Contains(b, ":") {
 			return nil, fmt.Errorf("cannot add machine %q: bind %q is not an absolute path without ':'", name, b)
@@ -661,4 +664,31 @@ func bootOffset() int64 {
 		return 0
 	}
 	return int64(up)
+}
+
+// MinInotifyInstances is the fs.inotify.max_user_instances AddMachine makes sure of. Every
+// machine's systemd, journald, logind and dbus-daemon hold inotify instances (about 5 per
+// machine), all as root, so all machines share root's budget: at the kernel's default of 128,
+// about 24 machines up at once (tests run in parallel, each cluster 3–6 machines, rebooting)
+// leave a booting machine's services failing with "Too many open files".
+const MinInotifyInstances = 4096
+
+// raiseInotifyInstances raises fs.inotify.max_user_instances to at least n (never lowers it).
+func raiseInotifyInstances(n int) error {
+	const path = "/proc/sys/fs/inotify/max_user_instances"
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("cannot read %s: %w", path, err)
+	}
+	cur, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return fmt.Errorf("cannot read %s: %q", path, data)
+	}
+	if cur >= n {
+		return nil
+	}
+	if err := os.WriteFile(path, []byte(strconv.Itoa(n)), 0o644); err != nil {
+		return fmt.Errorf("cannot raise %s from %d to %d (machines share root's inotify instances): %w", path, cur, n, err)
+	}
+	return nil
 }
