@@ -7,10 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/charmed-slurm/operators/libs/charm"
-	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/gres"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/slurm"
@@ -43,26 +41,10 @@ type GresFacts struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// boundedRunner runs every command with at most timeout: a hung nvidia-smi (a wedged
-// driver) ends as a command that failed, which detection reports as a note.
-type boundedRunner struct {
-	command.Runner
-	timeout time.Duration
-}
-
-func (r boundedRunner) Run(ctx context.Context, argv []string, env []string) (command.Output, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
-	defer cancel()
-	return r.Runner.Run(ctx, argv, env)
-}
-
-// gresDetector finds this machine's GPUs below Root, running nvidia-smi with the charm's
+// gresDetector finds this machine's GPUs below Root, nvidia-smi bounded by the charm's
 // per-command bound.
 func (c *Charm) gresDetector() gres.Detector {
-	return gres.Detector{
-		Runner: boundedRunner{Runner: c.Slurm, timeout: charm.Or(c.CommandTimeout, slurm.DefaultTimeout)},
-		Root:   c.Path("/"),
-	}
+	return gres.Detector{Runner: c.Slurm, Root: c.Path("/"), Timeout: charm.Or(c.CommandTimeout, slurm.DefaultTimeout)}
 }
 
 // detectGres detects this machine's GPUs. The notes go to the unit's log, once per

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
@@ -81,7 +82,14 @@ type Detector struct {
 	// Root is where the node's file system is: device files are looked
 	// for in Root/dev. Empty means "/".
 	Root string
+	// Timeout bounds nvidia-smi: a hung one (a wedged driver) counts as
+	// nvidia-smi not answering (a note), not as a hung hook. Zero means
+	// DefaultQueryTimeout.
+	Timeout time.Duration
 }
+
+// DefaultQueryTimeout bounds nvidia-smi when Detector.Timeout is zero.
+const DefaultQueryTimeout = 30 * time.Second
 
 var deviceRE = regexp.MustCompile(`^nvidia([0-9]{1,4})$`)
 
@@ -170,7 +178,13 @@ func (d Detector) query(ctx context.Context) ([]Device, string, error) {
 	if d.Runner == nil {
 		return nil, "nvidia-smi not asked", nil
 	}
-	out, err := d.Runner.Run(ctx, NvidiaSMIQuery(), nil)
+	timeout := d.Timeout
+	if timeout <= 0 {
+		timeout = DefaultQueryTimeout
+	}
+	qctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	out, err := d.Runner.Run(qctx, NvidiaSMIQuery(), nil)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, "", fmt.Errorf("cannot run nvidia-smi: %w", err)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -206,5 +207,28 @@ func TestDetectionResources(t *testing.T) {
 	}
 	if got := (gres.Detection{}).Resources(); got != nil {
 		t.Errorf("no GPU: Resources = %v, want nil", got)
+	}
+}
+
+// hungRunner is an nvidia-smi that never answers (a wedged driver): it returns only when its
+// context ends.
+type hungRunner struct{}
+
+func (hungRunner) Run(ctx context.Context, argv []string, env []string) (slurm.Output, error) {
+	<-ctx.Done()
+	return slurm.Output{}, ctx.Err()
+}
+
+// TestDetectHungNvidiaSMI: a hung nvidia-smi is cut at Timeout and counts as not answering
+// (untyped GPUs from the device files, a note), not as a failed detection.
+func TestDetectHungNvidiaSMI(t *testing.T) {
+	t.Parallel()
+	root := devTree(t, map[string]string{"nvidia0": "c"})
+	got, err := gres.Detector{Runner: hungRunner{}, Root: root, Timeout: 50 * time.Millisecond}.Detect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.GPUs) != 1 || got.GPUs[0].Model != "" || len(got.Notes) != 1 || !strings.Contains(got.Notes[0], "deadline exceeded") {
+		t.Errorf("Detect with a hung nvidia-smi = %+v, want one untyped GPU and a note naming the deadline", got)
 	}
 }
