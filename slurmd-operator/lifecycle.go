@@ -165,9 +165,7 @@ func (h *hook) adminState(n slurm.Node) NodeAdmin {
 		return *h.st.Restore
 	}
 	a := NodeAdmin{Drain: n.State.Drain(), Down: n.State.Down(), Reason: n.Reason}
-	// Not an administrator's: Slurm's refusal, our own re-registration, or the drain of a
-	// reboot Slurm has under way (scontrol reboot nextstate=resume returns the node by itself).
-	if n.State.Has(slurm.FlagInvalidReg) || a.Reason == h.reconfReason() || n.State.Rebooting() {
+	if n.State.Has(slurm.FlagInvalidReg) || a.Reason == h.reconfReason() {
 		a = NodeAdmin{}
 	}
 	return a

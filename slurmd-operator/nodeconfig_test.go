@@ -273,8 +273,8 @@ func TestConfigKeysPerRelease(t *testing.T) {
 
 // TestNodeConfigOnReboot: node-config on-reboot=true stages the change without touching the
 // running node (no drain, no delete, jobs keep running); the start after the reboot Slurm
-// asked for registers the node with it through the transactional path (its jobs awaited), not
-// drained by the reboot's own drain; a later plain node-config drops what is staged.
+// asked for registers the node with it through the transactional path (its jobs awaited), once
+// Slurm has it back in service; a later plain node-config drops what is staged.
 func TestNodeConfigOnReboot(t *testing.T) {
 	e := newEnv(t)
 	e.join()
