@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -350,5 +351,29 @@ func TestNodeConfigOnReboot(t *testing.T) {
 	}
 	if st := e.savedState(); st.StagedNodeConfig != "" || st.NodeConfig != "Weight=9" {
 		t.Errorf("saved state %+v, want the staged node-config dropped", st)
+	}
+}
+
+// TestNodeConfigOnRebootNotBack: a start whose node Slurm still holds in its reboot (not
+// back within RegisterTimeout) leaves the record alone and keeps the node-config staged.
+func TestNodeConfigOnRebootNotBack(t *testing.T) {
+	e := newEnv(t)
+	e.join()
+	if a := e.action(map[string]any{"parameters": "Weight=7", "on-reboot": true}); a.Failed {
+		t.Fatalf("action failed: %s", a.Message)
+	}
+	if out, err := e.slurm.Cluster.Run(context.Background(), []string{"scontrol", "reboot", "ASAP", "nextstate=resume", "reason=rolling rebuild", node}, []string{"SLURM_CONF=" + filepath.Join(e.slurm.root, SpoolConf)}); err != nil || out.ExitCode != 0 {
+		t.Fatalf("scontrol reboot: %v %s", err, out.Stderr)
+	}
+	e.charm.RegisterTimeout = 20 * time.Millisecond
+	before := len(e.slurmCalls())
+	if err := e.run(jujutest.Hook(juju.Start)); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.slurmCalls()[before:]; len(got) != 0 {
+		t.Errorf("start touched a node still rebooting: %q", got)
+	}
+	if st := e.savedState(); st.StagedNodeConfig != "Weight=7" || strings.Contains(st.Applied.Conf, "Weight") {
+		t.Errorf("saved state %+v, want the node-config still staged", st)
 	}
 }
