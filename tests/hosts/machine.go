@@ -394,6 +394,10 @@ func (m *Machine) Boots() int {
 	return m.boots
 }
 
+// Up reports whether the machine is running a boot (its systemd is known): false while it is
+// off or between a shutdown and the next boot.
+func (m *Machine) Up() bool { return m.PID() != 0 }
+
 // PID is the process ID, in the test process's PID namespace, of the running machine's PID 1
 // (systemd), or 0 when it is off or not started yet. nsenter -t PID -a enters the machine.
 func (m *Machine) PID() int {

@@ -494,6 +494,25 @@ func (a *agent) run(ctx context.Context) {
 			}
 			continue
 		}
+		if r, isR := a.machine.(Rebootable); isR && !r.Up() {
+			// The machine is down (a reboot asked inside it, seen by watchBoots only once the
+			// next boot starts): as under Juju, its agent runs no hook until it is back; the
+			// hook (or action) stays pending.
+			if hook.Kind == "action" {
+				for _, act := range m.state.Actions {
+					if act.ID == hook.ActionID {
+						act.Status = "pending"
+					}
+				}
+			}
+			m.mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(bootPoll):
+			}
+			continue
+		}
 		a.running = true
 		u.Agent = StatusInfo{Status: "executing", Message: "running " + hook.Name() + " hook", Since: time.Now()}
 		if hook.Kind == "action" {

@@ -17,6 +17,8 @@ type Rebootable interface {
 	WaitBooted(ctx context.Context) error
 	// BootID is the running machine's boot id (/proc/sys/kernel/random/boot_id).
 	BootID(ctx context.Context) (string, error)
+	// Up reports whether the machine is running a boot (not off, not between two boots).
+	Up() bool
 }
 
 // Unit.Reboot phases.
@@ -223,6 +225,7 @@ func (m *nspawnMachine) Reboot(ctx context.Context) error           { return m.m
 func (m *nspawnMachine) Boots() int                                 { return m.m.Boots() }
 func (m *nspawnMachine) WaitBooted(ctx context.Context) error       { return m.m.WaitBooted(ctx) }
 func (m *nspawnMachine) BootID(ctx context.Context) (string, error) { return m.m.BootID(ctx) }
+func (m *nspawnMachine) Up() bool                                   { return m.m.Up() }
 
 var _ Rebootable = (*nspawnMachine)(nil)
 
