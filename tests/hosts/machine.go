@@ -344,7 +344,82 @@ func (m *Machine) startLocked() error {
 	m.boots++
 	m.exited = make(chan struct{})
 	go m.supervise(c)
+	go m.unstop(c)
 	return nil
+}
+
+// unstop keeps the commands entered into the machine from holding up its shutdown, for the
+// life of one boot (c). A command runs as a child of nsenter, which waits for it outside the
+// machine. systemd-shutdown, the last step of a shutdown, stops every process of the machine
+// (kill(-1, SIGSTOP)) before it signals them; nsenter, seeing its child stop, stops itself,
+// and nothing in the machine can see it to continue it. The command then dies a zombie that
+// nobody reaps: systemd-shutdown waits for it (90 s), and the machine's PID 1 cannot exit until
+// it is reaped. So once PID 1 is systemd-shutdown, unstop continues every stopped nsenter that
+// entered this boot (it reaps its child and exits as its child did), and tells systemd-shutdown
+// with a SIGCHLD (it waits for SIGCHLD, which only its own children would send) to look again.
+// What a real machine's agent runs dies with the agent's service instead.
+func (m *Machine) unstop(c *child) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	pid1 := 0
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-tick.C:
+		}
+		if pid1 == 0 {
+			m.mu.Lock()
+			current := m.nspawn == c
+			m.mu.Unlock()
+			if !current {
+				return
+			}
+			if pid1 = m.PID(); pid1 == 0 {
+				continue
+			}
+		}
+		comm, err := os.ReadFile("/proc/" + strconv.Itoa(pid1) + "/comm")
+		if err == nil && !strings.HasPrefix(string(comm), "systemd-shutdow") {
+			continue
+		}
+		continueEntered(pid1)
+		syscall.Kill(pid1, syscall.SIGCHLD)
+	}
+}
+
+// continueEntered sends SIGCONT to every stopped nsenter of this machine's that entered PID 1
+// pid1 (commandIn's "nsenter -t <pid1> ...").
+func continueEntered(pid1 int) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	target := strconv.Itoa(pid1)
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ...
+		s := string(stat)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 || !strings.HasSuffix(s[:i], "(nsenter") || len(s) < i+3 || s[i+2] != 'T' {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(cmdline), "\x00")
+		if len(args) > 2 && args[1] == "-t" && args[2] == target {
+			syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
 }
 
 // supervise waits for one boot's nspawn to exit and boots again on a reboot request.
@@ -394,9 +469,37 @@ func (m *Machine) Boots() int {
 	return m.boots
 }
 
-// Up reports whether the machine is running a boot (its systemd is known): false while it is
-// off or between a shutdown and the next boot.
-func (m *Machine) Up() bool { return m.PID() != 0 }
+// Up reports whether the machine is running a boot: false while it is off, between a shutdown
+// and the next boot, or once its systemd has handed over to systemd-shutdown (the last step of
+// a shutdown: services stopped, file systems and binds unmounted, every process being killed).
+// While systemd still stops units, Up is true: GoingDown tells.
+func (m *Machine) Up() bool {
+	pid := m.PID()
+	if pid == 0 {
+		return false
+	}
+	comm, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	return err == nil && !strings.HasPrefix(strings.TrimSpace(string(comm)), "systemd-shutdow")
+}
+
+// GoingDown reports whether the machine is not up (see Up) or its systemd is stopping units
+// for a shutdown or a reboot (systemctl is-system-running says "stopping"). It runs a command
+// in the machine: for after the fact (did the machine go down under a command that failed?),
+// not for every command.
+func (m *Machine) GoingDown(ctx context.Context) bool {
+	pid := m.PID()
+	if pid == 0 || !m.Up() {
+		return true
+	}
+	// is-system-running exits non-zero for every state but running; its output is the state.
+	out, _ := m.commandIn(ctx, pid, []string{"systemctl", "is-system-running"}).Output()
+	switch strings.TrimSpace(string(out)) {
+	case "stopping", "offline", "":
+		// offline: systemd no longer answers; empty: the machine could not be entered.
+		return ctx.Err() == nil
+	}
+	return false
+}
 
 // PID is the process ID, in the test process's PID namespace, of the running machine's PID 1
 // (systemd), or 0 when it is off or not started yet. nsenter -t PID -a enters the machine.

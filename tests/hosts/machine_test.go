@@ -21,6 +21,45 @@ import (
 	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
 )
 
+// TestMachineRebootUnderCommand: a command entered into a machine (as the local model runs
+// hooks) and still running when the machine reboots dies with the machine, and the reboot
+// completes. systemd-shutdown stops every process of the machine before it kills them; the
+// nsenter that entered the command, outside, stops itself when its child stops and nobody in
+// the machine can continue it: without the machine's care the command is a zombie nobody reaps
+// and the machine's PID 1 never exits (the reboot hangs until the nsenter is killed).
+func TestMachineRebootUnderCommand(t *testing.T) {
+	for _, suite := range []string{"bookworm", "trixie"} {
+		t.Run(suite, func(t *testing.T) {
+			t.Parallel()
+			n := hoststest.New(t)
+			m := hoststest.AddMachine(t, n, "m1", suite)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := m.Command(ctx, []string{"sleep", "600"})
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			waited := make(chan error, 1)
+			go func() { waited <- cmd.Wait() }()
+			before := m.Boots()
+			if err := m.Reboot(ctx); err != nil {
+				t.Fatalf("reboot with a command running in the machine: %v", err)
+			}
+			if m.Boots() != before+1 {
+				t.Errorf("boots %d after one reboot from %d", m.Boots(), before)
+			}
+			select {
+			case err := <-waited:
+				if err == nil {
+					t.Errorf("the command ended well across the reboot, want it killed")
+				}
+			case <-ctx.Done():
+				t.Fatalf("the command entered before the reboot has not returned: %v", ctx.Err())
+			}
+		})
+	}
+}
+
 // TestMachineLifecycle boots a machine of each image and checks what a cloud machine gives:
 // systemd as PID 1 with the image's Slurm, the network's address, a file that survives a
 // reboot with a new boot id, a power-off that keeps the disk, and another boot.

@@ -404,6 +404,9 @@ type agent struct {
 	retryDelay time.Duration
 	charmDir   string // as seen on the machine
 	toolsDir   string
+	// booted is the machine's boot number the boot watcher has recorded (Rebootable machines);
+	// cutBoot the boot whose shutdown cut a hook off (0: none). Both under m.mu.
+	booted, cutBoot int
 }
 
 func newAgent(m *Model, unit, machineID string) *agent {
@@ -494,10 +497,10 @@ func (a *agent) run(ctx context.Context) {
 			}
 			continue
 		}
-		if r, isR := a.machine.(Rebootable); isR && !r.Up() {
-			// The machine is down (a reboot asked inside it, seen by watchBoots only once the
-			// next boot starts): as under Juju, its agent runs no hook until it is back; the
-			// hook (or action) stays pending.
+		if a.machineDown() {
+			// The machine is down or going down (a reboot asked inside it is seen by watchBoots
+			// only once the next boot starts): as under Juju, its agent runs no hook until it
+			// is back; the hook (or action) stays pending.
 			if hook.Kind == "action" {
 				for _, act := range m.state.Actions {
 					if act.ID == hook.ActionID {
@@ -541,9 +544,20 @@ func (a *agent) run(ctx context.Context) {
 		m.mu.Unlock()
 
 		m.progress("%s: %s", a.unit, msg)
+		boot := 0
+		if r, isR := a.machine.(Rebootable); isR {
+			boot = r.Boots()
+		}
 		err := a.runHook(ctx, hc)
 		if ctx.Err() != nil {
 			return
+		}
+		// A hook cut off by its machine's shutdown (its tools unmounted, its process killed) is
+		// not a failed hook: Juju's agent goes down with the machine and runs the hook again
+		// once it is back.
+		cut := false
+		if r, isR := a.machine.(Rebootable); isR && err != nil && hook.Kind != "action" {
+			cut = r.Boots() != boot || r.GoingDown(ctx)
 		}
 
 		m.mu.Lock()
@@ -561,6 +575,9 @@ func (a *agent) run(ctx context.Context) {
 			a.retryDelay = 0
 		} else if hook.Kind == "action" {
 			// A failing action process fails the action, not the unit.
+		} else if cut {
+			a.cutBoot = boot
+			u.Agent = StatusInfo{Status: "idle", Since: time.Now()}
 		} else {
 			h := hook
 			u.Failed = &h
@@ -578,7 +595,10 @@ func (a *agent) run(ctx context.Context) {
 		m.saveLater()
 		m.notify()
 		m.mu.Unlock()
-		if err != nil && hook.Kind != "action" {
+		switch {
+		case cut:
+			m.progress("%s: hook %q cut off by the machine's shutdown; it runs again after the boot: %v", a.unit, hook.Name(), err)
+		case err != nil && hook.Kind != "action":
 			m.progress("%s: hook failed: %q: %v", a.unit, hook.Name(), err)
 		}
 	}
@@ -672,6 +692,9 @@ func (a *agent) provision(ctx context.Context) error {
 	m.notify()
 	m.mu.Unlock()
 	if r, ok := mach.(Rebootable); ok {
+		m.mu.Lock()
+		a.booted = r.Boots()
+		m.mu.Unlock()
 		go a.watchBoots(ctx, r)
 	}
 	return nil

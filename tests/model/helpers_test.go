@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,9 +109,17 @@ func newModel(t *testing.T, o modelOptions) *model.Model {
 	if interval == 0 {
 		interval = time.Hour
 	}
+	// The model's progress and debug-log lines, timed, shown when the test fails.
+	var logMu sync.Mutex
+	var lines []string
 	m, err := model.New(context.Background(), model.Options{
 		Dir: dir, Name: "test", Tools: toolsBin, Machines: prov, UpdateStatusInterval: interval,
 		HookRetry: o.hookRetry,
+		Log: func(l string) {
+			logMu.Lock()
+			lines = append(lines, time.Now().Format("15:04:05.000 ")+l)
+			logMu.Unlock()
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +129,9 @@ func newModel(t *testing.T, o modelOptions) *model.Model {
 			t.Errorf("cannot close model: %v", err)
 		}
 		if t.Failed() {
-			for _, l := range m.DebugLog() {
+			logMu.Lock()
+			defer logMu.Unlock()
+			for _, l := range lines {
 				if !strings.Contains(l, "testcharm-hook") {
 					t.Log(l)
 				}

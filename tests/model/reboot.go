@@ -17,8 +17,12 @@ type Rebootable interface {
 	WaitBooted(ctx context.Context) error
 	// BootID is the running machine's boot id (/proc/sys/kernel/random/boot_id).
 	BootID(ctx context.Context) (string, error)
-	// Up reports whether the machine is running a boot (not off, not between two boots).
+	// Up reports whether the machine is running a boot (not off, not between two boots, not
+	// in the last step of a shutdown).
 	Up() bool
+	// GoingDown reports whether the machine is not up or its init is stopping for a shutdown
+	// or reboot (it runs a command in the machine: the agent asks only after a failed hook).
+	GoingDown(ctx context.Context) bool
 }
 
 // Unit.Reboot phases.
@@ -138,7 +142,7 @@ func (m *Model) waitUnit(ctx context.Context, unit string, cond func(u *Unit) bo
 func (a *agent) watchBoots(ctx context.Context, mach Rebootable) {
 	m := a.m
 	seen := mach.Boots()
-	a.recordBoot(ctx, mach, false)
+	a.recordBoot(ctx, mach, seen, false)
 	tick := time.NewTicker(bootPoll)
 	defer tick.Stop()
 	for {
@@ -170,13 +174,13 @@ func (a *agent) watchBoots(ctx context.Context, mach Rebootable) {
 		if mach.Boots() != seen {
 			continue // rebooted again meanwhile
 		}
-		a.recordBoot(ctx, mach, true)
+		a.recordBoot(ctx, mach, seen, true)
 	}
 }
 
-// recordBoot stores the machine's boot id; after a reboot it also lets the unit run hooks
-// again, start first.
-func (a *agent) recordBoot(ctx context.Context, mach Rebootable, rebooted bool) {
+// recordBoot stores the machine's boot id for boot number boot; after a reboot it also lets the
+// unit run hooks again, start first.
+func (a *agent) recordBoot(ctx context.Context, mach Rebootable, boot int, rebooted bool) {
 	m := a.m
 	// The machine has just booted: a first read may still fail (its systemd settling); the
 	// status must not keep the old boot's id.
@@ -196,6 +200,7 @@ func (a *agent) recordBoot(ctx context.Context, mach Rebootable, rebooted bool) 
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	a.booted = boot
 	u := m.state.Units[a.unit]
 	if u == nil {
 		return
@@ -226,8 +231,22 @@ func (m *nspawnMachine) Boots() int                                 { return m.m
 func (m *nspawnMachine) WaitBooted(ctx context.Context) error       { return m.m.WaitBooted(ctx) }
 func (m *nspawnMachine) BootID(ctx context.Context) (string, error) { return m.m.BootID(ctx) }
 func (m *nspawnMachine) Up() bool                                   { return m.m.Up() }
+func (m *nspawnMachine) GoingDown(ctx context.Context) bool         { return m.m.GoingDown(ctx) }
 
 var _ Rebootable = (*nspawnMachine)(nil)
+
+// machineDown reports whether the agent's machine can run no hook now: it is not up, it is on
+// a boot the boot watcher has not recorded yet (booting, start not queued), or a hook was cut
+// off by the shutdown of the boot it still runs. Juju's agent is down with its machine: what
+// is pending waits for the next boot. Callers hold m.mu.
+func (a *agent) machineDown() bool {
+	r, ok := a.machine.(Rebootable)
+	if !ok {
+		return false
+	}
+	b := r.Boots()
+	return !r.Up() || b != a.booted || b == a.cutBoot
+}
 
 // rebootHook is the unit's next hook while its machine reboots (hold: nextHook returns it):
 // stop as the machine goes down, nothing while it is down, start first after it booted.

@@ -100,6 +100,60 @@ func TestReboot(t *testing.T) {
 	}
 }
 
+// TestRebootCutsHook: a hook cut off by its machine's shutdown (a reboot asked inside the
+// machine while the hook runs: its process is killed) is not a failed hook: the unit is never
+// in error, and the hook runs again after start once the machine is back, as Juju's agent,
+// down with its machine, runs it again when it restarts.
+func TestRebootCutsHook(t *testing.T) {
+	t.Parallel()
+	m := newMachineModel(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	deploy(t, m, "alpha", 1, nil)
+	waitIdle(t, m)
+	first := bootID(t, m, "alpha/0")
+	before := len(hooks(m)["alpha/0"])
+	if err := m.SetConfig(ctx, "alpha", map[string]string{"slow-hooks": "config-changed=15s"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for len(hooks(m)["alpha/0"]) == before {
+		select {
+		case <-ctx.Done():
+			t.Fatal("config-changed did not start")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	lines, unsubscribe := m.Subscribe()
+	defer unsubscribe()
+	var out strings.Builder
+	if _, err := m.Exec(ctx, "alpha/0", []string{"systemctl", "reboot"}, &out, &out); err != nil {
+		t.Logf("systemctl reboot: %v (%s)", err, out.String())
+	}
+	// Wait sees the unit busy until it is back and has run what was cut off: no UnitError.
+	waitIdle(t, m)
+	cutOff := false
+	for len(lines) > 0 {
+		l := <-lines
+		cutOff = cutOff || strings.Contains(l, `hook "config-changed" cut off by the machine's shutdown`)
+		if strings.Contains(l, "hook failed") {
+			t.Errorf("a hook cut off by the shutdown counted as failed: %s", l)
+		}
+	}
+	if !cutOff {
+		t.Errorf("the model did not see config-changed cut off by the shutdown")
+	}
+	if id := bootID(t, m, "alpha/0"); id == first {
+		t.Errorf("boot id unchanged: the machine did not reboot")
+	}
+	got := names(hooks(m)["alpha/0"][before:])
+	if want := []string{"config-changed", "start", "config-changed"}; !slices.Equal(got, want) {
+		t.Errorf("hooks around the cut-off config-changed: %v, want %v", got, want)
+	}
+	if u := m.Status(ctx).Applications["alpha"].Units["alpha/0"]; u.JujuStatus.Current != "idle" {
+		t.Errorf("alpha/0 agent %+v after the reboot, want idle", u.JujuStatus)
+	}
+}
+
 // TestRebootRefused: a machine that cannot reboot, an unknown target.
 func TestRebootRefused(t *testing.T) {
 	m := newModel(t, modelOptions{})

@@ -221,6 +221,10 @@ func (m *Model) busy(unit string) bool {
 	if !u.Ready {
 		return u.Agent.Status != "error"
 	}
+	// A machine rebooting (or down between two boots) has start to run when it is back.
+	if a := m.agents[unit]; u.Reboot != "" || a != nil && a.machineDown() {
+		return true
+	}
 	if _, ok := nextHook(m.state, unit, time.Now()); ok {
 		return true
 	}
