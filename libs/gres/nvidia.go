@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,8 +90,6 @@ type Detector struct {
 // DefaultQueryTimeout bounds nvidia-smi when Detector.Timeout is zero.
 const DefaultQueryTimeout = 30 * time.Second
 
-var deviceRE = regexp.MustCompile(`^nvidia([0-9]{1,4})$`)
-
 // Detect looks for /dev/nvidia[0-9]+ character devices and asks nvidia-smi
 // about them. The result holds a GPU for every device file nvidia-smi
 // reports (typed by its model), or for every device file when nvidia-smi is
@@ -156,15 +153,16 @@ func (d Detector) deviceFiles() ([]int, error) {
 	}
 	var minors []int
 	for _, e := range entries {
-		m := deviceRE.FindStringSubmatch(e.Name())
-		if m == nil {
+		// nvidia0 to nvidia9999 (not nvidiactl, nvidia-uvm, ...).
+		minor, ok := strings.CutPrefix(e.Name(), "nvidia")
+		if !ok || !shaped(minor, 4, isDigit, isDigit) {
 			continue
 		}
 		st, err := os.Stat(filepath.Join(dir, e.Name()))
 		if err != nil || st.Mode()&fs.ModeCharDevice == 0 {
 			continue // not a device (or a dangling link): not a GPU
 		}
-		n, _ := strconv.Atoi(m[1])
+		n, _ := strconv.Atoi(minor)
 		minors = append(minors, n)
 	}
 	slices.Sort(minors)
