@@ -492,13 +492,9 @@ func (m *Machine) GoingDown(ctx context.Context) bool {
 		return true
 	}
 	// is-system-running exits non-zero for every state but running; its output is the state.
+	// A machine that cannot be asked (no answer) is going down only if it is no longer up.
 	out, _ := m.commandIn(ctx, pid, []string{"systemctl", "is-system-running"}).Output()
-	switch strings.TrimSpace(string(out)) {
-	case "stopping", "offline", "":
-		// offline: systemd no longer answers; empty: the machine could not be entered.
-		return ctx.Err() == nil
-	}
-	return false
+	return strings.TrimSpace(string(out)) == "stopping" || !m.Up()
 }
 
 // PID is the process ID, in the test process's PID namespace, of the running machine's PID 1

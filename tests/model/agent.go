@@ -172,6 +172,9 @@ func nextHook(s *State, name string, now time.Time) (Hook, bool) {
 	if !L.Installed {
 		return Hook{Kind: "install", Version: u.CharmVersion}, true
 	}
+	if u.Requeued != nil && u.Reboot == "" && !u.Dying {
+		return *u.Requeued, true
+	}
 	if h, ok, hold := rebootHook(u); hold {
 		return h, ok
 	}
@@ -553,8 +556,8 @@ func (a *agent) run(ctx context.Context) {
 			return
 		}
 		// A hook cut off by its machine's shutdown (its tools unmounted, its process killed) is
-		// not a failed hook: Juju's agent goes down with the machine and runs the hook again
-		// once it is back.
+		// not a failed hook: Juju queues a terminated hook again (runner.ErrTerminated) and its
+		// agent, down with the machine, runs it first once it is back.
 		cut := false
 		if r, isR := a.machine.(Rebootable); isR && err != nil && hook.Kind != "action" {
 			cut = r.Boots() != boot || r.GoingDown(ctx)
@@ -564,6 +567,9 @@ func (a *agent) run(ctx context.Context) {
 		delete(m.contexts, hc.id)
 		a.running = false
 		u = m.state.Units[a.unit]
+		if hook.Kind != "action" {
+			u.Requeued = nil
+		}
 		if err == nil {
 			hc.commit(m.state)
 			if hook.Kind != "action" {
@@ -577,6 +583,8 @@ func (a *agent) run(ctx context.Context) {
 			// A failing action process fails the action, not the unit.
 		} else if cut {
 			a.cutBoot = boot
+			h := hook
+			u.Requeued = &h
 			u.Agent = StatusInfo{Status: "idle", Since: time.Now()}
 		} else {
 			h := hook

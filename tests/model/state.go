@@ -84,6 +84,9 @@ type Unit struct {
 	CharmVersion int `json:"charm-version,omitempty"`
 	// Failed is the hook that failed (the unit is in error until resolved).
 	Failed *Hook `json:"failed,omitempty"`
+	// Requeued is a hook cut off by its machine's shutdown: Juju queues a terminated hook again
+	// and runs it first when the agent is back (operation/runhook.go, runner.ErrTerminated).
+	Requeued *Hook `json:"requeued,omitempty"`
 	// CharmState is the charm's own key-value store (state-get, state-set).
 	CharmState map[string]string `json:"charm-state,omitempty"`
 	Seen       UnitLocal         `json:"seen"`
