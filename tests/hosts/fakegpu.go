@@ -136,7 +136,7 @@ func (h *Host) fakeGPUs(ctx context.Context, model string, minors []int, smi boo
 		return err
 	}
 	if smi {
-		if err := os.WriteFile(filepath.Join(h.fakeBin(), "nvidia-smi"), nvidiaSMIStub(model, minors), 0o755); err != nil {
+		if err := WriteExecutable(filepath.Join(h.fakeBin(), "nvidia-smi"), nvidiaSMIStub(model, minors), 0o755); err != nil {
 			return err
 		}
 	}

@@ -49,7 +49,7 @@ func (m *Machine) AddFakeGPUs(ctx context.Context, g FakeGPUs) error {
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return fmt.Errorf("cannot add fake GPUs to machine %q: %w", m.Name, err)
 	}
-	if err := os.WriteFile(filepath.Join(bin, "nvidia-smi"), nvidiaSMIStub(g.Model, minors), 0o755); err != nil {
+	if err := WriteExecutable(filepath.Join(bin, "nvidia-smi"), nvidiaSMIStub(g.Model, minors), 0o755); err != nil {
 		return fmt.Errorf("cannot add fake GPUs to machine %q: %w", m.Name, err)
 	}
 	return nil

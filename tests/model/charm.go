@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/charmed-slurm/operators/tests/hosts"
 )
 
 // Charm is what the model knows about a charm: its metadata, config options and actions, read
@@ -283,5 +286,13 @@ func extractFile(f *zip.File, dst string, mode fs.FileMode) error {
 		return err
 	}
 	defer rc.Close()
-	return writeNew(dst, rc, os.O_TRUNC, mode)
+	if mode&0o111 == 0 {
+		return writeNew(dst, rc, os.O_TRUNC, mode)
+	}
+	// An executable (dispatch) must be runnable by the hooks at once (hosts.WriteExecutable).
+	data, err := io.ReadAll(rc)
+	if err != nil {
+		return err
+	}
+	return hosts.WriteExecutable(dst, data, mode)
 }

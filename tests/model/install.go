@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/charmed-slurm/operators/tests/hosts"
 )
 
 // installCharm makes dst a copy of the unpacked charm src, as Juju unpacks the charm into each
@@ -51,6 +53,9 @@ func installCharm(src, dst string) error {
 		case d.Type().IsRegular():
 			if err := os.Link(p, target); err == nil {
 				return nil
+			}
+			if info.Mode()&0o111 != 0 {
+				return hosts.CopyExecutable(p, target, info.Mode().Perm())
 			}
 			return copyFile(p, target, info.Mode().Perm())
 		}
