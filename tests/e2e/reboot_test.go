@@ -20,6 +20,7 @@ import (
 // test runs: the boot ids each machine went through, and the most nodes seen unavailable
 // (draining, drained, down or rebooting) at once.
 type bootWatch struct {
+	c       *cluster
 	mu      sync.Mutex
 	boots   map[string][]string // machine hostname → boot ids in order
 	maxOut  int
@@ -32,7 +33,7 @@ type bootWatch struct {
 
 func (c *cluster) watchBoots() *bootWatch {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &bootWatch{boots: map[string][]string{}, progress: map[string]bool{}, stop: cancel, done: make(chan struct{})}
+	w := &bootWatch{c: c, boots: map[string][]string{}, progress: map[string]bool{}, stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		tick := time.NewTicker(250 * time.Millisecond)
@@ -47,13 +48,8 @@ func (c *cluster) watchBoots() *bootWatch {
 					}
 				}
 			}
-			for _, mi := range st.Machines {
-				ids := w.boots[mi.Hostname]
-				if mi.BootID != "" && (len(ids) == 0 || ids[len(ids)-1] != mi.BootID) {
-					w.boots[mi.Hostname] = append(ids, mi.BootID)
-				}
-			}
 			w.mu.Unlock()
+			w.sampleBoots(st)
 			var out outBuf
 			if _, err := c.m.Exec(ctx, "slurmctld/0", []string{"env", "SLURM_CONF=" + ctlConf, "sinfo", "-h", "-N", "-o", "%N %T"}, &out, &out); err == nil {
 				n, seen := unavailable(string(out))
@@ -71,6 +67,18 @@ func (c *cluster) watchBoots() *bootWatch {
 		}
 	}()
 	return w
+}
+
+// sampleBoots records each machine's boot id in st when it is new.
+func (w *bootWatch) sampleBoots(st *model.Status) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, mi := range st.Machines {
+		ids := w.boots[mi.Hostname]
+		if mi.BootID != "" && (len(ids) == 0 || ids[len(ids)-1] != mi.BootID) {
+			w.boots[mi.Hostname] = append(ids, mi.BootID)
+		}
+	}
 }
 
 // outBuf is a minimal io.Writer buffer (the watcher writes from its own goroutine only).
@@ -101,6 +109,9 @@ func unavailable(sinfo string) (int, string) {
 func (w *bootWatch) finish() (boots map[string][]string, maxOut int, seen string) {
 	w.stop()
 	<-w.done
+	// One last look: the watcher samples every 250 ms (and waits for sinfo between samples),
+	// so the model's latest boot ids may have come after its last sample.
+	w.sampleBoots(w.c.m.Status(context.Background()))
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.boots, w.maxOut, w.outSeen
