@@ -53,6 +53,12 @@
 //	secret-changed on a consumer when the owner publishes a revision newer than it tracks
 //	leader-elected on the next unit when the leader is removed
 //	update-status every Options.UpdateStatusInterval (5m by default, as in Juju)
+//	machine reboot (Reboot, or asked inside a systemd machine): stop as it goes down (Reboot
+//	  only: a reboot from inside is seen after the fact, as a crash), no hook while the machine
+//	  is down or booting, then start and config-changed (the agent restarts); a hook cut off by
+//	  the shutdown (its process terminated) is not a hook error: it is queued again and runs
+//	  first when the machine is back (operation/runhook.go, runner.ErrTerminated). Wait counts
+//	  a unit whose machine reboots as busy.
 //
 // Remote units see a leaving unit depart as soon as it is dying, while it still runs its own
 // departed hooks (Juju's scope handling); relation-ids keeps listing a dying relation to a unit
