@@ -111,7 +111,11 @@ func (c *Charm) rebootAction(ctx context.Context, h *hook) error {
 	if r := h.st.Reboots; r != nil && len(r.Queued) > 0 {
 		res["queued"] = hostlist.Compress(r.Queued)
 	}
-	return hc.Actions.Set(ctx, res)
+	if err := hc.Actions.Set(ctx, res); err != nil {
+		return err
+	}
+	// The status shows the rolling reboot now: no hook may come before the next update-status.
+	return h.setStatus(ctx)
 }
 
 // advanceReboots moves the rolling reboot on: nodes back from their reboot (or gone) leave

@@ -110,6 +110,11 @@ func TestRollingReboot(t *testing.T) {
 	if out.Action.Failed {
 		t.Fatalf("reboot failed: %s", out.Action.Message)
 	}
+	// The action itself shows the rolling reboot in the unit status (no hook may come before
+	// the next update-status).
+	if s := out.UnitStatus.Message; !strings.Contains(s, "rebooting slurmd-0, 2 nodes queued (max-unavailable 1)") {
+		t.Errorf("status %q right after the reboot action does not show the rolling reboot", s)
+	}
 	want := [][]string{rebootCall("rebuild", "slurmd-0")}
 	status := func() string {
 		e.t.Helper()
