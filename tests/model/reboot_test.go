@@ -27,6 +27,18 @@ func newMachineModel(t *testing.T) *model.Model {
 	}})
 }
 
+// machineUnit deploys alpha with one unit on a bookworm machine and waits until it is idle:
+// the model, a context bounding the test, and the boot id of the unit's machine.
+func machineUnit(t *testing.T) (*model.Model, context.Context, string) {
+	t.Helper()
+	m := newMachineModel(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	deploy(t, m, "alpha", 1, nil)
+	waitIdle(t, m)
+	return m, ctx, bootID(t, m, "alpha/0")
+}
+
 // bootID is the boot id status shows for unit's machine.
 func bootID(t *testing.T, m *model.Model, unit string) string {
 	t.Helper()
@@ -44,12 +56,7 @@ func bootID(t *testing.T, m *model.Model, unit string) string {
 // (as Slurm's RebootProgram does) is seen after the fact: start and config-changed again.
 func TestReboot(t *testing.T) {
 	t.Parallel()
-	m := newMachineModel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	deploy(t, m, "alpha", 1, nil)
-	waitIdle(t, m)
-	first := bootID(t, m, "alpha/0")
+	m, ctx, first := machineUnit(t)
 	before := len(hooks(m)["alpha/0"])
 
 	if err := m.Reboot(ctx, "0"); err != nil {
@@ -106,12 +113,7 @@ func TestReboot(t *testing.T) {
 // config-changed, as after any reboot), as Juju 3.6 queues a terminated hook again.
 func TestRebootCutsHook(t *testing.T) {
 	t.Parallel()
-	m := newMachineModel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	deploy(t, m, "alpha", 1, nil)
-	waitIdle(t, m)
-	first := bootID(t, m, "alpha/0")
+	m, ctx, first := machineUnit(t)
 	before := len(hooks(m)["alpha/0"])
 	if err := m.SetConfig(ctx, "alpha", map[string]string{"slow-hooks": "config-changed=15s"}, nil); err != nil {
 		t.Fatal(err)
