@@ -527,7 +527,7 @@ func (a *agent) run(ctx context.Context) {
 		if hook.Kind == "install" {
 			u.Workload = StatusInfo{Status: "maintenance", Message: "installing charm software", Since: time.Now()}
 		}
-		hc, snap := a.newContext(hook)
+		hc, view := a.newContext(hook)
 		msg := u.Agent.Message
 		charmSrc := m.state.Applications[u.App].CharmDir
 		if hook.Kind == "upgrade-charm" {
@@ -540,7 +540,6 @@ func (a *agent) run(ctx context.Context) {
 				m.progress("%s: cannot install the refreshed charm: %v", a.unit, err)
 			}
 		}
-		view := fromSnapshot(snap)
 		m.mu.Lock()
 		hc.view = view
 		m.contexts[hc.id] = hc

@@ -23,10 +23,10 @@ type hookContext struct {
 	actionMessage string
 }
 
-// newContext makes the context of hook h and a snapshot of the model for its view; callers
-// hold m.mu. The caller decodes the snapshot into hc.view (fromSnapshot) without the lock and
-// registers hc in m.contexts, under the lock, before the hook runs.
-func (a *agent) newContext(h Hook) (*hookContext, []byte) {
+// newContext makes the context of hook h and a copy of the model for its view; callers hold
+// m.mu. The caller sets hc.view and registers hc in m.contexts, under the lock, before the
+// hook runs.
+func (a *agent) newContext(h Hook) (*hookContext, *State) {
 	u := a.m.state.Units[a.unit]
 	return &hookContext{
 		id:      fmt.Sprintf("%s-%s-%s", a.unit, h.Name(), randomSuffix()),
@@ -35,7 +35,7 @@ func (a *agent) newContext(h Hook) (*hookContext, []byte) {
 		app:     u.App,
 		machine: a.machineID,
 		hook:    h,
-	}, a.m.state.snapshot()
+	}, a.m.state.clone()
 }
 
 // do applies op to the hook's view and records it for the commit; an error (a broken rule)
