@@ -112,6 +112,12 @@ func (h *hook) applyDefaultState(ctx context.Context) error {
 // apart and back off to PollInterval. With watch, a slurmd service that stops being active
 // (it exited: Slurm refused its configuration) ends the wait at once.
 func (h *hook) waitRegistered(ctx context.Context, watch bool) (slurm.Node, error) {
+	return h.waitNode(ctx, watch, nil)
+}
+
+// waitNode is waitRegistered that also waits, when also is not nil, until also holds for the
+// registered node's record.
+func (h *hook) waitNode(ctx context.Context, watch bool, also func(slurm.Node) bool) (slurm.Node, error) {
 	ctx, cancel := context.WithTimeout(ctx, charm.Or(h.c.RegisterTimeout, DefaultRegisterTimeout))
 	defer cancel()
 	var n slurm.Node
@@ -120,7 +126,7 @@ func (h *hook) waitRegistered(ctx context.Context, watch bool) (slurm.Node, erro
 	err := poll.UntilBackoff(ctx, poll.Backoff{Start: min(10*time.Millisecond, every), Max: every}, func(ctx context.Context) (bool, error) {
 		var err error
 		n, err = h.showNode(ctx)
-		if err == nil && n.Version != "" && !n.State.Has(slurm.StateFuture) {
+		if err == nil && n.Version != "" && !n.State.Has(slurm.StateFuture) && (also == nil || also(n)) {
 			return true, nil
 		}
 		if watch {

@@ -8,10 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/gres"
 	"github.com/charmed-slurm/operators/libs/juju"
-	"github.com/charmed-slurm/operators/libs/poll"
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
@@ -295,13 +293,7 @@ func (h *hook) applyStaged(ctx context.Context) error {
 	if conf != h.st.Applied.Conf {
 		// slurmd starts at boot: wait until Slurm has the node back from its reboot, so that the
 		// record replaced is an ordinary one, not one with a reboot under way.
-		wctx, cancel := context.WithTimeout(ctx, charm.Or(h.c.RegisterTimeout, DefaultRegisterTimeout))
-		err := poll.UntilBackoff(wctx, poll.Backoff{Start: 10 * time.Millisecond, Max: h.c.poll()}, func(ctx context.Context) (bool, error) {
-			n, err := h.showNode(ctx)
-			return err == nil && n.Version != "" && !n.State.Rebooting(), nil
-		})
-		cancel()
-		if err != nil {
+		if _, err := h.waitNode(ctx, false, func(n slurm.Node) bool { return !n.State.Rebooting() }); err != nil {
 			h.logf(ctx, juju.LevelWarning, "node-config %q stays staged: node %s is not back from its reboot: %v", staged, h.node, err)
 			return nil
 		}
