@@ -135,7 +135,7 @@ func (m *Manager) Configure(ctx context.Context, spec service.Spec) error {
 			return fmt.Errorf("cannot configure service %q: %w", spec.Name, err)
 		}
 	}
-	if same && m.Conn != nil {
+	if same {
 		if p, err := m.props(ctx, spec.Name); err == nil {
 			if need, _ := p["NeedDaemonReload"].(bool); !need {
 				return nil
