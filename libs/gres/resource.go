@@ -302,10 +302,12 @@ func checkType(t string) error {
 	return nil
 }
 
-func startsWithDigit(s string) bool { return s != "" && s[0] >= '0' && s[0] <= '9' }
+func startsWithDigit(s string) bool { return s != "" && isDigit(s[0]) }
 
 func checkFile(f string) error {
-	if len(f) < 2 || !shaped(f, 255, func(c byte) bool { return c == '/' }, func(c byte) bool { return isLetter(c) || isDigit(c) || strings.IndexByte("_./-", c) >= 0 }) || strings.Contains(f, "/../") || strings.HasSuffix(f, "/..") || strings.HasSuffix(f, "/") {
+	pathByte := func(c byte) bool { return isLetter(c) || isDigit(c) || strings.IndexByte("_./-", c) >= 0 }
+	absolute := len(f) >= 2 && shaped(f, 255, func(c byte) bool { return c == '/' }, pathByte)
+	if !absolute || strings.Contains(f, "/../") || strings.HasSuffix(f, "/..") || strings.HasSuffix(f, "/") {
 		return fmt.Errorf("invalid file %q: want an absolute path of letters, digits, _, ., / and -", f)
 	}
 	return nil
