@@ -242,11 +242,15 @@ func (h *hook) detectGresAction(ctx context.Context) error {
 	}
 	res["gres"] = r.Gres.String()
 	var running gres.Set
+	changed := false
 	if h.st.Applied != nil {
 		running = appliedGres(h.st.Applied.Conf)
+		if changed, err = h.runChanged(ctx); err != nil {
+			h.st.Gres = prev
+			return act.Fail(ctx, err.Error())
+		}
 	}
 	res["running"] = running.String()
-	changed := h.st.Applied != nil && (running.String() != r.Gres.String() || h.gresLinesChanged(h.st.Applied.GresConf, string(r.Lines.Conf(h.node))))
 	switch {
 	case p.DryRun:
 		h.st.Gres = prev
@@ -346,13 +350,19 @@ func (h *hook) runConf(ctx context.Context, mi slurm.MachineInfo, managed []stri
 // after config-changed) differ from what slurmd runs with: the node then re-registers as a
 // relation hook would make it (reapply). An invalid option changes nothing.
 func (h *hook) gresChanged(ctx context.Context) (bool, error) {
-	a := h.st.Applied
-	if a == nil || h.st.Departed {
+	if h.st.Applied == nil || h.st.Departed {
 		return false, nil
 	}
 	if _, err := parseGenericResources(h.cfg.GenericResources); err != nil {
 		return false, nil
 	}
+	return h.runChanged(ctx)
+}
+
+// runChanged reports whether slurmd, running as Applied says, would run otherwise with the
+// node's resources and node-config as they are now: another --conf or other gres.conf lines
+// (what makes ready re-register the node).
+func (h *hook) runChanged(ctx context.Context) (bool, error) {
 	_, mi, err := h.facts(ctx)
 	if err != nil {
 		return false, err
@@ -361,5 +371,6 @@ func (h *hook) gresChanged(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	a := h.st.Applied
 	return conf != a.Conf || h.gresLinesChanged(a.GresConf, string(g.Lines.Conf(h.node))), nil
 }
