@@ -2,6 +2,7 @@ package model
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -44,16 +45,25 @@ func populate(v reflect.Value, depth int) {
 				populate(v.Field(i), depth+1)
 			}
 		}
+	default:
+		setScalar(v, 7)
+	}
+}
+
+// setScalar sets v, when it is a string, number or boolean, to a value made from n: another n
+// gives another value.
+func setScalar(v reflect.Value, n int) {
+	switch v.Kind() {
 	case reflect.String:
-		v.SetString("s")
+		v.SetString(fmt.Sprint("s", n))
 	case reflect.Bool:
-		v.SetBool(true)
+		v.SetBool(n%2 == 1)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		v.SetInt(7)
+		v.SetInt(int64(n))
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		v.SetUint(7)
+		v.SetUint(uint64(n))
 	case reflect.Float32, reflect.Float64:
-		v.SetFloat(1.5)
+		v.SetFloat(float64(n) + 0.5)
 	}
 }
 
@@ -112,14 +122,8 @@ func populateOther(v reflect.Value, depth int) {
 				populateOther(v.Field(i), depth+1)
 			}
 		}
-	case reflect.String:
-		v.SetString("changed")
-	case reflect.Bool:
-		v.SetBool(false)
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		v.SetInt(8)
-	case reflect.Float32, reflect.Float64:
-		v.SetFloat(2.5)
+	default:
+		setScalar(v, 8)
 	}
 }
 
