@@ -379,8 +379,7 @@ func (m *Machine) unstop(c *child) {
 				continue
 			}
 		}
-		comm, err := os.ReadFile("/proc/" + strconv.Itoa(pid1) + "/comm")
-		if err == nil && !strings.HasPrefix(string(comm), "systemd-shutdow") {
+		if !shuttingDown(pid1) {
 			continue
 		}
 		continueEntered(pid1)
@@ -401,14 +400,7 @@ func continueEntered(pid1 int) {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ...
-		s := string(stat)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 || !strings.HasSuffix(s[:i], "(nsenter") || len(s) < i+3 || s[i+2] != 'T' {
+		if st, ok := readStat(pid); !ok || st.comm != "nsenter" || st.state != 'T' {
 			continue
 		}
 		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
@@ -475,11 +467,7 @@ func (m *Machine) Boots() int {
 // While systemd still stops units, Up is true: GoingDown tells.
 func (m *Machine) Up() bool {
 	pid := m.PID()
-	if pid == 0 {
-		return false
-	}
-	comm, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
-	return err == nil && !strings.HasPrefix(strings.TrimSpace(string(comm)), "systemd-shutdow")
+	return pid != 0 && !shuttingDown(pid)
 }
 
 // GoingDown reports whether the machine is not up (see Up) or its systemd is stopping units
@@ -487,10 +475,10 @@ func (m *Machine) Up() bool {
 // in the machine: for after the fact (did the machine go down under a command that failed?),
 // not for every command.
 func (m *Machine) GoingDown(ctx context.Context) bool {
-	pid := m.PID()
-	if pid == 0 || !m.Up() {
+	if !m.Up() {
 		return true
 	}
+	pid := m.PID()
 	// is-system-running exits non-zero for every state but running; its output is the state.
 	// A machine that cannot be asked (no answer) is going down only if it is no longer up.
 	out, _ := m.commandIn(ctx, pid, []string{"systemctl", "is-system-running"}).Output()
@@ -719,21 +707,15 @@ func initOf(pid, nspawn int) bool {
 
 // ppid is pid's parent from /proc/<pid>/stat, or 0.
 func ppid(pid int) int {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 2 {
-		return 0
-	}
-	pp, _ := strconv.Atoi(f[1])
-	return pp
+	st, _ := readStat(pid)
+	return st.ppid
+}
+
+// shuttingDown reports whether the process pid, a machine's PID 1, has handed over to
+// systemd-shutdown (the last step of a shutdown), or is gone.
+func shuttingDown(pid int) bool {
+	st, ok := readStat(pid)
+	return !ok || strings.HasPrefix(st.comm, "systemd-shutdow")
 }
 
 // nsPIDIsOne reports whether pid is PID 1 of a nested PID namespace (NSpid ends in 1).

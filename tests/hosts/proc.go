@@ -101,17 +101,43 @@ func comm(pid int) string {
 // alive reports whether pid exists and is not a zombie (this machine's PID 1
 // may not reap orphans).
 func alive(pid int) bool {
+	st, ok := readStat(pid)
+	return ok && st.state != 'Z' && st.state != 'X'
+}
+
+// procStat is what /proc/<pid>/stat says of a process that the hosts need: its command name
+// (comm), its state letter and its parent.
+type procStat struct {
+	comm  string
+	state byte
+	ppid  int
+}
+
+// readStat reads /proc/<pid>/stat; false when the process is gone or the file is not one.
+func readStat(pid int) (procStat, bool) {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return false
+		return procStat{}, false
 	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return false
+	return parseStat(string(data))
+}
+
+// parseStat parses a /proc/<pid>/stat line: "pid (comm) state ppid ...", where comm may hold
+// spaces and parentheses (the last ')' ends it).
+func parseStat(s string) (procStat, bool) {
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return procStat{}, false
 	}
-	state := s[i+2]
-	return state != 'Z' && state != 'X'
+	f := strings.Fields(s[end+1:])
+	if len(f) < 2 || len(f[0]) != 1 {
+		return procStat{}, false
+	}
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		return procStat{}, false
+	}
+	return procStat{comm: s[open+1 : end], state: f[0][0], ppid: ppid}, true
 }
 
 // nsInode returns the inode of a namespace file (a /run/netns entry or a
