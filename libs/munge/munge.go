@@ -133,7 +133,9 @@ func (d *Daemon) Ensure(ctx context.Context, restart bool) error {
 	if err := os.Chown(dir, uid, gid); err != nil {
 		return fmt.Errorf("cannot create %s: %w", SocketDir, err)
 	}
-	if st, err := d.Services.Status(ctx, name); err == nil && st.State == service.StateActive && !restart {
+	st, err := d.Services.Status(ctx, name)
+	active := err == nil && st.State == service.StateActive
+	if active && !restart {
 		return nil
 	}
 	spec := service.Spec{Name: name, Summary: "MUNGE authentication service", Command: []string{DaemonPath, "--foreground"}, User: User}
@@ -143,10 +145,16 @@ func (d *Daemon) Ensure(ctx context.Context, restart bool) error {
 	if err := d.Services.Enable(ctx, name); err != nil {
 		return fmt.Errorf("cannot enable %s: %w", name, err)
 	}
-	// Respawn returns once the process runs (no supervisor stay-up check); readiness is
-	// checked by a credential round trip.
-	if err := d.Services.Respawn(ctx, name); err != nil {
-		return fmt.Errorf("cannot start %s: %w", name, err)
+	// Spawn and Respawn return once the process runs (no supervisor stay-up check); readiness
+	// is checked by a credential round trip. A stopped munged is started, not restarted: a
+	// restart is a stop and a start, one more step of the service manager on a new node's
+	// join path.
+	start, verb := d.Services.Spawn, "start"
+	if active {
+		start, verb = d.Services.Respawn, "restart"
+	}
+	if err := start(ctx, name); err != nil {
+		return fmt.Errorf("cannot %s %s: %w", verb, name, err)
 	}
 	timeout := d.Timeout
 	if timeout <= 0 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,7 +81,8 @@ func (s *services) Status(_ context.Context, n string) (service.Status, error) {
 
 func TestDaemonEnsure(t *testing.T) {
 	t.Parallel()
-	start := []string{"configure munge /usr/sbin/munged --foreground as munge", "enable munge", "respawn munge"}
+	define := []string{"configure munge /usr/sbin/munged --foreground as munge", "enable munge"}
+	start, restart := slices.Concat(define, []string{"spawn munge"}), slices.Concat(define, []string{"respawn munge"})
 	for _, tt := range []struct {
 		name    string
 		active  bool
@@ -89,7 +91,8 @@ func TestDaemonEnsure(t *testing.T) {
 	}{
 		{name: "not running: started", want: start},
 		{name: "running, key unchanged: left alone", active: true},
-		{name: "running, key changed: restarted", active: true, restart: true, want: start},
+		{name: "not running, key changed: started", restart: true, want: start},
+		{name: "running, key changed: restarted", active: true, restart: true, want: restart},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
