@@ -201,12 +201,16 @@ func (c *Charm) handler(fn func(ctx context.Context, h *hook) error) juju.Handle
 	})
 }
 
-// setStatus sets the unit status; a configuration error takes precedence, as blocked.
+// setStatus sets the unit status, and shows the Slurm version beside it once the machine's
+// facts are known; a configuration error takes precedence, as blocked.
 func (h *hook) setStatus(ctx context.Context, code juju.StatusCode, msg string) error {
 	if h.cfgErr != nil {
 		code, msg = juju.StatusBlocked, h.cfgErr.Error()
 	}
-	return h.k.SetUnitStatus(ctx, code, msg)
+	if err := h.k.SetUnitStatus(ctx, code, msg); err != nil {
+		return err
+	}
+	return h.showVersion(ctx)
 }
 
 // relation returns the slurmctld relation id ("" when there is none): the event's own on a
@@ -234,7 +238,17 @@ func (h *hook) facts(ctx context.Context) (slurm.Version, slurm.MachineInfo, err
 			return v, f.Machine, nil
 		}
 	}
-	cl := h.slurm()
+	v, mi, err := readFacts(ctx, h.slurm())
+	if err != nil {
+		return slurm.Version{}, slurm.MachineInfo{}, err
+	}
+	h.st.Facts = &Facts{Version: v.String(), Machine: mi}
+	return v, mi, nil
+}
+
+// readFacts runs `slurmd -V` and `slurmd -C` with cl. It touches no hook state, so it may run
+// beside the hook's other work.
+func readFacts(ctx context.Context, cl *slurm.Client) (slurm.Version, slurm.MachineInfo, error) {
 	v, err := cl.SlurmdVersion(ctx)
 	if err != nil {
 		return slurm.Version{}, slurm.MachineInfo{}, fmt.Errorf("cannot find the Slurm version: %w", err)
@@ -242,10 +256,6 @@ func (h *hook) facts(ctx context.Context) (slurm.Version, slurm.MachineInfo, err
 	mi, err := cl.MachineInfo(ctx)
 	if err != nil {
 		return slurm.Version{}, slurm.MachineInfo{}, fmt.Errorf("cannot read this machine's facts (slurmd -C): %w", err)
-	}
-	h.st.Facts = &Facts{Version: v.String(), Machine: mi}
-	if err := h.showVersion(ctx); err != nil {
-		return slurm.Version{}, slurm.MachineInfo{}, err
 	}
 	return v, mi, nil
 }

@@ -388,7 +388,7 @@ func TestJoin(t *testing.T) {
 	if d := cmp.Diff([]string{"/usr/sbin/munged", "--foreground"}, e.svc.Command("munged")); d != "" {
 		t.Errorf("munged command (-want +got):\n%s", d)
 	}
-	if d := cmp.Diff([]string{"configure", "enable", "respawn"}, e.svcCalls("munged")); d != "" {
+	if d := cmp.Diff([]string{"configure", "enable", "spawn"}, e.svcCalls("munged")); d != "" {
 		t.Errorf("munged calls (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff([]string{"configure", "enable", "spawn"}, e.svcCalls(SlurmdService)); d != "" {
@@ -777,9 +777,20 @@ func TestMungedNotAnswering(t *testing.T) {
 	}
 }
 
-// TestVersionShown: juju status's Version column shows the machine's Slurm version.
+// TestVersionShown: juju status's Version column shows the machine's Slurm version. install
+// reads the machine's facts while it sets its status, so the version comes with the next
+// status: install keeps one hook-tool call off a new unit's join.
 func TestVersionShown(t *testing.T) {
 	e := newEnv(t)
+	if err := e.run(jujutest.Hook(juju.Install)); err != nil {
+		t.Fatal(err)
+	}
+	if f := e.savedState().Facts; f == nil || f.Version != "22.05.8" || len(f.Machine.Params) == 0 {
+		t.Errorf("install saved the facts %+v, want version 22.05.8 and slurmd -C's", f)
+	}
+	if e.state.Version != "" {
+		t.Errorf("install set the application version %q", e.state.Version)
+	}
 	e.join()
 	if e.state.Version != "22.05.8" {
 		t.Errorf("application version %q, want 22.05.8", e.state.Version)

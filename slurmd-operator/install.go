@@ -6,6 +6,7 @@ import (
 
 	"github.com/charmed-slurm/operators/libs/apt"
 	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
 // packages are the apt packages that provide the programs the charm runs.
@@ -28,19 +29,35 @@ func (h *hook) install(ctx context.Context) error {
 			return err
 		}
 	}
-	// Read this machine's Slurm facts now, so that the relation hooks that start slurmd need
-	// not.
-	h.st.Facts = nil
-	if _, _, err := h.facts(ctx); err != nil {
-		return err
-	}
 	if err := h.redetectGres(ctx); err != nil {
 		return err
 	}
 	if err := h.installRebootProgram(ctx); err != nil {
 		return err
 	}
-	return h.setStatus(ctx, juju.StatusWaiting, "waiting for slurmctld relation")
+	// Read this machine's Slurm facts now, so that the relation hooks that start slurmd need
+	// not. `slurmd -V` and `slurmd -C` run while the status is set: on a new unit's join the
+	// relation hook that starts slurmd comes next, so install's length counts. The version is
+	// shown with the next status (setStatus).
+	h.st.Facts = nil
+	type read struct {
+		v   slurm.Version
+		mi  slurm.MachineInfo
+		err error
+	}
+	facts := make(chan read, 1)
+	cl := h.slurm()
+	go func() {
+		v, mi, err := readFacts(ctx, cl)
+		facts <- read{v, mi, err}
+	}()
+	statusErr := h.setStatus(ctx, juju.StatusWaiting, "waiting for slurmctld relation")
+	r := <-facts
+	if r.err != nil {
+		return r.err
+	}
+	h.st.Facts = &Facts{Version: r.v.String(), Machine: r.mi}
+	return statusErr
 }
 
 // upgrade (upgrade-charm) re-reads the machine's Slurm facts (a new package, new hardware)

@@ -176,7 +176,7 @@ func (h *hook) mungeAnswers(ctx context.Context) bool {
 }
 
 // showVersion shows this machine's Slurm version in juju status's Version column, once per
-// version; facts calls it when it reads the machine's facts.
+// version; setStatus calls it, so the version follows the facts (read again by upgrade-charm).
 func (h *hook) showVersion(ctx context.Context) error {
 	f := h.st.Facts
 	if f == nil || f.Version == "" || h.st.VersionShown == f.Version {
