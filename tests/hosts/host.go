@@ -198,10 +198,15 @@ func (h *Host) PebbleSocket() string {
 // host's own). Signals sent to cmd.Process do not reach argv, but the end of
 // ctx kills both.
 func (h *Host) Command(ctx context.Context, argv []string) *exec.Cmd {
-	// The directory is opened by nsenter before it enters the namespaces: name the host's
-	// /root through /proc/<pid>/root.
+	return h.CommandIn(ctx, "/root", argv)
+}
+
+// CommandIn is Command with the working directory dir, a path inside the host.
+func (h *Host) CommandIn(ctx context.Context, dir string, argv []string) *exec.Cmd {
+	// The directory is opened by nsenter before it enters the namespaces: name it through
+	// /proc/<pid>/root.
 	args := append([]string{"-t", strconv.Itoa(h.PID()), "--net", "--uts", "--mount", "--pid",
-		"--wd=" + h.ProcPath("/root"), "--"}, argv...)
+		"--wd=" + h.ProcPath(dir), "--"}, argv...)
 	cmd := exec.CommandContext(ctx, "nsenter", args...)
 	cmd.Env = []string{"PATH=" + DefaultPath, "HOME=/root", "LANG=C.UTF-8", "PEBBLE=" + PebbleDir}
 	// When ctx ends, kill argv too, not only nsenter (which passes no signal on).

@@ -225,6 +225,9 @@ func TestTwoHosts(t *testing.T) {
 		if got := run(t, b, "pwd"); got != "/root" {
 			t.Errorf("working directory on beta: %q, want /root", got)
 		}
+		if out, err := b.CommandIn(ctx, "/etc", []string{"pwd"}).Output(); err != nil || strings.TrimSpace(string(out)) != "/etc" {
+			t.Errorf("CommandIn /etc on beta ran in %q (%v), want /etc", out, err)
+		}
 		name := fmt.Sprintf("hosts-test-%d.out", os.Getpid())
 		run(t, b, "sh", "-c", "echo job > "+name)
 		if _, err := os.Stat(b.Path("/root/" + name)); err != nil {

@@ -481,7 +481,7 @@ func (m *Machine) GoingDown(ctx context.Context) bool {
 	pid := m.PID()
 	// is-system-running exits non-zero for every state but running; its output is the state.
 	// A machine that cannot be asked (no answer) is going down only if it is no longer up.
-	out, _ := m.commandIn(ctx, pid, []string{"systemctl", "is-system-running"}).Output()
+	out, _ := m.commandIn(ctx, pid, "", []string{"systemctl", "is-system-running"}).Output()
 	return strings.TrimSpace(string(out)) == "stopping" || !m.Up()
 }
 
@@ -514,7 +514,7 @@ func (m *Machine) WaitBooted(ctx context.Context) error {
 	last := ""
 	for {
 		if pid := m.PID(); pid != 0 {
-			out, _ := m.commandIn(ctx, pid, []string{"systemctl", "is-system-running"}).Output()
+			out, _ := m.commandIn(ctx, pid, "", []string{"systemctl", "is-system-running"}).Output()
 			last = strings.TrimSpace(string(out))
 			if last == "running" || last == "degraded" {
 				return nil
@@ -550,11 +550,22 @@ func (m *Machine) consoleTail() string {
 // sees the machine's processes and files as a login would) as root, with the same environment
 // as (*Host).Command minus PEBBLE. With the machine off, the command fails to start.
 func (m *Machine) Command(ctx context.Context, argv []string) *exec.Cmd {
-	return m.commandIn(ctx, m.PID(), argv)
+	return m.commandIn(ctx, m.PID(), "", argv)
 }
 
-func (m *Machine) commandIn(ctx context.Context, pid int, argv []string) *exec.Cmd {
-	args := append([]string{"-t", strconv.Itoa(pid), "-a", "--"}, argv...)
+// CommandIn is Command with the working directory dir, a path inside the machine.
+func (m *Machine) CommandIn(ctx context.Context, dir string, argv []string) *exec.Cmd {
+	return m.commandIn(ctx, m.PID(), dir, argv)
+}
+
+// commandIn runs argv in the namespaces of pid, in dir when it is not empty (nsenter opens it
+// before it enters them: it is named through /proc/<pid>/root).
+func (m *Machine) commandIn(ctx context.Context, pid int, dir string, argv []string) *exec.Cmd {
+	args := []string{"-t", strconv.Itoa(pid), "-a"}
+	if dir != "" {
+		args = append(args, "--wd="+filepath.Join("/proc", strconv.Itoa(pid), "root", filepath.Clean("/"+dir)))
+	}
+	args = append(append(args, "--"), argv...)
 	cmd := exec.CommandContext(ctx, "nsenter", args...)
 	cmd.Env = []string{"PATH=" + DefaultPath, "HOME=/root", "LANG=C.UTF-8"}
 	return cmd

@@ -92,6 +92,11 @@ func TestMachineLifecycle(t *testing.T) {
 			if got := run("cat", "/proc/1/comm"); got != "systemd" {
 				t.Errorf("PID 1 is %q, want systemd", got)
 			}
+			// CommandIn runs in a directory of the machine's own file system.
+			run("mkdir", "-p", "/var/lib/cmdin/inside")
+			if out, err := m.CommandIn(ctx, "/var/lib/cmdin", []string{"sh", "-c", "pwd; ls"}).Output(); err != nil || string(out) != "/var/lib/cmdin\ninside\n" {
+				t.Errorf("CommandIn /var/lib/cmdin ran in %q (%v), want the machine's directory", out, err)
+			}
 			if got := run("systemctl", "--version"); !strings.HasPrefix(got, tc.systemd) {
 				t.Errorf("systemctl --version = %q, want %s...", got, tc.systemd)
 			}

@@ -773,8 +773,7 @@ func (a *agent) env(hc *hookContext) []string {
 
 // runHook runs the charm's dispatch for hc on the unit's machine.
 func (a *agent) runHook(ctx context.Context, hc *hookContext) error {
-	argv := []string{"env", "-C", a.charmDir, filepath.Join(a.charmDir, "dispatch")}
-	cmd := a.machine.Command(ctx, argv)
+	cmd := a.machine.Command(ctx, a.charmDir, []string{filepath.Join(a.charmDir, "dispatch")})
 	cmd.Env = append(cmd.Env, a.env(hc)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -111,8 +111,8 @@ type nspawnMachine struct {
 	base string
 }
 
-func (m *nspawnMachine) Command(ctx context.Context, argv []string) *exec.Cmd {
-	return m.m.Command(ctx, argv)
+func (m *nspawnMachine) Command(ctx context.Context, dir string, argv []string) *exec.Cmd {
+	return m.m.CommandIn(ctx, dir, argv)
 }
 func (m *nspawnMachine) Hostname() string { return m.m.Name }
 func (m *nspawnMachine) Addr() netip.Addr { return m.m.Addr }

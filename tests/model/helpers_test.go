@@ -163,6 +163,8 @@ type record struct {
 	Unit string
 	Hook string            `json:"hook"`
 	Env  map[string]string `json:"env"`
+	// WD is the hook's working directory.
+	WD string `json:"wd"`
 	// Relation hooks: what relation-ids (of the hook's endpoint) and relation-list printed.
 	IDs     string `json:"ids"`
 	Members string `json:"members"`

@@ -47,8 +47,11 @@ type hostMachine struct {
 	h *hosts.Host
 }
 
-func (m *hostMachine) Command(ctx context.Context, argv []string) *exec.Cmd {
-	return m.h.Command(ctx, argv)
+func (m *hostMachine) Command(ctx context.Context, dir string, argv []string) *exec.Cmd {
+	if dir == "" {
+		return m.h.Command(ctx, argv)
+	}
+	return m.h.CommandIn(ctx, dir, argv)
 }
 func (m *hostMachine) Hostname() string { return m.h.Name }
 func (m *hostMachine) Addr() netip.Addr { return m.h.Addr }

@@ -65,6 +65,11 @@ func TestDeployOrder(t *testing.T) {
 		if !strings.HasSuffix(inst["JUJU_CHARM_DIR"], "/var/lib/juju/agents/unit-alpha-0/charm") {
 			t.Errorf("JUJU_CHARM_DIR = %q", inst["JUJU_CHARM_DIR"])
 		}
+		for _, r := range h["alpha/0"] {
+			if r.WD != r.Env["JUJU_CHARM_DIR"] {
+				t.Errorf("%s ran in %q, want the charm directory %q", r.Hook, r.WD, r.Env["JUJU_CHARM_DIR"])
+			}
+		}
 		if !strings.HasPrefix(inst["PATH"], strings.TrimSuffix(inst["JUJU_CHARM_DIR"], "agents/unit-alpha-0/charm")+"tools/unit-alpha-0:") {
 			t.Errorf("PATH = %q, want the unit's tools dir first", inst["PATH"])
 		}

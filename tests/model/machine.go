@@ -12,8 +12,9 @@ import (
 // Machine is where one unit runs: a host with its own namespaces (tests/hosts) or, for fast
 // unit tests, a plain directory on this machine (LocalMachines).
 type Machine interface {
-	// Command returns a command that runs argv on the machine.
-	Command(ctx context.Context, argv []string) *exec.Cmd
+	// Command returns a command that runs argv on the machine, in the directory dir (a path as
+	// commands on the machine see it, with Root; "" for the machine's default).
+	Command(ctx context.Context, dir string, argv []string) *exec.Cmd
 	// Hostname is the machine's host name.
 	Hostname() string
 	// Addr is the machine's address (invalid when it has none).
@@ -62,8 +63,10 @@ type localMachine struct {
 	name string
 }
 
-func (m *localMachine) Command(ctx context.Context, argv []string) *exec.Cmd {
-	return exec.CommandContext(ctx, argv[0], argv[1:]...)
+func (m *localMachine) Command(ctx context.Context, dir string, argv []string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = dir // its commands see this machine's file system: dir is under Root already
+	return cmd
 }
 func (m *localMachine) Hostname() string { return m.name }
 func (m *localMachine) Addr() netip.Addr { return netip.AddrFrom4([4]byte{127, 0, 0, 1}) }

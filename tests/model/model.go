@@ -856,7 +856,7 @@ func (m *Model) Exec(ctx context.Context, unit string, argv []string, stdout, st
 	if mach == nil {
 		return 0, fmt.Errorf("cannot exec on %s: unit not found or its machine is not ready", unit)
 	}
-	cmd := mach.Command(ctx, argv)
+	cmd := mach.Command(ctx, "", argv)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	err := cmd.Run()
 	var ee interface{ ExitCode() int }

@@ -60,7 +60,8 @@ func handle(ctx context.Context, hc *juju.HookContext) error {
 			env[k] = v
 		}
 	}
-	record := map[string]any{"hook": ev.Name, "env": env, "t": time.Now().UnixNano()}
+	wd, _ := os.Getwd()
+	record := map[string]any{"hook": ev.Name, "env": env, "wd": wd, "t": time.Now().UnixNano()}
 	if ev.Kind.IsRelation() {
 		// What relation-ids and relation-list show during this hook.
 		for key, argv := range map[string][]string{
