@@ -129,7 +129,7 @@ type Charm struct {
 // Router routes every hook and action the charm handles.
 func (c *Charm) Router() *juju.Router {
 	r := juju.NewRouter()
-	r.Handle(juju.Install, c.handler(func(ctx context.Context, h *hook) error { return h.install(ctx) }))
+	r.Handle(juju.Install, c.installHandler())
 	r.Handle(juju.UpgradeCharm, c.handler(func(ctx context.Context, h *hook) error { return h.upgrade(ctx) }))
 	r.Handle(juju.ConfigChanged, c.handler(func(ctx context.Context, h *hook) error { return h.configChanged(ctx) }))
 	r.Handle(juju.LeaderElected, c.handler(func(ctx context.Context, h *hook) error { return h.configChanged(ctx) }))
@@ -247,7 +247,7 @@ func (h *hook) facts(ctx context.Context) (slurm.Version, slurm.MachineInfo, err
 }
 
 // readFacts runs `slurmd -V` and `slurmd -C` with cl. It touches no hook state, so it may run
-// beside the hook's other work.
+// beside the hook's other work (pendingFacts).
 func readFacts(ctx context.Context, cl *slurm.Client) (slurm.Version, slurm.MachineInfo, error) {
 	v, err := cl.SlurmdVersion(ctx)
 	if err != nil {
@@ -282,7 +282,7 @@ func (h *hook) confPath() (string, bool) {
 // slurm returns a Slurm client for commands that need no controller (slurmd -C, -V).
 func (h *hook) slurm() *slurm.Client {
 	conf, _ := h.confPath()
-	return &slurm.Client{Runner: h.c.Slurm, Conf: conf, PollInterval: h.c.poll(), Timeout: h.c.CommandTimeout}
+	return h.c.client(conf)
 }
 
 // ctl returns a Slurm client that talks to the controller, or errNoConf.
@@ -291,7 +291,12 @@ func (h *hook) ctl() (*slurm.Client, error) {
 	if !ok {
 		return nil, errNoConf
 	}
-	return &slurm.Client{Runner: h.c.Slurm, Conf: conf, PollInterval: h.c.poll(), Timeout: h.c.CommandTimeout}, nil
+	return h.c.client(conf), nil
+}
+
+// client is a Slurm client with the charm's runner and bounds, for the slurm.conf conf.
+func (c *Charm) client(conf string) *slurm.Client {
+	return &slurm.Client{Runner: c.Slurm, Conf: conf, PollInterval: c.poll(), Timeout: c.CommandTimeout}
 }
 
 // poll is the pause between checks in the charm's waits.
@@ -307,3 +312,26 @@ func (c *Charm) remover(cl *slurm.Client) *slurm.Remover {
 
 // unreachable reports whether err says the controller could not be contacted.
 func unreachable(err error) bool { return errors.Is(err, slurm.ErrControllerUnreachable) }
+
+// pendingFacts is readFacts running beside the hook's other work; wait returns its result
+// once it is done (as often as asked).
+type pendingFacts struct {
+	done    chan struct{}
+	version slurm.Version
+	machine slurm.MachineInfo
+	err     error
+}
+
+func startFacts(ctx context.Context, cl *slurm.Client) *pendingFacts {
+	p := &pendingFacts{done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.version, p.machine, p.err = readFacts(ctx, cl)
+	}()
+	return p
+}
+
+func (p *pendingFacts) wait() (slurm.Version, slurm.MachineInfo, error) {
+	<-p.done
+	return p.version, p.machine, p.err
+}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/charmed-slurm/operators/libs/apt"
 	"github.com/charmed-slurm/operators/libs/juju"
-	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
 // packages are the apt packages that provide the programs the charm runs.
@@ -15,8 +14,22 @@ var packages = []apt.Need{
 	{Binary: "munged", Package: "munge"},
 }
 
-// install installs the missing packages and waits for the controller.
-func (h *hook) install(ctx context.Context) error {
+// installHandler runs install with the machine's Slurm facts (slurmd -V, slurmd -C) read from
+// the hook's start, beside its tool calls: nothing in install waits on them until its end, and
+// on a new unit's join the hook that starts slurmd comes right after it (the relation hooks
+// then need not read them). The facts are read before the packages are installed only when
+// the packages are there; otherwise install reads them again after apt.
+func (c *Charm) installHandler() juju.Handler {
+	return func(ctx context.Context, hc *juju.HookContext) error {
+		facts := startFacts(ctx, c.client(""))
+		defer facts.wait() // no command left running when the hook ends
+		return c.handler(func(ctx context.Context, h *hook) error { return h.install(ctx, facts) })(ctx, hc)
+	}
+}
+
+// install installs the missing packages, records the machine's facts (read meanwhile) and
+// waits for the controller. The version is shown with the next status (setStatus).
+func (h *hook) install(ctx context.Context, facts *pendingFacts) error {
 	missing, err := apt.Missing(h.c.LookPath, packages)
 	if err != nil {
 		return err
@@ -28,6 +41,10 @@ func (h *hook) install(ctx context.Context) error {
 		if err := apt.Install(ctx, h.c.Slurm, missing); err != nil {
 			return err
 		}
+		// What was read before the packages were there is of no use: read it again.
+		facts.wait()
+		facts = startFacts(ctx, h.slurm())
+		defer facts.wait()
 	}
 	if err := h.redetectGres(ctx); err != nil {
 		return err
@@ -35,28 +52,12 @@ func (h *hook) install(ctx context.Context) error {
 	if err := h.installRebootProgram(ctx); err != nil {
 		return err
 	}
-	// Read this machine's Slurm facts now, so that the relation hooks that start slurmd need
-	// not. `slurmd -V` and `slurmd -C` run while the status is set: on a new unit's join the
-	// relation hook that starts slurmd comes next, so install's length counts. The version is
-	// shown with the next status (setStatus).
-	h.st.Facts = nil
-	type read struct {
-		v   slurm.Version
-		mi  slurm.MachineInfo
-		err error
-	}
-	facts := make(chan read, 1)
-	cl := h.slurm()
-	go func() {
-		v, mi, err := readFacts(ctx, cl)
-		facts <- read{v, mi, err}
-	}()
 	statusErr := h.setStatus(ctx, juju.StatusWaiting, "waiting for slurmctld relation")
-	r := <-facts
-	if r.err != nil {
-		return r.err
+	v, mi, err := facts.wait()
+	if err != nil {
+		return err
 	}
-	h.st.Facts = &Facts{Version: r.v.String(), Machine: r.mi}
+	h.st.Facts = &Facts{Version: v.String(), Machine: mi}
 	return statusErr
 }
 
