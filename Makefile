@@ -19,9 +19,10 @@ images:
 build:
 	$(GO) build $(PKGS)
 
-# The local model's binary (CLI and hook tools in one).
+# The local model's CLI and, beside it, its hook tools (jujuc).
 tools:
 	cd tests && CGO_ENABLED=0 $(GO) build -o ../build/bin/juju-local ./cmd/juju-local
+	cd tests && CGO_ENABLED=0 $(GO) build -o ../build/bin/jujuc ./cmd/jujuc
 	cd autoscaler && CGO_ENABLED=0 $(GO) build -o ../build/bin/slurm-autoscaler ./cmd/slurm-autoscaler
 
 # Packed charms, as `juju deploy` takes them: build/slurmctld.charm and build/slurmd.charm.

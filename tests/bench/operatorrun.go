@@ -150,7 +150,7 @@ func startModel(ctx context.Context, n *hosts.Network, tools, name string, updat
 		return nil, nil, err
 	}
 	c = &opCluster{net: n, prov: &TimedProvisioner{Provisioner: machines(dir)}, trace: &tracer{}, poll: 20 * time.Millisecond, onMachines: onMachines}
-	c.m, err = model.New(ctx, model.Options{Dir: dir, Name: name, Tools: tools, Machines: c.prov,
+	c.m, err = model.New(ctx, model.Options{Dir: dir, Name: name, Tools: model.ToolsBeside(tools), Machines: c.prov,
 		UpdateStatusInterval: updateStatus, Log: c.trace.log})
 	if err != nil {
 		os.RemoveAll(dir)
@@ -249,14 +249,17 @@ func controllerEvents(ctl *hosts.Host) (ControllerEvents, string) {
 	return CountControllerLog(log), strings.TrimSpace(string(pid))
 }
 
-// buildModelParts builds juju-local and packs both charms into dir.
+// buildModelParts builds juju-local and, beside it, the hook tools (jujuc, model.ToolsBeside), and
+// packs both charms into dir.
 func buildModelParts(ctx context.Context, root, dir string) (tools, ctld, slurmdCharm string, err error) {
 	tools = filepath.Join(dir, "juju-local")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", tools, "./tests/cmd/juju-local")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", "", "", fmt.Errorf("cannot build juju-local: %v\n%s", err, out)
+	for bin, pkg := range map[string]string{tools: "./tests/cmd/juju-local", model.ToolsBeside(tools): "./tests/cmd/jujuc"} {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", "", "", fmt.Errorf("cannot build %s: %v\n%s", pkg, err, out)
+		}
 	}
 	ctld, slurmdCharm = filepath.Join(dir, "slurmctld.charm"), filepath.Join(dir, "slurmd.charm")
 	for src, out := range map[string]string{"slurmctld-operator": ctld, "slurmd-operator": slurmdCharm} {

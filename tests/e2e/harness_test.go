@@ -20,9 +20,11 @@ import (
 	"github.com/charmed-slurm/operators/tests/model"
 )
 
-// Built once by TestMain: the juju-local binary (the hook tools) and the packed charms.
+// Built once by TestMain, into one directory: the juju-local CLI, the hook tools (jujuc) and
+// the packed charms.
 var (
 	toolsBin      string
+	jujucBin      string
 	slurmctldPath string
 	slurmdPath    string
 )
@@ -44,12 +46,14 @@ func setup(m *testing.M) (int, error) {
 	defer os.RemoveAll(tmp)
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Dir(filepath.Dir(filepath.Dir(file))) // the repository root
-	toolsBin = filepath.Join(tmp, "juju-local")
-	cmd := exec.Command("go", "build", "-o", toolsBin, "./cmd/juju-local")
-	cmd.Dir = filepath.Join(root, "tests")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("cannot build juju-local: %v\n%s", err, out)
+	toolsBin, jujucBin = filepath.Join(tmp, "juju-local"), filepath.Join(tmp, "jujuc")
+	for bin, pkg := range map[string]string{toolsBin: "./cmd/juju-local", jujucBin: "./cmd/jujuc"} {
+		cmd := exec.Command("go", "build", "-o", bin, pkg)
+		cmd.Dir = filepath.Join(root, "tests")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return 0, fmt.Errorf("cannot build %s: %v\n%s", pkg, err, out)
+		}
 	}
 	ctx := context.Background()
 	slurmctldPath = filepath.Join(tmp, "slurmctld.charm")
@@ -112,7 +116,7 @@ func newClusterWith(t *testing.T, base string, wrap func(*model.BaseMachines) mo
 		}
 	}
 	m, err := model.New(context.Background(), model.Options{
-		Dir: dir, Name: "e2e", Tools: toolsBin,
+		Dir: dir, Name: "e2e", Tools: jujucBin,
 		Machines:             machines,
 		UpdateStatusInterval: 5 * time.Second,
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/charmed-slurm/operators/tests/model/wire"
 	"io"
 	"net"
 	"os"
@@ -165,7 +166,7 @@ func (m *Model) ListenCLI(path string) error {
 		os.Remove(path)
 	}()
 	var wg = new(syncWaitGroup)
-	go serve(m.ctx, ln, m.RunCLI, &wg.WaitGroup)
+	go wire.Serve(m.ctx, ln, m.RunCLI, &wg.WaitGroup)
 	return nil
 }
 

@@ -32,7 +32,7 @@ import (
 // one are deployed with a relay charm whose dispatch hands every hook to this test and exits
 // with the code the test answers; the remote units write their databags and the owner adds and
 // grants its secret in their own hooks, through the real hook tools. A case's hook is then the
-// unit's real hook of that name, its calls the real juju-local tools run with that hook's
+// unit's real hook of that name, its calls the real hook tools (jujuc) run with that hook's
 // environment over the model's socket.
 func TestConformance(t *testing.T) {
 	conformance.Run(t, modelSim)

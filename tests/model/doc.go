@@ -86,8 +86,9 @@
 //
 // # Hook tools
 //
-// The hook tools are one binary, juju-local (tests/cmd/juju-local), installed under each tool
-// name (ToolNames). The tool sends its argv, with JUJU_CONTEXT_ID and any --file content, to
+// The hook tools are one thin binary, jujuc (tests/cmd/jujuc), installed under each tool
+// name (ToolNames), as Juju's jujuc is: it imports only the standard library and the socket
+// protocol (tests/model/wire), so a hook pays little for each tool it runs. The tool sends its argv, with JUJU_CONTEXT_ID and any --file content, to
 // the model's unix socket (Dir/agent.sock, a filesystem path, reachable from inside hosts since
 // they share the root filesystem), and the model parses and runs it (runTool) with the same
 // flags, outputs (--format smart, json or yaml) and exit codes as Juju's: 0 on success, 1 with
@@ -104,7 +105,7 @@
 //
 //	m, err := model.New(ctx, model.Options{
 //		Dir:      dir,                             // keep it short: unix socket paths
-//		Tools:    jujuLocalBinary,                 // go build ./tests/cmd/juju-local
+//		Tools:    jujucBinary,                     // go build ./tests/cmd/jujuc
 //		Machines: &model.HostMachines{Network: n}, // n from hoststest.New(t)
 //	})
 //	defer m.Close()

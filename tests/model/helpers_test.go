@@ -17,7 +17,7 @@ import (
 	"github.com/charmed-slurm/operators/tests/model"
 )
 
-// Built once by TestMain: the juju-local binary and the test charm's directory.
+// Built once by TestMain: the hook tools binary (jujuc) and the test charm's directory.
 var (
 	toolsBin string
 	charmDir string
@@ -40,10 +40,10 @@ func setup(m *testing.M) (int, error) {
 	defer os.RemoveAll(tmp)
 	_, file, _, _ := runtime.Caller(0)
 	testsDir := filepath.Dir(filepath.Dir(file)) // tests/
-	toolsBin = filepath.Join(tmp, "juju-local")
+	toolsBin = filepath.Join(tmp, "jujuc")
 	charmDir = filepath.Join(tmp, "testcharm")
 	for _, b := range [][]string{
-		{"go", "build", "-o", toolsBin, "./cmd/juju-local"},
+		{"go", "build", "-o", toolsBin, "./cmd/jujuc"},
 		{"go", "build", "-o", filepath.Join(charmDir, "dispatch"), "./testdata/testcharm"},
 	} {
 		cmd := exec.Command(b[0], b[1:]...)

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/charmed-slurm/operators/tests/model/wire"
 	"io"
 	"net"
 	"os"
@@ -34,7 +35,8 @@ type Options struct {
 	Dir string
 	// Name is the model name (JUJU_MODEL_NAME); default "local".
 	Name string
-	// Tools is the path of the juju-local binary, installed under every hook tool name. Required.
+	// Tools is the path of the hook tools binary (jujuc, tests/cmd/jujuc), installed under
+	// every hook tool name. Required.
 	Tools string
 	// Machines provisions a machine per unit; default LocalMachines{Dir: Dir/machines}.
 	Machines Provisioner
@@ -82,7 +84,7 @@ func New(ctx context.Context, opts Options) (*Model, error) {
 		return nil, errors.New("cannot start model: no directory given")
 	}
 	if opts.Tools == "" {
-		return nil, errors.New("cannot start model: no juju-local binary given (Options.Tools)")
+		return nil, errors.New("cannot start model: no hook tools binary given (Options.Tools: jujuc)")
 	}
 	if _, err := os.Stat(opts.Tools); err != nil {
 		return nil, fmt.Errorf("cannot start model: %w", err)
@@ -148,7 +150,7 @@ func New(ctx context.Context, opts Options) (*Model, error) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		serve(m.ctx, ln, m.runTool, &m.wg)
+		wire.Serve(m.ctx, ln, m.runTool, &m.wg)
 	}()
 	if err := m.save(); err != nil {
 		m.Close()
@@ -157,7 +159,7 @@ func New(ctx context.Context, opts Options) (*Model, error) {
 	return m, nil
 }
 
-// installTools makes Dir/tools: one symlink to the juju-local binary per hook tool name.
+// installTools makes Dir/tools: one symlink to the hook tools binary (jujuc) per hook tool name.
 func (m *Model) installTools() error {
 	tools, err := filepath.Abs(m.opts.Tools)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/charmed-slurm/operators/tests/model"
 )
 
-// TestTools runs hook tools through the real juju-local binary, inside actions of the test charm,
+// TestTools runs hook tools through the real jujuc binary, inside actions of the test charm,
 // and checks their outputs, exit codes and Juju's rules.
 func TestTools(t *testing.T) {
 	m := newModel(t, modelOptions{})

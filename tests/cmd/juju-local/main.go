@@ -1,16 +1,12 @@
-// Command juju-local is the local model's single binary.
-//
-// Run as juju-local it is the CLI: `juju-local bootstrap` starts the model daemon in the
-// background, and the other verbs (deploy, integrate, add-unit, remove-unit,
+// Command juju-local is the local model's CLI: `juju-local bootstrap` starts the model daemon
+// in the background, and the other verbs (deploy, integrate, add-unit, remove-unit,
 // remove-application, config, run, status, exec, debug-log, wait, resolve, destroy) are sent to
 // it over the unix socket $JUJU_LOCAL_DIR/model.sock. `juju-local --help` lists them and
 // `juju-local <verb> --help` explains one.
 //
-// Run under a hook tool's name (relation-get, secret-add, status-set, ... — the model installs
-// symlinks with those names first on every hook's PATH), it is that hook tool: it sends its
-// arguments to the model's agent socket ($JUJU_AGENT_SOCKET_ADDRESS) with $JUJU_CONTEXT_ID and
-// prints what the model answers, exiting with the tool's exit code. Files named by --file (and
-// key#file=path secret values) are read here, inside the unit's host, and sent as input.
+// The hook tools are another binary, jujuc (tests/cmd/jujuc), which the model runs from the
+// directory juju-local is in (`make` builds both into build/bin), as Juju's jujuc lies beside
+// jujud.
 package main
 
 import (
@@ -21,7 +17,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,78 +29,7 @@ import (
 )
 
 func main() {
-	name := filepath.Base(os.Args[0])
-	if slices.Contains(model.ToolNames(), name) {
-		os.Exit(runTool(name, os.Args[1:]))
-	}
 	os.Exit(runCLI(os.Args[1:]))
-}
-
-// runTool is the hook tool client.
-func runTool(name string, args []string) int {
-	sock := os.Getenv("JUJU_AGENT_SOCKET_ADDRESS")
-	ctxID := os.Getenv("JUJU_CONTEXT_ID")
-	if sock == "" || ctxID == "" {
-		fmt.Fprintf(os.Stderr, "ERROR %s must run in a hook context (JUJU_AGENT_SOCKET_ADDRESS and JUJU_CONTEXT_ID unset)\n", name)
-		return 1
-	}
-	args, stdin, err := toolInput(args)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "ERROR %v\n", err)
-		return 1
-	}
-	code, err := model.Call(context.Background(), sock, model.Request{Argv: append([]string{name}, args...), Context: ctxID, Stdin: stdin}, os.Stdout, os.Stderr)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "ERROR %v\n", err)
-		return 1
-	}
-	return code
-}
-
-// toolInput reads the files the tool's arguments name: --file <path|-> becomes --file - with
-// the content as input, and secret values key#file=path become key=<content>.
-func toolInput(args []string) ([]string, []byte, error) {
-	var out []string
-	var stdin []byte
-	read := func(p string) ([]byte, error) {
-		if p == "-" {
-			return io.ReadAll(os.Stdin)
-		}
-		return os.ReadFile(p)
-	}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			out = append(out, args[i:]...)
-			return out, stdin, nil
-		case a == "--file" && i+1 < len(args):
-			b, err := read(args[i+1])
-			if err != nil {
-				return nil, nil, fmt.Errorf("cannot read --file: %w", err)
-			}
-			stdin = b
-			out = append(out, "--file", "-")
-			i++
-		case strings.HasPrefix(a, "--file="):
-			b, err := read(strings.TrimPrefix(a, "--file="))
-			if err != nil {
-				return nil, nil, fmt.Errorf("cannot read --file: %w", err)
-			}
-			stdin = b
-			out = append(out, "--file=-")
-		case !strings.HasPrefix(a, "-") && strings.Contains(a, "#file="):
-			k, p, _ := strings.Cut(a, "#file=")
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return nil, nil, fmt.Errorf("cannot read secret value for %q: %w", k, err)
-			}
-			out = append(out, k+"="+string(b))
-		default:
-			out = append(out, a)
-		}
-	}
-	return out, stdin, nil
 }
 
 func modelDir() string {
@@ -292,6 +216,11 @@ func daemon(args []string) int {
 		fmt.Fprintf(os.Stderr, "ERROR %v\n", err)
 		return 1
 	}
+	tools := model.ToolsBeside(self)
+	if _, err := os.Stat(tools); err != nil {
+		fmt.Fprintf(os.Stderr, "ERROR cannot find the hook tools beside juju-local (build both with make): %v\n", err)
+		return 1
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if machines == "auto" {
@@ -331,7 +260,7 @@ func daemon(args []string) int {
 		return 2
 	}
 	m, err := model.New(ctx, model.Options{
-		Dir: dir, Name: name, Tools: self, Machines: prov,
+		Dir: dir, Name: name, Tools: tools, Machines: prov,
 		UpdateStatusInterval: interval, HookRetry: retry,
 		Log: func(line string) { fmt.Fprintln(os.Stderr, line) },
 	})

@@ -3,6 +3,7 @@ package main_test
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/charmed-slurm/operators/tests/model"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ func TestCLI(t *testing.T) {
 	charm := filepath.Join(t.TempDir(), "charm")
 	for _, b := range [][]string{
 		{"go", "build", "-o", bin, "."},
+		{"go", "build", "-o", model.ToolsBeside(bin), "../jujuc"},
 		{"go", "build", "-o", filepath.Join(charm, "dispatch"), "../../testdata/testcharm"},
 	} {
 		if out, err := exec.Command(b[0], b[1:]...).CombinedOutput(); err != nil {
