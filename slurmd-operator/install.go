@@ -17,8 +17,8 @@ var packages = []apt.Need{
 // installHandler runs install with the machine's Slurm facts (slurmd -V, slurmd -C) read from
 // the hook's start, beside its tool calls: nothing in install waits on them until its end, and
 // on a new unit's join the hook that starts slurmd comes right after it (the relation hooks
-// then need not read them). The facts are read before the packages are installed only when
-// the packages are there; otherwise install reads them again after apt.
+// then need not read them). When the packages are missing that reading fails (no slurmd yet)
+// and install reads the facts again after apt.
 func (c *Charm) installHandler() juju.Handler {
 	return func(ctx context.Context, hc *juju.HookContext) error {
 		facts := startFacts(ctx, c.client(""))
