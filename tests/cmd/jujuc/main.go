@@ -33,7 +33,7 @@ func runTool(name string, args []string) int {
 		fmt.Fprintf(os.Stderr, "ERROR %s must run in a hook context (JUJU_AGENT_SOCKET_ADDRESS and JUJU_CONTEXT_ID unset)\n", name)
 		return 1
 	}
-	args, stdin, err := toolInput(args)
+	args, stdin, err := toolInput(args, os.ReadFile, os.Stdin)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "ERROR %v\n", err)
 		return 1
@@ -46,29 +46,31 @@ func runTool(name string, args []string) int {
 	return code
 }
 
-// toolInput reads the files the tool's arguments name: --file <path|-> becomes --file - with
-// the content as input, and secret values key#file=path become key=<content>.
-func toolInput(args []string) ([]string, []byte, error) {
+// toolInput rewrites the tool's arguments so that the model gets the content of the files they
+// name, as it cannot read the unit's host: --file <path|-> becomes --file - (or --file=-) with
+// the content, read with readFile or from stdin for "-", as the input it returns; a secret
+// value key#file=path becomes key=<content>. Arguments after "--" are left alone.
+func toolInput(args []string, readFile func(string) ([]byte, error), stdin io.Reader) ([]string, []byte, error) {
 	var out []string
-	var stdin []byte
+	var input []byte
 	read := func(p string) ([]byte, error) {
 		if p == "-" {
-			return io.ReadAll(os.Stdin)
+			return io.ReadAll(stdin)
 		}
-		return os.ReadFile(p)
+		return readFile(p)
 	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
 		case a == "--":
 			out = append(out, args[i:]...)
-			return out, stdin, nil
+			return out, input, nil
 		case a == "--file" && i+1 < len(args):
 			b, err := read(args[i+1])
 			if err != nil {
 				return nil, nil, fmt.Errorf("cannot read --file: %w", err)
 			}
-			stdin = b
+			input = b
 			out = append(out, "--file", "-")
 			i++
 		case strings.HasPrefix(a, "--file="):
@@ -76,11 +78,11 @@ func toolInput(args []string) ([]string, []byte, error) {
 			if err != nil {
 				return nil, nil, fmt.Errorf("cannot read --file: %w", err)
 			}
-			stdin = b
+			input = b
 			out = append(out, "--file=-")
 		case !strings.HasPrefix(a, "-") && strings.Contains(a, "#file="):
 			k, p, _ := strings.Cut(a, "#file=")
-			b, err := os.ReadFile(p)
+			b, err := readFile(p)
 			if err != nil {
 				return nil, nil, fmt.Errorf("cannot read secret value for %q: %w", k, err)
 			}
@@ -89,5 +91,5 @@ func toolInput(args []string) ([]string, []byte, error) {
 			out = append(out, a)
 		}
 	}
-	return out, stdin, nil
+	return out, input, nil
 }
