@@ -238,7 +238,7 @@ func (h *hook) facts(ctx context.Context) (slurm.Version, slurm.MachineInfo, err
 			return v, f.Machine, nil
 		}
 	}
-	v, mi, err := readFacts(ctx, h.slurm())
+	v, mi, err := readFacts(ctx, h.c.slurm())
 	if err != nil {
 		return slurm.Version{}, slurm.MachineInfo{}, err
 	}
@@ -270,28 +270,28 @@ func (h *hook) logf(ctx context.Context, level juju.LogLevel, format string, arg
 var errNoConf = errors.New("slurmd has not fetched the cluster configuration yet")
 
 // confPath is the slurm.conf the node's slurmd cached, and whether it exists.
-func (h *hook) confPath() (string, bool) {
+func (c *Charm) confPath() (string, bool) {
 	for _, p := range []string{RunConf, SpoolConf} {
-		if _, err := os.Stat(h.c.Path(p)); err == nil {
-			return h.c.Path(p), true
+		if _, err := os.Stat(c.Path(p)); err == nil {
+			return c.Path(p), true
 		}
 	}
-	return h.c.Path(SpoolConf), false
+	return c.Path(SpoolConf), false
 }
 
 // slurm returns a Slurm client for commands that need no controller (slurmd -C, -V).
-func (h *hook) slurm() *slurm.Client {
-	conf, _ := h.confPath()
-	return h.c.client(conf)
+func (c *Charm) slurm() *slurm.Client {
+	conf, _ := c.confPath()
+	return c.client(conf)
 }
 
 // ctl returns a Slurm client that talks to the controller, or errNoConf.
-func (h *hook) ctl() (*slurm.Client, error) {
-	conf, ok := h.confPath()
+func (c *Charm) ctl() (*slurm.Client, error) {
+	conf, ok := c.confPath()
 	if !ok {
 		return nil, errNoConf
 	}
-	return h.c.client(conf), nil
+	return c.client(conf), nil
 }
 
 // client is a Slurm client with the charm's runner and bounds, for the slurm.conf conf.

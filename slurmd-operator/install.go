@@ -21,7 +21,7 @@ var packages = []apt.Need{
 // and install reads the facts again after apt.
 func (c *Charm) installHandler() juju.Handler {
 	return func(ctx context.Context, hc *juju.HookContext) error {
-		facts := startFacts(ctx, c.client(""))
+		facts := startFacts(ctx, c.slurm())
 		defer facts.wait() // no command left running when the hook ends
 		return c.handler(func(ctx context.Context, h *hook) error { return h.install(ctx, facts) })(ctx, hc)
 	}
@@ -43,7 +43,7 @@ func (h *hook) install(ctx context.Context, facts *pendingFacts) error {
 		}
 		// What was read before the packages were there is of no use: read it again.
 		facts.wait()
-		facts = startFacts(ctx, h.slurm())
+		facts = startFacts(ctx, h.c.slurm())
 		defer facts.wait()
 	}
 	if err := h.redetectGres(ctx); err != nil {

@@ -85,7 +85,7 @@ func (h *hook) depart(ctx context.Context) error {
 	if err := h.setStatus(ctx, juju.StatusMaintenance, "draining "+h.node); err != nil {
 		return err
 	}
-	cl, err := h.ctl()
+	cl, err := h.c.ctl()
 	if errors.Is(err, errNoConf) {
 		// The node never registered: nothing to drain or delete.
 		if err := h.stopSlurmd(ctx); err != nil {
@@ -182,7 +182,7 @@ func (h *hook) reconfReason() string { return "reconfiguring node " + h.node }
 // old and its state restored before the *RefusedError is returned: nothing is left
 // half-applied.
 func (h *hook) reregister(ctx context.Context, spec service.Spec, old *service.Spec, deadline time.Time, progress func(int)) error {
-	cl, err := h.ctl()
+	cl, err := h.c.ctl()
 	var n slurm.Node
 	if err == nil {
 		n, err = cl.ShowNode(ctx, h.node)
@@ -236,7 +236,7 @@ func (h *hook) reregister(ctx context.Context, spec service.Spec, old *service.S
 		return err
 	}
 	if prev.Drain || prev.Down {
-		cl, cerr := h.ctl()
+		cl, cerr := h.c.ctl()
 		if cerr == nil {
 			cerr = h.c.remover(cl).Restore(ctx, &slurm.Removal{Node: h.node, WasDrain: prev.Drain, WasDown: prev.Down, PriorReason: prev.Reason})
 		}
@@ -251,7 +251,7 @@ func (h *hook) reregister(ctx context.Context, spec service.Spec, old *service.S
 // replaceNode removes the node's current record (it has no jobs: it registered just now)
 // and registers it again with slurmd as spec runs it.
 func (h *hook) replaceNode(ctx context.Context, spec service.Spec) error {
-	cl, err := h.ctl()
+	cl, err := h.c.ctl()
 	switch {
 	case err == nil:
 		err = h.removeNode(ctx, cl, &slurm.Removal{Node: h.node, Jobs: slurm.RefuseJobs}, nil, nil)

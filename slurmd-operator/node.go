@@ -96,7 +96,7 @@ func (h *hook) applyDefaultState(ctx context.Context) error {
 	if h.cfg.nodeState() != "down" {
 		return nil
 	}
-	cl, err := h.ctl()
+	cl, err := h.c.ctl()
 	if err != nil {
 		return err
 	}
@@ -153,7 +153,7 @@ func (h *hook) waitNode(ctx context.Context, watch bool, also func(slurm.Node) b
 
 // showNode shows this unit's node.
 func (h *hook) showNode(ctx context.Context) (slurm.Node, error) {
-	cl, err := h.ctl()
+	cl, err := h.c.ctl()
 	if err != nil {
 		return slurm.Node{}, err
 	}

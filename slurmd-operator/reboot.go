@@ -111,7 +111,7 @@ func (h *hook) resumeRebooted(ctx context.Context) error {
 	if err != nil || !n.State.Down() || n.State.Drain() || !strings.HasPrefix(n.Reason, unexpectedReboot) {
 		return nil
 	}
-	cl, err := h.ctl()
+	cl, err := h.c.ctl()
 	if err != nil {
 		return nil
 	}
