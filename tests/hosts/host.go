@@ -170,7 +170,13 @@ func (h *Host) Path(inside string) string {
 // mount namespace (including its tmpfs /run), through /proc/<pid>/root. It is
 // valid while the host runs.
 func (h *Host) ProcPath(inside string) string {
-	return filepath.Join("/proc", strconv.Itoa(h.PID()), "root", filepath.Clean("/"+inside))
+	return procPath(h.PID(), inside)
+}
+
+// procPath names the path inside, of the mount namespace process pid is in, from this one:
+// /proc/<pid>/root/<inside>, with inside kept below that root.
+func procPath(pid int, inside string) string {
+	return filepath.Join("/proc", strconv.Itoa(pid), "root", filepath.Clean("/"+inside))
 }
 
 // PID is the process anchoring the host's namespaces (the host's PID 1, by its PID on the

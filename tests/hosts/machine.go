@@ -286,7 +286,7 @@ func (m *Machine) mountRoot(ctx context.Context) error {
 // the holder's view of the overlay root. It is valid for the machine's whole life, also while
 // it is off.
 func (m *Machine) Path(inside string) string {
-	return filepath.Join("/proc", strconv.Itoa(m.holder.pid()), "root", m.root(), filepath.Clean("/"+inside))
+	return procPath(m.holder.pid(), filepath.Join(m.root(), filepath.Clean("/"+inside)))
 }
 
 // nspawnArgv is the command line of one boot. The machine boots in a new time namespace whose
@@ -563,7 +563,7 @@ func (m *Machine) CommandIn(ctx context.Context, dir string, argv []string) *exe
 func (m *Machine) commandIn(ctx context.Context, pid int, dir string, argv []string) *exec.Cmd {
 	args := []string{"-t", strconv.Itoa(pid), "-a"}
 	if dir != "" {
-		args = append(args, "--wd="+filepath.Join("/proc", strconv.Itoa(pid), "root", filepath.Clean("/"+dir)))
+		args = append(args, "--wd="+procPath(pid, dir))
 	}
 	args = append(append(args, "--"), argv...)
 	cmd := exec.CommandContext(ctx, "nsenter", args...)
