@@ -78,7 +78,7 @@ func (h *hook) start(ctx context.Context) error {
 	if h.st.Applied == nil || h.st.Departed {
 		return h.updateStatus(ctx)
 	}
-	h.logf(ctx, juju.LevelInfo, "start with node %s configured (the machine booted): checking it", h.node)
+	h.logf(ctx, juju.LevelInfo, "start with node %s configured (install's first start, or the machine booted again): checking it", h.node)
 	if err := h.applyStaged(ctx); err != nil {
 		return err
 	}
