@@ -30,6 +30,9 @@ func TestSystemdBackend(t *testing.T) {
 			out, err := cmd.CombinedOutput()
 			t.Logf("on %s:\n%s", suite, out)
 			if err != nil {
+				// What systemd itself says of the units the tests drove, before the machine goes.
+				diag, _ := m.Run(ctx, "sh", "-c", "systemctl --no-pager status slurmd.service munge.service; journalctl --no-pager -n 60 -o short-precise")
+				t.Logf("systemd on %s after the failure:\n%s", suite, diag)
 				t.Fatalf("the real systemd tests failed on %s: %v", suite, err)
 			}
 			if strings.Contains(string(out), "--- SKIP") || !strings.Contains(string(out), "--- PASS: TestRealLifecycle") {
