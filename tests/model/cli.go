@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/charmed-slurm/operators/tests/model/wire"
 	"io"
 	"net"
 	"os"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
+
+	"github.com/charmed-slurm/operators/tests/model/wire"
 )
 
 // Verb is one CLI command of juju-local.

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/charmed-slurm/operators/tests/model/wire"
 	"io"
 	"net"
 	"os"
@@ -17,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/charmed-slurm/operators/tests/model/wire"
 )
 
 // JujuVersion is the Juju version the model plays (JUJU_VERSION).

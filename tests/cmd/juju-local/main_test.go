@@ -3,7 +3,6 @@ package main_test
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/charmed-slurm/operators/tests/model"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
+	"github.com/charmed-slurm/operators/tests/model"
 )
 
 // TestCLI drives a model daemon through the juju-local binary as a user would: bootstrap,
