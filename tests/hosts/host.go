@@ -308,7 +308,7 @@ func (h *Host) startHolder(ctx context.Context, timeout time.Duration) error {
 	// unshare's child execs sh only after the namespaces exist and /proc is mounted.
 	return waitFor(ctx, timeout, c, "namespace holder", func() bool {
 		inner := onlyChild(c.pid())
-		if inner == 0 || comm(inner) != "sh" {
+		if st, ok := readStat(inner); inner == 0 || !ok || st.comm != "sh" {
 			return false
 		}
 		c.inner = inner

@@ -89,15 +89,6 @@ func onlyChild(pid int) int {
 	return n
 }
 
-// comm is the command name of pid ("" when it is gone).
-func comm(pid int) string {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(data))
-}
-
 // alive reports whether pid exists and is not a zombie (this machine's PID 1
 // may not reap orphans).
 func alive(pid int) bool {
