@@ -478,11 +478,16 @@ func (m *Machine) GoingDown(ctx context.Context) bool {
 	if !m.Up() {
 		return true
 	}
-	pid := m.PID()
-	// is-system-running exits non-zero for every state but running; its output is the state.
 	// A machine that cannot be asked (no answer) is going down only if it is no longer up.
+	return m.systemState(ctx, m.PID()) == "stopping" || !m.Up()
+}
+
+// systemState is what `systemctl is-system-running` says in the machine whose PID 1 is pid
+// ("running", "degraded", "stopping", ...; "" when it does not answer). It exits non-zero for
+// every state but running: its output is the state.
+func (m *Machine) systemState(ctx context.Context, pid int) string {
 	out, _ := m.commandIn(ctx, pid, "", []string{"systemctl", "is-system-running"}).Output()
-	return strings.TrimSpace(string(out)) == "stopping" || !m.Up()
+	return strings.TrimSpace(string(out))
 }
 
 // PID is the process ID, in the test process's PID namespace, of the running machine's PID 1
@@ -514,8 +519,7 @@ func (m *Machine) WaitBooted(ctx context.Context) error {
 	last := ""
 	for {
 		if pid := m.PID(); pid != 0 {
-			out, _ := m.commandIn(ctx, pid, "", []string{"systemctl", "is-system-running"}).Output()
-			last = strings.TrimSpace(string(out))
+			last = m.systemState(ctx, pid)
 			if last == "running" || last == "degraded" {
 				return nil
 			}
