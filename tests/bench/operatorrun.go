@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -252,14 +251,8 @@ func controllerEvents(ctl *hosts.Host) (ControllerEvents, string) {
 // buildModelParts builds juju-local and, beside it, the hook tools (jujuc, model.ToolsBeside), and
 // packs both charms into dir.
 func buildModelParts(ctx context.Context, root, dir string) (tools, ctld, slurmdCharm string, err error) {
-	tools = filepath.Join(dir, "juju-local")
-	for bin, pkg := range map[string]string{tools: "./tests/cmd/juju-local", model.ToolsBeside(tools): "./tests/cmd/jujuc"} {
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", "", "", fmt.Errorf("cannot build %s: %v\n%s", pkg, err, out)
-		}
+	if tools, err = model.BuildBinaries(ctx, filepath.Join(root, "tests"), dir); err != nil {
+		return "", "", "", err
 	}
 	ctld, slurmdCharm = filepath.Join(dir, "slurmctld.charm"), filepath.Join(dir, "slurmd.charm")
 	for src, out := range map[string]string{"slurmctld-operator": ctld, "slurmd-operator": slurmdCharm} {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -46,15 +45,10 @@ func setup(m *testing.M) (int, error) {
 	defer os.RemoveAll(tmp)
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Dir(filepath.Dir(filepath.Dir(file))) // the repository root
-	toolsBin, jujucBin = filepath.Join(tmp, "juju-local"), filepath.Join(tmp, "jujuc")
-	for bin, pkg := range map[string]string{toolsBin: "./cmd/juju-local", jujucBin: "./cmd/jujuc"} {
-		cmd := exec.Command("go", "build", "-o", bin, pkg)
-		cmd.Dir = filepath.Join(root, "tests")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return 0, fmt.Errorf("cannot build %s: %v\n%s", pkg, err, out)
-		}
+	if toolsBin, err = model.BuildBinaries(context.Background(), filepath.Join(root, "tests"), tmp); err != nil {
+		return 0, err
 	}
+	jujucBin = model.ToolsBeside(toolsBin)
 	ctx := context.Background()
 	slurmctldPath = filepath.Join(tmp, "slurmctld.charm")
 	slurmdPath = filepath.Join(tmp, "slurmd.charm")

@@ -105,7 +105,7 @@
 //
 //	m, err := model.New(ctx, model.Options{
 //		Dir:      dir,                             // keep it short: unix socket paths
-//		Tools:    jujucBinary,                     // go build ./tests/cmd/jujuc
+//		Tools:    model.ToolsBeside(cli),          // cli from model.BuildBinaries
 //		Machines: &model.HostMachines{Network: n}, // n from hoststest.New(t)
 //	})
 //	defer m.Close()

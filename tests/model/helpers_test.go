@@ -40,18 +40,17 @@ func setup(m *testing.M) (int, error) {
 	defer os.RemoveAll(tmp)
 	_, file, _, _ := runtime.Caller(0)
 	testsDir := filepath.Dir(filepath.Dir(file)) // tests/
-	toolsBin = filepath.Join(tmp, "jujuc")
+	cli, err := model.BuildBinaries(context.Background(), testsDir, tmp)
+	if err != nil {
+		return 0, err
+	}
+	toolsBin = model.ToolsBeside(cli)
 	charmDir = filepath.Join(tmp, "testcharm")
-	for _, b := range [][]string{
-		{"go", "build", "-o", toolsBin, "./cmd/jujuc"},
-		{"go", "build", "-o", filepath.Join(charmDir, "dispatch"), "./testdata/testcharm"},
-	} {
-		cmd := exec.Command(b[0], b[1:]...)
-		cmd.Dir = testsDir
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return 0, fmt.Errorf("cannot build %v: %v\n%s", b, err, out)
-		}
+	cmd := exec.Command("go", "build", "-o", filepath.Join(charmDir, "dispatch"), "./testdata/testcharm")
+	cmd.Dir = testsDir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("cannot build the test charm: %v\n%s", err, out)
 	}
 	yml, err := os.ReadFile(filepath.Join(testsDir, "testdata/testcharm/charmcraft.yaml"))
 	if err != nil {

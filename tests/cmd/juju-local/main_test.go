@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -16,16 +17,13 @@ import (
 // TestCLI drives a model daemon through the juju-local binary as a user would: bootstrap,
 // deploy, integrate, wait, status, config, run, exec, remove-unit, destroy.
 func TestCLI(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "juju-local")
+	bin, err := model.BuildBinaries(context.Background(), "../..", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	charm := filepath.Join(t.TempDir(), "charm")
-	for _, b := range [][]string{
-		{"go", "build", "-o", bin, "."},
-		{"go", "build", "-o", model.ToolsBeside(bin), "../jujuc"},
-		{"go", "build", "-o", filepath.Join(charm, "dispatch"), "../../testdata/testcharm"},
-	} {
-		if out, err := exec.Command(b[0], b[1:]...).CombinedOutput(); err != nil {
-			t.Fatalf("%v: %v\n%s", b, err, out)
-		}
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(charm, "dispatch"), "../../testdata/testcharm").CombinedOutput(); err != nil {
+		t.Fatalf("cannot build the test charm: %v\n%s", err, out)
 	}
 	yml, err := os.ReadFile("../../testdata/testcharm/charmcraft.yaml")
 	if err != nil {
