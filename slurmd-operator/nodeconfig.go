@@ -14,21 +14,6 @@ import (
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
-// forbiddenNodeKeys are node parameters the charm manages: node-config refuses them.
-var forbiddenNodeKeys = []string{"NodeName", "NodeAddr", "NodeHostname", "State", "Reason", "Port"}
-
-// numericNodeKeys are node parameters whose value must be a whole number, with the size in
-// bits of the field Slurm parses it into: slurmd exits at start on a value that does not fit
-// (Weight=99999999999 on 22.05).
-var numericNodeKeys = []struct {
-	key  string
-	bits int
-}{
-	{"CPUs", 16}, {"Boards", 16}, {"Sockets", 16}, {"SocketsPerBoard", 16}, {"CoresPerSocket", 16},
-	{"ThreadsPerCore", 16}, {"RealMemory", 64}, {"TmpDisk", 32}, {"Weight", 32}, {"CoreSpecCount", 16},
-	{"MemSpecLimit", 64},
-}
-
 // checkMachine refuses node-config values that claim more than this machine has (mi, from
 // `slurmd -C`): Slurm refuses such a node (it registers INVALID_REG, or slurmd does not
 // start), so they are refused before the node is touched. Errors name the key.
@@ -58,30 +43,18 @@ func checkMachine(p slurmconf.Params, mi slurm.MachineInfo) error {
 	return nil
 }
 
-// ParseNodeConfig parses and checks node-config parameters: slurm.conf node keys only, none
-// of the keys the charm manages, whole numbers where Slurm wants them. keys is the key set of
-// the machine's Slurm release. Errors name the key.
+// ParseNodeConfig parses and checks node-config parameters: slurm.conf node keys of the
+// machine's Slurm release (keys) only, none of the keys the charm manages, every value within
+// its type, range and size (slurmconf.ValidateNodeValues: counts that fit Slurm's fields,
+// feature names a job can select, at most 1024 characters) and a well-formed Gres. Errors
+// name the key and the rule.
 func ParseNodeConfig(keys *slurmconf.Keys, s string) (slurmconf.Params, error) {
 	p, err := slurmconf.ParseParams(s)
 	if err != nil {
 		return nil, err
 	}
-	for _, kv := range p {
-		for _, k := range forbiddenNodeKeys {
-			if strings.EqualFold(kv.Key, k) {
-				return nil, fmt.Errorf("key %q is managed by the charm and cannot be set", kv.Key)
-			}
-		}
-		for _, k := range numericNodeKeys {
-			if strings.EqualFold(kv.Key, k.key) {
-				if _, err := strconv.ParseUint(kv.Value, 10, 64); err != nil {
-					return nil, fmt.Errorf("key %q: value %q is not a whole number", kv.Key, kv.Value)
-				}
-				if _, err := strconv.ParseUint(kv.Value, 10, k.bits); err != nil {
-					return nil, fmt.Errorf("key %q: value %s is out of range (at most %d)", kv.Key, kv.Value, uint64(1)<<k.bits-1)
-				}
-			}
-		}
+	if err := slurmconf.ValidateNodeValues(p); err != nil {
+		return nil, err
 	}
 	if err := keys.ValidateNodeParams(p); err != nil {
 		return nil, err

@@ -31,6 +31,10 @@ func TestNodeConfigBadInput(t *testing.T) {
 		{"not a number", map[string]any{"parameters": "RealMemory=lots"}, `parameters: key "RealMemory": value "lots" is not a whole number`},
 		{"Weight out of range", map[string]any{"parameters": "Weight=4294967296"}, `parameters: key "Weight": value 4294967296 is out of range (at most 4294967295)`},
 		{"CPUs out of range", map[string]any{"parameters": "cpus=65536"}, `parameters: key "cpus": value 65536 is out of range (at most 65535)`},
+		{"feature operator", map[string]any{"parameters": "Features=a|b"}, `parameters: key "Features": "a|b" is not a feature name a job can select with --constraint (feature names are letters, digits, '_', '-' and '.', separated by commas)`},
+		{"feature with space", map[string]any{"parameters": `Features="a b"`}, `parameters: key "Features": "a b" is not a feature name a job can select with --constraint (feature names are letters, digits, '_', '-' and '.', separated by commas)`},
+		{"feature shell", map[string]any{"parameters": "Features=$(touch${IFS}/tmp/x)"}, `parameters: key "Features": "$(touch${IFS}/tmp/x)" is not a feature name a job can select with --constraint (feature names are letters, digits, '_', '-' and '.', separated by commas)`},
+		{"value too long", map[string]any{"parameters": "Features=" + strings.Repeat("a", 70000)}, `parameters: key "Features": value is 70000 characters long (at most 1024)`},
 		{"syntax", map[string]any{"parameters": "Weight=1 Weight=2"}, `parameters: line 1, column 10: duplicate key "Weight" (first given at column 1)`},
 		{"timeout", map[string]any{"parameters": "Weight=2", "timeout": "soon"}, `timeout: invalid duration "soon" (want e.g. 90s or 10m)`},
 		{"negative timeout", map[string]any{"parameters": "Weight=2", "timeout": "-1s"}, `timeout: invalid duration "-1s" (want e.g. 90s or 10m)`},
@@ -215,7 +219,7 @@ func TestBuildConf(t *testing.T) {
 }
 
 func FuzzParseNodeConfig(f *testing.F) {
-	for _, s := range []string{"", "Weight=10", "Features=a,b RealMemory=100", "NodeName=x", `Reason="a b"`, "Port=1", "Wieght=1", "CPUs=-1", `Gres="gpu:2" TmpDisk=5`} {
+	for _, s := range []string{"", "Weight=10", "Features=a,b RealMemory=100", "Features=a|b", `Features="a b"`, "NodeName=x", `Reason="a b"`, "Port=1", "Wieght=1", "CPUs=-1", `Gres="gpu:2" TmpDisk=5`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -223,9 +227,19 @@ func FuzzParseNodeConfig(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for _, k := range forbiddenNodeKeys {
+		for _, k := range []string{"NodeName", "NodeAddr", "NodeHostname", "State", "Reason", "Port"} {
 			if p.Has(k) {
 				t.Fatalf("ParseNodeConfig(%q) accepted %s", s, k)
+			}
+		}
+		for _, kv := range p {
+			if len(kv.Value) > slurmconf.MaxValueLen {
+				t.Fatalf("ParseNodeConfig(%q) accepted a %d-character value for %s", s, len(kv.Value), kv.Key)
+			}
+			if strings.EqualFold(kv.Key, "Feature") || strings.EqualFold(kv.Key, "Features") {
+				if strings.ContainsAny(kv.Value, "|&()[]*! \t\"$`;=") {
+					t.Fatalf("ParseNodeConfig(%q) accepted features %q, which --constraint cannot select", s, kv.Value)
+				}
 			}
 		}
 		// What is accepted renders to a line that parses back to the same parameters.
