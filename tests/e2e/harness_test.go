@@ -351,6 +351,18 @@ func (c *cluster) dumpDebug() {
 		}
 		c.t.Log("slurmctld.log (tail):\n" + strings.Join(lines, "\n"))
 	}
+	// On systemd machines, what systemd says of each unit's daemons, and slurmd's own log.
+	st := c.m.Status(ctx)
+	for _, a := range st.Applications {
+		for unit, u := range a.Units {
+			if st.Machines[u.Machine].BootID == "" { // a Pebble host
+				continue
+			}
+			out.Reset()
+			c.m.Exec(ctx, unit, []string{"sh", "-c", "systemctl --no-pager status slurmd.service slurmctld.service munge.service; journalctl --no-pager -n 40 -o short-precise -u slurmd -u slurmctld -u munge; tail -n 30 /var/log/slurm/slurmd.log"}, &out, &out)
+			c.t.Logf("%s: systemd and slurmd:\n%s", unit, out.String())
+		}
+	}
 }
 
 // bg is the context of one action or model call; the bound only keeps a broken cluster from
