@@ -38,7 +38,7 @@ type fakeConn struct {
 	// starts counts each unit's starts since its last reset-failed: as systemd's default
 	// StartLimitBurst (5 starts in StartLimitIntervalSec=10s, the fake's jobs all falling in
 	// one interval), a sixth start fails with the unit's Result "start-limit-hit".
-	starts map[string]int
+	starts     map[string]int
 	unitResult map[string]string
 }
 
