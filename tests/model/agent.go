@@ -453,15 +453,13 @@ func (a *agent) run(ctx context.Context) {
 		}
 		var hook Hook
 		var ok bool
-		now := time.Now()
 		if act, found := nextAction(m.state, a.unit); found {
 			hook, ok = Hook{Kind: "action", ActionID: act.ID, ActionName: act.Name}, true
 			act.Status = "running"
 		} else {
-			hook, ok = nextHook(m.state, a.unit, now)
+			hook, ok = nextHook(m.state, a.unit, time.Now())
 		}
 		if !ok {
-			m.refereeChoice(a.unit, now, nil)
 			if u.Failed == nil {
 				u.Agent = StatusInfo{Status: "idle", Since: u.Agent.Since}
 				if u.Agent.Since.IsZero() {
@@ -521,7 +519,6 @@ func (a *agent) run(ctx context.Context) {
 			}
 			continue
 		}
-		m.refereeChoice(a.unit, now, &hook)
 		a.running = true
 		u.Agent = StatusInfo{Status: "executing", Message: "running " + hook.Name() + " hook", Since: time.Now()}
 		if hook.Kind == "action" {

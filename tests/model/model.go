@@ -51,8 +51,8 @@ type Options struct {
 	// Log receives progress lines ("slurmd/1: running start hook") and debug-log lines.
 	Log func(line string)
 	// Referee is the referee binary (juju-referee, RefereeBeside): Juju 3.6's own hook-tool
-	// and hook-ordering code, which judges every tool call and every choice of the next hook;
-	// Close returns the differences it found. Empty: no referee.
+	// code, which judges every tool call; Close returns the differences it found. Empty: no
+	// referee.
 	Referee string
 }
 

@@ -13,16 +13,14 @@ import (
 	"reflect"
 	"strings"
 	"sync"
-	"time"
 )
 
 // The referee: Juju 3.6's own code judging the model (tests/referee, docs/fidelity.md). When
 // Options.Referee names the referee binary (RefereeBeside), the model hands it every hook-tool
 // call it served (the hook's view before and after, the argv, stdin and what the tool printed
-// and returned), which the referee replays through Juju's jujuc server and commands, and every
-// choice of the next hook (the model and the unit's local state when it chose, and the hook),
-// which the referee puts to Juju's uniter resolver. Each difference is kept, and Close returns
-// them all: a test that closes its model fails on the first rule the model plays differently.
+// and returned), which the referee replays through Juju's jujuc server and commands. Each
+// difference is kept, and Close returns them all: a test that closes its model fails on the
+// first tool call the model answers differently from Juju.
 
 // ToolCall is one hook-tool call as the model served it, for the referee to replay.
 type ToolCall struct {
@@ -46,19 +44,9 @@ type ToolCall struct {
 	Log []string `json:"log,omitempty"`
 }
 
-// HookChoice is one choice of the unit agent: the next hook (Hook nil: nothing to run), made
-// at Now from State (the whole model, with the unit's local state in State.Units[Unit].Seen).
-type HookChoice struct {
-	Unit  string    `json:"unit"`
-	Now   time.Time `json:"now"`
-	State *State    `json:"state"`
-	Hook  *Hook     `json:"hook,omitempty"`
-}
-
-// RefereeRequest is one line the model sends the referee: a tool call or a hook choice.
+// RefereeRequest is one line the model sends the referee.
 type RefereeRequest struct {
-	Tool   *ToolCall   `json:"tool,omitempty"`
-	Choice *HookChoice `json:"choice,omitempty"`
+	Tool *ToolCall `json:"tool,omitempty"`
 }
 
 // RefereeReply is the referee's answer to one request: what Juju's code does differently
@@ -203,15 +191,6 @@ func (m *Model) refereeTool(c *ToolCall) {
 	if m.referee != nil {
 		m.referee.send(RefereeRequest{Tool: c})
 	}
-}
-
-// refereeChoice hands the agent's choice of unit's next hook (nil: none) to the referee;
-// callers hold m.mu.
-func (m *Model) refereeChoice(unit string, now time.Time, h *Hook) {
-	if m.referee == nil {
-		return
-	}
-	m.referee.send(RefereeRequest{Choice: &HookChoice{Unit: unit, Now: now, State: m.state, Hook: h}})
 }
 
 // toolCallRecord is a ToolCall being served: its output is copied as the tool writes it.

@@ -1,10 +1,9 @@
 // Command juju-referee judges the local model (tests/model) with Juju 3.6's own code: the
-// model sends it, one JSON line each (model.RefereeRequest), every hook-tool call it served
-// and every choice of a unit's next hook; the referee replays each tool call through Juju's
-// jujuc server and commands (internal/worker/uniter/runner/jujuc, over a unix socket as
-// Juju's jujuc client calls it) against the same state, puts each choice to Juju's uniter
-// resolver (internal/worker/uniter.NewUniterResolver), and answers one JSON line
-// (model.RefereeReply) naming what Juju's code does differently.
+// model sends it, one JSON line each (model.RefereeRequest), every hook-tool call it served;
+// the referee replays each through Juju's jujuc server and commands
+// (internal/worker/uniter/runner/jujuc, over a unix socket as Juju's jujuc client calls it)
+// against the same state, and answers one JSON line (model.RefereeReply) naming what Juju's
+// code does differently.
 //
 // # Why this module's path is under github.com/juju/juju
 //
@@ -55,8 +54,6 @@ func serve() error {
 		switch {
 		case req.Tool != nil:
 			rep.Diff = tools.judge(req.Tool)
-		case req.Choice != nil:
-			rep.Diff = judgeChoice(req.Choice)
 		}
 		if err := enc.Encode(rep); err != nil {
 			return err
