@@ -110,7 +110,7 @@ func newClusterWith(t *testing.T, base string, wrap func(*model.BaseMachines) mo
 		}
 	}
 	m, err := model.New(context.Background(), model.Options{
-		Dir: dir, Name: "e2e", Tools: jujucBin,
+		Dir: dir, Name: "e2e", Tools: jujucBin, Referee: model.RefereeBeside(toolsBin),
 		Machines:             machines,
 		UpdateStatusInterval: 5 * time.Second,
 	})
