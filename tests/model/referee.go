@@ -181,7 +181,7 @@ func (r *referee) close(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("and %d more differences", r.more))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("Juju 3.6's code, as referee, differs from the model: %w", err)
+		return fmt.Errorf("the model differs from Juju 3.6's own code (the referee): %w", err)
 	}
 	return nil
 }
