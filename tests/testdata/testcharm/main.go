@@ -17,6 +17,10 @@
 //     "testcharm-done" with its end time, so that tests can check that hooks never overlap.
 //   - on config-changed the leader publishes the secret again to every source relation (so that
 //     granting it later reaches the sink side).
+//   - on a machine that runs systemd, every hook records first what systemd said of the machine
+//     as it started ("system": running, stopping, ...; `systemctl is-system-running`) and the
+//     boot it ran in ("boot": the boot id), so that tests can tell a hook started on a machine
+//     going down.
 //   - actions: echo, fail, rotate (new secret revision), bad-key, tools, and run-tool, which
 //     runs any hook tool (argv as a JSON list, optional stdin) and returns its stdout ("out"),
 //     stderr ("err") and exit code ("code").
@@ -28,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"time"
@@ -54,6 +59,7 @@ type config struct {
 
 func handle(ctx context.Context, hc *juju.HookContext) error {
 	ev := hc.Event
+	system, boot := systemState(ctx)
 	env := map[string]string{}
 	for _, kv := range os.Environ() {
 		if k, v, ok := strings.Cut(kv, "="); ok && (strings.HasPrefix(k, "JUJU_") || k == "PATH") {
@@ -62,6 +68,9 @@ func handle(ctx context.Context, hc *juju.HookContext) error {
 	}
 	wd, _ := os.Getwd()
 	record := map[string]any{"hook": ev.Name, "env": env, "wd": wd, "t": time.Now().UnixNano()}
+	if system != "" {
+		record["system"], record["boot"] = system, boot
+	}
 	if ev.Kind.IsRelation() {
 		// What relation-ids and relation-list show during this hook.
 		for key, argv := range map[string][]string{
@@ -162,6 +171,18 @@ func handle(ctx context.Context, hc *juju.HookContext) error {
 		return fmt.Errorf("failing %s on purpose", ev.Name)
 	}
 	return nil
+}
+
+// systemState is what systemd says of the machine (`systemctl is-system-running`: it exits
+// non-zero for every state but running, its output is the state) and the machine's boot id;
+// empty on a machine without systemd (sd_booted: no /run/systemd/system).
+func systemState(ctx context.Context) (state, boot string) {
+	if _, err := os.Stat("/run/systemd/system"); err != nil {
+		return "", ""
+	}
+	out, _ := exec.CommandContext(ctx, "systemctl", "is-system-running").Output()
+	id, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return strings.TrimSpace(string(out)), strings.TrimSpace(string(id))
 }
 
 func relation(ctx context.Context, hc *juju.HookContext, cfg config, leader bool) error {
