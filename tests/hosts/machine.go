@@ -464,22 +464,11 @@ func (m *Machine) Boots() int {
 // Up reports whether the machine is running a boot: false while it is off, between a shutdown
 // and the next boot, or once its systemd has handed over to systemd-shutdown (the last step of
 // a shutdown: services stopped, file systems and binds unmounted, every process being killed).
-// While systemd still stops units, Up is true: GoingDown tells.
+// While systemd still stops units, Up is true: a service of the machine's (StartService) tells
+// when systemd stopped it.
 func (m *Machine) Up() bool {
 	pid := m.PID()
 	return pid != 0 && !shuttingDown(pid)
-}
-
-// GoingDown reports whether the machine is not up (see Up) or its systemd is stopping units
-// for a shutdown or a reboot (systemctl is-system-running says "stopping"). It runs a command
-// in the machine: for after the fact (did the machine go down under a command that failed?),
-// not for every command.
-func (m *Machine) GoingDown(ctx context.Context) bool {
-	if !m.Up() {
-		return true
-	}
-	// A machine that cannot be asked (no answer) is going down only if it is no longer up.
-	return m.systemState(ctx, m.PID()) == "stopping" || !m.Up()
 }
 
 // systemState is what `systemctl is-system-running` says in the machine whose PID 1 is pid
