@@ -389,3 +389,43 @@ func TestMachineSweepAfterCrash(t *testing.T) {
 		t.Errorf("a mount of the crashed machine is left: %s", dir)
 	}
 }
+
+// BenchmarkMachineDown is what the local model's agent pays before every hook to know its
+// machine is not going down: Up (the machine's PID 1 is systemd, not systemd-shutdown: what it
+// checked before), Running on the agent's service (what it checks now), and StartService, which
+// it pays once a boot.
+//
+//	CI=true go test -run '^$' -bench 'BenchmarkMachineDown/(Up|Running)' -benchtime 2000x -count 5 ./tests/hosts/
+//	CI=true go test -run '^$' -bench 'BenchmarkMachineDown/StartService' -benchtime 20x -count 5 ./tests/hosts/
+func BenchmarkMachineDown(b *testing.B) {
+	n := hoststest.New(b)
+	m := hoststest.AddMachine(b, n, "m1", "bookworm")
+	ctx := context.Background()
+	p, err := m.StartService(ctx, "ad-agent", nil, "sleep", "infinity")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Up", func(b *testing.B) {
+		for b.Loop() {
+			if !m.Up() {
+				b.Fatal("machine not up")
+			}
+		}
+	})
+	b.Run("Running", func(b *testing.B) {
+		for b.Loop() {
+			if !p.Running() {
+				b.Fatal("service not running")
+			}
+		}
+	})
+	i := 0 // unit names stay unique across the runs of the sub-benchmark
+	b.Run("StartService", func(b *testing.B) {
+		for b.Loop() {
+			i++
+			if _, err := m.StartService(ctx, "ad-bench-"+strconv.Itoa(i), nil, "sleep", "infinity"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
