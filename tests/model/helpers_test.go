@@ -172,6 +172,12 @@ type record struct {
 	Members string `json:"members"`
 	// T is when the hook started (Unix nanoseconds).
 	T int64 `json:"t"`
+	// On a systemd machine, as the hook started: the state of the agent's service (active,
+	// deactivating, inactive, ...), what systemd said of the machine (running, stopping, ...) and
+	// the boot id.
+	Agent  string `json:"agent"`
+	System string `json:"system"`
+	Boot   string `json:"boot"`
 }
 
 // span is one hook or action as the test charm logged it: its start and end.
