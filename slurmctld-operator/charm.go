@@ -105,6 +105,7 @@ func (c *Charm) Router() *juju.Router {
 	r.Handle(juju.UpdateStatus, c.handle(c.updateStatus))
 	for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted, juju.RelationBroken} {
 		r.HandleRelation("slurmd", k, c.handle(c.slurmdRelation))
+		r.HandleRelation("slurmdbd", k, c.handle(c.slurmdbdRelation))
 	}
 	r.HandleAction("show-current-config", c.showCurrentConfig)
 	r.HandleAction("set-node-state", c.handle(thenStatus(c.setNodeState)))

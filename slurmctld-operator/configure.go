@@ -39,6 +39,9 @@ func (c *Charm) configure(ctx context.Context, h *hook) error {
 	if err := h.publishAll(ctx); err != nil {
 		return err
 	}
+	if err := h.publishAccounting(ctx); err != nil {
+		return err
+	}
 	return h.setStatus(ctx)
 }
 
@@ -326,6 +329,7 @@ func (h *hook) startSlurmctld(ctx context.Context) error {
 	}
 	// slurm.conf as written is what slurmctld now runs with.
 	h.st.GresRunning = h.gresTypes()
+	h.st.AccountingRunning = h.st.Accounting.storage()
 	if err := h.waitUp(ctx, "started"); err != nil {
 		return err
 	}
@@ -353,6 +357,9 @@ func (h *hook) waitUp(ctx context.Context, what string) error {
 // restart when GresTypes differs from what it runs with (Slurm ignores a GresTypes change
 // on reconfigure), else one `scontrol reconfigure` when changed is set.
 func (h *hook) apply(ctx context.Context, changed bool) error {
+	if h.accountingRestartNeeded() {
+		return h.restartForAccounting(ctx)
+	}
 	if h.gresRestartNeeded() {
 		return h.restartForGres(ctx)
 	}

@@ -262,6 +262,7 @@ func (h *hook) status(ctx context.Context) (juju.StatusCode, string) {
 	if len(h.st.Apps) == 0 {
 		msg += "; waiting for a slurmd application"
 	}
+	msg += h.accountingStatus(ctx)
 	msg += h.rebootStatus()
 	return juju.StatusActive, msg
 }

@@ -65,6 +65,11 @@ type charmState struct {
 	Pending map[string]pendingNode `json:"pending,omitempty"`
 	// Removing are slurmd applications whose partition is being removed (relation broken).
 	Removing map[string]removal `json:"removing,omitempty"`
+	// Accounting is the slurmdbd relation's state (accounting.go), or nil.
+	Accounting *accounting `json:"accounting,omitempty"`
+	// AccountingRunning is the accounting storage (host:port, "" for none) slurmctld was last
+	// started or restarted with.
+	AccountingRunning string `json:"accounting-running,omitempty"`
 	// Reboots is the rolling reboot under way (reboot action), or nil.
 	Reboots *rebootPlan `json:"reboots,omitempty"`
 	// Published is what this unit, as leader, last wrote to Juju in hooks that succeeded;
@@ -98,6 +103,8 @@ type published struct {
 	RelationsKnown bool `json:"relations-known,omitempty"`
 	// Relations are the slurmd relations with what was written to each.
 	Relations map[juju.RelationID]*publishedRel `json:"relations,omitempty"`
+	// Dbd is what was written to the slurmdbd relation (accounting.go).
+	Dbd *publishedDbd `json:"dbd,omitempty"`
 }
 
 // publishedRel is what was written to one slurmd relation.
@@ -119,6 +126,11 @@ func (p *published) clone() *published {
 		rc := *r
 		rc.Data = maps.Clone(r.Data)
 		q.Relations[id] = &rc
+	}
+	if p.Dbd != nil {
+		d := *p.Dbd
+		d.Data = maps.Clone(p.Dbd.Data)
+		q.Dbd = &d
 	}
 	return &q
 }
