@@ -6,10 +6,13 @@ cd "$(dirname "$0")/.."
 
 need_apt=()
 for pair in slurmctld:slurmctld slurmd:slurmd scontrol:slurm-client munged:munge \
+            slurmdbd:slurmdbd mariadbd:mariadb-server mariadb:mariadb-client \
             ip:iproute2 nsenter:util-linux unshare:util-linux curl:curl pgrep:procps; do
   cmd=${pair%%:*} pkg=${pair#*:}
   command -v "$cmd" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
+# slurmdbd's MySQL storage plugin is a package of its own, with no program to look for.
+ls /usr/lib/*/slurm-wlm/accounting_storage_mysql.so >/dev/null 2>&1 || need_apt+=(slurm-wlm-mysql-plugin)
 # apt_get runs apt-get, waiting (bounded) while another apt or dpkg run holds one of apt's locks
 # instead of failing at once: apt itself waits for dpkg's frontend lock (DPkg::Lock::Timeout);
 # a lock apt does not wait for (the lists lock of `apt-get update`) is retried here.

@@ -170,6 +170,29 @@ func (p Provider) Publish(ctx context.Context, id juju.RelationID, resp Response
 	return p.HookContext.Relations.SetAppData(ctx, id, bag)
 }
 
+// Request reads the requirer's request on relation id; ErrNotReady until it is there.
+func (p Provider) Request(ctx context.Context, id juju.RelationID) (Request, error) {
+	hc := p.HookContext
+	app := ""
+	if ev := hc.Event; ev.Kind.IsRelation() && ev.Relation == id {
+		app = ev.RemoteApp
+	}
+	if app == "" {
+		var err error
+		if app, err = hc.Relations.RemoteApp(ctx, id); err != nil {
+			return Request{}, fmt.Errorf("cannot find the requirer application: %w", err)
+		}
+	}
+	if app == "" {
+		return Request{}, ErrNotReady
+	}
+	bag, err := hc.Relations.AppData(ctx, id, app)
+	if err != nil {
+		return Request{}, fmt.Errorf("cannot read the requirer's relation data: %w", err)
+	}
+	return DecodeRequest(bag)
+}
+
 // Event translates the current hook into a provider event: DatabaseRequested once the
 // requirer's request is there (a bad request comes with its *DataError), RequirerGone on
 // relation-broken.
@@ -185,23 +208,15 @@ func (p Provider) Event(ctx context.Context) (Event, error) {
 	case juju.RelationDeparted:
 		return nil, nil
 	}
+	req, err := p.Request(ctx, ev.Relation)
+	if errors.Is(err, ErrNotReady) {
+		return nil, nil
+	}
 	app := ev.RemoteApp
-	if app == "" {
-		var err error
+	if app == "" && err == nil {
 		if app, err = hc.Relations.RemoteApp(ctx, ev.Relation); err != nil {
 			return nil, fmt.Errorf("cannot find the requirer application: %w", err)
 		}
-	}
-	if app == "" {
-		return nil, nil
-	}
-	bag, err := hc.Relations.AppData(ctx, ev.Relation, app)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the requirer's relation data: %w", err)
-	}
-	req, err := DecodeRequest(bag)
-	if errors.Is(err, ErrNotReady) {
-		return nil, nil
 	}
 	return DatabaseRequested{Relation: ev.Relation, App: app, Request: req}, err
 }

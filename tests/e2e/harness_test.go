@@ -26,6 +26,8 @@ var (
 	jujucBin      string
 	slurmctldPath string
 	slurmdPath    string
+	slurmdbdPath  string
+	mariadbPath   string
 )
 
 func TestMain(m *testing.M) {
@@ -52,7 +54,10 @@ func setup(m *testing.M) (int, error) {
 	ctx := context.Background()
 	slurmctldPath = filepath.Join(tmp, "slurmctld.charm")
 	slurmdPath = filepath.Join(tmp, "slurmd.charm")
-	for dir, out := range map[string]string{"slurmctld-operator": slurmctldPath, "slurmd-operator": slurmdPath} {
+	slurmdbdPath = filepath.Join(tmp, "slurmdbd.charm")
+	mariadbPath = filepath.Join(tmp, "mariadb.charm")
+	for dir, out := range map[string]string{"slurmctld-operator": slurmctldPath, "slurmd-operator": slurmdPath,
+		"slurmdbd-operator": slurmdbdPath, "tests/charms/mariadb": mariadbPath} {
 		if err := charmpack.Pack(ctx, charmpack.Options{Dir: filepath.Join(root, dir), Out: out}); err != nil {
 			return 0, err
 		}

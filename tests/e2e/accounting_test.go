@@ -1,0 +1,182 @@
+package e2e_test
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
+)
+
+// Accounting: slurmdbd (the slurmdbd charm) on a real MariaDB (the test database charm,
+// tests/charms/mariadb, Debian's mariadb-server), related to a running cluster.
+
+// TestAccounting on Pebble hosts (Slurm 22.05, MariaDB 10.11): accountingLifecycle.
+func TestAccounting(t *testing.T) {
+	t.Parallel()
+	accountingLifecycle(t, newCluster(t, 2))
+}
+
+// accountingLifecycle: relating slurmdbd to a cluster with a running and a queued job costs
+// one slurmctld restart and no job; every job is then in sacct with its TRES; with slurmdbd
+// stopped, jobs start and end, the controller's status says accounting is behind, and once
+// slurmdbd is back every job is in sacct; removing the relation costs one restart and no job.
+func accountingLifecycle(t *testing.T, c *cluster) {
+	running := c.sbatch("slurmd", "--wrap", "sleep 25")
+	c.waitJobState(running, "RUNNING", time.Minute)
+	queued := c.sbatch("slurmd", "--dependency=afterok:"+running, "--wrap", "true")
+	_, startsBefore := c.reconfigures()
+
+	c.deploy(mariadbPath, "mariadb", 1, nil)
+	c.deploy(slurmdbdPath, "slurmdbd", 1, nil)
+	c.integrate("slurmdbd", "mariadb")
+	c.integrate("slurmctld", "slurmdbd")
+	c.waitActive()
+	if _, starts := c.reconfigures(); starts != startsBefore+1 {
+		t.Errorf("relating slurmdbd started slurmctld %d times, want once", starts-startsBefore)
+	}
+	if st := c.jobState(running); st != "RUNNING" && st != "COMPLETED" {
+		t.Errorf("running job %s is %s after the restart", running, st)
+	}
+	conf := c.exec("slurmctld/0", "cat", ctlConf)
+	for _, want := range []string{"AccountingStorageType=accounting_storage/slurmdbd", "AccountingStorageTRES=gres/gpu"} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("slurm.conf lacks %s", want)
+		}
+	}
+	c.checkDbdConf()
+	c.waitJobState(running, "COMPLETED", time.Minute)
+	c.waitJobState(queued, "COMPLETED", time.Minute)
+	jobs := []string{running, queued}
+	for range 3 {
+		jobs = append(jobs, c.sbatch("slurmd", "--wrap", "true"))
+	}
+	c.waitCompleted(jobs, 2*time.Minute)
+	c.waitAccounted(jobs, time.Minute)
+	if out := c.slurm("sacctmgr", "-n", "-P", "show", "cluster", "format=cluster"); !strings.Contains(out, "charmed-slurm") {
+		t.Errorf("sacctmgr shows clusters %q, want charmed-slurm registered", out)
+	}
+
+	// slurmdbd away: jobs run, the records wait in slurmctld's queue, the status says so.
+	c.serviceCtl("slurmdbd/0", "stop", "slurmdbd")
+	var away []string
+	for range 4 {
+		away = append(away, c.sbatch("slurmd", "--wrap", "true"))
+	}
+	c.waitCompleted(away, 2*time.Minute)
+	c.eventually(time.Minute, "the controller's status to say accounting is behind", func() (bool, string) {
+		_, msg := c.unitStatus("slurmctld/0")
+		return strings.Contains(msg, "accounting behind"), msg
+	})
+	c.serviceCtl("slurmdbd/0", "start", "slurmdbd")
+	c.waitAccounted(append(jobs, away...), 2*time.Minute)
+	c.eventually(time.Minute, "the controller's status to say accounting caught up", func() (bool, string) {
+		_, msg := c.unitStatus("slurmctld/0")
+		return strings.Contains(msg, "accounting via slurmdbd"), msg
+	})
+
+	// Removing the relation: one restart, the running job keeps running.
+	last := c.sbatch("slurmd", "--wrap", "sleep 15")
+	c.waitJobState(last, "RUNNING", time.Minute)
+	_, startsBefore = c.reconfigures()
+	if err := c.m.RemoveRelation(c.bg(), "slurmctld", "slurmdbd"); err != nil {
+		t.Fatal(err)
+	}
+	c.waitIdle()
+	if _, starts := c.reconfigures(); starts != startsBefore+1 {
+		t.Errorf("removing the slurmdbd relation started slurmctld %d times, want once", starts-startsBefore)
+	}
+	c.waitJobState(last, "COMPLETED", time.Minute)
+	if conf := c.exec("slurmctld/0", "cat", ctlConf); !strings.Contains(conf, "AccountingStorageType=accounting_storage/none") {
+		t.Errorf("slurm.conf still has accounting:\n%s", conf)
+	}
+}
+
+var tresRE = regexp.MustCompile(`cpu=\d+,mem=\d+[KMGT]?,node=\d+`)
+
+// accounted is what sacct knows of each job: id → "state alloctres".
+func (c *cluster) accounted() map[string]string {
+	c.t.Helper()
+	out := c.slurm("sacct", "-a", "-X", "-n", "-P", "-S", "2020-01-01", "-o", "JobID,State,AllocTRES")
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Split(line, "|")
+		if len(f) == 3 {
+			got[f[0]] = f[1] + " " + f[2]
+		}
+	}
+	return got
+}
+
+// waitAccounted waits until sacct lists every job COMPLETED with its cpu, mem and node TRES.
+func (c *cluster) waitAccounted(jobs []string, d time.Duration) {
+	c.t.Helper()
+	c.eventually(d, "sacct to list jobs "+strings.Join(jobs, ","), func() (bool, string) {
+		got := c.accounted()
+		var missing []string
+		for _, j := range jobs {
+			rec, ok := got[j]
+			if !ok || !strings.HasPrefix(rec, "COMPLETED ") || !tresRE.MatchString(rec) {
+				missing = append(missing, j+"="+rec)
+			}
+		}
+		return len(missing) == 0, "missing or incomplete: " + strings.Join(missing, " ")
+	})
+}
+
+// checkDbdConf checks slurmdbd.conf's mode and owner, and that the password is in no relation
+// data, status or log the model holds.
+func (c *cluster) checkDbdConf() {
+	c.t.Helper()
+	if got := strings.TrimSpace(c.exec("slurmdbd/0", "stat", "-c", "%a %U", "/etc/slurm/slurmdbd.conf")); got != "600 slurm" {
+		c.t.Errorf("slurmdbd.conf is %q, want \"600 slurm\"", got)
+	}
+	conf := c.exec("slurmdbd/0", "cat", "/etc/slurm/slurmdbd.conf")
+	var pass string
+	for _, line := range strings.Split(conf, "\n") {
+		if v, ok := strings.CutPrefix(line, "StoragePass="); ok {
+			pass = strings.Trim(v, `"`)
+		}
+	}
+	if len(pass) < 16 {
+		c.t.Fatalf("slurmdbd.conf has no password of the database's making: %q", pass)
+	}
+	state := c.m.State()
+	blob := strings.Join(c.m.DebugLog(), "\n")
+	for _, rel := range state.Relations {
+		for _, bags := range []map[string]map[string]string{rel.AppData, rel.UnitData} {
+			for _, bag := range bags {
+				for k, v := range bag {
+					blob += "\n" + k + "=" + v
+				}
+			}
+		}
+	}
+	st := c.m.Status(c.bg())
+	for _, a := range st.Applications {
+		for _, u := range a.Units {
+			blob += "\n" + u.WorkloadStatus.Message
+		}
+	}
+	if strings.Contains(blob, pass) {
+		c.t.Error("the database password appears in relation data, a status or the debug log")
+	}
+}
+
+// serviceCtl stops or starts a service on unit's host: systemctl on a machine, Pebble on a
+// Pebble host.
+func (c *cluster) serviceCtl(unit, verb, service string) {
+	c.t.Helper()
+	st := c.m.Status(c.bg())
+	app, _, _ := strings.Cut(unit, "/")
+	if st.Machines[st.Applications[app].Units[unit].Machine].BootID != "" {
+		c.exec(unit, "systemctl", verb, service+".service")
+		return
+	}
+	bin, err := hoststest.PebbleBin()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.exec(unit, bin, verb, service)
+}
