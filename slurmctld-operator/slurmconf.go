@@ -128,7 +128,7 @@ func (h *hook) writeSlurmConf(ctx context.Context, feat slurm.Features) (bool, e
 				return fmt.Errorf("slurm-conf-parameters: %w", err)
 			}
 		}
-		return nil
+		return h.editAccounting(d)
 	}, slurmconf.EditOptions{})
 	if err != nil {
 		return false, fmt.Errorf("cannot write %s: %w", confPath, err)

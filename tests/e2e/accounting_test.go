@@ -23,9 +23,9 @@ func TestAccounting(t *testing.T) {
 // stopped, jobs start and end, the controller's status says accounting is behind, and once
 // slurmdbd is back every job is in sacct; removing the relation costs one restart and no job.
 func accountingLifecycle(t *testing.T, c *cluster) {
-	running := c.sbatch("slurmd", "--wrap", "sleep 25")
+	running := c.sbatch("slurmd", "--mem=64", "--wrap", "sleep 25")
 	c.waitJobState(running, "RUNNING", time.Minute)
-	queued := c.sbatch("slurmd", "--dependency=afterok:"+running, "--wrap", "true")
+	queued := c.sbatch("slurmd", "--mem=64", "--dependency=afterok:"+running, "--wrap", "true")
 	_, startsBefore := c.reconfigures()
 
 	c.deploy(mariadbPath, "mariadb", 1, nil)
@@ -50,7 +50,7 @@ func accountingLifecycle(t *testing.T, c *cluster) {
 	c.waitJobState(queued, "COMPLETED", time.Minute)
 	jobs := []string{running, queued}
 	for range 3 {
-		jobs = append(jobs, c.sbatch("slurmd", "--wrap", "true"))
+		jobs = append(jobs, c.sbatch("slurmd", "--mem=64", "--wrap", "true"))
 	}
 	c.waitCompleted(jobs, 2*time.Minute)
 	c.waitAccounted(jobs, time.Minute)
@@ -62,7 +62,7 @@ func accountingLifecycle(t *testing.T, c *cluster) {
 	c.serviceCtl("slurmdbd/0", "stop", "slurmdbd")
 	var away []string
 	for range 4 {
-		away = append(away, c.sbatch("slurmd", "--wrap", "true"))
+		away = append(away, c.sbatch("slurmd", "--mem=64", "--wrap", "true"))
 	}
 	c.waitCompleted(away, 2*time.Minute)
 	c.eventually(time.Minute, "the controller's status to say accounting is behind", func() (bool, string) {
@@ -77,7 +77,7 @@ func accountingLifecycle(t *testing.T, c *cluster) {
 	})
 
 	// Removing the relation: one restart, the running job keeps running.
-	last := c.sbatch("slurmd", "--wrap", "sleep 15")
+	last := c.sbatch("slurmd", "--mem=64", "--wrap", "sleep 15")
 	c.waitJobState(last, "RUNNING", time.Minute)
 	_, startsBefore = c.reconfigures()
 	if err := c.m.RemoveRelation(c.bg(), "slurmctld", "slurmdbd"); err != nil {
@@ -93,23 +93,30 @@ func accountingLifecycle(t *testing.T, c *cluster) {
 	}
 }
 
-var tresRE = regexp.MustCompile(`cpu=\d+,mem=\d+[KMGT]?,node=\d+`)
+// allocRE and reqRE: the TRES sacct records, allocated (cpu, node) and asked (mem too).
+var (
+	allocRE = regexp.MustCompile(`^COMPLETED \S*cpu=\d+,\S*node=\d+\S* `)
+	reqRE   = regexp.MustCompile(` \S*cpu=\d+,mem=64M,node=\d+`)
+)
 
-// accounted is what sacct knows of each job: id → "state alloctres".
+// accounted is what sacct knows of each job: id → "state alloctres reqtres".
 func (c *cluster) accounted() map[string]string {
 	c.t.Helper()
-	out := c.slurm("sacct", "-a", "-X", "-n", "-P", "-S", "2020-01-01", "-o", "JobID,State,AllocTRES")
+	out := c.slurm("sacct", "-a", "-X", "-n", "-P", "-S", "2020-01-01", "-o", "JobID,State,AllocTRES,ReqTRES")
 	got := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		f := strings.Split(line, "|")
-		if len(f) == 3 {
-			got[f[0]] = f[1] + " " + f[2]
+		if len(f) == 4 {
+			got[f[0]] = f[1] + " " + f[2] + " " + f[3]
 		}
 	}
 	return got
 }
 
-// waitAccounted waits until sacct lists every job COMPLETED with its cpu, mem and node TRES.
+// waitAccounted waits until sacct lists every job COMPLETED with its TRES: cpu and node
+// allocated, and the 64 MB of memory it asked for (memory is allocated TRES only where
+// memory is a consumable resource: SelectTypeParameters=CR_Core_Memory; the charm's default
+// is CR_Core).
 func (c *cluster) waitAccounted(jobs []string, d time.Duration) {
 	c.t.Helper()
 	c.eventually(d, "sacct to list jobs "+strings.Join(jobs, ","), func() (bool, string) {
@@ -117,7 +124,7 @@ func (c *cluster) waitAccounted(jobs []string, d time.Duration) {
 		var missing []string
 		for _, j := range jobs {
 			rec, ok := got[j]
-			if !ok || !strings.HasPrefix(rec, "COMPLETED ") || !tresRE.MatchString(rec) {
+			if !ok || !allocRE.MatchString(rec) || !reqRE.MatchString(rec) {
 				missing = append(missing, j+"="+rec)
 			}
 		}
