@@ -23,7 +23,7 @@ var PrivateDirs = []string{
 	"/var/spool/slurmd", "/var/spool/slurmctld", "/var/lib/slurm", "/var/log/slurm",
 	"/var/lib/munge", "/var/log/munge", "/var/lib/juju", "/var/lib/pebble",
 	"/var/lib/mysql", // the test database charm's data directory (tests/charms/mariadb)
-	"/root", // the working directory of Command: files a job or a test writes there stay in the host
+	"/root",          // the working directory of Command: files a job or a test writes there stay in the host
 }
 
 // PebbleDir is the value of PEBBLE inside every host.
