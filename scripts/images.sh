@@ -18,13 +18,17 @@ suites=("$@")
 
 # Packages of every image (minbase plus these). dbus: the charms' systemd backend talks D-Bus.
 common=(systemd systemd-sysv dbus slurmd slurmctld slurm-client munge iproute2 procps)
+# Accounting: slurmdbd with its MySQL plugin, and MariaDB for the test database charm
+# (tests/charms/mariadb); installed disabled like the rest. All machines of a suite share one
+# image (an overlay each), so this costs disk once per suite, not per machine.
+accounting=(slurmdbd slurm-wlm-mysql-plugin mariadb-server)
 # Run in the image root once the packages are in; its content is part of the key.
 customize=scripts/image-customize.sh
 
 packages() {
   case "$1" in
-    bookworm) echo "${common[*]}" ;;
-    trixie) echo "${common[*]} sackd" ;;
+    bookworm) echo "${common[*]} ${accounting[*]}" ;;
+    trixie) echo "${common[*]} sackd ${accounting[*]}" ;;
     *) echo "images: unknown suite $1 (bookworm, trixie)" >&2; return 1 ;;
   esac
 }

@@ -102,8 +102,11 @@ var (
 // accounted is what sacct knows of each job: id → "state alloctres reqtres".
 func (c *cluster) accounted() map[string]string {
 	c.t.Helper()
-	out := c.slurm("sacct", "-a", "-X", "-n", "-P", "-S", "2020-01-01", "-o", "JobID,State,AllocTRES,ReqTRES")
+	out, code, stderr := c.tryExec("slurmctld/0", "env", "SLURM_CONF="+ctlConf, "sacct", "-a", "-X", "-n", "-P", "-S", "2020-01-01", "-o", "JobID,State,AllocTRES,ReqTRES")
 	got := map[string]string{}
+	if code != 0 {
+		got["sacct"] = strings.TrimSpace(stderr) // slurmdbd or its database away: wait on
+	}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		f := strings.Split(line, "|")
 		if len(f) == 4 {
@@ -186,4 +189,82 @@ func (c *cluster) serviceCtl(unit, verb, service string) {
 		c.t.Fatal(err)
 	}
 	c.exec(unit, bin, verb, service)
+}
+
+// TestAccountingFaults on Pebble hosts: a database that shares no credentials, that is
+// unreachable, that refuses the credentials blocks slurmdbd naming each problem, while
+// slurmctld keeps scheduling; once the database is back the controller's queue drains.
+func TestAccountingFaults(t *testing.T) {
+	t.Parallel()
+	accountingFaults(t, newCluster(t, 1))
+}
+
+func accountingFaults(t *testing.T, c *cluster) {
+	c.deploy(mariadbPath, "mariadb", 1, map[string]string{"share-credentials": "false"})
+	c.deploy(slurmdbdPath, "slurmdbd", 1, nil)
+	c.integrate("slurmdbd", "mariadb")
+	c.integrate("slurmctld", "slurmdbd")
+	c.waitIdle()
+	c.waitBlocked("slurmdbd/0", `database relation: invalid "secret-user" in database relation data: missing: the provider shared no credentials`)
+	c.checkScheduling()
+
+	if err := c.m.SetConfig(c.bg(), "mariadb", map[string]string{"share-credentials": "true"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.waitActive()
+	jobs := []string{c.sbatch("slurmd", "--mem=64", "--wrap", "true")}
+	c.waitCompleted(jobs, time.Minute)
+	c.waitAccounted(jobs, time.Minute)
+
+	// The database away: slurmdbd keeps running, slurmctld keeps scheduling and queues; once
+	// the database is back the queue drains.
+	c.serviceCtl("mariadb/0", "stop", "mariadb")
+	c.waitBlocked("slurmdbd/0", "cannot reach the database at ")
+	away := []string{c.sbatch("slurmd", "--mem=64", "--wrap", "true")}
+	c.waitCompleted(away, time.Minute)
+	c.checkScheduling()
+	c.serviceCtl("mariadb/0", "start", "mariadb")
+	c.waitAccounted(append(jobs, away...), 2*time.Minute)
+	c.eventually(2*time.Minute, "slurmdbd/0 active again", func() (bool, string) {
+		st, msg := c.unitStatus("slurmdbd/0")
+		return st == "active", st + ": " + msg
+	})
+
+	// Credentials the database no longer takes (changed behind the charms' back).
+	user := c.dbdConfValue("StorageUser")
+	c.exec("mariadb/0", "mariadb", "--no-defaults", "--socket=/run/mysqld/mysqld.sock", "-u", "root",
+		"-e", "ALTER USER '"+user+"'@'%' IDENTIFIED BY 'not-the-password-any-more'")
+	c.waitBlocked("slurmdbd/0", "refuses the credentials of user "+user)
+	c.checkScheduling()
+}
+
+// waitBlocked waits until unit is blocked with a message containing want.
+func (c *cluster) waitBlocked(unit, want string) {
+	c.t.Helper()
+	c.eventually(2*time.Minute, unit+" blocked: "+want, func() (bool, string) {
+		st, msg := c.unitStatus(unit)
+		return st == "blocked" && strings.Contains(msg, want), st + ": " + msg
+	})
+}
+
+// checkScheduling runs a job to its end and checks the controller is active.
+func (c *cluster) checkScheduling() {
+	c.t.Helper()
+	id := c.sbatch("slurmd", "--wrap", "true")
+	c.waitJobState(id, "COMPLETED", time.Minute)
+	if st, msg := c.unitStatus("slurmctld/0"); st != "active" {
+		c.t.Errorf("slurmctld/0 is %s: %s", st, msg)
+	}
+}
+
+// dbdConfValue is a key's value in slurmdbd.conf on slurmdbd/0.
+func (c *cluster) dbdConfValue(key string) string {
+	c.t.Helper()
+	for _, line := range strings.Split(c.exec("slurmdbd/0", "cat", "/etc/slurm/slurmdbd.conf"), "\n") {
+		if v, ok := strings.CutPrefix(line, key+"="); ok {
+			return strings.Trim(v, `"`)
+		}
+	}
+	c.t.Fatalf("slurmdbd.conf has no %s", key)
+	return ""
 }
