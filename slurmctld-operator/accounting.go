@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
+	"os"
 	"strconv"
 	"strings"
 
@@ -248,11 +250,23 @@ func (h *hook) accountingRestartNeeded() bool {
 // restartForAccounting restarts slurmctld so that it loads the accounting storage slurm.conf
 // names. Running and queued jobs survive it (StateSaveLocation); the hook does not wait for
 // them. The status says why it restarts.
+//
+// A cluster that slurmdbd does not know yet registers itself at this start. Slurm 23.02 and
+// later keep a ClusterID in StateSaveLocation/clustername, made up at the first start without
+// accounting, and a slurmdbd before 26.05 registers the cluster under an id of its own:
+// slurmctld then refuses to start ("CLUSTER ID MISMATCH"). So for a cluster slurmdbd does not
+// hold, the file goes first and slurmctld takes slurmdbd's id (the check is there against two
+// controllers sharing one StateSaveLocation, which this is not). If slurmctld does not come
+// back with accounting all the same, accounting is turned off again, naming the failure, and
+// slurmctld is restarted as it was: it keeps scheduling.
 func (h *hook) restartForAccounting(ctx context.Context) error {
 	want := h.st.Accounting.storage()
 	why := "turn accounting off"
 	if want != "" {
 		why = "turn accounting on (slurmdbd at " + want + ")"
+		if err := h.forgetLocalClusterID(ctx); err != nil {
+			return err
+		}
 	}
 	if err := h.progress(ctx, "restarting slurmctld to "+why+"; running jobs keep running"); err != nil {
 		return err
@@ -264,11 +278,53 @@ func (h *hook) restartForAccounting(ctx context.Context) error {
 	h.st.GresRunning = h.gresTypes() // the restart applies every key
 	h.forgetNodes()
 	if err := h.waitUp(ctx, "restarted"); err != nil {
-		return err
+		if want == "" {
+			return err
+		}
+		return h.rollBackAccounting(ctx, err)
 	}
 	h.logf(ctx, juju.LevelInfo, "restarted slurmctld to %s", why)
 	h.repairPartitions(ctx)
 	return nil
+}
+
+// forgetLocalClusterID removes StateSaveLocation/clustername when slurmdbd does not know the
+// cluster yet (see restartForAccounting). slurmdbd is asked with the live slurm.conf, which
+// names it already.
+func (h *hook) forgetLocalClusterID(ctx context.Context) error {
+	known, err := h.c.client().ClusterKnown(ctx, h.cfg.ClusterName)
+	if err != nil {
+		h.logf(ctx, juju.LevelWarning, "cannot ask slurmdbd whether it knows cluster %s (the ClusterID file stays): %v", h.cfg.ClusterName, err)
+		return nil
+	}
+	if known {
+		return nil
+	}
+	path := h.c.Path(stateSaveDir + "/clustername")
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("cannot remove %s: %w", path, err)
+	}
+	h.logf(ctx, juju.LevelInfo, "cluster %s is new to slurmdbd: it registers with slurmdbd's ClusterID", h.cfg.ClusterName)
+	return nil
+}
+
+// rollBackAccounting turns accounting off again after slurmctld failed to come back with it
+// (cause), and restarts slurmctld without it.
+func (h *hook) rollBackAccounting(ctx context.Context, cause error) error {
+	h.st.Accounting.Refused = "slurmctld did not start with accounting (see " + slurmctldLog + "): " + firstLine(cause.Error())
+	h.logf(ctx, juju.LevelError, "accounting turned off again: %v", cause)
+	feat, err := h.features(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := h.changeConf(ctx, func(ctx context.Context) (bool, error) { return h.writeSlurmConf(ctx, feat) }); err != nil {
+		return errors.Join(cause, err)
+	}
+	if err := h.c.restart(ctx, svcSlurmctld); err != nil {
+		return errors.Join(cause, err)
+	}
+	h.st.AccountingRunning = ""
+	return h.waitUp(ctx, "restarted without accounting")
 }
 
 // accountingStatus is the status's note on accounting ("" without a slurmdbd relation).

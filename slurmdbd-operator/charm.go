@@ -63,9 +63,12 @@ const (
 	ConfDir  = "/etc/slurm"
 	ConfFile = "/etc/slurm/slurmdbd.conf"
 	// LogFile and PidFile are slurmdbd's (managed keys).
-	LogDir    = "/var/log/slurm"
-	LogFile   = "/var/log/slurm/slurmdbd.log"
-	PidFile   = "/run/slurmdbd.pid"
+	LogDir  = "/var/log/slurm"
+	LogFile = "/var/log/slurm/slurmdbd.log"
+	// PidFile is in slurmdbd's own runtime directory: Debian 13's unit runs it as slurm
+	// (RuntimeDirectory=slurmdbd); the charm creates the directory where nothing does.
+	RunDir    = "/run/slurmdbd"
+	PidFile   = "/run/slurmdbd/slurmdbd.pid"
 	SlurmUser = "slurm"
 	MungeUser = "munge"
 )

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"os"
 	"strconv"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmdbd"
@@ -53,7 +54,19 @@ func (h *hook) running(ctx context.Context) bool {
 // StartTimeout) until it listens.
 func (h *hook) startSlurmdbd(ctx context.Context, restart bool) error {
 	c := h.c
-	spec := service.Spec{Name: Service, Summary: "Slurm accounting daemon", Command: []string{"/usr/sbin/slurmdbd", "-D"}}
+	uid, gid, err := c.UserIDs(SlurmUser)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(c.Path(RunDir), 0o755); err != nil {
+		return fmt.Errorf("cannot create %s: %w", RunDir, err)
+	}
+	if err := os.Chown(c.Path(RunDir), uid, gid); err != nil {
+		return fmt.Errorf("cannot give %s to %s: %w", RunDir, SlurmUser, err)
+	}
+	// As slurm, as Debian 13's unit runs it: systemd then makes its RuntimeDirectory
+	// (/run/slurmdbd, where 24.11 binds its sack socket) slurm's.
+	spec := service.Spec{Name: Service, Summary: "Slurm accounting daemon", Command: []string{"/usr/sbin/slurmdbd", "-D"}, User: SlurmUser}
 	if err := c.Services.Configure(ctx, spec); err != nil {
 		return fmt.Errorf("cannot configure slurmdbd: %w", err)
 	}

@@ -36,3 +36,21 @@ func ParseDbdAgentQueue(data []byte) (int, error) {
 	}
 	return 0, nil
 }
+
+// ClusterKnown runs `sacctmgr show cluster` against the slurmdbd that Conf's
+// AccountingStorageHost names and reports whether it holds cluster name.
+func (c *Client) ClusterKnown(ctx context.Context, name string) (bool, error) {
+	if err := checkName("cluster", name); err != nil {
+		return false, err
+	}
+	out, err := c.run(ctx, true, "sacctmgr", "-n", "-P", "show", "cluster", name, "format=cluster")
+	if err != nil {
+		return false, err
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.TrimSpace(line) == name {
+			return true, nil
+		}
+	}
+	return false, nil
+}

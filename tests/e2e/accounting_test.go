@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmed-slurm/operators/tests/hosts"
 	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
+	"github.com/charmed-slurm/operators/tests/model"
 )
 
 // Accounting: slurmdbd (the slurmdbd charm) on a real MariaDB (the test database charm,
@@ -15,7 +17,26 @@ import (
 // TestAccounting on Pebble hosts (Slurm 22.05, MariaDB 10.11): accountingLifecycle.
 func TestAccounting(t *testing.T) {
 	t.Parallel()
-	accountingLifecycle(t, newCluster(t, 2))
+	accountingLifecycle(t, newAccountingCluster(t, ""))
+}
+
+// TestAccountingTrixie is TestAccounting on Debian 13 machines (Slurm 24.11, auth/slurm,
+// MariaDB 11.8, systemd).
+func TestAccountingTrixie(t *testing.T) {
+	t.Parallel()
+	accountingLifecycle(t, newAccountingCluster(t, model.BaseTrixie))
+}
+
+// newAccountingCluster is a cluster on base with two CPU nodes (application slurmd) and one
+// node with a fake GPU (application gpu).
+func newAccountingCluster(t *testing.T, base string) *cluster {
+	c := newClusterWith(t, base, func(bm *model.BaseMachines) model.Provisioner {
+		return &gpuMachines{BaseMachines: bm, gpus: map[string]hosts.FakeGPUs{"gpu": {Model: "Tesla T4", Count: 1}}}
+	}, 2)
+	c.deploy(slurmdPath, "gpu", 1, nil)
+	c.integrate("slurmctld", "gpu")
+	c.waitActive()
+	return c
 }
 
 // accountingLifecycle: relating slurmdbd to a cluster with a running and a queued job costs
@@ -52,8 +73,13 @@ func accountingLifecycle(t *testing.T, c *cluster) {
 	for range 3 {
 		jobs = append(jobs, c.sbatch("slurmd", "--mem=64", "--wrap", "true"))
 	}
+	gpuJob := c.sbatch("gpu", "--mem=64", "--gres=gpu:1", "--wrap", "true")
+	jobs = append(jobs, gpuJob)
 	c.waitCompleted(jobs, 2*time.Minute)
 	c.waitAccounted(jobs, time.Minute)
+	if rec := c.accounted()[gpuJob]; !strings.Contains(rec, "gres/gpu=1") {
+		t.Errorf("sacct of GPU job %s: %q, want gres/gpu=1 in its TRES", gpuJob, rec)
+	}
 	if out := c.slurm("sacctmgr", "-n", "-P", "show", "cluster", "format=cluster"); !strings.Contains(out, "charmed-slurm") {
 		t.Errorf("sacctmgr shows clusters %q, want charmed-slurm registered", out)
 	}
@@ -93,11 +119,9 @@ func accountingLifecycle(t *testing.T, c *cluster) {
 	}
 }
 
-// allocRE and reqRE: the TRES sacct records, allocated (cpu, node) and asked (mem too).
-var (
-	allocRE = regexp.MustCompile(`^COMPLETED \S*cpu=\d+,\S*node=\d+\S* `)
-	reqRE   = regexp.MustCompile(` \S*cpu=\d+,mem=64M,node=\d+`)
-)
+// recordRE is a job's sacct record: COMPLETED, cpu and node allocated, and the 64 MB of
+// memory it asked for.
+var recordRE = regexp.MustCompile(`^COMPLETED \S*cpu=\d+,\S*node=\d+\S* \S*cpu=\d+,\S*mem=64M,node=\d+`)
 
 // accounted is what sacct knows of each job: id → "state alloctres reqtres".
 func (c *cluster) accounted() map[string]string {
@@ -127,7 +151,7 @@ func (c *cluster) waitAccounted(jobs []string, d time.Duration) {
 		var missing []string
 		for _, j := range jobs {
 			rec, ok := got[j]
-			if !ok || !allocRE.MatchString(rec) || !reqRE.MatchString(rec) {
+			if !ok || !recordRE.MatchString(rec) {
 				missing = append(missing, j+"="+rec)
 			}
 		}

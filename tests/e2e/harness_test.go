@@ -364,7 +364,7 @@ func (c *cluster) dumpDebug() {
 				continue
 			}
 			out.Reset()
-			c.m.Exec(ctx, unit, []string{"sh", "-c", "systemctl --no-pager status slurmd.service slurmctld.service munge.service; journalctl --no-pager -n 40 -o short-precise -u slurmd -u slurmctld -u munge; tail -n 30 /var/log/slurm/slurmd.log"}, &out, &out)
+			c.m.Exec(ctx, unit, []string{"sh", "-c", "systemctl --no-pager status slurmd.service slurmctld.service munge.service slurmdbd.service mariadb.service; journalctl --no-pager -n 40 -o short-precise -u slurmd -u slurmctld -u munge -u slurmdbd -u mariadb; tail -n 30 /var/log/slurm/slurmd.log /var/log/slurm/slurmdbd.log"}, &out, &out)
 			c.t.Logf("%s: systemd and slurmd:\n%s", unit, out.String())
 		}
 	}
