@@ -10,6 +10,7 @@ import (
 	"github.com/charmed-slurm/operators/libs/apt"
 	"github.com/charmed-slurm/operators/libs/authkey"
 	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
@@ -139,13 +140,23 @@ func (h *hook) serve(ctx context.Context) error {
 		return fmt.Errorf("cannot read the auth key: %w", err)
 	}
 	want := Applied{ConfHash: hash(content), KeyHash: authkey.Hash(keyData), KeyID: ctl.AuthKeyID, Database: target.String()}
-	running := h.running(ctx)
-	if !running || changed || keyChanged || h.st.Applied == nil || *h.st.Applied != want {
+	st, err := h.c.Services.Status(ctx, Service)
+	if err != nil && !errors.Is(err, service.ErrUnknownService) {
+		return fmt.Errorf("cannot read slurmdbd's state: %w", err)
+	}
+	running := err == nil && st.State == service.StateActive
+	switch {
+	case changed || keyChanged || h.st.Applied == nil || *h.st.Applied != want || (err == nil && st.State == service.StateFailed):
+		// A new configuration or key, the first start, or a slurmdbd its supervisor gave up on.
 		if err := h.startSlurmdbd(ctx, running); err != nil {
 			return err
 		}
 		h.st.Applied = &want
 		h.logf(ctx, juju.LevelInfo, "slurmdbd %s serving cluster %s from %s", own, ctl.ClusterName, target)
+	case !running && err == nil && st.State == service.StateInactive:
+		// Stopped by an operator (the supervisor restarts a slurmdbd that fails): left so.
+		h.problem = "slurmdbd was stopped outside the charm; start it again (systemctl start slurmdbd, or pebble start slurmdbd)"
+		return nil
 	}
 	return h.publish(ctx, rel, own)
 }

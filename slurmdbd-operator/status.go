@@ -30,7 +30,7 @@ func (h *hook) status(ctx context.Context) (juju.StatusCode, string) {
 	}
 	running := h.running(ctx)
 	switch {
-	case h.problem != "" && running && h.st.Applied != nil:
+	case h.problem != "" && running && h.st.Applied != nil && h.leader:
 		return juju.StatusBlocked, h.problem + " (slurmdbd keeps running; slurmctld queues the records meanwhile)"
 	case h.problem != "":
 		return juju.StatusBlocked, h.problem

@@ -86,6 +86,7 @@ func accountingLifecycle(t *testing.T, c *cluster) {
 
 	// slurmdbd away: jobs run, the records wait in slurmctld's queue, the status says so.
 	c.serviceCtl("slurmdbd/0", "stop", "slurmdbd")
+	c.waitBlocked("slurmdbd/0", "slurmdbd was stopped outside the charm")
 	var away []string
 	for range 4 {
 		away = append(away, c.sbatch("slurmd", "--mem=64", "--wrap", "true"))
