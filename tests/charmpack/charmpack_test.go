@@ -29,10 +29,16 @@ func TestPackOperators(t *testing.T) {
 		relations map[string]map[string]string // provides/requires → endpoint → interface
 	}{{
 		dir: "slurmctld-operator", name: "slurmctld",
-		relations: map[string]map[string]string{"requires": {"slurmd": "slurmd"}},
+		relations: map[string]map[string]string{"requires": {"slurmd": "slurmd", "slurmdbd": "slurmdbd"}},
 	}, {
 		dir: "slurmd-operator", name: "slurmd",
 		relations: map[string]map[string]string{"provides": {"slurmctld": "slurmd"}},
+	}, {
+		dir: "slurmdbd-operator", name: "slurmdbd",
+		relations: map[string]map[string]string{"provides": {"slurmctld": "slurmdbd"}, "requires": {"database": "mysql_client"}},
+	}, {
+		dir: "tests/charms/mariadb", name: "mariadb",
+		relations: map[string]map[string]string{"provides": {"database": "mysql_client"}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
