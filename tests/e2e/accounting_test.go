@@ -293,3 +293,37 @@ func (c *cluster) dbdConfValue(key string) string {
 	c.t.Fatalf("slurmdbd.conf has no %s", key)
 	return ""
 }
+
+// TestAccountingOlderSlurmdbd: a controller on Debian 13 (Slurm 24.11) related to slurmdbd on
+// a Debian 12 machine (Slurm 22.05): slurmdbd blocks naming both versions and never starts,
+// slurmctld gets no slurmdbd to turn accounting on with and keeps scheduling.
+func TestAccountingOlderSlurmdbd(t *testing.T) {
+	t.Parallel()
+	c := newClusterWith(t, model.BaseTrixie, func(bm *model.BaseMachines) model.Provisioner {
+		bm.Images[model.BaseBookworm] = hoststest.Image(t, "bookworm")
+		return bm
+	}, 1)
+	c.deploy(mariadbPath, "mariadb", 1, nil)
+	c.deployBase(slurmdbdPath, "slurmdbd", model.BaseBookworm)
+	c.integrate("slurmdbd", "mariadb")
+	c.integrate("slurmctld", "slurmdbd")
+	c.waitIdle()
+	c.waitBlocked("slurmdbd/0", "slurmdbd 22.05.8 is older than the controller's Slurm 24.11.")
+	if out, _, _ := c.tryExec("slurmdbd/0", "systemctl", "is-active", "slurmdbd.service"); strings.TrimSpace(out) == "active" {
+		t.Error("slurmdbd runs for a newer controller")
+	}
+	c.checkScheduling()
+	if conf := c.exec("slurmctld/0", "cat", ctlConf); !strings.Contains(conf, "AccountingStorageType=accounting_storage/none") {
+		t.Errorf("slurm.conf has accounting with an older slurmdbd:\n%s", conf)
+	}
+}
+
+// deployBase deploys one unit of charm as name on a machine of base.
+func (c *cluster) deployBase(charm, name, base string) {
+	c.t.Helper()
+	ctx, cancel := c.ctx(2 * time.Minute)
+	defer cancel()
+	if _, err := c.m.Deploy(ctx, model.DeployOptions{Charm: charm, Name: name, Units: 1, Base: base}); err != nil {
+		c.t.Fatal(err)
+	}
+}
