@@ -19,7 +19,8 @@ import (
 
 // RunOptions configure Run.
 type RunOptions struct {
-	// Parts to run: "raw", "hooks", "join", "scale", "leave", "autoscale", and on systemd
+	// Parts to run: "raw", "hooks", "join", "scale", "leave", "autoscale", "accounting" (job
+	// throughput with and without slurmdbd), and on systemd
 	// machines "trixie", "bookworm" (raw and operator joins interleaved, idle leaves) and
 	// "reboot" (on machines of RebootOn); empty means all.
 	Parts []string
@@ -51,7 +52,7 @@ func (o *RunOptions) progress(format string, args ...any) {
 
 // Parts returns the parts Run knows, in the order it runs them (all of them by default).
 func Parts() []string {
-	return []string{"hooks", "raw", "join", "leave", "scale", "autoscale", "trixie", "bookworm", "reboot"}
+	return []string{"hooks", "raw", "join", "leave", "scale", "autoscale", "accounting", "trixie", "bookworm", "reboot"}
 }
 
 func (o *RunOptions) part(name string) bool {
@@ -130,6 +131,11 @@ func Run(ctx context.Context, opts RunOptions) (*Report, error) {
 	if opts.part("join") || opts.part("scale") || opts.part("leave") || opts.part("autoscale") {
 		if err := runOperators(ctx, &opts, rep, root, scratch, raw); err != nil {
 			fail("operators", err)
+		}
+	}
+	if opts.part("accounting") {
+		if err := runAccounting(ctx, &opts, rep, root, scratch); err != nil {
+			fail("accounting", err)
 		}
 	}
 	if opts.part("trixie") || opts.part("bookworm") || opts.part("reboot") {
