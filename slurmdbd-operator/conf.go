@@ -143,18 +143,3 @@ func sweep(dir string) {
 		_ = os.RemoveAll(d)
 	}
 }
-
-// refusal says in a status line what slurmdbd's parser refused.
-func refusal(ce *slurm.ConfigError) string {
-	msg := "slurmdbd cannot read the configuration"
-	if len(ce.Messages) > 0 {
-		msg = ce.Messages[0]
-	}
-	if ce.Key == "" {
-		return "slurmdbd refuses it: " + msg
-	}
-	if ce.Value == "" {
-		return fmt.Sprintf("slurmdbd refuses %s: %s", ce.Key, msg)
-	}
-	return fmt.Sprintf("slurmdbd refuses %s=%s: %s", ce.Key, ce.Value, msg)
-}

@@ -129,7 +129,7 @@ func (h *hook) serve(ctx context.Context) error {
 	var sce *slurm.ConfigError
 	switch {
 	case errors.As(err, &sce):
-		h.problem = "slurmdbd-conf-parameters: " + refusal(sce)
+		h.problem = "slurmdbd-conf-parameters: " + sce.Refusal("slurmdbd")
 		h.logf(ctx, juju.LevelWarning, "slurmdbd.conf left as it was: %s", h.problem)
 		return nil
 	case err != nil:

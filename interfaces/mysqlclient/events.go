@@ -58,11 +58,7 @@ type Requirer struct {
 
 // Relation returns the unit's database relation, or "" when there is none.
 func (r Requirer) Relation(ctx context.Context) (juju.RelationID, error) {
-	ids, err := r.HookContext.Relations.IDs(ctx, EndpointName)
-	if err != nil || len(ids) == 0 {
-		return "", err
-	}
-	return ids[0], nil
+	return r.HookContext.Relations.First(ctx, EndpointName)
 }
 
 // Request writes the request on relation id (leader only).
@@ -76,23 +72,9 @@ func (r Requirer) Request(ctx context.Context, id juju.RelationID) error {
 
 // Response reads the provider's answer on relation id; ErrNotReady until it is there.
 func (r Requirer) Response(ctx context.Context, id juju.RelationID) (Response, error) {
-	hc := r.HookContext
-	app := ""
-	if ev := hc.Event; ev.Kind.IsRelation() && ev.Relation == id {
-		app = ev.RemoteApp
-	}
-	if app == "" {
-		var err error
-		if app, err = hc.Relations.RemoteApp(ctx, id); err != nil {
-			return Response{}, fmt.Errorf("cannot find the database application: %w", err)
-		}
-	}
-	if app == "" {
-		return Response{}, ErrNotReady
-	}
-	bag, err := hc.Relations.AppData(ctx, id, app)
+	_, bag, err := r.HookContext.RemoteAppData(ctx, id)
 	if err != nil {
-		return Response{}, fmt.Errorf("cannot read the database relation data: %w", err)
+		return Response{}, err
 	}
 	return DecodeResponse(r.Database, bag)
 }
@@ -172,25 +154,17 @@ func (p Provider) Publish(ctx context.Context, id juju.RelationID, resp Response
 
 // Request reads the requirer's request on relation id; ErrNotReady until it is there.
 func (p Provider) Request(ctx context.Context, id juju.RelationID) (Request, error) {
-	hc := p.HookContext
-	app := ""
-	if ev := hc.Event; ev.Kind.IsRelation() && ev.Relation == id {
-		app = ev.RemoteApp
-	}
-	if app == "" {
-		var err error
-		if app, err = hc.Relations.RemoteApp(ctx, id); err != nil {
-			return Request{}, fmt.Errorf("cannot find the requirer application: %w", err)
-		}
-	}
-	if app == "" {
-		return Request{}, ErrNotReady
-	}
-	bag, err := hc.Relations.AppData(ctx, id, app)
+	_, req, err := p.request(ctx, id)
+	return req, err
+}
+
+func (p Provider) request(ctx context.Context, id juju.RelationID) (string, Request, error) {
+	app, bag, err := p.HookContext.RemoteAppData(ctx, id)
 	if err != nil {
-		return Request{}, fmt.Errorf("cannot read the requirer's relation data: %w", err)
+		return app, Request{}, err
 	}
-	return DecodeRequest(bag)
+	req, err := DecodeRequest(bag)
+	return app, req, err
 }
 
 // Event translates the current hook into a provider event: DatabaseRequested once the
@@ -208,15 +182,9 @@ func (p Provider) Event(ctx context.Context) (Event, error) {
 	case juju.RelationDeparted:
 		return nil, nil
 	}
-	req, err := p.Request(ctx, ev.Relation)
+	app, req, err := p.request(ctx, ev.Relation)
 	if errors.Is(err, ErrNotReady) {
 		return nil, nil
-	}
-	app := ev.RemoteApp
-	if app == "" && err == nil {
-		if app, err = hc.Relations.RemoteApp(ctx, ev.Relation); err != nil {
-			return nil, fmt.Errorf("cannot find the requirer application: %w", err)
-		}
 	}
 	return DatabaseRequested{Relation: ev.Relation, App: app, Request: req}, err
 }

@@ -63,32 +63,15 @@ type Provider struct {
 
 // Relation returns the unit's relation to slurmctld, or "" when there is none.
 func (p Provider) Relation(ctx context.Context) (juju.RelationID, error) {
-	ids, err := p.HookContext.Relations.IDs(ctx, ProviderEndpoint)
-	if err != nil || len(ids) == 0 {
-		return "", err
-	}
-	return ids[0], nil
+	return p.HookContext.Relations.First(ctx, ProviderEndpoint)
 }
 
 // Controller reads the controller's data on relation id and resolves its auth key.
 func (p Provider) Controller(ctx context.Context, id juju.RelationID) (ControllerData, error) {
 	hc := p.HookContext
-	app := ""
-	if ev := hc.Event; ev.Kind.IsRelation() && ev.Relation == id {
-		app = ev.RemoteApp
-	}
-	if app == "" {
-		var err error
-		if app, err = hc.Relations.RemoteApp(ctx, id); err != nil {
-			return ControllerData{}, fmt.Errorf("cannot find the controller application: %w", err)
-		}
-	}
-	if app == "" {
-		return ControllerData{}, ErrNotReady
-	}
-	bag, err := hc.Relations.AppData(ctx, id, app)
+	_, bag, err := hc.RemoteAppData(ctx, id)
 	if err != nil {
-		return ControllerData{}, fmt.Errorf("cannot read the controller's relation data: %w", err)
+		return ControllerData{}, err
 	}
 	cb, err := DecodeControllerBag(bag)
 	if err != nil {
@@ -161,11 +144,7 @@ type Requirer struct {
 
 // Relation returns the controller's slurmdbd relation, or "" when there is none.
 func (r Requirer) Relation(ctx context.Context) (juju.RelationID, error) {
-	ids, err := r.HookContext.Relations.IDs(ctx, RequirerEndpoint)
-	if err != nil || len(ids) == 0 {
-		return "", err
-	}
-	return ids[0], nil
+	return r.HookContext.Relations.First(ctx, RequirerEndpoint)
 }
 
 // PublishController writes the controller's databag on relation id (leader only).
@@ -179,23 +158,9 @@ func (r Requirer) PublishController(ctx context.Context, id juju.RelationID, b C
 
 // Dbd reads slurmdbd's data on relation id; ErrNotReady until it published.
 func (r Requirer) Dbd(ctx context.Context, id juju.RelationID) (string, DbdData, error) {
-	hc := r.HookContext
-	app := ""
-	if ev := hc.Event; ev.Kind.IsRelation() && ev.Relation == id {
-		app = ev.RemoteApp
-	}
-	if app == "" {
-		var err error
-		if app, err = hc.Relations.RemoteApp(ctx, id); err != nil {
-			return "", DbdData{}, fmt.Errorf("cannot find the slurmdbd application of %s: %w", id, err)
-		}
-	}
-	if app == "" {
-		return "", DbdData{}, ErrNotReady
-	}
-	bag, err := hc.Relations.AppData(ctx, id, app)
+	app, bag, err := r.HookContext.RemoteAppData(ctx, id)
 	if err != nil {
-		return app, DbdData{}, fmt.Errorf("cannot read relation data of %s: %w", app, err)
+		return app, DbdData{}, err
 	}
 	d, err := DecodeDbdData(bag)
 	return app, d, err

@@ -93,3 +93,34 @@ func (c Relations) set(ctx context.Context, data map[string]string, args ...stri
 	_, err = run(ctx, c.Runner, append(in, '\n'), args...)
 	return err
 }
+
+// First is the first relation on endpoint, or "" when there is none: for an endpoint with
+// `limit: 1`, the relation.
+func (c Relations) First(ctx context.Context, endpoint string) (RelationID, error) {
+	ids, err := c.IDs(ctx, endpoint)
+	if err != nil || len(ids) == 0 {
+		return "", err
+	}
+	return ids[0], nil
+}
+
+// RemoteAppData reads the remote application's databag on relation id, and names that
+// application: the event's JUJU_REMOTE_APP on a hook of relation id (no relation-list), else
+// relation-list --app. An empty name (no remote application yet) gives a nil bag.
+func (hc *HookContext) RemoteAppData(ctx context.Context, id RelationID) (app string, bag map[string]string, err error) {
+	if ev := hc.Event; ev.Kind.IsRelation() && ev.Relation == id {
+		app = ev.RemoteApp
+	}
+	if app == "" {
+		if app, err = hc.Relations.RemoteApp(ctx, id); err != nil {
+			return "", nil, fmt.Errorf("cannot find the remote application of %s: %w", id, err)
+		}
+	}
+	if app == "" {
+		return "", nil, nil
+	}
+	if bag, err = hc.Relations.AppData(ctx, id, app); err != nil {
+		return app, nil, fmt.Errorf("cannot read the relation data of %s on %s: %w", app, id, err)
+	}
+	return app, bag, nil
+}

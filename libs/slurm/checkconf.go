@@ -34,6 +34,22 @@ func (e *ConfigError) Error() string {
 	return "Slurm refuses the configuration: " + strings.Join(e.Messages, "; ")
 }
 
+// Refusal says in one status line what who ("Slurm", "slurmdbd") refused: the key and value
+// the parser names, then its first message.
+func (e *ConfigError) Refusal(who string) string {
+	msg := who + " cannot read the configuration"
+	if len(e.Messages) > 0 {
+		msg = e.Messages[0]
+	}
+	switch {
+	case e.Key == "":
+		return who + " refuses it: " + msg
+	case e.Value == "":
+		return fmt.Sprintf("%s refuses %s: %s", who, e.Key, msg)
+	}
+	return fmt.Sprintf("%s refuses %s=%s: %s", who, e.Key, e.Value, msg)
+}
+
 var (
 	confErrorLine = regexp.MustCompile(`(?m)^\S+: (?:error|fatal): (.*)$`)
 	// Slurm 22.05's parser names the bad key in one of these forms.
