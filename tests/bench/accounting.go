@@ -56,6 +56,8 @@ func runAccounting(ctx context.Context, opts *RunOptions, rep *Report, root, scr
 		return fmt.Errorf("without accounting: %w", err)
 	}
 	opts.progress("accounting: relating slurmdbd on MariaDB")
+	before, _ := c.ctlEvents()
+	t0 := time.Now()
 	for _, app := range []struct{ charm, name string }{{dbCharm, "mariadb"}, {dbdCharm, "slurmdbd"}} {
 		if _, err := c.m.Deploy(ctx, model.DeployOptions{Charm: app.charm, Name: app.name}); err != nil {
 			return err
@@ -69,6 +71,8 @@ func runAccounting(ctx context.Context, opts *RunOptions, rep *Report, root, scr
 	if err := c.wait(ctx, 5*time.Minute, model.AllActive); err != nil {
 		return fmt.Errorf("accounting not active: %w", err)
 	}
+	relate := time.Since(t0)
+	after, _ := c.ctlEvents()
 	if err := c.waitIdle(withTimeout(ctx, time.Minute), "slurmd-0"); err != nil {
 		return err
 	}
@@ -85,6 +89,9 @@ func runAccounting(ctx context.Context, opts *RunOptions, rep *Report, root, scr
 		Figure{Name: "accounting.throughput_off_jobs_s", Value: off, Unit: "jobs/s", Note: note + ", no accounting"},
 		Figure{Name: "accounting.throughput_on_jobs_s", Value: on, Unit: "jobs/s", Note: note + ", slurmdbd on MariaDB (test charm) related"},
 		Figure{Name: "accounting.throughput_ratio", Value: on / off, Unit: "ratio", Note: "throughput with accounting / without, from one run"},
+		Figure{Name: "accounting.relate_s", Value: relate.Seconds(), Unit: "s", Note: "deploy mariadb and slurmdbd, integrate both → all active (hosts included)"},
+		Figure{Name: "accounting.relate_restarts", Value: float64(after.Starts - before.Starts), Unit: "count", Note: "slurmctld starts (slurmctld.log) relating slurmdbd: one restart to load the accounting plugin"},
+		Figure{Name: "accounting.relate_reconfigures", Value: float64(after.Reconfigures - before.Reconfigures), Unit: "count", Note: "reconfigures relating slurmdbd"},
 	)
 	return nil
 }
