@@ -131,7 +131,7 @@ func (c *Charm) lifecycle() charm.Lifecycle[State] {
 		StateFile: c.StateFile,
 		StateName: StateName,
 		Failed: func(saved, cur State) State {
-			cur.StatusCache, cur.Published = saved.StatusCache, saved.Published
+			cur.StatusCache, cur.Published, cur.Requested = saved.StatusCache, saved.Published, saved.Requested
 			return cur
 		},
 	}

@@ -438,3 +438,26 @@ func TestRenderConfPassword(t *testing.T) {
 func credentials(user, pass string) mysqlclient.Credentials {
 	return mysqlclient.Credentials{Username: user, Password: mysqlclient.Password(pass)}
 }
+
+// TestFailedHookWritesTheRequestAgain: Juju discards a failed hook's relation data, so the
+// record of the request goes with it and the next hook writes it again.
+func TestFailedHookWritesTheRequestAgain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.database(true)
+	e.controller("22.05.8")
+	e.svc.FailStarts(errors.New("supervisor down"))
+	out, err := jujutest.Run(e.t, e.state, jujutest.RelationHook(juju.RelationChanged, dbRel, "mariadb/0"), e.c.Router().Dispatch)
+	if err == nil {
+		t.Fatal("the hook did not fail")
+	}
+	if bag := out.Relations[0].LocalAppData; len(bag) != 0 {
+		t.Fatalf("a failed hook's request kept: %v", bag)
+	}
+	e.state = out
+	e.svc.FailStarts(nil)
+	e.run(jujutest.Hook(juju.UpdateStatus))
+	if bag := e.relation(dbRel).LocalAppData; bag["database"] != DatabaseName {
+		t.Errorf("request not written again: %v", bag)
+	}
+}
