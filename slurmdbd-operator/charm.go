@@ -20,8 +20,9 @@
 //     would die on a missing database);
 //  5. slurmdbd.conf is rendered and written to a candidate directory, read by slurmdbd's own
 //     parser (slurm.CheckDbdConfig), and installed (0600, owned by slurm) only when the parser
-//     reads it; slurmdbd is (re)started when its configuration or key changed, and the hook
-//     waits (bounded) until it listens;
+//     reads it; slurmdbd (run as slurm) is (re)started when its configuration or key changed,
+//     or when its supervisor gave up on it, and the hook waits (bounded) until it listens; a
+//     slurmdbd an operator stopped stays stopped (blocked, saying so);
 //  6. the leader publishes where slurmdbd listens to slurmctld, which then turns accounting on.
 //
 // A database that goes away while slurmdbd runs leaves slurmdbd running (it reconnects); the
@@ -124,8 +125,8 @@ func (c *Charm) Router() *juju.Router {
 }
 
 // lifecycle keeps the state between hooks. A failed hook keeps what it did to the host
-// (the configuration and key slurmdbd runs with) and drops what it wrote to Juju (the status
-// cache, the published data), which Juju discards.
+// (the configuration and key slurmdbd runs with) and drops its record of what it wrote to
+// Juju (the status cache, the published data, the database request), which Juju discards.
 func (c *Charm) lifecycle() charm.Lifecycle[State] {
 	return charm.Lifecycle[State]{
 		StateFile: c.StateFile,
