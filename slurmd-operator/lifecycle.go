@@ -29,33 +29,20 @@ func (h *hook) stopSlurmd(ctx context.Context) error {
 }
 
 // removeNode runs r, this node's removal, to its end (slurm.Remover: drain → wait for the
-// jobs → stop slurmd → delete), telling progress the number of jobs on the node. stopping,
-// when set, runs first in the stop step: nothing is stopped or deleted before it. Under
+// jobs → stop slurmd → delete), telling progress the number of jobs on the node. committing,
+// when set, runs once the jobs are gone: nothing is stopped or deleted before it. Under
 // auth/slurm the node is deleted before slurmd stops (see authSlurm).
-func (h *hook) removeNode(ctx context.Context, cl *slurm.Client, r *slurm.Removal, progress func(jobs int), stopping func(context.Context) error) error {
-	deleteFirst := h.authSlurm(ctx)
+func (h *hook) removeNode(ctx context.Context, cl *slurm.Client, r *slurm.Removal, progress func(jobs int), committing func(context.Context) error) error {
 	rm := h.c.remover(cl)
-	rm.Stop = func(ctx context.Context, _ string) error {
-		if stopping != nil {
-			if err := stopping(ctx); err != nil {
-				return err
-			}
-		}
-		if deleteFirst {
-			return nil
-		}
-		return h.stopSlurmd(ctx)
+	rm.DeleteFirst = h.authSlurm(ctx)
+	rm.Stop = func(ctx context.Context, _ string) error { return h.stopSlurmd(ctx) }
+	if committing != nil {
+		rm.Committing = func(ctx context.Context, _ string) error { return committing(ctx) }
 	}
 	if progress != nil {
 		rm.Progress = func(_ string, jobs int) { progress(jobs) }
 	}
-	if err := rm.Remove(ctx, r); err != nil {
-		return err
-	}
-	if deleteFirst {
-		return h.stopSlurmd(ctx)
-	}
-	return nil
+	return rm.Remove(ctx, r)
 }
 
 // depart takes the node out of the cluster, once: drain, wait for its jobs, stop slurmd,
