@@ -13,7 +13,6 @@ import (
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/juju/jujutest"
 	"github.com/charmed-slurm/operators/libs/slurm"
-	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
 func TestNodeConfigBadInput(t *testing.T) {
@@ -191,67 +190,6 @@ func TestNodeConfigBeforeJoin(t *testing.T) {
 	if cmd := strings.Join(e.svc.Command(SlurmdService), " "); !strings.Contains(cmd, "Weight=5 Feature=slurmd") {
 		t.Errorf("slurmd command %q lacks the saved node-config", cmd)
 	}
-}
-
-func TestBuildConf(t *testing.T) {
-	mi, err := slurm.ParseMachineInfo([]byte("NodeName=h CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=8000\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name, nodeConfig, want string
-	}{
-		{"baseline", "", "CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=8000 Feature=app"},
-		{"override and add", "RealMemory=4000 Weight=3", "CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=4000 Weight=3 Feature=app"},
-		{"features merged", "Feature=gpu,app,,x", "CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=8000 Feature=app,gpu,x"},
-		{"quoted", `Gres="gpu:1"`, "CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=8000 Gres=gpu:1 Feature=app"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p, err := slurmconf.ParseParams(tt.nodeConfig)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := buildConf(mi, "app", p); got != tt.want {
-				t.Errorf("buildConf = %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
-func FuzzParseNodeConfig(f *testing.F) {
-	for _, s := range []string{"", "Weight=10", "Features=a,b RealMemory=100", "Features=a|b", `Features="a b"`, "NodeName=x", `Reason="a b"`, "Port=1", "Wieght=1", "CPUs=-1", `Gres="gpu:2" TmpDisk=5`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		p, err := ParseNodeConfig(slurmconf.KeysOf(22, 5), s)
-		if err != nil {
-			return
-		}
-		for _, k := range []string{"NodeName", "NodeAddr", "NodeHostname", "State", "Reason", "Port"} {
-			if p.Has(k) {
-				t.Fatalf("ParseNodeConfig(%q) accepted %s", s, k)
-			}
-		}
-		for _, kv := range p {
-			if len(kv.Value) > slurmconf.MaxValueLen {
-				t.Fatalf("ParseNodeConfig(%q) accepted a %d-character value for %s", s, len(kv.Value), kv.Key)
-			}
-			if strings.EqualFold(kv.Key, "Feature") || strings.EqualFold(kv.Key, "Features") {
-				if strings.ContainsAny(kv.Value, "|&()[]*! \t\"$`;=") {
-					t.Fatalf("ParseNodeConfig(%q) accepted features %q, which --constraint cannot select", s, kv.Value)
-				}
-			}
-		}
-		// What is accepted renders to a line that parses back to the same parameters.
-		again, err := ParseNodeConfig(slurmconf.KeysOf(22, 5), p.String())
-		if err != nil {
-			t.Fatalf("ParseNodeConfig(%q) = %q, which does not parse again: %v", s, p.String(), err)
-		}
-		if again.String() != p.String() {
-			t.Fatalf("round trip %q → %q", p.String(), again.String())
-		}
-	})
 }
 
 // TestConfigKeysPerRelease checks that partition-config and node-config are validated against

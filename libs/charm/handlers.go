@@ -24,7 +24,7 @@ type Handlers[S, H any] struct {
 	// End, when set, runs after the handler succeeded, before the state is saved: a record
 	// of what the hook wrote to Juju (relation data, secret grants, ports) belongs in the
 	// state only then, since Juju discards a failed hook's writes.
-	End func(ctx context.Context, h H) error
+	End Func[H]
 }
 
 // Handle returns the juju.Handler that runs fn as a hook of the lifecycle.
@@ -38,7 +38,7 @@ func (hs Handlers[S, H]) Handle(fn Func[H]) juju.Handler {
 			return err
 		}
 		if hs.End != nil {
-			return hs.End(ctx, h)
+			return hs.End(h, ctx)
 		}
 		return nil
 	})

@@ -42,6 +42,13 @@ func (v *view) start(ctx context.Context) error {
 	return v.k.SetUnitStatus(ctx, juju.StatusActive, v.cfg.Name)
 }
 
+// end records what the hook wrote.
+func (v *view) end(context.Context) error {
+	*v.trace = append(*v.trace, "end")
+	v.k.State.Wrote = v.wrote
+	return nil
+}
+
 func (v *view) fail(context.Context) error {
 	*v.trace = append(*v.trace, "fail")
 	v.wrote = true
@@ -56,11 +63,7 @@ func handlers(path string, trace *[]string) charm.Handlers[cfgState, *view] {
 			*trace = append(*trace, "begin")
 			return &view{k: k, cfg: cfg, trace: trace}, err
 		},
-		End: func(_ context.Context, v *view) error {
-			*trace = append(*trace, "end")
-			v.k.State.Wrote = v.wrote
-			return nil
-		},
+		End: (*view).end,
 	}
 }
 
