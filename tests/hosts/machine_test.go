@@ -61,7 +61,8 @@ func TestMachineRebootUnderCommand(t *testing.T) {
 }
 
 // TestMachineLifecycle boots a machine of each image and checks what a cloud machine gives:
-// systemd as PID 1 with the image's Slurm, the network's address, a file that survives a
+// systemd as PID 1 with the image's Slurm (Debian 14's systemd 262 on a unified cgroup
+// hierarchy: it refuses the host's legacy one), the network's address, a file that survives a
 // reboot with a new boot id, a power-off that keeps the disk, and another boot.
 func TestMachineLifecycle(t *testing.T) {
 	for _, tc := range []struct {
@@ -69,6 +70,7 @@ func TestMachineLifecycle(t *testing.T) {
 	}{
 		{"bookworm", "slurm-wlm 22.05", "systemd 252"},
 		{"trixie", "slurm-wlm 24.11", "systemd 257"},
+		{"forky", "slurm-wlm 26.05", "systemd 262"},
 	} {
 		t.Run(tc.suite, func(t *testing.T) {
 			t.Parallel()

@@ -30,9 +30,13 @@ type Based interface {
 
 // Debian bases and the image suites scripts/images.sh builds for them.
 const (
-	BaseBookworm = "debian@12"
-	BaseTrixie   = "debian@13"
+	BaseBookworm = "debian@12" // bookworm: Slurm 22.05, systemd 252
+	BaseTrixie   = "debian@13" // trixie: Slurm 24.11, systemd 257
+	BaseForky    = "debian@14" // forky (testing): Slurm 26.05, systemd 262
 )
+
+// MachineBases are the bases machines can have (each with an image suite), oldest first.
+func MachineBases() []string { return []string{BaseBookworm, BaseTrixie, BaseForky} }
 
 // BaseMachines provisions each unit on a tests/hosts Network: on a machine booted by
 // systemd-nspawn from the Debian image of its application's base (systemd as PID 1, the
@@ -87,7 +91,7 @@ func (p *BaseMachines) NewMachineBase(ctx context.Context, id, unit, base string
 	name := fmt.Sprintf("%s-%s", prefix, id)
 	img, ok := p.Images[base]
 	if !ok {
-		return nil, fmt.Errorf("no image for base %q (have %s)", base, strings.Join(p.Bases(), ", "))
+		return nil, fmt.Errorf("no image for base %q%s (have %s)", base, buildHint(base), strings.Join(p.Bases(), ", "))
 	}
 	mach, err := p.Network.AddMachine(ctx, hosts.MachineOptions{Name: name, Image: img, Binds: p.Binds})
 	if err != nil {
@@ -135,9 +139,19 @@ func checkBase(p Provisioner, base string) error {
 		return fmt.Errorf("base %q: this model's machines have no choice of base", base)
 	}
 	if !slices.Contains(bp.Bases(), base) {
-		return fmt.Errorf("base %q is not available (have %s)", base, strings.Join(bp.Bases(), ", "))
+		return fmt.Errorf("base %q is not available%s (have %s)", base, buildHint(base), strings.Join(bp.Bases(), ", "))
 	}
 	return nil
+}
+
+// buildHint says how to build the machine image of base when it is one of MachineBases:
+// ": its machine image is not built (run \"scripts/images.sh trixie\" ...)"; else "".
+func buildHint(base string) string {
+	suite, ok := ImageSuite(base)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf(": its machine image is not built (run %q in the repository, or \"make images\" for every base)", "scripts/images.sh "+suite)
 }
 
 // newMachine provisions the machine of a unit, on its application's base when the provisioner
@@ -182,6 +196,18 @@ func ImageSuite(base string) (string, bool) {
 		return "bookworm", true
 	case BaseTrixie:
 		return "trixie", true
+	case BaseForky:
+		return "forky", true
+	}
+	return "", false
+}
+
+// SuiteBase is the base of machines booted from suite's image: ImageSuite's inverse.
+func SuiteBase(suite string) (string, bool) {
+	for _, b := range MachineBases() {
+		if s, _ := ImageSuite(b); s == suite {
+			return b, true
+		}
 	}
 	return "", false
 }
