@@ -149,10 +149,26 @@ func setGres(p *slurmconf.Params, g gres.Set) {
 	}
 }
 
+// gresFile is the content of GresLocalConf with the node's lines. Where slurmd -Z detects
+// GPUs by itself (slurm.Features.GPUAutoDetect, Slurm 26.05) it says AutoDetect=off: the
+// charm's detection, generic-resources and node-config's Gres= stay the node's one source of
+// GRES, so a CPU-only node never registers GPUs of slurmd's finding, nor a GPU node a second
+// copy of its own. Before the machine's facts are read nothing is said; the file is written
+// again with them before slurmd starts (ready).
+func (h *hook) gresFile(lines gres.Set) []byte {
+	var o gres.ConfOptions
+	if f := h.st.Facts; f != nil {
+		if v, err := slurm.ParseVersion(f.Version); err == nil {
+			o.AutoDetectOff = slurm.FeaturesOf(v).GPUAutoDetect
+		}
+	}
+	return lines.ConfWith(h.node, o)
+}
+
 // writeGresConf writes the node's gres.conf lines to GresLocalConf (comment only for none)
 // when the file differs, and returns its content.
 func (h *hook) writeGresConf(ctx context.Context, lines gres.Set) (string, error) {
-	content := lines.Conf(h.node)
+	content := h.gresFile(lines)
 	path := h.c.Path(GresLocalConf)
 	if old, err := os.ReadFile(path); err == nil && string(old) == string(content) {
 		return string(content), nil
@@ -315,7 +331,7 @@ func buildConfGres(mi slurm.MachineInfo, app string, nodeConfig slurmconf.Params
 // only if it now has lines.
 func (h *hook) gresLinesChanged(prev, cur string) bool {
 	if prev == "" {
-		return cur != string(gres.Set(nil).Conf(h.node))
+		return cur != string(h.gresFile(nil))
 	}
 	return prev != cur
 }
@@ -372,5 +388,5 @@ func (h *hook) runChanged(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	a := h.st.Applied
-	return conf != a.Conf || h.gresLinesChanged(a.GresConf, string(g.Lines.Conf(h.node))), nil
+	return conf != a.Conf || h.gresLinesChanged(a.GresConf, string(h.gresFile(g.Lines))), nil
 }

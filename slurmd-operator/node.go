@@ -31,6 +31,17 @@ func (h *hook) ready(ctx context.Context, data slurmd.ControllerData) error {
 	if err != nil {
 		return err
 	}
+	// A slurmd the controller's Slurm does not accept (newer: an upgrade in the wrong order;
+	// or too old) is never started: nothing is written and no node registers. A running one is
+	// left as it runs.
+	if err := slurm.CheckNodeVersion(data.SlurmVersion, version); err != nil {
+		if h.st.VersionRefused != err.Error() {
+			h.logf(ctx, juju.LevelWarning, "not starting slurmd: %v", err)
+		}
+		h.st.VersionRefused = err.Error()
+		return h.updateStatus(ctx)
+	}
+	h.st.VersionRefused = ""
 	keyChanged, err := h.writeAuthKey(ctx, slurm.FeaturesOf(version), data.AuthKey)
 	if err != nil {
 		return err

@@ -15,7 +15,9 @@ import (
 )
 
 // forbiddenNodeKeys are node parameters the charm manages: node-config refuses them.
-var forbiddenNodeKeys = []string{"NodeName", "NodeAddr", "NodeHostname", "State", "Reason", "Port"}
+// GresConf (26.05: gres.conf lines of a dynamic node) would be a second source of the node's
+// GRES beside the charm's gres.conf; Gres= is node-config's way.
+var forbiddenNodeKeys = []string{"NodeName", "NodeAddr", "NodeHostname", "State", "Reason", "Port", "GresConf"}
 
 // numericNodeKeys are node parameters whose value must be a whole number, with the size in
 // bits of the field Slurm parses it into: slurmd exits at start on a value that does not fit

@@ -34,6 +34,9 @@ func (h *hook) updateStatus(ctx context.Context) error {
 		if id == "" {
 			return h.setStatus(ctx, juju.StatusBlocked, "waiting for slurmctld relation")
 		}
+		if h.st.VersionRefused != "" {
+			return h.setStatus(ctx, juju.StatusBlocked, h.st.VersionRefused)
+		}
 		if len(h.st.GresWaiting) > 0 {
 			return h.setStatus(ctx, juju.StatusWaiting, unmanagedStatus(h.st.GresWaiting))
 		}
@@ -96,6 +99,10 @@ func (h *hook) nodeStatus(ctx context.Context, n slurm.Node) error {
 	}
 	if h.st.StagedNodeConfig != "" {
 		msg += "; node-config staged for the next reboot"
+	}
+	if h.st.VersionRefused != "" {
+		// The controller's Slurm changed under a running node: it runs on, untouched.
+		code, msg = juju.StatusBlocked, msg+"; "+h.st.VersionRefused
 	}
 	return h.setStatus(ctx, code, msg)
 }
