@@ -73,9 +73,11 @@ type Features struct {
 	ListJobs bool
 	// FutureNodes reports whether a NodeSet partition with no node needs FUTURE node records
 	// carrying the NodeSet's feature for slurmctld to accept and hold a job sent to it: 22.05
-	// holds such a job (Reason=PartitionConfig), 24.11 rejects it ("Requested node
-	// configuration is not available"; both seen on real Slurm). Set from 23.02, the first
-	// release after 22.05: the records are harmless where not needed.
+	// holds such a job (Reason=PartitionConfig), 24.11.5 rejects it ("Requested node
+	// configuration is not available"), 26.05.5 holds it again (all three seen on real Slurm).
+	// Slurm fixed the rejection in 24.11.6 and 25.05.1 ("Fix allowing job submission to empty
+	// partitions when EnforcePartLimits=NO", the default). Set from 23.02, the first release
+	// after 22.05, to 24.11.5 and on 25.05.0.
 	FutureNodes bool
 	// CgroupDisabled reports whether cgroup.conf takes CgroupPlugin=disabled (24.05, "disable
 	// any interaction of Slurm with cgroups"): the charms track processes with
@@ -112,11 +114,23 @@ func FeaturesOf(v Version) Features {
 		f.AuthKeyFile = "/etc/slurm/slurm.key"
 	}
 	f.ListJobs = v.AtLeast(24, 5)
-	f.FutureNodes = v.AtLeast(23, 2)
+	f.FutureNodes = v.AtLeast(23, 2) && !emptyPartitionsHold(v)
 	f.CgroupDisabled = v.AtLeast(24, 5)
 	f.GPUAutoDetect = v.AtLeast(26, 5)
 	f.ReconfigureReexecs = v.AtLeast(24, 5)
 	return f
+}
+
+// emptyPartitionsHold reports whether v has Slurm's fix that holds a job sent to a partition
+// with no node again (24.11.6, 25.05.1; every later release).
+func emptyPartitionsHold(v Version) bool {
+	switch {
+	case v.Major == 24 && v.Minor == 11:
+		return v.Micro >= 6
+	case v.Major == 25 && v.Minor == 5:
+		return v.Micro >= 1
+	}
+	return v.AtLeast(25, 6)
 }
 
 // ReconfigureKeepsPID reports whether a daemon of these features keeps its process ID

@@ -20,13 +20,16 @@ type release struct {
 	// key is the auth key file the charms write: munge.key before Slurm 23.11, slurm.key
 	// (auth/slurm, no munged) after.
 	key string
+	// holdsEmpty: Slurm accepts and holds a job sent to a NodeSet partition with no node
+	// (22.05, 26.05; 24.11.5 rejects it).
+	holdsEmpty bool
 }
 
 // The releases machines run, oldest first.
 var (
-	bookworm = release{model.BaseBookworm, "bookworm", "22.05", "/etc/munge/munge.key"}
-	trixie   = release{model.BaseTrixie, "trixie", "24.11", "/etc/slurm/slurm.key"}
-	forky    = release{model.BaseForky, "forky", "26.05", "/etc/slurm/slurm.key"}
+	bookworm = release{model.BaseBookworm, "bookworm", "22.05", "/etc/munge/munge.key", true}
+	trixie   = release{model.BaseTrixie, "trixie", "24.11", "/etc/slurm/slurm.key", false}
+	forky    = release{model.BaseForky, "forky", "26.05", "/etc/slurm/slurm.key", true}
 )
 
 // authSlurm reports whether the release's Slurm runs auth/slurm (slurm.key, no munged).
