@@ -92,16 +92,26 @@ func (p *gpuMachines) NewMachineBase(ctx context.Context, id, unit, base string)
 // (their cores: Gres=gpu:tesla_t4:2(S:0)), which no real machine's AutoDetect=off does: it is
 // for machines that the charm finds without GPUs.
 func slurmSeesGPUs(mach *hosts.Machine, n int) error {
+	dir := mach.Path(slurmdConfCache)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "fake_gpus.conf"), fakeGPUsConf(n), 0o644)
+}
+
+// slurmdConfCache is where a configless slurmd keeps the files it fetched (SlurmdSpoolDir's
+// conf-cache), and reads fake_gpus.conf.
+const slurmdConfCache = "/var/spool/slurmd/conf-cache"
+
+// fakeGPUsConf is a fake_gpus.conf of n Tesla T4s, each bound to every CPU of the machine:
+// <type>|<cpu count>|<cpu range>|<links>|<device file>|<unique id>|<flags>.
+func fakeGPUsConf(n int) []byte {
 	cpus := runtime.NumCPU()
 	var b strings.Builder
 	for i := range n {
 		fmt.Fprintf(&b, "tesla_t4|%d|0-%d|(null)|/dev/nvidia%d|(null)|nvidia_gpu_env\n", cpus, cpus-1, i)
 	}
-	dir := mach.Path("/var/spool/slurmd/conf-cache")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "fake_gpus.conf"), []byte(b.String()), 0o644)
+	return []byte(b.String())
 }
 
 func gresScenario(t *testing.T, base string) {
