@@ -11,8 +11,9 @@ RACE_PKGS := $(foreach m,libs interfaces slurmctld-operator slurmd-operator auto
 deps:
 	@scripts/deps.sh
 
-# The Debian machine images (bookworm: Slurm 22.05; trixie: Slurm 24.11) the tests boot with
-# systemd-nspawn, cached under build/images and rebuilt only when their package list changes.
+# The Debian machine images (bookworm: Slurm 22.05; trixie: Slurm 24.11; forky: Slurm 26.05) the
+# tests boot with systemd-nspawn, cached under build/images and rebuilt only when their package
+# list changes.
 images:
 	@scripts/images.sh
 
@@ -23,6 +24,7 @@ build:
 tools:
 	cd tests && CGO_ENABLED=0 $(GO) build -o ../build/bin/juju-local ./cmd/juju-local
 	cd tests && CGO_ENABLED=0 $(GO) build -o ../build/bin/jujuc ./cmd/jujuc
+	cd tests && CGO_ENABLED=0 $(GO) build -o ../build/bin/ctlevents ./cmd/ctlevents
 	cd autoscaler && CGO_ENABLED=0 $(GO) build -o ../build/bin/slurm-autoscaler ./cmd/slurm-autoscaler
 
 # Packed charms, as `juju deploy` takes them: build/slurmctld.charm and build/slurmd.charm.
@@ -39,7 +41,7 @@ charmcraft-projects:
 	$(GO) run ./tests/cmd/charmpack --stage build/charmcraft/slurmd-operator slurmd-operator
 
 # The main job: a real Slurm cluster run by the operators under the local model (needs root).
-# TARGET=pebble (default), bookworm or trixie: see scripts/demo.sh.
+# TARGET=pebble (default), bookworm, trixie or forky: see scripts/demo.sh.
 demo: deps tools charms
 	TARGET=$(TARGET) scripts/demo.sh
 
