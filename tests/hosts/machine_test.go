@@ -28,7 +28,7 @@ import (
 // the machine can continue it: without the machine's care the command is a zombie nobody reaps
 // and the machine's PID 1 never exits (the reboot hangs until the nsenter is killed).
 func TestMachineRebootUnderCommand(t *testing.T) {
-	for _, suite := range []string{"bookworm", "trixie"} {
+	for _, suite := range hoststest.Suites {
 		t.Run(suite, func(t *testing.T) {
 			t.Parallel()
 			n := hoststest.New(t)
