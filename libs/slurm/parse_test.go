@@ -187,7 +187,7 @@ func TestVersionFeatures(t *testing.T) {
 	}{
 		{in: "slurm-wlm 22.05.8\n", want: slurm.Version{22, 5, 8}, feat: munge},
 		{in: "slurm 23.02.7", want: slurm.Version{23, 2, 7}, feat: with(munge, func(f *slurm.Features) { f.FutureNodes = true })},
-		{in: "slurm 23.11.0-0rc1", want: slurm.Version{23, 11, 0}, feat: with(authSlurm, func(f *slurm.Features) { f.FutureNodes = true })},
+		{in: "slurm 23.11.0-0rc1", want: slurm.Version{23, 11, 0}, feat: with(authSlurm, func(f *slurm.Features) { f.FutureNodes, f.ReconfigureReexecs = true, true })},
 		{in: "24.05.1", want: slurm.Version{24, 5, 1}, feat: with(authSlurm, from2405)},
 		{in: "slurm-wlm 24.11.5", want: slurm.Version{24, 11, 5}, feat: with(authSlurm, from2405)},
 		// Slurm holds jobs sent to an empty partition again from 24.11.6 and 25.05.1.

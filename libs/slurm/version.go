@@ -93,8 +93,9 @@ type Features struct {
 	// node's only source of GRES: a node's gres.conf says AutoDetect=off where this is set.
 	GPUAutoDetect bool
 	// ReconfigureReexecs reports whether a reconfigure (scontrol reconfigure, SIGHUP) starts a
-	// new slurmctld (and slurmd) process that takes over from the old one (24.05), rather than
-	// re-reading the files in the running process: see [ReconfigureKeepsPID].
+	// new slurmctld (and slurmd) process that takes over from the old one (23.11: slurmctld's
+	// _try_to_reconfig), rather than re-reading the files in the running process: see
+	// [ReconfigureKeepsPID].
 	ReconfigureReexecs bool
 }
 
@@ -117,7 +118,7 @@ func FeaturesOf(v Version) Features {
 	f.FutureNodes = v.AtLeast(23, 2) && !emptyPartitionsHold(v)
 	f.CgroupDisabled = v.AtLeast(24, 5)
 	f.GPUAutoDetect = v.AtLeast(26, 5)
-	f.ReconfigureReexecs = v.AtLeast(24, 5)
+	f.ReconfigureReexecs = v.AtLeast(23, 11)
 	return f
 }
 
@@ -137,7 +138,7 @@ func emptyPartitionsHold(v Version) bool {
 // through a reconfigure, as supervised: attached (-D, as the charms run slurmctld and slurmd
 // under Pebble and under systemd with Type=simple) it re-executes itself in place; detached or
 // under `--systemd` (Debian's packaged units, Type=notify) it forks the new process, which
-// tells systemd its new main PID (seen on 24.11 and 26.05). Before 24.05 a reconfigure never
+// tells systemd its new main PID (seen on 24.11 and 26.05). Before 23.11 a reconfigure never
 // started a process. A PID that changed is then a restart only where this is true.
 func (f Features) ReconfigureKeepsPID(attached bool) bool {
 	return !f.ReconfigureReexecs || attached

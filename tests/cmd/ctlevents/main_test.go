@@ -13,8 +13,8 @@ func TestRun(t *testing.T) {
 		want     string
 		code     int
 	}{
-		{"26.05 reconfigure", "slurmctld version 26.05.5 started\nReconfigure signal (SIGHUP) received\nslurmctld version 26.05.5 started\n", nil, "1 1\n", 0},
-		{"22.05 reconfigure and restart", "slurmctld version 22.05.8 started\n_slurm_rpc_reconfigure_controller: completed usec=1\nslurmctld version 22.05.8 started\n", nil, "1 2\n", 0},
+		{"26.05 reconfigure", "slurmctld version 26.05.5 started\nProcessing Reconfiguration Request\nReconfigure signal (SIGHUP) received\nAttempting to reconfigure\nslurmctld version 26.05.5 started\n", nil, "1 1\n", 0},
+		{"22.05 reconfigure and restart", "slurmctld version 22.05.8 started\nProcessing Reconfiguration Request\n_slurm_rpc_reconfigure_controller: completed usec=1\nslurmctld version 22.05.8 started\n", nil, "1 2\n", 0},
 		{"empty", "", nil, "0 0\n", 0},
 		{"arguments", "", []string{"x"}, "", 2},
 	} {
