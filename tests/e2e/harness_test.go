@@ -94,9 +94,12 @@ func newClusterWith(t *testing.T, base string, wrap func(*model.BaseMachines) mo
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) }) // runs after the model's close below
-	var machines model.Provisioner = &model.HostMachines{Network: net}
+	// What the units' hosts and machines share with the test: the model's directory and the
+	// tools (every other path under /tmp is theirs).
+	binds := []string{dir, filepath.Dir(toolsBin)}
+	var machines model.Provisioner = &model.HostMachines{Network: net, Binds: binds}
 	if base != "" || wrap != nil {
-		bm := &model.BaseMachines{Network: net, Default: base, Binds: []string{dir, filepath.Dir(toolsBin)}}
+		bm := &model.BaseMachines{Network: net, Default: base, Binds: binds}
 		if base != "" {
 			suite, ok := model.ImageSuite(base)
 			if !ok {

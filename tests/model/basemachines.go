@@ -46,8 +46,8 @@ type BaseMachines struct {
 	Images map[string]string
 	// Default is the base of units deployed without one; "" puts them on Pebble hosts.
 	Default string
-	// Binds are the paths the machines share with the model's process, at the same paths: the
-	// model's Dir (its agent socket) and the directory of its hook tools binary.
+	// Binds are the paths the machines and hosts share with the model's process, at the same
+	// paths: the model's Dir (its agent socket) and the directory of its hook tools binary.
 	Binds []string
 	// Prefix starts every host and machine name; default "juju".
 	Prefix string
@@ -98,7 +98,7 @@ func (p *BaseMachines) NewMachineBase(ctx context.Context, id, unit, base string
 
 // hostMachines is the HostMachines that makes the Pebble hosts and closes the network.
 func (p *BaseMachines) hostMachines() *HostMachines {
-	return &HostMachines{Network: p.Network, Prefix: p.Prefix, CloseNetwork: p.CloseNetwork}
+	return &HostMachines{Network: p.Network, Binds: p.Binds, Prefix: p.Prefix, CloseNetwork: p.CloseNetwork}
 }
 
 // Close implements Provisioner.
