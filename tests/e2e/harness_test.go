@@ -113,7 +113,7 @@ func newClusterWith(t *testing.T, base string, wrap func(*model.BaseMachines) mo
 		}
 	}
 	m, err := model.New(context.Background(), model.Options{
-		Dir: dir, Name: "e2e", Tools: jujucBin,
+		Dir: dir, Name: "e2e", Tools: jujucBin, Referee: model.RefereeBeside(toolsBin),
 		Machines:             machines,
 		UpdateStatusInterval: 5 * time.Second,
 	})
@@ -353,6 +353,18 @@ func (c *cluster) dumpDebug() {
 			lines = lines[len(lines)-80:]
 		}
 		c.t.Log("slurmctld.log (tail):\n" + strings.Join(lines, "\n"))
+	}
+	// On systemd machines, what systemd says of each unit's daemons, and slurmd's own log.
+	st := c.m.Status(ctx)
+	for _, a := range st.Applications {
+		for unit, u := range a.Units {
+			if st.Machines[u.Machine].BootID == "" { // a Pebble host
+				continue
+			}
+			out.Reset()
+			c.m.Exec(ctx, unit, []string{"sh", "-c", "systemctl --no-pager status slurmd.service slurmctld.service munge.service; journalctl --no-pager -n 40 -o short-precise -u slurmd -u slurmctld -u munge; tail -n 30 /var/log/slurm/slurmd.log"}, &out, &out)
+			c.t.Logf("%s: systemd and slurmd:\n%s", unit, out.String())
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/charmed-slurm/operators/tests/hosts"
 )
@@ -93,7 +94,7 @@ func (p *BaseMachines) NewMachineBase(ctx context.Context, id, unit, base string
 	if err != nil {
 		return nil, err
 	}
-	return &nspawnMachine{n: p.Network, m: mach, base: base}, nil
+	return &nspawnMachine{n: p.Network, m: mach, id: id, base: base}, nil
 }
 
 // hostMachines is the HostMachines that makes the Pebble hosts and closes the network.
@@ -108,7 +109,10 @@ func (p *BaseMachines) Close() error { return p.hostMachines().Close() }
 type nspawnMachine struct {
 	n    *hosts.Network
 	m    *hosts.Machine
+	id   string // the model's machine id
 	base string
+	// agent is the stand-in for the machine agent's service in the current boot (StartAgent).
+	agent atomic.Pointer[hosts.Proc]
 }
 
 func (m *nspawnMachine) Command(ctx context.Context, dir string, argv []string) *exec.Cmd {
