@@ -241,6 +241,21 @@ func (c *cluster) nodes() map[string]string {
 	return got
 }
 
+// waitIdleNodes waits (30 s at most) until the controller counts n IDLE nodes, in any partition.
+func (c *cluster) waitIdleNodes(n int) {
+	c.t.Helper()
+	c.eventually(30*time.Second, fmt.Sprintf("%d idle nodes", n), func() (bool, string) {
+		nodes := c.nodes()
+		idle := 0
+		for _, v := range nodes {
+			if strings.HasPrefix(v, "idle ") {
+				idle++
+			}
+		}
+		return idle == n, fmt.Sprint(nodes)
+	})
+}
+
 var (
 	nodeNameRE = regexp.MustCompile(`^NodeName=(\S+)`)
 	jobStateRE = regexp.MustCompile(`JobState=(\S+)`)

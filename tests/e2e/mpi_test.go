@@ -85,16 +85,7 @@ type ringRank struct {
 // received the intact message of the rank before it on the host that rank runs on. It also
 // checks that a launch without PMIx fails rather than run three unconnected copies.
 func mpiRing(t *testing.T, c *cluster, ring string) {
-	c.eventually(30*time.Second, "3 idle nodes", func() (bool, string) {
-		n := c.nodes()
-		idle := 0
-		for _, v := range n {
-			if strings.HasPrefix(v, "idle slurmd ") {
-				idle++
-			}
-		}
-		return idle == 3, fmt.Sprint(n)
-	})
+	c.waitIdleNodes(3)
 	var hostnames []string
 	for i := range 3 {
 		hostnames = append(hostnames, strings.TrimSpace(c.exec(fmt.Sprintf("slurmd/%d", i), "hostname")))
