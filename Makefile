@@ -6,7 +6,7 @@ PKGS    := $(foreach m,$(MODULES),./$(m)/...)
 # Unit-test modules run under the race detector; tests/ drives real daemons and runs without it.
 RACE_PKGS := $(foreach m,libs interfaces slurmctld-operator slurmd-operator autoscaler,./$(m)/...)
 
-.PHONY: deps images build charms charmcraft-projects tools demo bench test test-unit test-integration lint fmt clean
+.PHONY: deps images build charms charmcraft-projects tools demo bench test test-unit test-referee test-integration lint fmt clean
 
 deps:
 	@scripts/deps.sh
@@ -60,14 +60,21 @@ bench: deps
 SKIP_HELPERS := TestCrashChild,TestMachineCrashChild,TestRecordSlurm,TestRealLifecycle,TestRealRestartOnFailure,TestRealMunge,TestRealUnknownUnit
 TESTSUMMARY   = build/bin/testsummary -helpers $(SKIP_HELPERS)
 
-test: deps lint test-unit test-integration
-	@$(TESTSUMMARY) -quiet build/test-unit.json build/test-integration.json
+test: deps lint test-unit test-referee test-integration
+	@$(TESTSUMMARY) -quiet build/test-unit.json build/test-referee.json build/test-integration.json
 
 build/bin/testsummary: $(wildcard tests/cmd/testsummary/*.go)
 	$(GO) build -o $@ ./tests/cmd/testsummary
 
 test-unit: build/bin/testsummary
 	set -o pipefail; $(GO) test -json -race -count=1 $(RACE_PKGS) | tee build/test-unit.json | $(TESTSUMMARY)
+
+# The referee (tests/referee, docs/fidelity.md): Juju 3.6's own hook tools and resolver, in a
+# module of its own outside the workspace (GOWORK=off). Its own tests run here; the model's and
+# the e2e tests run every model under it (model.Options.Referee). Building it first also fills
+# the build cache the test packages' builds of it then hit.
+test-referee: build/bin/testsummary
+	set -o pipefail; cd tests/referee && GOWORK=off CGO_ENABLED=0 $(GO) test -json -count=1 ./... | tee ../../build/test-referee.json | ../../$(TESTSUMMARY)
 
 # The bound only keeps a hung package from hanging CI: tests/e2e took 12.8 min under a load
 # average of 8 to 16 on 2 cores with the Debian 14 machines (issue 24).
@@ -77,6 +84,7 @@ test-integration: deps images build/bin/testsummary
 lint: deps
 	@bad=$$(gofmt -l $(MODULES)); if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
 	$(GO) vet $(PKGS)
+	cd tests/referee && GOWORK=off $(GO) vet ./...
 	build/bin/staticcheck $(PKGS)
 
 fmt:

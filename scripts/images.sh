@@ -18,13 +18,20 @@ suites=("$@")
 
 # Packages of every image (minbase plus these). dbus: the charms' systemd backend talks D-Bus.
 common=(systemd systemd-sysv dbus slurmd slurmctld slurm-client munge iproute2 procps)
+# Open MPI's runtime for MPI jobs launched by srun --mpi=pmix (TestMPITrixie): libopenmpi40
+# brings PMIx 5 (libpmix2t64), which Slurm's mpi/pmix plugin loads on every node, and (through
+# libucx0) AMD's ROCm libraries, most of its 250 MB; openmpi-common holds the texts of Open
+# MPI's error messages. No mpirun (openmpi-bin) and no compiler: the test's program is built on
+# the test machine.
+mpi=(libopenmpi40 openmpi-common)
 # Run in the image root once the packages are in; its content is part of the key.
 customize=scripts/image-customize.sh
 
 packages() {
   case "$1" in
     bookworm) echo "${common[*]}" ;;
-    trixie | forky) echo "${common[*]} sackd" ;;
+    trixie) echo "${common[*]} sackd ${mpi[*]}" ;;
+    forky) echo "${common[*]} sackd" ;;
     *) echo "images: unknown suite $1 (bookworm, trixie, forky)" >&2; return 1 ;;
   esac
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/charmed-slurm/operators/libs/hostlist"
@@ -45,11 +46,17 @@ type rebootPlan struct {
 	Asked map[string]string `json:"asked,omitempty"`
 	// Done counts the nodes back after their reboot.
 	Done int `json:"done,omitempty"`
-	// Missing are asked nodes Slurm did not know at the last check. A node is only taken
-	// out of the plan when it is still unknown at the next check: a node re-registering after
-	// its reboot with a staged node-config is deleted and registered again within a second,
-	// and must not count as gone (which would let the next node go while it is away).
-	Missing map[string]bool `json:"missing,omitempty"`
+}
+
+// drop takes node out of the plan: its unit left (a node Slurm does not know while it
+// reboots is away, not gone: with a staged node-config its record is deleted before the
+// reboot and created anew after it).
+func (r *rebootPlan) drop(node string) {
+	if r == nil {
+		return
+	}
+	delete(r.Asked, node)
+	r.Queued = slices.DeleteFunc(r.Queued, func(n string) bool { return n == node })
 }
 
 // rebootAction runs the reboot action: nodes (a hostlist, required) are rebooted through
@@ -118,8 +125,7 @@ func (c *Charm) rebootAction(ctx context.Context, h *hook) error {
 	return h.setStatus(ctx)
 }
 
-// advanceReboots moves the rolling reboot on: nodes back from their reboot (or gone) leave
-// the plan, then queued nodes are asked to reboot while fewer than Max are under way. It
+// advanceReboots moves the rolling reboot on: nodes back from their reboot leave the plan, then queued nodes are asked to reboot while fewer than Max are under way. It
 // returns the nodes it asked.
 func (h *hook) advanceReboots(ctx context.Context) ([]string, error) {
 	r := h.st.Reboots
@@ -129,18 +135,11 @@ func (h *hook) advanceReboots(ctx context.Context) ([]string, error) {
 	cl := h.c.client()
 	for _, name := range sortedKeys(r.Asked) {
 		n, err := cl.ShowNode(ctx, name)
-		if !errors.Is(err, slurm.ErrUnknownNode) {
-			delete(r.Missing, name)
-		}
 		switch {
-		case errors.Is(err, slurm.ErrUnknownNode) && r.Missing[name]:
-			delete(r.Asked, name)
-			delete(r.Missing, name)
 		case errors.Is(err, slurm.ErrUnknownNode):
-			if r.Missing == nil {
-				r.Missing = map[string]bool{}
-			}
-			r.Missing[name] = true
+			// Away: its record was deleted for its reboot (a staged node-config) and it has
+			// not registered again yet. It leaves the plan when it is back, or when its unit
+			// departs (drop).
 		case err != nil:
 			return nil, fmt.Errorf("cannot follow the reboot of node %s: %w", name, err)
 		case rebootedSince(n, r.Asked[name]):
@@ -169,6 +168,9 @@ func (h *hook) advanceReboots(ctx context.Context) ([]string, error) {
 		if err := cl.RebootNodes(ctx, batch, r.Reason); err != nil {
 			r.Queued = append(batch, r.Queued...)
 			return nil, fmt.Errorf("cannot reboot %s: %w", hostlist.Compress(batch), err)
+		}
+		if r.Asked == nil {
+			r.Asked = map[string]string{} // saved empty, read back as nil
 		}
 		for n, bt := range boots {
 			r.Asked[n] = bt

@@ -153,13 +153,13 @@ func TestDefaultMaxUnavailable(t *testing.T) {
 	}
 }
 
-// TestRollingRebootUnknownNode: a node asked to reboot that Slurm does not know for one check
-// (deleted and registered again by its unit, applying a staged node-config) is still under
-// way: the next node is not asked. A node still unknown at the next check is gone and leaves
-// the plan.
+// TestRollingRebootUnknownNode: a node asked to reboot that Slurm does not know (its record
+// deleted by RebootProgram for a staged node-config, until its unit registers it again after
+// the boot) is still away, for as many checks as it takes: the next node is not asked. A node
+// back but drained by its unit is still away. A node whose unit departs leaves the plan.
 func TestRollingRebootUnknownNode(t *testing.T) {
 	e := newEnv(t)
-	in := e.withApp("slurmd", "slurmd/0")
+	in := e.withApp("slurmd", "slurmd/0", "slurmd/1", "slurmd/2")
 	for _, n := range []string{"slurmd-0", "slurmd-1", "slurmd-2"} {
 		e.slurm.addNode(n, "slurmd", false)
 	}
@@ -178,11 +178,16 @@ func TestRollingRebootUnknownNode(t *testing.T) {
 	del := func(n string) { t.Helper(); scontrol("delete", "nodename="+n) }
 	updateStatus := func() { out = e.run(out, jujutest.Hook(juju.UpdateStatus)) }
 	want := [][]string{rebootCall("rebuild", "slurmd-0")}
-	// slurmd-0 is away for one check (deleted), then back with a new boot.
+	// slurmd-0 is away (deleted) for several checks, then back with a new boot.
 	del("slurmd-0")
-	updateStatus()
-	if d := cmp.Diff(want, e.slurm.reboots()); d != "" {
-		t.Fatalf("a node unknown for one check let the next go (-want +got):\n%s", d)
+	for range 3 {
+		updateStatus()
+		if d := cmp.Diff(want, e.slurm.reboots()); d != "" {
+			t.Fatalf("a node away with no record let the next go (-want +got):\n%s", d)
+		}
+	}
+	if !strings.Contains(out.UnitStatus.Message, "rebooting slurmd-0") {
+		t.Errorf("status %q does not show slurmd-0 rebooting", out.UnitStatus.Message)
 	}
 	// Back, but drained by its unit (registering it with a staged node-config): still away.
 	e.slurm.addNode("slurmd-0", "slurmd", false)
@@ -198,15 +203,17 @@ func TestRollingRebootUnknownNode(t *testing.T) {
 	if d := cmp.Diff(want, e.slurm.reboots()); d != "" {
 		t.Fatalf("after slurmd-0 came back (-want +got):\n%s", d)
 	}
-	// slurmd-1 is removed for good: gone at the second check, and slurmd-2 goes.
+	// slurmd-1's unit is removed while it reboots: it leaves the plan, and slurmd-2 goes.
 	del("slurmd-1")
 	updateStatus()
 	if d := cmp.Diff(want, e.slurm.reboots()); d != "" {
-		t.Fatalf("first check of a removed node (-want +got):\n%s", d)
+		t.Fatalf("a node away let the next go (-want +got):\n%s", d)
 	}
+	delete(out.Relations[0].RemoteUnits, "slurmd/1")
+	out = e.run(out, jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", "slurmd/1"))
 	updateStatus()
 	want = append(want, rebootCall("rebuild", "slurmd-2"))
 	if d := cmp.Diff(want, e.slurm.reboots()); d != "" {
-		t.Fatalf("second check of a removed node (-want +got):\n%s", d)
+		t.Fatalf("after slurmd-1's unit departed (-want +got):\n%s", d)
 	}
 }

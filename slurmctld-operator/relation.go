@@ -139,6 +139,7 @@ func (h *hook) slurmdDeparted(ctx context.Context, ev slurmd.SlurmdDeparted) err
 		h.st.Pending = map[string]pendingNode{}
 	}
 	h.st.Pending[ev.Node] = pendingNode{Unit: ev.Unit, App: ev.App}
+	h.st.Reboots.drop(ev.Node) // a rolling reboot no longer waits for it
 	h.logf(ctx, juju.LevelInfo, "unit %s left: its node %s is removed once it has no job", ev.Unit, ev.Node)
 	return h.reconcileNodes(ctx, h.c.DepartWait)
 }

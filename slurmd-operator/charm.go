@@ -159,6 +159,8 @@ func (c *Charm) lifecycle() charm.Lifecycle[State] {
 			saved.Applied, saved.Restore, saved.DefaultPending = cur.Applied, cur.Restore, cur.DefaultPending
 			saved.Departed, saved.Facts, saved.Config = cur.Departed, cur.Facts, cur.Config
 			saved.Gres = cur.Gres
+			// StagedMarker and slurmd's start at boot follow the staged node-config.
+			saved.StagedNodeConfig = cur.StagedNodeConfig
 			return saved
 		},
 	}

@@ -118,6 +118,10 @@ func (h *hook) departed(ctx context.Context, err error) error {
 	h.st.Departed = true
 	h.st.Applied = nil
 	h.st.DefaultPending = false
+	h.st.StagedNodeConfig = "" // the node is gone: nothing to register after a boot
+	if rerr := h.removeMarker(); rerr != nil {
+		h.logf(ctx, juju.LevelWarning, "%v", rerr)
+	}
 	if serr := h.k.Checkpoint(ctx); serr != nil {
 		return serr
 	}
@@ -171,7 +175,10 @@ func (h *hook) adminState(n slurm.Node) NodeAdmin {
 	return a
 }
 
-func (h *hook) reconfReason() string { return "reconfiguring node " + h.node }
+func (h *hook) reconfReason() string { return reconfReason(h.node) }
+
+// reconfReason is the reason a re-registration drains (or, in RebootProgram, downs) node with.
+func reconfReason(node string) string { return "reconfiguring node " + node }
 
 // reregister replaces the node's record with one registered by slurmd as spec runs it:
 // remember the node's state (in the charm's state too, so that an interrupted run is

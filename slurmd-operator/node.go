@@ -188,8 +188,8 @@ func (h *hook) startSlurmd(ctx context.Context, spec service.Spec, restart bool)
 	if err := m.Configure(ctx, spec); err != nil {
 		return fmt.Errorf("cannot configure slurmd: %w", err)
 	}
-	if err := m.Enable(ctx, SlurmdService); err != nil {
-		return fmt.Errorf("cannot enable slurmd: %w", err)
+	if err := h.enableAtBoot(ctx); err != nil {
+		return err
 	}
 	do, verb := m.Spawn, "start"
 	if restart {
@@ -265,4 +265,14 @@ func (h *hook) writeAuthKey(ctx context.Context, f slurm.Features, key []byte) (
 		return changed, nil
 	}
 	return changed, h.c.munged().Ensure(ctx, changed)
+}
+
+// ensureMunged starts munged with the key in place when this Slurm version authenticates with
+// munge and munged is not running.
+func (h *hook) ensureMunged(ctx context.Context) error {
+	v, _, err := h.facts(ctx)
+	if err != nil || !slurm.FeaturesOf(v).Munge {
+		return err
+	}
+	return h.c.munged().Ensure(ctx, false)
 }

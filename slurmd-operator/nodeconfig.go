@@ -4,32 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/charmed-slurm/operators/libs/atomicfile"
 	"github.com/charmed-slurm/operators/libs/gres"
 	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
-
-// forbiddenNodeKeys are node parameters the charm manages: node-config refuses them.
-// GresConf (26.05: gres.conf lines of a dynamic node) would be a second source of the node's
-// GRES beside the charm's gres.conf; Gres= is node-config's way.
-var forbiddenNodeKeys = []string{"NodeName", "NodeAddr", "NodeHostname", "State", "Reason", "Port", "GresConf"}
-
-// numericNodeKeys are node parameters whose value must be a whole number, with the size in
-// bits of the field Slurm parses it into: slurmd exits at start on a value that does not fit
-// (Weight=99999999999 on 22.05).
-var numericNodeKeys = []struct {
-	key  string
-	bits int
-}{
-	{"CPUs", 16}, {"Boards", 16}, {"Sockets", 16}, {"SocketsPerBoard", 16}, {"CoresPerSocket", 16},
-	{"ThreadsPerCore", 16}, {"RealMemory", 64}, {"TmpDisk", 32}, {"Weight", 32}, {"CoreSpecCount", 16},
-	{"MemSpecLimit", 64},
-}
 
 // checkMachine refuses node-config values that claim more than this machine has (mi, from
 // `slurmd -C`): Slurm refuses such a node (it registers INVALID_REG, or slurmd does not
@@ -60,30 +47,18 @@ func checkMachine(p slurmconf.Params, mi slurm.MachineInfo) error {
 	return nil
 }
 
-// ParseNodeConfig parses and checks node-config parameters: slurm.conf node keys only, none
-// of the keys the charm manages, whole numbers where Slurm wants them. keys is the key set of
-// the machine's Slurm release. Errors name the key.
+// ParseNodeConfig parses and checks node-config parameters: slurm.conf node keys of the
+// machine's Slurm release (keys) only, none of the keys the charm manages, every value within
+// its type, range and size (slurmconf.ValidateNodeValues: counts that fit Slurm's fields,
+// feature names a job can select, at most 1024 characters) and a well-formed Gres. Errors
+// name the key and the rule.
 func ParseNodeConfig(keys *slurmconf.Keys, s string) (slurmconf.Params, error) {
 	p, err := slurmconf.ParseParams(s)
 	if err != nil {
 		return nil, err
 	}
-	for _, kv := range p {
-		for _, k := range forbiddenNodeKeys {
-			if strings.EqualFold(kv.Key, k) {
-				return nil, fmt.Errorf("key %q is managed by the charm and cannot be set", kv.Key)
-			}
-		}
-		for _, k := range numericNodeKeys {
-			if strings.EqualFold(kv.Key, k.key) {
-				if _, err := strconv.ParseUint(kv.Value, 10, 64); err != nil {
-					return nil, fmt.Errorf("key %q: value %q is not a whole number", kv.Key, kv.Value)
-				}
-				if _, err := strconv.ParseUint(kv.Value, 10, k.bits); err != nil {
-					return nil, fmt.Errorf("key %q: value %s is out of range (at most %d)", kv.Key, kv.Value, uint64(1)<<k.bits-1)
-				}
-			}
-		}
+	if err := slurmconf.ValidateNodeValues(p); err != nil {
+		return nil, err
 	}
 	if err := keys.ValidateNodeParams(p); err != nil {
 		return nil, err
@@ -122,7 +97,7 @@ func (h *hook) nodeConfigAction(ctx context.Context) error {
 		}
 		timeout = d
 	}
-	deadline := time.Now().Add(timeout)
+	deadline := h.c.Now().Add(timeout)
 	params, err := ParseNodeConfig(h.confKeys(), p.Parameters)
 	if err != nil {
 		return act.Fail(ctx, "parameters: "+err.Error())
@@ -160,7 +135,9 @@ func (h *hook) nodeConfigAction(ctx context.Context) error {
 	if h.st.Applied == nil {
 		// Not running yet: the node-config applies when slurmd first starts.
 		h.st.NodeConfig = newConfig
-		h.st.StagedNodeConfig = ""
+		if err := h.setStaged(ctx, ""); err != nil {
+			return err
+		}
 		return act.Set(ctx, map[string]string{"node": h.node, "node-config": newConfig,
 			"result": "saved; applied when the node joins a controller"})
 	}
@@ -180,7 +157,9 @@ func (h *hook) nodeConfigAction(ctx context.Context) error {
 	if h.st.StagedNodeConfig != "" {
 		// Applied now: a node-config staged before is dropped.
 		_ = act.Log(ctx, fmt.Sprintf("dropping the node-config staged for the next reboot (%q)", h.st.StagedNodeConfig))
-		h.st.StagedNodeConfig = ""
+		if err := h.setStaged(ctx, ""); err != nil {
+			return err
+		}
 	}
 	// reset also repairs a node an interrupted re-registration left behind, or that Slurm
 	// holds as INVALID_REG.
@@ -252,33 +231,129 @@ func nodeResults(n slurm.Node, conf, nodeConfig string) map[string]string {
 }
 
 // stageNodeConfig keeps node-config staged for the node's next boot (node-config
-// on-reboot=true): the running node is left alone, and the unit's start hook after the next
-// reboot (slurmctld's reboot action, or any) applies it (applyStaged). Staging the running
-// node-config again unstages it.
+// on-reboot=true): the running node is left alone, slurmd is no longer started at boot, and
+// RebootProgram deletes the node's record before Slurm's reboot (see rebootScript), so that
+// the start hook after the boot registers the node once, with the staged node-config
+// (registerStaged); after any other reboot it is applied through a re-registration
+// (applyStaged). Staging the running node-config again unstages it.
 func (h *hook) stageNodeConfig(ctx context.Context, staged string) error {
 	act := h.hc.Actions
 	if staged == h.st.NodeConfig {
-		h.st.StagedNodeConfig = ""
+		if err := h.setStaged(ctx, ""); err != nil {
+			return err
+		}
 		_ = h.updateStatus(ctx)
 		return act.Set(ctx, map[string]string{"node": h.node, "node-config": h.st.NodeConfig,
 			"result": "the node runs this node-config already: nothing staged"})
 	}
-	h.st.StagedNodeConfig = staged
+	if err := h.setStaged(ctx, staged); err != nil {
+		return err
+	}
 	h.logf(ctx, juju.LevelInfo, "node-config %q staged for node %s's next boot", staged, h.node)
 	_ = h.updateStatus(ctx)
 	return act.Set(ctx, map[string]string{"node": h.node, "node-config": h.st.NodeConfig, "staged-node-config": staged,
 		"result": "staged: node " + h.node + " is registered with it after its next reboot (slurmctld's reboot action reboots it once its jobs end)"})
 }
 
-// applyStaged registers the node with its staged node-config at the start after a boot,
-// through the transactional path node-config uses (drain, wait for the jobs that landed since
-// the boot, stop, delete, start with the new --conf, restore an administrator's state): the
-// node is back from the reboot under its old record, so Slurm (22.05 and 24.11 alike) takes
-// the new values only from a new record. The drain keeps the node counted as unavailable by
-// slurmctld's rolling reboot until it is registered again. If Slurm refuses the new --conf,
-// the node is registered again as it was, keeps its node-config, the refusal is logged and
-// the staged node-config dropped; if its jobs do not end within DefaultActionTimeout, the node
-// is resumed as it was and the node-config stays staged for the next boot.
+// setStaged records staged as the node-config staged for the next boot ("": none) and puts
+// the machine in line with it: StagedMarker says "staged" while one is, and slurmd starts at
+// boot only while none is.
+func (h *hook) setStaged(ctx context.Context, staged string) error {
+	h.st.StagedNodeConfig = staged
+	if staged == "" {
+		if err := h.removeMarker(); err != nil {
+			return err
+		}
+	} else if err := atomicfile.Write(ctx, h.c.Path(StagedMarker), []byte(markerStaged+"\n"), atomicfile.Options{Mode: 0o644, MkdirMode: 0o755}); err != nil {
+		return fmt.Errorf("cannot stage the node-config: %w", err)
+	}
+	return h.enableAtBoot(ctx)
+}
+
+// removeMarker removes StagedMarker: nothing is staged.
+func (h *hook) removeMarker() error {
+	if err := os.Remove(h.c.Path(StagedMarker)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("cannot remove %s: %w", StagedMarker, err)
+	}
+	return nil
+}
+
+// enableAtBoot makes slurmd start at boot unless a node-config is staged: the boot's
+// registration is then the start hook's (registerStaged), with the staged --conf. A slurmd
+// never configured has nothing to enable or disable.
+func (h *hook) enableAtBoot(ctx context.Context) error {
+	m := h.c.Services
+	do, what := m.Enable, "enable slurmd"
+	if h.st.StagedNodeConfig != "" {
+		do, what = m.Disable, "keep slurmd from starting at boot"
+	}
+	if err := do(ctx, SlurmdService); err != nil && !errors.Is(err, service.ErrUnknownService) {
+		return fmt.Errorf("cannot %s: %w", what, err)
+	}
+	return nil
+}
+
+// recordDeleted reports whether RebootProgram deleted the node's record for the staged
+// node-config before the machine rebooted (StagedMarker says so).
+func (h *hook) recordDeleted() bool {
+	data, err := os.ReadFile(h.c.Path(StagedMarker))
+	return err == nil && strings.TrimSpace(string(data)) == markerDeleted
+}
+
+// registerStaged registers the node with its staged node-config when RebootProgram deleted
+// its record before the reboot: slurmd did not start at boot, so this is the boot's only
+// registration, and Slurm counts the node back only once it has run (slurmctld's rolling
+// reboot waits for it). If Slurm refuses the staged --conf, the node is registered with its
+// previous one, the refusal logged and the staged node-config dropped; either way nothing is
+// staged any more.
+func (h *hook) registerStaged(ctx context.Context) error {
+	staged := h.st.StagedNodeConfig
+	_, mi, err := h.facts(ctx)
+	if err != nil {
+		return err
+	}
+	conf, _, err := h.confWith(ctx, mi, staged)
+	if err != nil {
+		return err
+	}
+	if err := h.ensureMunged(ctx); err != nil {
+		return err
+	}
+	prev := *h.st.Applied
+	want := prev
+	want.Conf = conf
+	if err := h.setStaged(ctx, ""); err != nil {
+		return err
+	}
+	h.logf(ctx, juju.LevelInfo, "node %s booted with node-config %q staged and its record deleted: registering it with --conf %q", h.node, staged, conf)
+	err = h.startNode(ctx, h.slurmdSpec(&want))
+	var refused *RefusedError
+	switch {
+	case errors.As(err, &refused):
+		h.logf(ctx, juju.LevelWarning, "Slurm refused the staged node-config %q: %s; registering node %s with its previous configuration", staged, refused.Reason, h.node)
+		if rerr := h.replaceNode(ctx, h.slurmdSpec(&prev)); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		return nil
+	case err != nil:
+		return err
+	}
+	h.st.Applied = &want
+	h.st.NodeConfig = staged
+	return h.k.Checkpoint(ctx)
+}
+
+// applyStaged registers the node with its staged node-config at the start after a boot for
+// which RebootProgram did not delete its record (a reboot Slurm did not ask for, or a delete
+// that failed), through the transactional path node-config uses (drain, wait for the jobs
+// that landed since the boot, stop, delete, start with the new --conf, restore an
+// administrator's state): the node is back under its old record, and Slurm (22.05 to 26.05
+// alike) takes the new values only from a new record. The drain keeps the node counted as
+// unavailable by slurmctld's rolling reboot until it is registered again. If Slurm refuses
+// the new --conf, the node is registered again as it was, keeps its node-config, the refusal
+// is logged and the staged node-config dropped; if its jobs do not end within
+// DefaultActionTimeout, the node is resumed as it was and the node-config stays staged for
+// the next boot.
 func (h *hook) applyStaged(ctx context.Context) error {
 	staged := h.st.StagedNodeConfig
 	if staged == "" || h.st.Applied == nil || h.st.Departed {
@@ -293,8 +368,8 @@ func (h *hook) applyStaged(ctx context.Context) error {
 		return err
 	}
 	if conf != h.st.Applied.Conf {
-		// slurmd starts at boot: wait until Slurm has the node back from its reboot, so that the
-		// record replaced is an ordinary one, not one with a reboot under way.
+		// Wait until Slurm has the node back from its reboot, so that the record replaced is
+		// an ordinary one, not one with a reboot under way.
 		if _, err := h.waitNode(ctx, false, func(n slurm.Node) bool { return !n.State.Rebooting() }); err != nil {
 			h.logf(ctx, juju.LevelWarning, "node-config %q stays staged: node %s is not back from its reboot: %v", staged, h.node, err)
 			return nil
@@ -303,14 +378,13 @@ func (h *hook) applyStaged(ctx context.Context) error {
 		want := *h.st.Applied
 		want.Conf = conf
 		prevSpec := h.slurmdSpec(h.st.Applied)
-		err = h.reregister(ctx, h.slurmdSpec(&want), &prevSpec, time.Now().Add(DefaultActionTimeout), nil)
+		err = h.reregister(ctx, h.slurmdSpec(&want), &prevSpec, h.c.Now().Add(DefaultActionTimeout), nil)
 		var refused *RefusedError
 		var re *slurm.RemovalError
 		switch {
 		case errors.As(err, &refused):
-			h.st.StagedNodeConfig = ""
 			h.logf(ctx, juju.LevelWarning, "Slurm refused the staged node-config %q: %s; node %s registered with its previous configuration", staged, refused.Reason, h.node)
-			return nil
+			return h.setStaged(ctx, "")
 		case errors.As(err, &re) && re.Phase == slurm.RemovalWait && errors.Is(err, context.DeadlineExceeded):
 			h.logf(ctx, juju.LevelWarning, "node-config %q stays staged: %d jobs still running on %s after %s", staged, re.Jobs, h.node, DefaultActionTimeout)
 			return nil
@@ -320,8 +394,7 @@ func (h *hook) applyStaged(ctx context.Context) error {
 		h.st.Applied = &want
 	}
 	h.st.NodeConfig = staged
-	h.st.StagedNodeConfig = ""
-	return nil
+	return h.setStaged(ctx, "")
 }
 
 // confWith is the --conf and resources the node would run with under node-config nc instead

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,6 +34,10 @@ func TestNodeConfigBadInput(t *testing.T) {
 		{"not a number", map[string]any{"parameters": "RealMemory=lots"}, `parameters: key "RealMemory": value "lots" is not a whole number`},
 		{"Weight out of range", map[string]any{"parameters": "Weight=4294967296"}, `parameters: key "Weight": value 4294967296 is out of range (at most 4294967295)`},
 		{"CPUs out of range", map[string]any{"parameters": "cpus=65536"}, `parameters: key "cpus": value 65536 is out of range (at most 65535)`},
+		{"feature operator", map[string]any{"parameters": "Features=a|b"}, `parameters: key "Features": "a|b" is not a feature name a job can select with --constraint (feature names are letters, digits, '_', '-' and '.', separated by commas)`},
+		{"feature with space", map[string]any{"parameters": `Features="a b"`}, `parameters: key "Features": "a b" is not a feature name a job can select with --constraint (feature names are letters, digits, '_', '-' and '.', separated by commas)`},
+		{"feature shell", map[string]any{"parameters": "Features=$(touch${IFS}/tmp/x)"}, `parameters: key "Features": "$(touch${IFS}/tmp/x)" is not a feature name a job can select with --constraint (feature names are letters, digits, '_', '-' and '.', separated by commas)`},
+		{"value too long", map[string]any{"parameters": "Features=" + strings.Repeat("a", 70000)}, `parameters: key "Features": value is 70000 characters long (at most 1024)`},
 		{"syntax", map[string]any{"parameters": "Weight=1 Weight=2"}, `parameters: line 1, column 10: duplicate key "Weight" (first given at column 1)`},
 		{"timeout", map[string]any{"parameters": "Weight=2", "timeout": "soon"}, `timeout: invalid duration "soon" (want e.g. 90s or 10m)`},
 		{"negative timeout", map[string]any{"parameters": "Weight=2", "timeout": "-1s"}, `timeout: invalid duration "-1s" (want e.g. 90s or 10m)`},
@@ -217,7 +222,7 @@ func TestBuildConf(t *testing.T) {
 }
 
 func FuzzParseNodeConfig(f *testing.F) {
-	for _, s := range []string{"", "Weight=10", "Features=a,b RealMemory=100", "NodeName=x", `Reason="a b"`, "Port=1", "Wieght=1", "CPUs=-1", `Gres="gpu:2" TmpDisk=5`} {
+	for _, s := range []string{"", "Weight=10", "Features=a,b RealMemory=100", "Features=a|b", `Features="a b"`, "NodeName=x", `Reason="a b"`, "Port=1", "Wieght=1", "CPUs=-1", `Gres="gpu:2" TmpDisk=5`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -225,9 +230,19 @@ func FuzzParseNodeConfig(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for _, k := range forbiddenNodeKeys {
+		for _, k := range []string{"NodeName", "NodeAddr", "NodeHostname", "State", "Reason", "Port"} {
 			if p.Has(k) {
 				t.Fatalf("ParseNodeConfig(%q) accepted %s", s, k)
+			}
+		}
+		for _, kv := range p {
+			if len(kv.Value) > slurmconf.MaxValueLen {
+				t.Fatalf("ParseNodeConfig(%q) accepted a %d-character value for %s", s, len(kv.Value), kv.Key)
+			}
+			if strings.EqualFold(kv.Key, "Feature") || strings.EqualFold(kv.Key, "Features") {
+				if strings.ContainsAny(kv.Value, "|&()[]*! \t\"$`;=") {
+					t.Fatalf("ParseNodeConfig(%q) accepted features %q, which --constraint cannot select", s, kv.Value)
+				}
 			}
 		}
 		// What is accepted renders to a line that parses back to the same parameters.
@@ -278,81 +293,152 @@ func TestConfigKeysPerRelease(t *testing.T) {
 // running node (no drain, no delete, jobs keep running); the start after the reboot Slurm
 // asked for registers the node with it through the transactional path (its jobs awaited), once
 // Slurm has it back in service; a later plain node-config drops what is staged.
+// TestNodeConfigOnReboot: a node-config staged with on-reboot=true leaves the running node
+// alone, keeps slurmd from starting at boot and marks it staged for RebootProgram. When Slurm's
+// reboot ran RebootProgram (which deleted the record before the machine went down), the start
+// hook after the boot registers the node once, with the staged node-config; after a reboot
+// Slurm did not ask for (the record kept), it re-registers the node (drain, delete, start).
 func TestNodeConfigOnReboot(t *testing.T) {
+	tests := []struct {
+		name string
+		// rebootProgram: Slurm's reboot ran RebootProgram, which deleted the node's record.
+		rebootProgram bool
+		wantCalls     []string
+	}{
+		{name: "rebooted by Slurm", rebootProgram: true},
+		{name: "rebooted unasked", wantCalls: []string{
+			"scontrol update nodename=slurmd-3 state=drain reason=reconfiguring node slurmd-3",
+			"scontrol delete nodename=slurmd-3",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.join()
+			e.slurm.startJobs(node, 1, 1000)
+			a := e.action(map[string]any{"parameters": "Weight=7", "on-reboot": true})
+			if a.Failed {
+				t.Fatalf("action failed: %s", a.Message)
+			}
+			if a.Results["staged-node-config"] != "Weight=7" || a.Results["node-config"] != "" {
+				t.Errorf("results %v", a.Results)
+			}
+			if got := e.slurmCalls(); len(got) != 0 {
+				t.Errorf("staging touched the node: %q", got)
+			}
+			if st := e.savedState(); st.StagedNodeConfig != "Weight=7" || st.NodeConfig != "" || strings.Contains(st.Applied.Conf, "Weight") {
+				t.Errorf("saved state %+v", st)
+			}
+			if msg := e.status().Message; !strings.HasSuffix(msg, "; node-config staged for the next reboot") {
+				t.Errorf("status %q does not say what is staged", msg)
+			}
+			if got := e.marker(); got != "staged\n" {
+				t.Errorf("%s = %q, want staged", StagedMarker, got)
+			}
+			if st, err := e.svc.Status(context.Background(), SlurmdService); err != nil || st.Enabled || !e.svc.Active(SlurmdService) {
+				t.Errorf("slurmd after staging: %+v %v, want running and not started at boot", st, err)
+			}
+
+			// Slurm reboots the node once its job ended (scontrol reboot ASAP nextstate=resume).
+			e.slurm.endJobsOn(node)
+			if out, err := e.slurm.Cluster.Run(context.Background(), []string{"scontrol", "reboot", "ASAP", "nextstate=resume", "reason=rolling rebuild", node}, []string{"SLURM_CONF=" + filepath.Join(e.slurm.root, SpoolConf)}); err != nil || out.ExitCode != 0 {
+				t.Fatalf("scontrol reboot: %v %s", err, out.Stderr)
+			}
+			if tt.rebootProgram {
+				// RebootProgram deletes the record and says so (rebootScript), then reboots.
+				if out, err := e.slurm.Cluster.Run(context.Background(), []string{"scontrol", "delete", "nodename=" + node}, []string{"SLURM_CONF=" + filepath.Join(e.slurm.root, SpoolConf)}); err != nil || out.ExitCode != 0 {
+					t.Fatalf("scontrol delete: %v %s", err, out.Stderr)
+				}
+				if err := os.WriteFile(filepath.Join(e.root, StagedMarker), []byte("deleted\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := e.run(jujutest.Hook(juju.Stop)); err != nil {
+				t.Fatal(err)
+			}
+			if tt.rebootProgram {
+				e.svc.Exit(SlurmdService) // not started at boot
+			} else {
+				e.slurm.Rebooted(node)
+			}
+			before := len(e.slurmCalls())
+			if err := e.run(jujutest.Hook(juju.Start)); err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.wantCalls, e.slurmCalls()[before:]); d != "" {
+				t.Errorf("slurm calls at start (-want +got):\n%s", d)
+			}
+			n, ok := e.slurm.Node(node)
+			if !ok || n.State.Drain() || n.State.Down() || !strings.Contains(e.slurm.conf(node), "Weight=7") {
+				t.Errorf("after the start: node %v known %v conf %q, want registered with Weight=7, in service", n.State, ok, e.slurm.conf(node))
+			}
+			if st, err := e.svc.Status(context.Background(), SlurmdService); err != nil || !st.Enabled || !e.svc.Active(SlurmdService) {
+				t.Errorf("slurmd after the start: %+v %v, want running and started at boot", st, err)
+			}
+			if st := e.savedState(); st.StagedNodeConfig != "" || st.NodeConfig != "Weight=7" || !strings.Contains(st.Applied.Conf, "Weight=7") {
+				t.Errorf("saved state after the start %+v", st)
+			}
+			if got := e.marker(); got != "" {
+				t.Errorf("%s = %q after the start, want none", StagedMarker, got)
+			}
+			if d := cmp.Diff(active("node slurmd-3 idle"), e.status()); d != "" {
+				t.Errorf("status (-want +got):\n%s", d)
+			}
+
+			// A start with nothing staged touches nothing.
+			before = len(e.slurmCalls())
+			if err := e.run(jujutest.Hook(juju.Start)); err != nil {
+				t.Fatal(err)
+			}
+			if got := e.slurmCalls()[before:]; len(got) != 0 {
+				t.Errorf("start with nothing staged: %q", got)
+			}
+
+			// Staged again, then a plain node-config: applied now, the staged one dropped.
+			if a := e.action(map[string]any{"parameters": "Weight=8", "on-reboot": true}); a.Failed {
+				t.Fatalf("action failed: %s", a.Message)
+			}
+			if a := e.action(map[string]any{"parameters": "Weight=9"}); a.Failed || a.Results["weight"] != "9" {
+				t.Fatalf("plain node-config: %+v", a)
+			}
+			if st := e.savedState(); st.StagedNodeConfig != "" || st.NodeConfig != "Weight=9" {
+				t.Errorf("saved state %+v, want the staged node-config dropped", st)
+			}
+			if st, err := e.svc.Status(context.Background(), SlurmdService); err != nil || !st.Enabled || e.marker() != "" {
+				t.Errorf("after the staged node-config was dropped: slurmd %+v %v, marker %q; want started at boot, no marker", st, err, e.marker())
+			}
+		})
+	}
+}
+
+// TestNodeConfigStagedRefused: Slurm refuses the staged node-config at the boot's registration
+// (the record deleted by RebootProgram): the node registers with its previous configuration,
+// nothing stays staged, slurmd starts at boot again.
+func TestNodeConfigStagedRefused(t *testing.T) {
 	e := newEnv(t)
 	e.join()
-	e.slurm.startJobs(node, 1, 1000)
-	a := e.action(map[string]any{"parameters": "Weight=7", "on-reboot": true})
-	if a.Failed {
+	if a := e.action(map[string]any{"parameters": "TmpDisk=5000", "on-reboot": true}); a.Failed {
 		t.Fatalf("action failed: %s", a.Message)
 	}
-	if a.Results["staged-node-config"] != "Weight=7" || a.Results["node-config"] != "" {
-		t.Errorf("results %v", a.Results)
+	if out, err := e.slurm.Cluster.Run(context.Background(), []string{"scontrol", "delete", "nodename=" + node}, []string{"SLURM_CONF=" + filepath.Join(e.slurm.root, SpoolConf)}); err != nil || out.ExitCode != 0 {
+		t.Fatalf("scontrol delete: %v %s", err, out.Stderr)
 	}
-	if got := e.slurmCalls(); len(got) != 0 {
-		t.Errorf("staging touched the node: %q", got)
-	}
-	if st := e.savedState(); st.StagedNodeConfig != "Weight=7" || st.NodeConfig != "" || strings.Contains(st.Applied.Conf, "Weight") {
-		t.Errorf("saved state %+v", st)
-	}
-	if msg := e.status().Message; !strings.HasSuffix(msg, "; node-config staged for the next reboot") {
-		t.Errorf("status %q does not say what is staged", msg)
-	}
-
-	// Slurm reboots the node once its job ended (scontrol reboot ASAP nextstate=resume); slurmd
-	// is enabled at boot and the node comes back under its old record; the start hook replaces
-	// the record with one registered with the staged node-config.
-	e.slurm.endJobsOn(node)
-	if out, err := e.slurm.Cluster.Run(context.Background(), []string{"scontrol", "reboot", "ASAP", "nextstate=resume", "reason=rolling rebuild", node}, []string{"SLURM_CONF=" + filepath.Join(e.slurm.root, SpoolConf)}); err != nil || out.ExitCode != 0 {
-		t.Fatalf("scontrol reboot: %v %s", err, out.Stderr)
-	}
-	if err := e.run(jujutest.Hook(juju.Stop)); err != nil {
+	if err := os.WriteFile(filepath.Join(e.root, StagedMarker), []byte("deleted\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e.slurm.Rebooted(node)
-	before := len(e.slurmCalls())
+	e.svc.Exit(SlurmdService)
 	if err := e.run(jujutest.Hook(juju.Start)); err != nil {
 		t.Fatal(err)
-	}
-	wantCalls := []string{
-		"scontrol update nodename=slurmd-3 state=drain reason=reconfiguring node slurmd-3",
-		"scontrol delete nodename=slurmd-3",
-	}
-	if d := cmp.Diff(wantCalls, e.slurmCalls()[before:]); d != "" {
-		t.Errorf("slurm calls at start (-want +got):\n%s", d)
 	}
 	n, ok := e.slurm.Node(node)
-	if !ok || n.State.Drain() || n.State.Down() || !strings.Contains(e.slurm.conf(node), "Weight=7") {
-		t.Errorf("after the start: node %v known %v conf %q, want registered with Weight=7, in service", n.State, ok, e.slurm.conf(node))
+	if !ok || n.State.Has(slurm.FlagInvalidReg) || strings.Contains(e.slurm.conf(node), "TmpDisk") {
+		t.Errorf("after the start: node %v known %v conf %q, want registered with its previous configuration", n.State, ok, e.slurm.conf(node))
 	}
-	if !e.svc.Active(SlurmdService) {
-		t.Errorf("after the start slurmd is not running")
-	}
-	if st := e.savedState(); st.StagedNodeConfig != "" || st.NodeConfig != "Weight=7" || !strings.Contains(st.Applied.Conf, "Weight=7") {
+	if st := e.savedState(); st.StagedNodeConfig != "" || st.NodeConfig != "" || strings.Contains(st.Applied.Conf, "TmpDisk") {
 		t.Errorf("saved state after the start %+v", st)
 	}
-	if d := cmp.Diff(active("node slurmd-3 idle"), e.status()); d != "" {
-		t.Errorf("status (-want +got):\n%s", d)
-	}
-
-	// A start with nothing staged touches nothing.
-	before = len(e.slurmCalls())
-	if err := e.run(jujutest.Hook(juju.Start)); err != nil {
-		t.Fatal(err)
-	}
-	if got := e.slurmCalls()[before:]; len(got) != 0 {
-		t.Errorf("start with nothing staged: %q", got)
-	}
-
-	// Staged again, then a plain node-config: applied now, the staged one dropped.
-	if a := e.action(map[string]any{"parameters": "Weight=8", "on-reboot": true}); a.Failed {
-		t.Fatalf("action failed: %s", a.Message)
-	}
-	if a := e.action(map[string]any{"parameters": "Weight=9"}); a.Failed || a.Results["weight"] != "9" {
-		t.Fatalf("plain node-config: %+v", a)
-	}
-	if st := e.savedState(); st.StagedNodeConfig != "" || st.NodeConfig != "Weight=9" {
-		t.Errorf("saved state %+v, want the staged node-config dropped", st)
+	if st, err := e.svc.Status(context.Background(), SlurmdService); err != nil || !st.Enabled || e.marker() != "" {
+		t.Errorf("slurmd %+v %v, marker %q; want started at boot, no marker", st, err, e.marker())
 	}
 }
 
@@ -377,5 +463,39 @@ func TestNodeConfigOnRebootNotBack(t *testing.T) {
 	}
 	if st := e.savedState(); st.StagedNodeConfig != "Weight=7" || strings.Contains(st.Applied.Conf, "Weight") {
 		t.Errorf("saved state %+v, want the node-config still staged", st)
+	}
+}
+
+// marker is StagedMarker's content ("" when there is none).
+func (e *env) marker() string {
+	data, _ := os.ReadFile(filepath.Join(e.root, StagedMarker))
+	return string(data)
+}
+
+// TestNodeConfigStagedRebootFailed: RebootProgram deleted the record for the staged
+// node-config but the machine did not reboot: update-status registers the node with it.
+func TestNodeConfigStagedRebootFailed(t *testing.T) {
+	e := newEnv(t)
+	e.join()
+	if a := e.action(map[string]any{"parameters": "Weight=7", "on-reboot": true}); a.Failed {
+		t.Fatalf("action failed: %s", a.Message)
+	}
+	if out, err := e.slurm.Cluster.Run(context.Background(), []string{"scontrol", "delete", "nodename=" + node}, []string{"SLURM_CONF=" + filepath.Join(e.slurm.root, SpoolConf)}); err != nil || out.ExitCode != 0 {
+		t.Fatalf("scontrol delete: %v %s", err, out.Stderr)
+	}
+	if err := os.WriteFile(filepath.Join(e.root, StagedMarker), []byte("deleted\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.run(jujutest.Hook(juju.UpdateStatus)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.slurm.Node(node); !ok || !strings.Contains(e.slurm.conf(node), "Weight=7") {
+		t.Errorf("node known %v conf %q, want registered with Weight=7", ok, e.slurm.conf(node))
+	}
+	if st := e.savedState(); st.StagedNodeConfig != "" || st.NodeConfig != "Weight=7" {
+		t.Errorf("saved state %+v", st)
+	}
+	if d := cmp.Diff(active("node slurmd-3 idle"), e.status()); d != "" {
+		t.Errorf("status (-want +got):\n%s", d)
 	}
 }

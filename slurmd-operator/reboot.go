@@ -18,25 +18,64 @@ import (
 // names the same path): it asks this machine's systemd for a reboot.
 const RebootProgram = "/usr/local/sbin/charmed-slurm-reboot"
 
-// rebootScript is RebootProgram's content. slurmd runs it as root with no arguments; systemd
-// stops slurmd and the other services cleanly before the machine goes down.
-const rebootScript = `#!/bin/sh
+// StagedMarker is the file that tells RebootProgram a node-config is staged for the next boot
+// (content "staged"), and tells the start hook after the boot that RebootProgram deleted the
+// node's record before the reboot (content "deleted"). It lives in slurmd's spool, private to
+// the machine and kept across reboots.
+const StagedMarker = "/var/spool/slurmd/charm-staged-node-config"
+
+// Contents of StagedMarker.
+const (
+	markerStaged  = "staged"
+	markerDeleted = "deleted"
+)
+
+// rebootScript is RebootProgram's content for node. slurmd runs it as root with no
+// arguments, once the node has no job; systemd stops slurmd and the other services cleanly
+// before the machine goes down. With a node-config staged (StagedMarker says so), it first
+// deletes the node's record, while slurmd still runs (its socket authenticates scontrol under
+// auth/slurm): slurmd is not enabled at boot while a node-config is staged, so the boot's only
+// registration is the start hook's, which creates the record anew with the staged --conf
+// (Slurm takes a dynamic node's new --conf only from a new record). The node is set DOWN
+// first: Slurm 22.05 leaves a deleted node in its bitmap of nodes resuming from a reboot, and
+// a record created later in the same slot would never be scheduled; a state update clears it
+// (24.11 clears every bitmap itself). The DOWN's reason is the charm's re-registration reason,
+// which the start hook does not keep as an administrator's if the delete did not happen.
+// Only a machine that systemd runs is touched.
+func rebootScript(node string) string {
+	return `#!/bin/sh
 # Installed by the slurmd charm: RebootProgram of the cluster (scontrol reboot).
+[ -d /run/systemd/system ] || { echo "charmed-slurm-reboot: systemd does not run this machine" >&2; exit 1; }
+marker=` + StagedMarker + `
+if [ "$(cat "$marker" 2>/dev/null)" = ` + markerStaged + ` ]; then
+	# A node-config is staged for this boot: the node registers anew with it after the boot.
+	for conf in ` + RunConf + ` ` + SpoolConf + `; do
+		[ -f "$conf" ] || continue
+		export SLURM_CONF="$conf"
+		if timeout 20 scontrol update nodename=` + node + ` state=down reason="` + reconfReason(node) + `" &&
+			timeout 20 scontrol delete nodename=` + node + `; then
+			echo ` + markerDeleted + ` >"$marker"
+		fi
+		break
+	done
+fi
 exec systemctl reboot
 `
+}
 
 // unexpectedReboot starts the reason Slurm gives a node it sets DOWN because its slurmd
 // registered with a new boot time it had not asked for.
 const unexpectedReboot = "Node unexpectedly rebooted"
 
-// installRebootProgram writes RebootProgram (mode 0755) unless it is there already.
+// installRebootProgram writes RebootProgram (mode 0755) for this node unless it is there
+// already.
 func (h *hook) installRebootProgram(ctx context.Context) error {
-	p := h.c.Path(RebootProgram)
-	if data, err := os.ReadFile(p); err == nil && string(data) == rebootScript {
+	p, script := h.c.Path(RebootProgram), rebootScript(h.node)
+	if data, err := os.ReadFile(p); err == nil && string(data) == script {
 		return nil
 	}
 	opts := atomicfile.Options{Mode: 0o755, Reset: true, MkdirMode: 0o755}
-	if err := atomicfile.Write(ctx, p, []byte(rebootScript), opts); err != nil {
+	if err := atomicfile.Write(ctx, p, []byte(script), opts); err != nil {
 		return fmt.Errorf("cannot install %s: %w", RebootProgram, err)
 	}
 	return nil
@@ -79,11 +118,24 @@ func (h *hook) start(ctx context.Context) error {
 		return h.updateStatus(ctx)
 	}
 	h.logf(ctx, juju.LevelInfo, "start with node %s configured (install's first start, or the machine booted again): checking it", h.node)
-	if err := h.applyStaged(ctx); err != nil {
-		return err
+	if h.st.StagedNodeConfig != "" && h.recordDeleted() {
+		// Slurm rebooted the node for its staged node-config: slurmd did not start at boot
+		// and the record is gone; this is the boot's one registration.
+		if err := h.registerStaged(ctx); err != nil {
+			return err
+		}
 	}
 	if err := h.reapply(ctx); err != nil {
 		return err
+	}
+	if h.st.StagedNodeConfig != "" {
+		// Still staged: the record was not deleted before this boot.
+		if err := h.applyStaged(ctx); err != nil {
+			return err
+		}
+		if err := h.updateStatus(ctx); err != nil {
+			return err
+		}
 	}
 	return h.resumeRebooted(ctx)
 }

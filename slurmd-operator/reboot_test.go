@@ -82,7 +82,7 @@ func TestStartAfterReboot(t *testing.T) {
 				t.Errorf("status (-want +got):\n%s", d)
 			}
 			data, err := os.ReadFile(filepath.Join(e.root, RebootProgram))
-			if err != nil || string(data) != rebootScript {
+			if err != nil || string(data) != rebootScript(node) {
 				t.Errorf("RebootProgram: %q, %v", data, err)
 			}
 		})

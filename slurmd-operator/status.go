@@ -26,6 +26,14 @@ func (h *hook) updateStatus(ctx context.Context) error {
 	if h.st.Departed {
 		return h.setStatus(ctx, juju.StatusMaintenance, "node "+h.node+" removed")
 	}
+	if h.hc.Event.Kind == juju.UpdateStatus && h.st.Applied != nil && h.st.StagedNodeConfig != "" && h.recordDeleted() {
+		// RebootProgram deleted the record, but the machine did not go down (its reboot
+		// failed): the node registers with the staged node-config now.
+		h.logf(ctx, juju.LevelWarning, "node %s's record was deleted for a reboot that did not happen", h.node)
+		if err := h.registerStaged(ctx); err != nil {
+			return err
+		}
+	}
 	if h.st.Applied == nil {
 		id, err := h.relationID(ctx)
 		if err != nil {

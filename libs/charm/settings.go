@@ -32,6 +32,16 @@ type Settings struct {
 	UnreachableTimeout time.Duration
 	// LookupUser returns a user's uid and primary gid; nil means service.UserIDs.
 	LookupUser func(name string) (uid, gid int, err error)
+	// Clock tells the time; nil means time.Now.
+	Clock func() time.Time
+}
+
+// Now is the time by Clock (time.Now when nil).
+func (s Settings) Now() time.Time {
+	if s.Clock != nil {
+		return s.Clock()
+	}
+	return time.Now()
 }
 
 // Path is the host path p below Root.

@@ -367,10 +367,8 @@ func checkWord(n string) error {
 	if n == "" {
 		return errors.New("empty name")
 	}
-	for _, r := range n {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
-			return fmt.Errorf("name %q: want letters, digits, '_', '-' and '.'", short(n))
-		}
+	if strings.ContainsFunc(n, func(r rune) bool { return !isNameRune(r) }) {
+		return fmt.Errorf("name %q: want letters, digits, '_', '-' and '.'", short(n))
 	}
 	return nil
 }

@@ -278,7 +278,9 @@ func runOperators(ctx context.Context, opts *RunOptions, rep *Report, root, scra
 			err = cerr
 		}
 	}()
-	c, stop, err := startModel(ctx, n, tools, "bench", time.Minute, false, func(string) model.Provisioner { return &model.HostMachines{Network: n} })
+	c, stop, err := startModel(ctx, n, tools, "bench", time.Minute, false, func(dir string) model.Provisioner {
+		return &model.HostMachines{Network: n, Binds: []string{dir, filepath.Dir(tools)}}
+	})
 	if err != nil {
 		return err
 	}

@@ -95,9 +95,12 @@ func newClusterWith(t *testing.T, base string, wrap func(*model.BaseMachines) mo
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) }) // runs after the model's close below
-	var machines model.Provisioner = &model.HostMachines{Network: net}
+	// What the units' hosts and machines share with the test: the model's directory and the
+	// tools (every other path under /tmp is theirs).
+	binds := []string{dir, filepath.Dir(toolsBin)}
+	var machines model.Provisioner = &model.HostMachines{Network: net, Binds: binds}
 	if base != "" || wrap != nil {
-		bm := &model.BaseMachines{Network: net, Default: base, Binds: []string{dir, filepath.Dir(toolsBin)}}
+		bm := &model.BaseMachines{Network: net, Default: base, Binds: binds}
 		if base != "" {
 			suite, ok := model.ImageSuite(base)
 			if !ok {
@@ -111,7 +114,7 @@ func newClusterWith(t *testing.T, base string, wrap func(*model.BaseMachines) mo
 		}
 	}
 	m, err := model.New(context.Background(), model.Options{
-		Dir: dir, Name: "e2e", Tools: jujucBin,
+		Dir: dir, Name: "e2e", Tools: jujucBin, Referee: model.RefereeBeside(toolsBin),
 		Machines:             machines,
 		UpdateStatusInterval: 5 * time.Second,
 	})
@@ -239,6 +242,21 @@ func (c *cluster) nodes() map[string]string {
 	return got
 }
 
+// waitIdleNodes waits (30 s at most) until the controller counts n IDLE nodes, in any partition.
+func (c *cluster) waitIdleNodes(n int) {
+	c.t.Helper()
+	c.eventually(30*time.Second, fmt.Sprintf("%d idle nodes", n), func() (bool, string) {
+		nodes := c.nodes()
+		idle := 0
+		for _, v := range nodes {
+			if strings.HasPrefix(v, "idle ") {
+				idle++
+			}
+		}
+		return idle == n, fmt.Sprint(nodes)
+	})
+}
+
 var (
 	nodeNameRE = regexp.MustCompile(`^NodeName=(\S+)`)
 	jobStateRE = regexp.MustCompile(`JobState=(\S+)`)
@@ -345,6 +363,18 @@ func (c *cluster) dumpDebug() {
 			lines = lines[len(lines)-80:]
 		}
 		c.t.Log("slurmctld.log (tail):\n" + strings.Join(lines, "\n"))
+	}
+	// On systemd machines, what systemd says of each unit's daemons, and slurmd's own log.
+	st := c.m.Status(ctx)
+	for _, a := range st.Applications {
+		for unit, u := range a.Units {
+			if st.Machines[u.Machine].BootID == "" { // a Pebble host
+				continue
+			}
+			out.Reset()
+			c.m.Exec(ctx, unit, []string{"sh", "-c", "systemctl --no-pager status slurmd.service slurmctld.service munge.service; journalctl --no-pager -n 40 -o short-precise -u slurmd -u slurmctld -u munge; tail -n 30 /var/log/slurm/slurmd.log"}, &out, &out)
+			c.t.Logf("%s: systemd and slurmd:\n%s", unit, out.String())
+		}
 	}
 }
 

@@ -50,9 +50,15 @@ func (c *cluster) watchBoots() *bootWatch {
 			}
 			w.mu.Unlock()
 			w.sampleBoots(st)
+			var nodes []string // the nodes of the slurmd units: one missing from sinfo is away
+			for unit, u := range st.Applications["slurmd"].Units {
+				if u.Life != "dying" {
+					nodes = append(nodes, strings.ReplaceAll(unit, "/", "-"))
+				}
+			}
 			var out outBuf
 			if _, err := c.m.Exec(ctx, "slurmctld/0", []string{"env", "SLURM_CONF=" + ctlConf, "sinfo", "-h", "-N", "-o", "%N %T"}, &out, &out); err == nil {
-				n, seen := unavailable(string(out))
+				n, seen := unavailable(string(out), nodes)
 				w.mu.Lock()
 				if n > w.maxOut {
 					w.maxOut, w.outSeen = n, seen
@@ -86,15 +92,18 @@ type outBuf []byte
 
 func (b *outBuf) Write(p []byte) (int, error) { *b = append(*b, p...); return len(p), nil }
 
-// unavailable counts sinfo's nodes that cannot take a new job: not idle, mixed or allocated
-// (draining, drained, down, rebooting, not responding).
-func unavailable(sinfo string) (int, string) {
+// unavailable counts the nodes that cannot take a new job: sinfo's nodes that are not idle,
+// mixed or allocated (draining, drained, down, rebooting, not responding), and the nodes of
+// units (nodes) that sinfo does not list at all (a record deleted for a reboot).
+func unavailable(sinfo string, nodes []string) (int, string) {
 	n := 0
+	listed := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(sinfo), "\n") {
 		f := strings.Fields(line)
-		if len(f) < 2 {
+		if len(f) < 2 || listed[f[0]] {
 			continue
 		}
+		listed[f[0]] = true
 		switch strings.TrimRight(f[1], "*~#!%$@^-") {
 		case "idle", "mixed", "allocated", "completing":
 			if !strings.HasSuffix(f[1], "*") && !strings.HasSuffix(f[1], "@") {
@@ -103,7 +112,14 @@ func unavailable(sinfo string) (int, string) {
 		}
 		n++
 	}
-	return n, strings.Join(strings.Fields(sinfo), " ")
+	seen := strings.Join(strings.Fields(sinfo), " ")
+	for _, node := range nodes {
+		if !listed[node] {
+			n++
+			seen += " " + node + " missing"
+		}
+	}
+	return n, seen
 }
 
 func (w *bootWatch) finish() (boots map[string][]string, maxOut int, seen string) {

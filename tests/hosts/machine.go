@@ -470,22 +470,11 @@ func (m *Machine) Boots() int {
 // Up reports whether the machine is running a boot: false while it is off, between a shutdown
 // and the next boot, or once its systemd has handed over to systemd-shutdown (the last step of
 // a shutdown: services stopped, file systems and binds unmounted, every process being killed).
-// While systemd still stops units, Up is true: GoingDown tells.
+// While systemd still stops units, Up is true: a service of the machine's (StartService) tells
+// when systemd stopped it.
 func (m *Machine) Up() bool {
 	pid := m.PID()
 	return pid != 0 && !shuttingDown(pid)
-}
-
-// GoingDown reports whether the machine is not up (see Up) or its systemd is stopping units
-// for a shutdown or a reboot (systemctl is-system-running says "stopping"). It runs a command
-// in the machine: for after the fact (did the machine go down under a command that failed?),
-// not for every command.
-func (m *Machine) GoingDown(ctx context.Context) bool {
-	if !m.Up() {
-		return true
-	}
-	// A machine that cannot be asked (no answer) is going down only if it is no longer up.
-	return m.systemState(ctx, m.PID()) == "stopping" || !m.Up()
 }
 
 // systemState is what `systemctl is-system-running` says in the machine whose PID 1 is pid
@@ -602,6 +591,42 @@ func (m *Machine) Run(ctx context.Context, argv ...string) ([]byte, error) {
 func (m *Machine) BootID(ctx context.Context) (string, error) {
 	out, err := m.Run(ctx, "cat", "/proc/sys/kernel/random/boot_id")
 	return strings.TrimSpace(string(out)), err
+}
+
+// StartService starts argv in the running machine as the transient service unit (systemd-run
+// --unit=unit, Type=exec: it returns once argv runs) with the unit and service properties props
+// ("RequiresMountsFor=/some/path", as systemd-run --property takes them), and returns its main
+// process as the test process sees it. The machine's systemd stops the service when the machine
+// goes down, in the order its properties set (a service that requires a mount stops before
+// it is unmounted): Running on the Proc tells, in one read of /proc, that it has.
+func (m *Machine) StartService(ctx context.Context, unit string, props []string, argv ...string) (Proc, error) {
+	pid1 := m.PID()
+	if pid1 == 0 {
+		return Proc{}, fmt.Errorf("cannot start service %s on machine %q: it is off", unit, m.Name)
+	}
+	run := []string{"systemd-run", "--quiet", "--unit=" + unit, "--property=Type=exec"}
+	for _, p := range props {
+		run = append(run, "--property="+p)
+	}
+	run = append(append(run, "--"), argv...)
+	show := []string{"systemctl", "show", "--property=MainPID", "--value", unit}
+	var inside int
+	for _, c := range [][]string{run, show} {
+		out, err := m.commandIn(ctx, pid1, "", c).CombinedOutput()
+		if err != nil {
+			return Proc{}, &CommandError{Host: m.Name, Argv: c, Output: out, Err: err}
+		}
+		inside, _ = strconv.Atoi(strings.TrimSpace(string(out)))
+	}
+	// systemd forked it: it is a child of the machine's PID 1 whose innermost PID is inside.
+	for _, pid := range children(pid1) {
+		if ns := nsPIDs(pid); inside > 0 && len(ns) > 0 && ns[len(ns)-1] == inside {
+			if p, ok := procOf(pid); ok {
+				return p, nil
+			}
+		}
+	}
+	return Proc{}, fmt.Errorf("cannot start service %s on machine %q: its main process (%d in the machine) is not running", unit, m.Name, inside)
 }
 
 // Reboot asks the machine's systemd for a reboot, as `systemctl reboot` on a real machine
@@ -741,17 +766,31 @@ func shuttingDown(pid int) bool {
 
 // nsPIDIsOne reports whether pid is PID 1 of a nested PID namespace (NSpid ends in 1).
 func nsPIDIsOne(pid int) bool {
+	ns := nsPIDs(pid)
+	return len(ns) >= 2 && ns[len(ns)-1] == 1
+}
+
+// nsPIDs is pid's NSpid line of /proc/<pid>/status: its PID in each PID namespace it is in,
+// from this process's namespace inwards (nil when pid is gone).
+func nsPIDs(pid int) []int {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		return false
+		return nil
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
-			f := strings.Fields(rest)
-			return len(f) >= 2 && f[len(f)-1] == "1"
+			var out []int
+			for _, f := range strings.Fields(rest) {
+				n, err := strconv.Atoi(f)
+				if err != nil {
+					return nil
+				}
+				out = append(out, n)
+			}
+			return out
 		}
 	}
-	return false
+	return nil
 }
 
 // bootOffset is this machine's uptime in whole seconds (/proc/uptime): the offset that makes

@@ -60,6 +60,53 @@ func TestMachineRebootUnderCommand(t *testing.T) {
 	}
 }
 
+// TestMachineService: a service started in a machine (as the local model starts the stand-in
+// for a machine's Juju agent) runs as a process the test process can watch, and the machine's
+// systemd stops it when the machine reboots, before it unmounts the binds the service requires.
+func TestMachineService(t *testing.T) {
+	for _, suite := range []string{"bookworm", "trixie"} {
+		t.Run(suite, func(t *testing.T) {
+			t.Parallel()
+			n := hoststest.New(t)
+			bind := t.TempDir()
+			if err := os.WriteFile(filepath.Join(bind, "marker"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			m, err := n.AddMachine(ctx, hosts.MachineOptions{Name: "m1", Image: hoststest.Image(t, suite), Binds: []string{bind}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Its stop records whether the bind was still there.
+			stop := fmt.Sprintf("ExecStop=/bin/sh -c 'if test -e %s/marker; then echo mounted; else echo gone; fi >/var/tmp/stopped'", bind)
+			p, err := m.StartService(ctx, "ad-svc", []string{"RequiresMountsFor=" + bind, stop}, "sleep", "infinity")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !p.Running() {
+				t.Fatalf("service process %+v not running once started", p)
+			}
+			if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p.PID)); err != nil || strings.TrimSpace(string(st)) != "sleep" {
+				t.Errorf("process %d is %q (%v), want the service's sleep", p.PID, st, err)
+			}
+			if _, err := m.StartService(ctx, "ad-svc", nil, "sleep", "infinity"); err == nil {
+				t.Errorf("a second service of the same name started")
+			}
+			if err := m.Reboot(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if p.Running() {
+				t.Errorf("service process %+v of the last boot still running", p)
+			}
+			got, err := os.ReadFile(m.Path("/var/tmp/stopped"))
+			if err != nil || strings.TrimSpace(string(got)) != "mounted" {
+				t.Errorf("the service's stop found the bind %q (%v), want mounted", got, err)
+			}
+		})
+	}
+}
+
 // TestMachineLifecycle boots a machine of each image and checks what a cloud machine gives:
 // systemd as PID 1 with the image's Slurm (Debian 14's systemd 262 on a unified cgroup
 // hierarchy: it refuses the host's legacy one), the network's address, a file that survives a
@@ -343,4 +390,44 @@ func TestMachineSweepAfterCrash(t *testing.T) {
 	if strings.Contains(string(mounts), dir) {
 		t.Errorf("a mount of the crashed machine is left: %s", dir)
 	}
+}
+
+// BenchmarkMachineDown is what the local model's agent pays before every hook to know its
+// machine is not going down: Up (the machine's PID 1 is systemd, not systemd-shutdown: what it
+// checked before), Running on the agent's service (what it checks now), and StartService, which
+// it pays once a boot.
+//
+//	CI=true go test -run '^$' -bench 'BenchmarkMachineDown/(Up|Running)' -benchtime 2000x -count 5 ./tests/hosts/
+//	CI=true go test -run '^$' -bench 'BenchmarkMachineDown/StartService' -benchtime 20x -count 5 ./tests/hosts/
+func BenchmarkMachineDown(b *testing.B) {
+	n := hoststest.New(b)
+	m := hoststest.AddMachine(b, n, "m1", "bookworm")
+	ctx := context.Background()
+	p, err := m.StartService(ctx, "ad-agent", nil, "sleep", "infinity")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Up", func(b *testing.B) {
+		for b.Loop() {
+			if !m.Up() {
+				b.Fatal("machine not up")
+			}
+		}
+	})
+	b.Run("Running", func(b *testing.B) {
+		for b.Loop() {
+			if !p.Running() {
+				b.Fatal("service not running")
+			}
+		}
+	})
+	i := 0 // unit names stay unique across the runs of the sub-benchmark
+	b.Run("StartService", func(b *testing.B) {
+		for b.Loop() {
+			i++
+			if _, err := m.StartService(ctx, "ad-bench-"+strconv.Itoa(i), nil, "sleep", "infinity"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

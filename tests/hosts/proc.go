@@ -74,34 +74,42 @@ func (c *child) stop(grace time.Duration) {
 // onlyChild returns the PID of pid's only child, or 0 while it has none (or several): the
 // process that unshare --fork or nsenter --pid started in the new PID namespace.
 func onlyChild(pid int) int {
+	if c := children(pid); len(c) == 1 {
+		return c[0]
+	}
+	return 0
+}
+
+// children lists the children of pid's main thread (/proc/<pid>/task/<pid>/children).
+func children(pid int) []int {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children")
 	if err != nil {
-		return 0
+		return nil
 	}
-	f := strings.Fields(string(data))
-	if len(f) != 1 {
-		return 0
+	var out []int
+	for _, f := range strings.Fields(string(data)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
 	}
-	n, err := strconv.Atoi(f[0])
-	if err != nil {
-		return 0
-	}
-	return n
+	return out
 }
 
 // alive reports whether pid exists and is not a zombie (this machine's PID 1
 // may not reap orphans).
 func alive(pid int) bool {
-	st, ok := readStat(pid)
-	return ok && st.state != 'Z' && st.state != 'X'
+	_, ok := procOf(pid)
+	return ok
 }
 
 // procStat is what /proc/<pid>/stat says of a process that the hosts need: its command name
-// (comm), its state letter and its parent.
+// (comm), its state letter, its parent and its start time (clock ticks after boot; 0 when the
+// line stops before it), which tells a process from a later one given the same PID.
 type procStat struct {
 	comm  string
 	state byte
 	ppid  int
+	start uint64
 }
 
 // readStat reads /proc/<pid>/stat; false when the process is gone or the file is not one.
@@ -128,7 +136,40 @@ func parseStat(s string) (procStat, bool) {
 	if err != nil {
 		return procStat{}, false
 	}
-	return procStat{comm: s[open+1 : end], state: f[0][0], ppid: ppid}, true
+	st := procStat{comm: s[open+1 : end], state: f[0][0], ppid: ppid}
+	// starttime is field 22 of the line, f[19] after the comm.
+	if len(f) > 19 {
+		if st.start, err = strconv.ParseUint(f[19], 10, 64); err != nil {
+			return procStat{}, false
+		}
+	}
+	return st, true
+}
+
+// A Proc is a process as the test process sees it, named across PID reuse: its PID and its
+// start time.
+type Proc struct {
+	PID   int
+	start uint64
+}
+
+// procOf is pid's Proc, false when pid is gone.
+func procOf(pid int) (Proc, bool) {
+	st, ok := readStat(pid)
+	if !ok || st.state == 'Z' || st.state == 'X' {
+		return Proc{}, false
+	}
+	return Proc{PID: pid, start: st.start}, true
+}
+
+// Running reports whether p still runs: its PID names the same process (same start time), not
+// a zombie. It reads /proc/<pid>/stat once.
+func (p Proc) Running() bool {
+	if p.PID <= 0 {
+		return false
+	}
+	q, ok := procOf(p.PID)
+	return ok && q.start == p.start
 }
 
 // nsInode returns the inode of a namespace file (a /run/netns entry or a

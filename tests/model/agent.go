@@ -407,9 +407,9 @@ type agent struct {
 	retryDelay time.Duration
 	charmDir   string // as seen on the machine
 	toolsDir   string
-	// booted is the machine's boot number the boot watcher has recorded (Rebootable machines);
-	// cutBoot the boot whose shutdown cut a hook off (0: none). Both under m.mu.
-	booted, cutBoot int
+	// booted is the machine's boot number the boot watcher has recorded (Rebootable machines),
+	// under m.mu.
+	booted int
 }
 
 func newAgent(m *Model, unit, machineID string) *agent {
@@ -501,9 +501,10 @@ func (a *agent) run(ctx context.Context) {
 			continue
 		}
 		if a.machineDown() {
-			// The machine is down or going down (a reboot asked inside it is seen by watchBoots
-			// only once the next boot starts): as under Juju, its agent runs no hook until it
-			// is back; the hook (or action) stays pending.
+			// The machine is down or going down (its systemd stopped the agent's service at the
+			// start of the shutdown; watchBoots sees the reboot only once the next boot starts):
+			// as under Juju, its agent runs no hook until it is back; the hook (or action) stays
+			// pending.
 			if hook.Kind == "action" {
 				for _, act := range m.state.Actions {
 					if act.ID == hook.ActionID {
@@ -554,12 +555,13 @@ func (a *agent) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		// A hook cut off by its machine's shutdown (its tools unmounted, its process killed) is
-		// not a failed hook: Juju queues a terminated hook again (runner.ErrTerminated) and its
-		// agent, down with the machine, runs it first once it is back.
+		// A hook cut off by its machine's shutdown (the agent's service stopped under it, then
+		// its tools unmounted, its process killed) is not a failed hook: Juju queues a
+		// terminated hook again (runner.ErrTerminated) and its agent, down with the machine,
+		// runs it first once it is back.
 		cut := false
 		if r, isR := a.machine.(Rebootable); isR && err != nil && hook.Kind != "action" {
-			cut = r.Boots() != boot || r.GoingDown(ctx)
+			cut = r.Boots() != boot || !r.AgentRunning()
 		}
 
 		m.mu.Lock()
@@ -581,7 +583,6 @@ func (a *agent) run(ctx context.Context) {
 		} else if hook.Kind == "action" {
 			// A failing action process fails the action, not the unit.
 		} else if cut {
-			a.cutBoot = boot
 			h := hook
 			u.Requeued = &h
 			u.Agent = StatusInfo{Status: "idle", Since: time.Now()}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/charmed-slurm/operators/tests/hosts"
 )
@@ -50,8 +51,8 @@ type BaseMachines struct {
 	Images map[string]string
 	// Default is the base of units deployed without one; "" puts them on Pebble hosts.
 	Default string
-	// Binds are the paths the machines share with the model's process, at the same paths: the
-	// model's Dir (its agent socket) and the directory of its hook tools binary.
+	// Binds are the paths the machines and hosts share with the model's process, at the same
+	// paths: the model's Dir (its agent socket) and the directory of its hook tools binary.
 	Binds []string
 	// Prefix starts every host and machine name; default "juju".
 	Prefix string
@@ -97,12 +98,12 @@ func (p *BaseMachines) NewMachineBase(ctx context.Context, id, unit, base string
 	if err != nil {
 		return nil, err
 	}
-	return &nspawnMachine{n: p.Network, m: mach, base: base}, nil
+	return &nspawnMachine{n: p.Network, m: mach, id: id, base: base}, nil
 }
 
 // hostMachines is the HostMachines that makes the Pebble hosts and closes the network.
 func (p *BaseMachines) hostMachines() *HostMachines {
-	return &HostMachines{Network: p.Network, Prefix: p.Prefix, CloseNetwork: p.CloseNetwork}
+	return &HostMachines{Network: p.Network, Binds: p.Binds, Prefix: p.Prefix, CloseNetwork: p.CloseNetwork}
 }
 
 // Close implements Provisioner.
@@ -112,7 +113,10 @@ func (p *BaseMachines) Close() error { return p.hostMachines().Close() }
 type nspawnMachine struct {
 	n    *hosts.Network
 	m    *hosts.Machine
+	id   string // the model's machine id
 	base string
+	// agent is the stand-in for the machine agent's service in the current boot (StartAgent).
+	agent atomic.Pointer[hosts.Proc]
 }
 
 func (m *nspawnMachine) Command(ctx context.Context, dir string, argv []string) *exec.Cmd {

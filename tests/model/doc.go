@@ -55,8 +55,10 @@
 //	update-status every Options.UpdateStatusInterval (5m by default, as in Juju)
 //	machine reboot (Reboot, or asked inside a systemd machine): stop as it goes down (Reboot
 //	  only: a reboot from inside is seen after the fact, as a crash), no hook while the machine
-//	  is down or booting, then start and config-changed (the agent restarts); a hook cut off by
-//	  the shutdown (its process terminated) is not a hook error: it is queued again and runs
+//	  is going down, down or booting (the agent starts none once the machine's systemd stopped
+//	  the stand-in for its service, jujud-machine-<id>, which the boot watcher starts at every
+//	  boot), then start and config-changed (the agent restarts); a hook cut off by the shutdown
+//	  (failed after that service stopped) is not a hook error: it is queued again and runs
 //	  first when the machine is back (operation/runhook.go, runner.ErrTerminated). Wait counts
 //	  a unit whose machine reboots as busy.
 //
@@ -106,7 +108,7 @@
 //	m, err := model.New(ctx, model.Options{
 //		Dir:      dir,                             // keep it short: unix socket paths
 //		Tools:    model.ToolsBeside(cli),          // cli from model.BuildBinaries
-//		Machines: &model.HostMachines{Network: n}, // n from hoststest.New(t)
+//		Machines: &model.HostMachines{Network: n, Binds: []string{dir, filepath.Dir(cli)}}, // n from hoststest.New(t); Binds: see HostMachines
 //	})
 //	defer m.Close()
 //	m.Deploy(ctx, model.DeployOptions{Charm: "slurmctld.charm"})

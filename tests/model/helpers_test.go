@@ -20,7 +20,9 @@ import (
 // Built once by TestMain: the hook tools binary (jujuc) and the test charm's directory.
 var (
 	toolsBin string
-	charmDir string
+	// refereeBin is Juju 3.6's own code judging every model of these tests (model.Options.Referee).
+	refereeBin string
+	charmDir   string
 )
 
 func TestMain(m *testing.M) {
@@ -45,6 +47,7 @@ func setup(m *testing.M) (int, error) {
 		return 0, err
 	}
 	toolsBin = model.ToolsBeside(cli)
+	refereeBin = model.RefereeBeside(cli)
 	charmDir = filepath.Join(tmp, "testcharm")
 	cmd := exec.Command("go", "build", "-o", filepath.Join(charmDir, "dispatch"), "./testdata/testcharm")
 	cmd.Dir = testsDir
@@ -68,15 +71,15 @@ func setup(m *testing.M) (int, error) {
 // name, and each host's Pebble socket path must fit a unix socket address (108 bytes).
 var machineKinds = []struct {
 	name string
-	new  func(t *testing.T) model.Provisioner
+	new  func(t *testing.T, dir string) model.Provisioner // dir: the model's
 }{
-	{"hosts", func(t *testing.T) model.Provisioner {
-		return &model.HostMachines{Network: hoststest.New(t)}
+	{"hosts", func(t *testing.T, dir string) model.Provisioner {
+		return &model.HostMachines{Network: hoststest.New(t), Binds: []string{dir, filepath.Dir(toolsBin)}}
 	}},
-	{"local", func(t *testing.T) model.Provisioner { return nil }},
+	{"local", func(t *testing.T, dir string) model.Provisioner { return nil }},
 }
 
-func forEachMachines(t *testing.T, fn func(t *testing.T, prov func(t *testing.T) model.Provisioner)) {
+func forEachMachines(t *testing.T, fn func(t *testing.T, prov func(t *testing.T, dir string) model.Provisioner)) {
 	for _, k := range machineKinds {
 		t.Run(k.name, func(t *testing.T) { fn(t, k.new) })
 	}
@@ -113,7 +116,7 @@ func newModel(t *testing.T, o modelOptions) *model.Model {
 	var lines []string
 	m, err := model.New(context.Background(), model.Options{
 		Dir: dir, Name: "test", Tools: toolsBin, Machines: prov, UpdateStatusInterval: interval,
-		HookRetry: o.hookRetry,
+		HookRetry: o.hookRetry, Referee: refereeBin,
 		Log: func(l string) {
 			logMu.Lock()
 			lines = append(lines, time.Now().Format("15:04:05.000 ")+l)
@@ -169,6 +172,12 @@ type record struct {
 	Members string `json:"members"`
 	// T is when the hook started (Unix nanoseconds).
 	T int64 `json:"t"`
+	// On a systemd machine, as the hook started: the state of the agent's service (active,
+	// deactivating, inactive, ...), what systemd said of the machine (running, stopping, ...) and
+	// the boot id.
+	Agent  string `json:"agent"`
+	System string `json:"system"`
+	Boot   string `json:"boot"`
 }
 
 // span is one hook or action as the test charm logged it: its start and end.

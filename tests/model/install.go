@@ -7,25 +7,74 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/charmed-slurm/operators/tests/hosts"
 )
 
-// installCharm makes dst a copy of the unpacked charm src, as Juju unpacks the charm into each
-// unit's charm directory. Regular files are hard links to the model's unpacked copy when src and
-// dst are on one filesystem (the charm's multi-megabyte dispatch binary is not copied for every
-// unit), else copies; directories and symbolic links are made anew with the same modes. dst is
-// replaced. A charm must therefore not rewrite the files it was shipped with in place (writing
-// a new file and renaming it over an old one, or any new file, is fine), which no Juju charm
-// does: Juju itself replaces the charm directory on upgrade.
+// installCharm deploys the unpacked charm src into dst, a unit's charm directory, as Juju's
+// manifest deployer does (internal/worker/uniter/charm/manifest_deployer.go): the charm's files
+// are written over what is there, and, when another charm was deployed before, the files of
+// that charm that the new one lacks are removed; every other file is left in place. A charm's
+// own files in its directory (its state) therefore survive a refresh, as under Juju. The list
+// of the deployed charm's files (its manifest) is kept beside the charm directory, in
+// manifests/charm of the unit's agent directory.
+//
+// Regular files are hard links to the model's unpacked copy when src and dst are on one
+// filesystem (the charm's multi-megabyte dispatch binary is not copied for every unit), else
+// copies; directories and symbolic links are made anew with the same modes. A charm must
+// therefore not rewrite the files it was shipped with in place (writing a new file and
+// renaming it over an old one, or any new file, is fine), which no Juju charm does.
 func installCharm(src, dst string) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	manifest, err := charmManifest(src)
+	if err != nil {
+		return fmt.Errorf("cannot read charm %s: %w", src, err)
+	}
+	manifestPath := filepath.Join(filepath.Dir(dst), "manifests", "charm")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(dst); err != nil {
+	if old, err := os.ReadFile(manifestPath); err == nil {
+		// Upgrading: remove what only the deployed charm had (deepest first).
+		keep := map[string]bool{}
+		for _, rel := range manifest {
+			keep[rel] = true
+		}
+		stale := strings.Split(strings.TrimSpace(string(old)), "\n")
+		for i := len(stale) - 1; i >= 0; i-- {
+			if rel := stale[i]; rel != "" && rel != "." && !keep[rel] {
+				if err := os.RemoveAll(filepath.Join(dst, rel)); err != nil {
+					return err
+				}
+			}
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	if err := copyCharm(src, dst, manifest); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(manifestPath), 0o755); err != nil {
+		return err
+	}
+	return writeNew(manifestPath, strings.NewReader(strings.Join(manifest, "\n")+"\n"), os.O_TRUNC, 0o644)
+}
+
+// copyCharm writes the entries of manifest (paths below src) at the same paths below dst,
+// over what is there; an executable is never written in this process (see deployEntry).
+func copyCharm(src, dst string, manifest []string) error {
+	for _, rel := range manifest {
+		if err := deployEntry(filepath.Join(src, rel), filepath.Join(dst, rel)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// charmManifest lists the paths below src, relative to it, parents before children.
+func charmManifest(src string) ([]string, error) {
+	var paths []string
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -33,34 +82,47 @@ func installCharm(src, dst string) error {
 		if err != nil {
 			return err
 		}
-		target := filepath.Join(dst, rel)
-		info, err := d.Info()
+		paths = append(paths, filepath.ToSlash(rel))
+		return nil
+	})
+	return paths, err
+}
+
+// deployEntry writes the charm's file, directory or symbolic link p at target, over what is
+// there (a directory there is kept, with p's mode).
+func deployEntry(p, target string) error {
+	info, err := os.Lstat(p)
+	if err != nil {
+		return err
+	}
+	switch {
+	case info.IsDir():
+		if err := os.Mkdir(target, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		return os.Chmod(target, info.Mode().Perm())
+	case info.Mode()&fs.ModeSymlink != 0:
+		link, err := os.Readlink(p)
 		if err != nil {
 			return err
 		}
-		switch {
-		case d.IsDir():
-			if err := os.Mkdir(target, 0o700); err != nil {
-				return err
-			}
-			return os.Chmod(target, info.Mode().Perm())
-		case d.Type()&fs.ModeSymlink != 0:
-			link, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(link, target)
-		case d.Type().IsRegular():
-			if err := os.Link(p, target); err == nil {
-				return nil
-			}
-			if info.Mode()&0o111 != 0 {
-				return hosts.CopyExecutable(p, target, info.Mode().Perm())
-			}
-			return copyFile(p, target, info.Mode().Perm())
+		if err := os.RemoveAll(target); err != nil {
+			return err
 		}
-		return fmt.Errorf("cannot install %s: not a regular file, directory or symbolic link", p)
-	})
+		return os.Symlink(link, target)
+	case info.Mode().IsRegular():
+		if err := os.RemoveAll(target); err != nil {
+			return err
+		}
+		if err := os.Link(p, target); err == nil {
+			return nil
+		}
+		if info.Mode()&0o111 != 0 {
+			return hosts.CopyExecutable(p, target, info.Mode().Perm())
+		}
+		return copyFile(p, target, info.Mode().Perm())
+	}
+	return fmt.Errorf("cannot install %s: not a regular file, directory or symbolic link", p)
 }
 
 // copyFile copies src to a new file dst with mode.

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -80,36 +81,49 @@ func TestInstallCharm(t *testing.T) {
 	}
 	want := readTree(t, src)
 
-	tests := []struct {
-		name  string
-		stale bool // dst holds an older install
-	}{
-		{name: "new"},
-		{name: "replaces an old install", stale: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			dst := filepath.Join(t.TempDir(), "var/lib/juju/agents/unit-a-0/charm")
-			if tt.stale {
-				if err := os.MkdirAll(dst, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(dst, "old"), nil, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := installCharm(src, dst); err != nil {
+	t.Run("new", func(t *testing.T) {
+		dst := filepath.Join(t.TempDir(), "var/lib/juju/agents/unit-a-0/charm")
+		if err := installCharm(src, dst); err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, readTree(t, dst)); d != "" {
+			t.Errorf("installed charm differs (-want +got):\n%s", d)
+		}
+		// Same filesystem: the files are the model's, not copies.
+		if a, b := inode(t, filepath.Join(src, "dispatch")), inode(t, filepath.Join(dst, "dispatch")); a != b {
+			t.Errorf("dispatch was copied (inode %d, source %d), want a hard link", b, a)
+		}
+	})
+
+	// An upgrade, as Juju's manifest deployer does it: the old charm's files the new one lacks
+	// go, the new charm's files replace the old ones, and the files the charm wrote itself (its
+	// state) stay.
+	t.Run("upgrade", func(t *testing.T) {
+		old := filepath.Join(t.TempDir(), "old")
+		for _, f := range []struct{ path, content string }{{"dispatch", "old\n"}, {"gone/only-in-old", "x"}, {"metadata.yaml", "name: old\n"}} {
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(old, f.path)), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			if d := cmp.Diff(want, readTree(t, dst)); d != "" {
-				t.Errorf("installed charm differs (-want +got):\n%s", d)
+			if err := os.WriteFile(filepath.Join(old, f.path), []byte(f.content), 0o644); err != nil {
+				t.Fatal(err)
 			}
-			// Same filesystem: the files are the model's, not copies.
-			if a, b := inode(t, filepath.Join(src, "dispatch")), inode(t, filepath.Join(dst, "dispatch")); a != b {
-				t.Errorf("dispatch was copied (inode %d, source %d), want a hard link", b, a)
-			}
-		})
-	}
+		}
+		dst := filepath.Join(t.TempDir(), "var/lib/juju/agents/unit-a-0/charm")
+		if err := installCharm(old, dst); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, ".state.json"), []byte("{}"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := installCharm(src, dst); err != nil {
+			t.Fatal(err)
+		}
+		wantUp := maps.Clone(want)
+		wantUp[".state.json"] = "file -rw------- {}"
+		if d := cmp.Diff(wantUp, readTree(t, dst)); d != "" {
+			t.Errorf("upgraded charm differs (-want +got):\n%s", d)
+		}
+	})
 
 	t.Run("missing source", func(t *testing.T) {
 		if err := installCharm(filepath.Join(t.TempDir(), "none"), filepath.Join(t.TempDir(), "charm")); err == nil {

@@ -50,6 +50,10 @@ type Options struct {
 	HookRetry time.Duration
 	// Log receives progress lines ("slurmd/1: running start hook") and debug-log lines.
 	Log func(line string)
+	// Referee is the referee binary (juju-referee, RefereeBeside): Juju 3.6's own hook-tool
+	// code, which judges every tool call; Close returns the differences it found. Empty: no
+	// referee.
+	Referee string
 }
 
 // Model is a running local model: its state, its unit agents and the hook tool server.
@@ -69,6 +73,7 @@ type Model struct {
 	subs     map[chan string]struct{}
 	logLines []string
 	closed   bool
+	referee  *referee // nil without Options.Referee
 
 	destroyReq  chan struct{}
 	destroyOnce sync.Once
@@ -139,6 +144,11 @@ func New(ctx context.Context, opts Options) (*Model, error) {
 	m.state = st
 	if err := m.installTools(); err != nil {
 		return nil, err
+	}
+	if opts.Referee != "" {
+		if m.referee, err = startReferee(opts.Referee); err != nil {
+			return nil, err
+		}
 	}
 	os.Remove(m.sockPath)
 	ln, err := net.Listen("unix", m.sockPath)
@@ -215,6 +225,11 @@ func (m *Model) Close() error {
 	m.state.Machines = map[string]*MachineState{}
 	if err := m.save(); err != nil {
 		errs = append(errs, err)
+	}
+	if m.referee != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		errs = append(errs, m.referee.close(ctx))
+		cancel()
 	}
 	return errors.Join(errs...)
 }
@@ -324,7 +339,12 @@ func (m *Model) stageCharm(path string) (string, *Charm, error) {
 		return "", nil, err
 	}
 	if fi.IsDir() {
-		err = os.CopyFS(filepath.Join(stage, "charm"), os.DirFS(src))
+		// Not os.CopyFS: an executable written by this process cannot be run while a child
+		// forked meanwhile holds its descriptor ("text file busy", hosts.CopyExecutable).
+		var manifest []string
+		if manifest, err = charmManifest(src); err == nil {
+			err = copyCharm(src, filepath.Join(stage, "charm"), manifest)
+		}
 	} else {
 		err = ExtractCharm(src, filepath.Join(stage, "charm"))
 	}

@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -17,12 +18,13 @@ type Rebootable interface {
 	WaitBooted(ctx context.Context) error
 	// BootID is the running machine's boot id (/proc/sys/kernel/random/boot_id).
 	BootID(ctx context.Context) (string, error)
-	// Up reports whether the machine is running a boot (not off, not between two boots, not
-	// in the last step of a shutdown).
-	Up() bool
-	// GoingDown reports whether the machine is not up or its init is stopping for a shutdown
-	// or reboot (it runs a command in the machine: the agent asks only after a failed hook).
-	GoingDown(ctx context.Context) bool
+	// StartAgent starts, in the running boot, the stand-in for the machine's Juju agent service
+	// (jujud-machine-<id>): a service of the machine's systemd, stopped first when the machine
+	// goes down, before the hook tools' file systems are unmounted.
+	StartAgent(ctx context.Context) error
+	// AgentRunning reports whether the agent's stand-in of the current boot runs (a read of
+	// /proc): false from the moment a shutdown begins until StartAgent in the next boot.
+	AgentRunning() bool
 }
 
 // Unit.Reboot phases.
@@ -178,8 +180,8 @@ func (a *agent) watchBoots(ctx context.Context, mach Rebootable) {
 	}
 }
 
-// recordBoot stores the machine's boot id for boot number boot; after a reboot it also lets the
-// unit run hooks again, start first.
+// recordBoot stores the machine's boot id for boot number boot and starts the agent's service
+// in it; after a reboot it also lets the unit run hooks again, start first.
 func (a *agent) recordBoot(ctx context.Context, mach Rebootable, boot int, rebooted bool) {
 	m := a.m
 	// The machine has just booted: a first read may still fail (its systemd settling); the
@@ -197,6 +199,11 @@ func (a *agent) recordBoot(ctx context.Context, mach Rebootable, boot int, reboo
 	}
 	if err != nil {
 		m.progress("%s: cannot read the boot id: %v", a.unit, err)
+	}
+	// The agent's service starts with the boot; without it the unit runs no hook (the machine
+	// counts as down) until the next boot.
+	if err := mach.StartAgent(ctx); err != nil && ctx.Err() == nil {
+		m.progress("%s: %v", a.unit, err)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -232,22 +239,47 @@ func (m *nspawnMachine) Reboot(ctx context.Context) error           { return m.m
 func (m *nspawnMachine) Boots() int                                 { return m.m.Boots() }
 func (m *nspawnMachine) WaitBooted(ctx context.Context) error       { return m.m.WaitBooted(ctx) }
 func (m *nspawnMachine) BootID(ctx context.Context) (string, error) { return m.m.BootID(ctx) }
-func (m *nspawnMachine) Up() bool                                   { return m.m.Up() }
-func (m *nspawnMachine) GoingDown(ctx context.Context) bool         { return m.m.GoingDown(ctx) }
+
+// StartAgent starts jujud-machine-<id> as a transient service that sleeps: under Juju the unit
+// agent runs in the machine agent's service, which the machine's systemd stops (SIGTERM) at
+// the start of a shutdown, after which it starts no hook. It is ordered as Juju orders jujud
+// (After network.target and systemd-user-sessions.service: stopped before them) and requires the
+// mounts of the model's binds (the hook tools, the agent socket): systemd stops it before it
+// unmounts them.
+func (m *nspawnMachine) StartAgent(ctx context.Context) error {
+	props := []string{
+		"Description=juju agent for machine-" + m.id + " (local model stand-in)",
+		"After=network.target systemd-user-sessions.service",
+	}
+	if len(m.m.Binds) > 0 {
+		props = append(props, "RequiresMountsFor="+strings.Join(m.m.Binds, " "))
+	}
+	p, err := m.m.StartService(ctx, "jujud-machine-"+m.id, props, "sleep", "infinity")
+	if err != nil {
+		return fmt.Errorf("cannot start the agent of machine %s: %w", m.id, err)
+	}
+	m.agent.Store(&p)
+	return nil
+}
+
+// AgentRunning reads /proc/<pid>/stat of the agent's stand-in.
+func (m *nspawnMachine) AgentRunning() bool {
+	p := m.agent.Load()
+	return p != nil && p.Running()
+}
 
 var _ Rebootable = (*nspawnMachine)(nil)
 
-// machineDown reports whether the agent's machine can run no hook now: it is not up, it is on
-// a boot the boot watcher has not recorded yet (booting, start not queued), or a hook was cut
-// off by the shutdown of the boot it still runs. Juju's agent is down with its machine: what
-// is pending waits for the next boot. Callers hold m.mu.
+// machineDown reports whether the agent's machine can run no hook now: the boot watcher has
+// not recorded its boot yet (booting, start not queued), or the agent's stand-in in it is not
+// running (never started, or stopped by a shutdown under way). Juju's agent is down with its
+// machine: what is pending waits for the next boot. Callers hold m.mu.
 func (a *agent) machineDown() bool {
 	r, ok := a.machine.(Rebootable)
 	if !ok {
 		return false
 	}
-	b := r.Boots()
-	return !r.Up() || b != a.booted || b == a.cutBoot
+	return r.Boots() != a.booted || !r.AgentRunning()
 }
 
 // rebootHook is the unit's next hook while its machine reboots (hold: nextHook returns it):

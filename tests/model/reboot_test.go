@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,24 +15,26 @@ import (
 	"github.com/charmed-slurm/operators/tests/model"
 )
 
-// newMachineModel is newModel with every unit on a bookworm systemd machine.
-func newMachineModel(t *testing.T) *model.Model {
+// newMachineModel is newModel (with o's other options) with every unit on a bookworm systemd
+// machine.
+func newMachineModel(t *testing.T, o modelOptions) *model.Model {
 	t.Helper()
 	img := hoststest.Image(t, "bookworm")
-	return newModel(t, modelOptions{provIn: func(t *testing.T, dir string) model.Provisioner {
+	o.provIn = func(t *testing.T, dir string) model.Provisioner {
 		return &model.BaseMachines{
 			Network: hoststest.New(t), Default: model.BaseBookworm,
 			Images: map[string]string{model.BaseBookworm: img},
 			Binds:  []string{dir, filepath.Dir(toolsBin)},
 		}
-	}})
+	}
+	return newModel(t, o)
 }
 
 // machineUnit deploys alpha with one unit on a bookworm machine and waits until it is idle:
 // the model, a context bounding the test, and the boot id of the unit's machine.
 func machineUnit(t *testing.T) (*model.Model, context.Context, string) {
 	t.Helper()
-	m := newMachineModel(t)
+	m := newMachineModel(t, modelOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	deploy(t, m, "alpha", 1, nil)
@@ -153,6 +156,116 @@ func TestRebootCutsHook(t *testing.T) {
 	}
 	if u := m.Status(ctx).Applications["alpha"].Units["alpha/0"]; u.JujuStatus.Current != "idle" {
 		t.Errorf("alpha/0 agent %+v after the reboot, want idle", u.JujuStatus)
+	}
+}
+
+// TestRebootUnderUpdateStatus: no hook starts on a machine that is going down: Juju's agent
+// starts none once systemd stops its service (jujud-machine-<id>), as a shutdown begins. The
+// machine reboots from inside (systemctl reboot, as Slurm's RebootProgram does) while
+// update-status falls due every 100 ms, three times, with a service that takes a second to stop.
+// No hook fails, every hook found systemd running (or stopping other units), and in each boot at
+// most one hook found the agent's service stopped: the hook in flight when the shutdown reached
+// it (it can between the agent's last look and the charm's first, as between jujud's choice of a
+// hook and its SIGTERM).
+func TestRebootUnderUpdateStatus(t *testing.T) {
+	t.Parallel()
+	m := newMachineModel(t, modelOptions{updateStatusInterval: 100 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	lines, unsubscribe := m.Subscribe()
+	var failed []string
+	stop, drained := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(drained)
+		for {
+			select {
+			case l := <-lines:
+				if strings.Contains(l, "hook failed") {
+					failed = append(failed, l)
+				}
+				continue
+			case <-stop:
+			}
+			if len(lines) == 0 {
+				return
+			}
+		}
+	}()
+	deploy(t, m, "alpha", 1, nil)
+	waitIdle(t, m)
+
+	// updateStatusIn waits until update-status has run n times in boot.
+	updateStatusIn := func(boot string, n int) {
+		t.Helper()
+		err := m.Wait(ctx, model.WaitOptions{Until: func(*model.Status) bool {
+			got := 0
+			for _, r := range find(hooks(m)["alpha/0"], "update-status") {
+				if r.Boot == boot {
+					got++
+				}
+			}
+			return got >= n
+		}})
+		if err != nil {
+			t.Fatalf("update-status in boot %s: %v", boot, err)
+		}
+	}
+	boot := bootID(t, m, "alpha/0")
+	for i := range 3 {
+		// A workload that takes a second to stop, as slurmd does: the machine is going down
+		// for that long before its file systems go.
+		var out strings.Builder
+		slow := []string{"systemd-run", "--unit=slow-stop", "--property=ExecStop=/bin/sleep 1", "/bin/sleep", "infinity"}
+		if code, err := m.Exec(ctx, "alpha/0", slow, &out, &out); err != nil || code != 0 {
+			t.Fatalf("%v: exit %d, %v (%s)", slow, code, err, out.String())
+		}
+		updateStatusIn(boot, 2)
+		out.Reset()
+		if _, err := m.Exec(ctx, "alpha/0", []string{"systemctl", "reboot"}, &out, &out); err != nil {
+			t.Logf("systemctl reboot: %v (%s)", err, out.String())
+		}
+		for bootID(t, m, "alpha/0") == boot {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("reboot %d: no new boot id after systemctl reboot: %v", i+1, ctx.Err())
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		boot = bootID(t, m, "alpha/0")
+	}
+	updateStatusIn(boot, 2)
+	unsubscribe()
+	close(stop)
+	<-drained
+
+	for _, l := range failed {
+		t.Errorf("a hook failed: %s", l)
+	}
+	// Per boot: the hooks that found the agent's service stopped (the shutdown reached it
+	// between the agent's look and the charm's: one at most, the hook in flight), and those that
+	// found systemd stopping other units first (as under Juju, whose agent runs on until systemd
+	// stops its service).
+	late, stopping, perBoot := map[string][]string{}, map[string]int{}, map[string]int{}
+	for _, r := range hooks(m)["alpha/0"] {
+		perBoot[r.Boot]++
+		switch r.System {
+		case "running", "degraded":
+		case "stopping":
+			stopping[r.Boot]++
+		default:
+			t.Errorf("%s started with systemd %q (boot %s), want running", r.Hook, r.System, r.Boot)
+		}
+		if r.Agent != "active" {
+			late[r.Boot] = append(late[r.Boot], fmt.Sprintf("%s (agent %s, systemd %s)", r.Hook, r.Agent, r.System))
+		}
+	}
+	for b, n := range perBoot {
+		t.Logf("boot %s: %d hooks, %d found systemd stopping, %d the agent's service stopped", b, n, stopping[b], len(late[b]))
+	}
+	for b, hs := range late {
+		if len(hs) > 1 {
+			t.Errorf("boot %s: %d hooks started once the agent's service had stopped: %v", b, len(hs), hs)
+		}
 	}
 }
 

@@ -71,11 +71,11 @@ func (t *toolCall) actionSet() error {
 		path := strings.Split(k, ".")
 		for _, p := range path {
 			if !actionKey.MatchString(p) {
-				return fmt.Errorf("key %q must start and end with lowercase alphanumeric, and contain only lowercase alphanumeric, hyphens and periods", p)
+				return &usageError{fmt.Sprintf("key %q must start and end with lowercase alphanumeric, and contain only lowercase alphanumeric and hyphens", p)}
 			}
 		}
 		if reservedActionKeys[path[0]] {
-			return fmt.Errorf("cannot set reserved action key %q", path[0])
+			return &usageError{fmt.Sprintf("cannot set reserved action key %q", path[0])}
 		}
 		sets = append(sets, kv{path, v})
 	}

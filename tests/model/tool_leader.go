@@ -33,7 +33,7 @@ func (t *toolCall) leaderSet() error {
 		return err
 	}
 	if !t.isLeaderNow() {
-		return errors.New("cannot write leadership settings: this unit is not the leader")
+		return errors.New("cannot write leadership settings: cannot write settings: not the leader")
 	}
 	app := t.hc.app
 	return t.hc.do(func(s *State) error {

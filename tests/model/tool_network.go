@@ -5,7 +5,6 @@ package model
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,27 +13,48 @@ import (
 
 // Ports.
 
-var portRe = regexp.MustCompile(`^(\d+)(?:-(\d+))?(?:/(tcp|udp))?$`)
-
 func normalizePort(arg string) (string, error) {
-	if arg == "icmp" {
+	// As core/network.ParsePortRange reads the lowercased argument (jujuc/ports.go).
+	arg = strings.ToLower(arg)
+	proto := "tcp"
+	if r, p, ok := strings.Cut(arg, "/"); ok {
+		arg, proto = r, p
+	}
+	parts := strings.Split(arg, "-")
+	var from, to int
+	switch {
+	case len(parts) > 2:
+		return "", &usageError{fmt.Sprintf("invalid port range %q", arg)}
+	case len(parts) == 1 && parts[0] == "icmp":
+		from, to, proto = -1, -1, "icmp"
+	default:
+		var err error
+		if from, err = strconv.Atoi(parts[0]); err != nil {
+			what := parts[0]
+			if len(parts) == 1 {
+				what = arg
+			}
+			return "", &usageError{fmt.Sprintf("invalid port %q: %v", what, err)}
+		}
+		to = from
+		if len(parts) == 2 {
+			if to, err = strconv.Atoi(parts[1]); err != nil {
+				return "", &usageError{fmt.Sprintf("invalid port %q: %v", parts[1], err)}
+			}
+		}
+	}
+	// PortRange.Validate.
+	switch {
+	case proto != "tcp" && proto != "udp" && proto != "icmp":
+		return "", &usageError{fmt.Sprintf(`invalid protocol %q, expected "tcp", "udp", or "icmp"`, proto)}
+	case proto == "icmp" && (from != -1 || to != -1):
+		return "", &usageError{fmt.Sprintf(`protocol "icmp" doesn't support any ports; got "%v"`, from)}
+	case proto == "icmp":
 		return "icmp", nil
-	}
-	m := portRe.FindStringSubmatch(arg)
-	if m == nil {
-		return "", &usageError{fmt.Sprintf("invalid port or range %q", arg)}
-	}
-	from, _ := strconv.Atoi(m[1])
-	to := from
-	if m[2] != "" {
-		to, _ = strconv.Atoi(m[2])
-	}
-	if from < 1 || to > 65535 || from > to {
-		return "", &usageError{fmt.Sprintf("invalid port or range %q", arg)}
-	}
-	proto := m[3]
-	if proto == "" {
-		proto = "tcp"
+	case from > to:
+		return "", &usageError{fmt.Sprintf("invalid port range %d-%d/%s", from, to, proto)}
+	case from < 0 || from > 65535 || to < 0 || to > 65535:
+		return "", &usageError{fmt.Sprintf("port range bounds must be between 0 and 65535, got %d-%d", from, to)}
 	}
 	if from == to {
 		return fmt.Sprintf("%d/%s", from, proto), nil
@@ -102,7 +122,12 @@ func (t *toolCall) jujuLog() error {
 	default:
 		return &usageError{fmt.Sprintf("invalid log level %q", *level)}
 	}
-	t.hc.m.appendLog(fmt.Sprintf("%s: %s %s unit.%s.juju-log %s", unitTag(t.hc.unit), time.Now().Format("15:04:05"), lvl, t.hc.unit, strings.Join(args, " ")))
+	// In a relation hook Juju prefixes the message with the relation ("peer:0: "; jujuc/juju-log.go, FakeId).
+	prefix := ""
+	if h := t.hc.hook; strings.HasPrefix(h.Kind, "relation-") {
+		prefix = fmt.Sprintf("%s:%d: ", h.Endpoint, h.RelationID)
+	}
+	t.hc.m.appendLog(fmt.Sprintf("%s: %s %s unit.%s.juju-log %s%s", unitTag(t.hc.unit), time.Now().Format("15:04:05"), lvl, t.hc.unit, prefix, strings.Join(args, " ")))
 	return nil
 }
 
@@ -155,16 +180,26 @@ func (t *toolCall) networkGet() error {
 	case *egress:
 		return t.out(cidr)
 	}
-	return t.out(map[string]any{
-		"bind-addresses": []any{map[string]any{
-			"mac-address":    "",
-			"interface-name": "eth0",
-			"addresses":      []any{map[string]any{"hostname": "", "address": addr, "cidr": cidr, "value": addr}},
-			"macaddress":     "",
-			"interfacename":  "eth0",
-		}},
-		"egress-subnets":    []string{cidr},
-		"ingress-addresses": []string{addr},
+	// Juju's display, in its order (jujuc/network-get.go, resultToDisplay).
+	type address struct {
+		Hostname string `json:"hostname" yaml:"hostname"`
+		Value    string `json:"value" yaml:"value"`
+		CIDR     string `json:"cidr" yaml:"cidr"`
+	}
+	type iface struct {
+		MACAddress    string    `json:"mac-address" yaml:"mac-address"`
+		InterfaceName string    `json:"interface-name" yaml:"interface-name"`
+		Addresses     []address `json:"addresses" yaml:"addresses"`
+	}
+	type info struct {
+		BindAddresses    []iface  `json:"bind-addresses" yaml:"bind-addresses"`
+		EgressSubnets    []string `json:"egress-subnets" yaml:"egress-subnets"`
+		IngressAddresses []string `json:"ingress-addresses" yaml:"ingress-addresses"`
+	}
+	return t.out(info{
+		BindAddresses:    []iface{{InterfaceName: "eth0", Addresses: []address{{Value: addr, CIDR: cidr}}}},
+		EgressSubnets:    []string{cidr},
+		IngressAddresses: []string{addr},
 	})
 }
 

@@ -53,9 +53,7 @@ func (t *toolCall) relationIDs() error {
 		return &usageError{"no endpoint name specified"}
 	}
 	app := t.hc.view.Applications[t.hc.app]
-	if _, _, ok := app.Charm.endpoint(ep); !ok {
-		return fmt.Errorf("invalid endpoint %q", ep)
-	}
+	_ = app // Juju lists no relation for a name that is no endpoint, and exits 0
 	ids := []string{}
 	var nums []int
 	for _, r := range t.hc.view.Relations {
@@ -64,7 +62,11 @@ func (t *toolCall) relationIDs() error {
 			continue
 		}
 		// Juju lists a relation the unit has entered until its relation-broken, dying or not.
+		// In its own relation-broken hook, the relation is broken in the context and left out.
 		rl := t.unitState().Seen.Relations[r.ID]
+		if h := t.hc.hook; h.Kind == "relation-broken" && h.RelationID == r.ID {
+			continue
+		}
 		if rl == nil && !r.Dying || rl != nil && !rl.Broken {
 			nums = append(nums, r.ID)
 		}
@@ -148,10 +150,10 @@ func (t *toolCall) relationGet() error {
 	if *app {
 		appName, _, _ := strings.Cut(who, "/")
 		if _, ok := r.endpointOf(appName); !ok {
-			return fmt.Errorf("cannot read settings for application %q in relation %d: application not in relation", appName, r.ID)
+			return fmt.Errorf("application %q: settings not found", appName)
 		}
 		if appName == t.hc.app && !r.isPeer() && !t.isLeaderNow() {
-			return fmt.Errorf("cannot read application settings of %q: permission denied (unit is not the leader)", appName)
+			return errors.New("permission denied (unit is not the leader)")
 		}
 		data = r.AppData[appName]
 	} else {
@@ -160,12 +162,12 @@ func (t *toolCall) relationGet() error {
 		}
 		appName, _, _ := strings.Cut(who, "/")
 		if _, ok := r.endpointOf(appName); !ok {
-			return fmt.Errorf("cannot read settings for unit %q in relation %d: unit not found", who, r.ID)
+			return fmt.Errorf("unit %q: settings not found", who)
 		}
 		data = r.UnitData[who]
 		if _, known := t.hc.view.Units[who]; !known && data == nil {
 			// Juju reads the unit's settings document, which a unit never in the model lacks.
-			return fmt.Errorf("cannot read settings for unit %q in relation %d: unit %q: settings not found", who, r.ID, who)
+			return fmt.Errorf("unit %q: settings not found", who)
 		}
 	}
 	if key != "" {
@@ -225,7 +227,7 @@ func (t *toolCall) relationSet() error {
 		settings[k] = v
 	}
 	if *app && !t.isLeaderNow() {
-		return errors.New("cannot write relation settings: permission denied (unit is not the leader)")
+		return errors.New("cannot write relation settings") // jujuc/relation-set.go says no more
 	}
 	id, unit, appName, peer := r.ID, t.hc.unit, t.hc.app, r.isPeer()
 	writeApp := *app

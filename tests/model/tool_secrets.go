@@ -29,7 +29,7 @@ func parseSecretContent(args []string) (map[string]string, error) {
 		}
 		name, enc, _ := strings.Cut(k, "#")
 		if !secretKey.MatchString(name) {
-			return nil, fmt.Errorf("secret key %q not valid", name)
+			return nil, &usageError{fmt.Sprintf("key %q not valid", name)}
 		}
 		switch enc {
 		case "":
@@ -88,7 +88,7 @@ func (t *toolCall) mayManage(sec *Secret) error {
 		return errors.New("permission denied")
 	}
 	if sec.OwnerApp != "" && !t.isLeaderNow() {
-		return errors.New("permission denied: only the leader may manage application secrets")
+		return errors.New("this unit is not the leader") // runner/context ErrIsNotLeader
 	}
 	return nil
 }
@@ -115,7 +115,7 @@ func (t *toolCall) secretAdd() error {
 	switch *owner {
 	case "application":
 		if !t.isLeaderNow() {
-			return errors.New("cannot create a secret owned by the application: this unit is not the leader")
+			return errors.New("this unit is not the leader") // runner/context ErrIsNotLeader
 		}
 		ownerApp = t.hc.app
 	case "unit":
@@ -219,7 +219,7 @@ func (t *toolCall) secretGet() error {
 		content = sec.latest().Content
 	} else {
 		if !sec.grantedTo(t.hc.unit, t.hc.app) {
-			return fmt.Errorf("permission denied: secret %q is not granted to %s", sec.ID, t.hc.unit)
+			return errors.New("permission denied")
 		}
 		c := sec.Consumers[t.hc.unit]
 		tracked := 0
@@ -488,7 +488,7 @@ func (t *toolCall) secretIDs() error {
 	ids := []string{}
 	for _, id := range sortedKeys(t.hc.view.Secrets) {
 		if t.hc.view.Secrets[id].ownedBy(t.hc.unit, t.hc.app) {
-			ids = append(ids, id)
+			ids = append(ids, strings.TrimPrefix(id, "secret:")) // Juju lists the ids bare
 		}
 	}
 	return t.out(ids)
@@ -505,23 +505,55 @@ func (t *toolCall) secretInfoGet() error {
 	if len(args) == 1 {
 		id = args[0]
 	}
-	sec, err := t.findSecret(id, *label)
-	if err != nil {
-		return err
+	if id == "" && *label == "" {
+		return &usageError{"require either a secret URI or label"}
 	}
-	if !sec.ownedBy(t.hc.unit, t.hc.app) {
-		return errors.New("permission denied")
+	// Juju looks the secret up among those the unit owns, by id or by the owner's label, and
+	// names what it looked for when none matches (jujuc/secret-info-get.go).
+	want := *label
+	if id != "" {
+		want = id
+		want = strings.TrimPrefix(want, "secret:")
+		want = strings.TrimPrefix(want, "//")
+		if i := strings.LastIndex(want, "/"); i >= 0 {
+			want = want[i+1:]
+		}
+	}
+	var sec *Secret
+	for _, sid := range sortedKeys(t.hc.view.Secrets) {
+		x := t.hc.view.Secrets[sid]
+		if x.ownedBy(t.hc.unit, t.hc.app) && (id != "" && sid == "secret:"+want || id == "" && x.Label == want) {
+			sec = x
+			break
+		}
+	}
+	if sec == nil {
+		return fmt.Errorf("secret %q not found", want)
 	}
 	owner := "application"
 	if sec.OwnerUnit != "" {
 		owner = "unit"
 	}
-	info := map[string]any{"revision": sec.latest().Revision, "owner": owner, "rotation": "never"}
-	if sec.Label != "" {
-		info["label"] = sec.Label
+	// Juju's fields, in its order (jujuc/secret-info-get.go, metadataDisplay).
+	type display struct {
+		Revision    int        `json:"revision" yaml:"revision"`
+		Label       string     `json:"label" yaml:"label"`
+		Owner       string     `json:"owner" yaml:"owner"`
+		Description string     `json:"description,omitempty" yaml:"description,omitempty"`
+		Rotation    string     `json:"rotation,omitempty" yaml:"rotation,omitempty"`
+		Expiry      *time.Time `json:"expiry,omitempty" yaml:"expiry,omitempty"`
+		Rotates     *time.Time `json:"rotates,omitempty" yaml:"rotates,omitempty"`
 	}
-	if sec.Description != "" {
-		info["description"] = sec.Description
+	info := display{Revision: sec.latest().Revision, Label: sec.Label, Owner: owner, Description: sec.Description, Rotation: "never"}
+	if sec.RotatePolicy != "" {
+		info.Rotation = sec.RotatePolicy
 	}
-	return t.out(map[string]any{strings.TrimPrefix(sec.ID, "secret:"): info})
+	if e := sec.latest().Expire; !e.IsZero() {
+		info.Expiry = &e
+	}
+	if !sec.NextRotate.IsZero() {
+		r := sec.NextRotate
+		info.Rotates = &r
+	}
+	return t.out(map[string]display{strings.TrimPrefix(sec.ID, "secret:"): info})
 }

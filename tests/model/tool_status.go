@@ -54,7 +54,7 @@ func (t *toolCall) statusSet() error {
 		msg = args[1]
 	}
 	if *application && !t.isLeaderNow() {
-		return errors.New("setting application status: this unit is not the leader")
+		return errors.New("this unit is not the leader") // runner/context ErrIsNotLeader, unwrapped
 	}
 	st := StatusInfo{Status: args[0], Message: msg, Since: time.Now()}
 	unit, app := t.hc.unit, t.hc.app
@@ -113,8 +113,11 @@ func (t *toolCall) statusGet() error {
 		}
 		return t.out(v)
 	}
-	if !*includeData {
+	if !*includeData && (t.format == nil || *t.format == "smart") {
 		return t.out(st.Status)
+	}
+	if !*includeData {
+		return t.out(map[string]any{"status": st.Status})
 	}
 	return t.out(statusMap(st, true))
 }

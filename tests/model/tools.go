@@ -9,6 +9,7 @@ import (
 	"io"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
@@ -109,19 +110,29 @@ func (m *Model) runToolLocked(req Request, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SetInterspersed(true)
+	var call *toolCallRecord
+	if m.referee != nil {
+		call = hc.toolCall(req)
+		stdout, stderr = io.MultiWriter(stdout, &call.out), io.MultiWriter(stderr, &call.err)
+	}
 	t := &toolCall{hc: hc, name: name, args: req.Argv[1:], stdin: req.Stdin, stdout: stdout, fs: fs}
 	err := fn(t)
 	var ue *usageError
+	code := 0
 	switch {
 	case err == nil:
-		return 0
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "ERROR %s\n", err)
-		return 2
+		code = 2
 	default:
 		fmt.Fprintf(stderr, "ERROR %s\n", err)
-		return 1
+		code = 1
 	}
+	if call != nil {
+		hc.finishToolCall(call, code)
+		m.refereeTool(&call.ToolCall)
+	}
+	return code
 }
 
 // withFormat adds --format (smart, json or yaml) to t's flags.
@@ -132,7 +143,7 @@ func (t *toolCall) withFormat() {
 // parse parses the flags; positional arguments are returned.
 func (t *toolCall) parse(min, max int) ([]string, error) {
 	if err := t.fs.Parse(t.args); err != nil {
-		return nil, &usageError{err.Error()}
+		return nil, &usageError{flagError(err)}
 	}
 	if t.format != nil {
 		switch *t.format {
@@ -191,6 +202,9 @@ func writeFormatted(w io.Writer, format string, v any) error {
 		_, err := fmt.Fprintln(w, "False")
 		return err
 	case string:
+		if x == "" {
+			return nil // Juju's smart format writes nothing, not even a newline, for ""
+		}
 		_, err := fmt.Fprintln(w, x)
 		return err
 	case []string:
@@ -235,4 +249,20 @@ func applySettings(bag, kv map[string]string) (map[string]string, bool) {
 		}
 	}
 	return bag, changed
+}
+
+// flagError words a flag parsing error as Juju's gnuflag does ("option provided but not
+// defined: --bogus").
+func flagError(err error) string {
+	msg := err.Error()
+	if f, ok := strings.CutPrefix(msg, "unknown flag: "); ok {
+		return "option provided but not defined: " + f
+	}
+	if f, ok := strings.CutPrefix(msg, "unknown shorthand flag: "); ok {
+		if i := strings.Index(f, " in "); i >= 0 {
+			f = f[:i]
+		}
+		return "option provided but not defined: -" + strings.Trim(f, "'")
+	}
+	return msg
 }

@@ -143,6 +143,13 @@ func TestRealLifecycle(t *testing.T) {
 	if len(pids) != 2 || pids[0] == pids[1] {
 		t.Errorf("main PIDs after start and restart: %v, want two different processes", pids)
 	}
+	// The starts a charm asks for one after another are not a crash loop: eight restarts in a
+	// row pass systemd's start rate limit (5 in 10 s by default).
+	for i := range 8 {
+		if err := m.Restart(ctx, "slurmd"); err != nil {
+			t.Fatalf("restart %d in a row: %v", i+1, err)
+		}
+	}
 }
 
 // eventually polls cond until it holds, failing the test with what cond last saw when ctx

@@ -32,10 +32,12 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/dbus"
+	godbus "github.com/godbus/dbus/v5"
 
 	"github.com/charmed-slurm/operators/libs/service"
 )
@@ -49,6 +51,7 @@ type Conn interface {
 	StopUnitContext(ctx context.Context, name string, mode string, ch chan<- string) (int, error)
 	RestartUnitContext(ctx context.Context, name string, mode string, ch chan<- string) (int, error)
 	GetUnitPropertiesContext(ctx context.Context, unit string) (map[string]any, error)
+	ResetFailedUnitContext(ctx context.Context, name string) error
 }
 
 var _ Conn = (*dbus.Conn)(nil)
@@ -299,9 +302,20 @@ func (m *Manager) Spawn(ctx context.Context, name string) error { return m.Start
 // Respawn implements service.Manager. It is Restart (see Spawn).
 func (m *Manager) Respawn(ctx context.Context, name string) error { return m.Restart(ctx, name) }
 
+// job runs a start, stop or restart job of service name and waits for its result. Before a
+// start or restart it resets the unit's start rate counter (systemctl reset-failed): systemd
+// refuses a sixth start within 10 s (StartLimitBurst, StartLimitIntervalSec) as
+// "start-limit-hit", a limit meant for a crash loop under Restart=on-failure, not for the
+// starts a charm asks for one after another (a join, a key rotation, a re-registration).
 func (m *Manager) job(ctx context.Context, verb, name string, do func(context.Context, string, string, chan<- string) (int, error)) error {
 	if _, err := m.props(ctx, name); err != nil {
 		return fmt.Errorf("cannot %s service %q: %w", verb, name, err)
+	}
+	if verb != "stop" {
+		// A unit systemd has not loaded (never started since the last reload) has no count.
+		if err := m.Conn.ResetFailedUnitContext(ctx, unit(name)); err != nil && !noSuchUnit(err) {
+			return fmt.Errorf("cannot %s service %q: reset-failed: %w", verb, name, err)
+		}
 	}
 	ch := make(chan string, 1) // buffered: go-systemd must not block if we stop waiting
 	if _, err := do(ctx, unit(name), "replace", ch); err != nil {
@@ -312,7 +326,14 @@ func (m *Manager) job(ctx context.Context, verb, name string, do func(context.Co
 		return fmt.Errorf("cannot %s service %q: job not finished: %w", verb, name, ctx.Err())
 	case result := <-ch:
 		if result != "done" {
-			return fmt.Errorf("cannot %s service %q: systemd job result %q", verb, name, result)
+			// The unit's Result says why ("exit-code", "start-limit-hit", "resources", ...).
+			why := ""
+			if p, err := m.props(ctx, name); err == nil {
+				if r, _ := p["Result"].(string); r != "" && r != "success" {
+					why = " (unit result " + strconv.Quote(r) + ")"
+				}
+			}
+			return fmt.Errorf("cannot %s service %q: systemd job result %q%s", verb, name, result, why)
 		}
 	}
 	return nil
@@ -364,4 +385,10 @@ func (m *Manager) props(ctx context.Context, name string) (map[string]any, error
 		return nil, fmt.Errorf("%w: systemd unit %s not found", service.ErrUnknownService, unit(name))
 	}
 	return p, nil
+}
+
+// noSuchUnit reports whether err is systemd's "Unit ... not loaded" D-Bus error.
+func noSuchUnit(err error) bool {
+	var de godbus.Error
+	return errors.As(err, &de) && de.Name == "org.freedesktop.systemd1.NoSuchUnit"
 }

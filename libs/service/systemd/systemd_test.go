@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coreos/go-systemd/v22/dbus"
+	godbus "github.com/godbus/dbus/v5"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/charmed-slurm/operators/libs/service"
@@ -34,10 +35,16 @@ type fakeConn struct {
 	hold   bool
 	// needReload is every unit's NeedDaemonReload (its files changed since the last reload).
 	needReload bool
+	// starts counts each unit's starts since its last reset-failed: as systemd's default
+	// StartLimitBurst (5 starts in StartLimitIntervalSec=10s, the fake's jobs all falling in
+	// one interval), a sixth start fails with the unit's Result "start-limit-hit".
+	starts     map[string]int
+	unitResult map[string]string
 }
 
 func newFakeConn(units ...string) *fakeConn {
-	f := &fakeConn{installed: map[string]bool{}, active: map[string]string{}, enabled: map[string]bool{}, since: map[string]uint64{}, clock: 1_700_000_000_000_000}
+	f := &fakeConn{installed: map[string]bool{}, active: map[string]string{}, enabled: map[string]bool{}, since: map[string]uint64{},
+		starts: map[string]int{}, unitResult: map[string]string{}, clock: 1_700_000_000_000_000}
 	for _, u := range units {
 		f.installed[u] = true
 	}
@@ -100,6 +107,11 @@ func (f *fakeConn) job(verb, name, mode string, ch chan<- string) (int, error) {
 	if result == "" {
 		result = "done"
 	}
+	if verb != "stop" {
+		if f.starts[name]++; f.starts[name] > 5 {
+			result, f.unitResult[name] = "failed", "start-limit-hit"
+		}
+	}
 	f.clock++
 	f.since[name] = f.clock
 	switch {
@@ -126,6 +138,22 @@ func (f *fakeConn) RestartUnitContext(ctx context.Context, name, mode string, ch
 	return f.job("restart", name, mode, ch)
 }
 
+func (f *fakeConn) ResetFailedUnitContext(ctx context.Context, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("reset-failed %s", name)
+	if !f.installed[name] || f.active[name] == "" {
+		// Not loaded: no unit file, or no job since (systemd unloads an idle unit).
+		return godbus.Error{Name: "org.freedesktop.systemd1.NoSuchUnit", Body: []any{"Unit " + name + " not loaded."}}
+	}
+	f.starts[name] = 0
+	delete(f.unitResult, name)
+	if f.active[name] == "failed" {
+		f.active[name] = "inactive"
+	}
+	return nil
+}
+
 func (f *fakeConn) GetUnitPropertiesContext(ctx context.Context, name string) (map[string]any, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -140,7 +168,11 @@ func (f *fakeConn) GetUnitPropertiesContext(ctx context.Context, name string) (m
 	if f.enabled[name] {
 		file = "enabled"
 	}
-	return map[string]any{"LoadState": "loaded", "ActiveState": active, "UnitFileState": file, "StateChangeTimestamp": f.since[name], "NeedDaemonReload": f.needReload}, nil
+	result := f.unitResult[name]
+	if result == "" {
+		result = "success"
+	}
+	return map[string]any{"LoadState": "loaded", "ActiveState": active, "UnitFileState": file, "StateChangeTimestamp": f.since[name], "NeedDaemonReload": f.needReload, "Result": result}, nil
 }
 
 func (f *fakeConn) Calls() []string {
@@ -247,7 +279,9 @@ func TestLifecycle(t *testing.T) {
 		"reload",
 		"enable [slurmd.service] runtime=false force=true",
 		"reload",
+		"reset-failed slurmd.service",
 		"start slurmd.service replace",
+		"reset-failed slurmd.service",
 		"restart slurmd.service replace",
 		"stop slurmd.service replace",
 		"disable [slurmd.service] runtime=false",
@@ -255,6 +289,25 @@ func TestLifecycle(t *testing.T) {
 	}
 	if d := cmp.Diff(want, conn.Calls()); d != "" {
 		t.Errorf("calls (-want +got):\n%s", d)
+	}
+}
+
+// TestManyStarts: the starts a charm asks for are not counted against systemd's start rate
+// limit (meant for crash loops under Restart=on-failure): ten restarts in a row succeed.
+func TestManyStarts(t *testing.T) {
+	conn := newFakeConn("slurmd.service")
+	m := &systemd.Manager{Conn: conn, Root: t.TempDir()}
+	ctx := context.Background()
+	if err := m.Configure(ctx, slurmdSpec()); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(ctx, "slurmd"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if err := m.Restart(ctx, "slurmd"); err != nil {
+			t.Fatalf("restart %d: %v", i+1, err)
+		}
 	}
 }
 

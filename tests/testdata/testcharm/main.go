@@ -17,6 +17,11 @@
 //     "testcharm-done" with its end time, so that tests can check that hooks never overlap.
 //   - on config-changed the leader publishes the secret again to every source relation (so that
 //     granting it later reaches the sink side).
+//   - on a machine that runs systemd, every hook records first the state of its Juju agent's
+//     service ("agent": jujud-machine-<JUJU_MACHINE_ID>'s ActiveState: active, deactivating,
+//     inactive, ...), what systemd said of the machine ("system": running, stopping, ...;
+//     `systemctl is-system-running`) and the boot it ran in ("boot": the boot id), so that tests
+//     can tell a hook started on a machine going down.
 //   - actions: echo, fail, rotate (new secret revision), bad-key, tools, and run-tool, which
 //     runs any hook tool (argv as a JSON list, optional stdin) and returns its stdout ("out"),
 //     stderr ("err") and exit code ("code").
@@ -28,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"time"
@@ -54,6 +60,7 @@ type config struct {
 
 func handle(ctx context.Context, hc *juju.HookContext) error {
 	ev := hc.Event
+	agent, system, boot := systemState(ctx, ev.MachineID)
 	env := map[string]string{}
 	for _, kv := range os.Environ() {
 		if k, v, ok := strings.Cut(kv, "="); ok && (strings.HasPrefix(k, "JUJU_") || k == "PATH") {
@@ -62,6 +69,9 @@ func handle(ctx context.Context, hc *juju.HookContext) error {
 	}
 	wd, _ := os.Getwd()
 	record := map[string]any{"hook": ev.Name, "env": env, "wd": wd, "t": time.Now().UnixNano()}
+	if system != "" {
+		record["agent"], record["system"], record["boot"] = agent, system, boot
+	}
 	if ev.Kind.IsRelation() {
 		// What relation-ids and relation-list show during this hook.
 		for key, argv := range map[string][]string{
@@ -162,6 +172,20 @@ func handle(ctx context.Context, hc *juju.HookContext) error {
 		return fmt.Errorf("failing %s on purpose", ev.Name)
 	}
 	return nil
+}
+
+// systemState is the ActiveState of the agent's service of machine machineID, what systemd says
+// of the machine (`systemctl is-system-running`: it exits non-zero for every state but running,
+// its output is the state) and the machine's boot id; empty on a machine without systemd
+// (sd_booted: no /run/systemd/system).
+func systemState(ctx context.Context, machineID string) (agent, system, boot string) {
+	if _, err := os.Stat("/run/systemd/system"); err != nil {
+		return "", "", ""
+	}
+	a, _ := exec.CommandContext(ctx, "systemctl", "show", "--property=ActiveState", "--value", "jujud-machine-"+machineID).Output()
+	s, _ := exec.CommandContext(ctx, "systemctl", "is-system-running").Output()
+	id, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return strings.TrimSpace(string(a)), strings.TrimSpace(string(s)), strings.TrimSpace(string(id))
 }
 
 func relation(ctx context.Context, hc *juju.HookContext, cfg config, leader bool) error {
