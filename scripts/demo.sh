@@ -42,7 +42,7 @@ status() {
       printf "%-12s %-12s %-12s %-14s %-10s %-10s %s\n", $1, unit, $2, $3, $4, $5, $6 }'
 }
 # ctl_counts: "RECONFIGURES STARTS PID" read from the controller's own slurmctld.log (counted by
-# build/bin/ctlevents: from Slurm 24.05 a reconfigure starts a new process, not a restart) and
+# build/bin/ctlevents: from Slurm 23.11 a reconfigure starts a new process, not a restart) and
 # PID file. The charm runs slurmctld attached (-D) under Pebble and systemd alike, so a
 # reconfigure keeps its PID on every release: a new PID is a restart.
 ctl_counts() {

@@ -142,7 +142,7 @@ func replayRelease(t *testing.T, real func(string) slurmtest.Case, version slurm
 		}
 	})
 	t.Run("controller log", func(t *testing.T) {
-		// One start and the reconfigures, each a new process from 24.05 (not a restart).
+		// One start and the reconfigures, each a new process from 23.11 (not a restart).
 		got := slurm.ParseControllerLog(real("slurmctld-log").Output.Stdout)
 		if d := cmp.Diff(slurm.ControllerEvents{Reconfigures: reconfigures, Starts: 1}, got); d != "" {
 			t.Errorf("events (-want +got):\n%s", d)

@@ -300,7 +300,7 @@ func (c *cluster) eventually(d time.Duration, what string, cond func() (bool, st
 const ctlLogPath = "/var/log/slurm/slurmctld.log"
 
 // reconfigures counts the reconfigures slurmctld has applied, and starts the times it
-// started other than for a reconfigure (slurm.ParseControllerLog: from 24.05 a reconfigure
+// started other than for a reconfigure (slurm.ParseControllerLog: from 23.11 a reconfigure
 // starts a new process, with the same PID as the charm runs it, attached), from its own log. A
 // log that records no start fails the test: the counts would otherwise compare equal whatever
 // slurmctld did.

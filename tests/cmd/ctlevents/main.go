@@ -1,5 +1,5 @@
 // Command ctlevents reads slurmctld.log on its standard input and prints what slurmctld says it
-// did, as "<reconfigures> <starts>" (slurm.ParseControllerLog: from Slurm 24.05 a reconfigure
+// did, as "<reconfigures> <starts>" (slurm.ParseControllerLog: from Slurm 23.11 a reconfigure
 // starts a new process, which is not a restart). scripts/demo.sh counts with it.
 //
 //	juju-local exec slurmctld/0 -- cat /var/log/slurm/slurmctld.log | ctlevents
