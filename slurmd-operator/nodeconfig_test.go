@@ -161,7 +161,7 @@ func TestNodeConfigTimeout(t *testing.T) {
 				e.slurm.update(node, "state=drain", "reason=admin")
 			}
 			before := e.savedState()
-			a := e.action(map[string]any{"parameters": "Weight=10", "timeout": "300ms"})
+			a := e.action(map[string]any{"parameters": "Weight=10", "timeout": "2s"})
 			if !a.Failed || !strings.Contains(a.Message, "2 jobs still running on slurmd-3") {
 				t.Errorf("action failed=%v %q, want a timeout naming 2 jobs", a.Failed, a.Message)
 			}
