@@ -17,6 +17,7 @@ import (
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/juju/jujutest"
 	"github.com/charmed-slurm/operators/libs/munge"
+	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
@@ -363,7 +364,9 @@ func TestSlurmdRelation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := slurmd.ControllerBag{Controllers: []string{"10.0.0.1:6817"}, AuthSecretID: string(out.Secrets[0].ID), ClusterName: "charmed-slurm", GresTypes: []string{"gpu"}}
+	// slurm_version is the controller's own (slurmctld -V): slurmd units check theirs.
+	want := slurmd.ControllerBag{Controllers: []string{"10.0.0.1:6817"}, AuthSecretID: string(out.Secrets[0].ID), ClusterName: "charmed-slurm", GresTypes: []string{"gpu"},
+		SlurmVersion: slurm.Version{Major: 22, Minor: 5, Micro: 8}}
 	if d := cmp.Diff(want, bag); d != "" {
 		t.Errorf("controller bag (-want +got):\n%s", d)
 	}

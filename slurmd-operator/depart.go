@@ -14,13 +14,13 @@ import (
 type removal struct{ h *hook }
 
 // remove runs r, this node's removal, to its end (slurm.Remover: drain → wait for the jobs
-// → stop slurmd → delete; under auth/slurm delete, then stop, see hook.authSlurm), telling
+// → stop slurmd → delete; under auth/slurm delete, then stop, see authSlurm), telling
 // progress the number of jobs on the node. committing, when set, runs once the jobs are
 // gone: nothing is stopped or deleted before it.
 func (m removal) remove(ctx context.Context, cl *slurm.Client, r *slurm.Removal, progress func(jobs int), committing func(context.Context) error) error {
 	h := m.h
 	rm := h.c.remover(cl)
-	rm.DeleteFirst = h.authSlurm(ctx)
+	rm.DeleteFirst = m.authSlurm(ctx)
 	rm.Stop = func(ctx context.Context, _ string) error { return h.slurmd().stop(ctx) }
 	if committing != nil {
 		rm.Committing = func(ctx context.Context, _ string) error { return committing(ctx) }
@@ -29,6 +29,17 @@ func (m removal) remove(ctx context.Context, cl *slurm.Client, r *slurm.Removal,
 		rm.Progress = func(_ string, jobs int) { progress(jobs) }
 	}
 	return rm.Remove(ctx, r)
+}
+
+// authSlurm reports whether this node's Slurm authenticates with auth/slurm (23.11 and
+// later). There a client command on a node authenticates through the sack socket that slurmd
+// serves, so with slurmd stopped the node cannot delete its own record: the node is deleted
+// (drained and idle) before slurmd stops (slurm.Remover.DeleteFirst). Slurm 24.11 deletes a
+// node whose slurmd runs, and that slurmd does not register it again (tests/e2e on trixie
+// machines).
+func (m removal) authSlurm(ctx context.Context) bool {
+	v, _, err := m.h.facts(ctx)
+	return err == nil && !slurm.FeaturesOf(v).Munge
 }
 
 // depart takes the node out of the cluster, once: drain, wait for its jobs, stop slurmd,

@@ -52,11 +52,11 @@
 //	actions.go   node-config and detect-gres
 //	relation.go  the slurmctld relation's hooks and secret-changed: the controller's data
 //	             (the registrar joins, the removal departs), the partition the leader publishes
-//	report.go    refresh: observes what the status needs (relation, daemons, node record)
 //	register.go  registrar: registration in one place: the join (auth key, --conf, slurmd
-//	             started, default-node-state), re-registration, the staged node-config applied
-//	             after a boot
+//	             started), re-registration, the staged node-config applied after a boot
 //	depart.go    removal: the node's record removed (slurm.Remover), the departure
+//	report.go    refresh: observes what the status needs (relation, daemons, node record) and
+//	             reports it, giving a newly registered node its default-node-state
 //	gres.go      genericResources: GPU detection, the inputs of the node's configuration,
 //	             GresLocalConf
 //	hook.go      hook (one event: configuration and state read once), the kit's handlers,

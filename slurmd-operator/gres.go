@@ -78,7 +78,15 @@ func (r genericResources) build(ctx context.Context, mi slurm.MachineInfo, nodeC
 		declared = nil
 	}
 	h := r.h
-	return buildNode(nodeInputs{Machine: mi, App: h.hc.Event.App, Node: h.node, NodeConfig: nodeConfig, Detected: f.Detected, Declared: declared})
+	in := nodeInputs{Machine: mi, App: h.hc.Event.App, Node: h.node, NodeConfig: nodeConfig, Detected: f.Detected, Declared: declared}
+	// Before the machine's facts are read nothing is said; the file is written again with
+	// them before slurmd starts (registrar.join).
+	if f := h.st.Facts; f != nil {
+		if v, err := slurm.ParseVersion(f.Version); err == nil {
+			in.GresOptions.AutoDetectOff = slurm.FeaturesOf(v).GPUAutoDetect
+		}
+	}
+	return buildNode(in)
 }
 
 // redetect (install, upgrade-charm) detects the machine's GPUs afresh and writes

@@ -155,17 +155,6 @@ func (h *hook) confKeys() *slurmconf.Keys {
 	return charm.ConfKeys(version)
 }
 
-// authSlurm reports whether this node's Slurm authenticates with auth/slurm (23.11 and
-// later). There a client command on a node authenticates through the sack socket that slurmd
-// serves, so with slurmd stopped the node cannot delete its own record: the node is deleted
-// (drained and idle) before slurmd stops (slurm.Remover.DeleteFirst). Slurm 24.11 deletes a
-// node whose slurmd runs, and that slurmd does not register it again (tests/e2e on trixie
-// machines).
-func (h *hook) authSlurm(ctx context.Context) bool {
-	v, _, err := h.facts(ctx)
-	return err == nil && !slurm.FeaturesOf(v).Munge
-}
-
 // slurmd is this host's slurmd.
 func (h *hook) slurmd() slurmdDaemon { return slurmdDaemon{c: h.c, node: h.node, logf: h.logf} }
 

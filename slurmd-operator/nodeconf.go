@@ -30,6 +30,12 @@ type nodeInputs struct {
 	Detected gres.Set
 	// Declared are those the generic-resources option declares (nil while it is invalid).
 	Declared gres.Set
+	// GresOptions are gres.conf's settings besides the resources: AutoDetect=off where slurmd
+	// -Z detects GPUs by itself (slurm.Features.GPUAutoDetect, Slurm 26.05), so that the
+	// charm's detection, generic-resources and node-config's Gres= stay the node's one source
+	// of GRES (a CPU-only node never registers GPUs of slurmd's finding, nor a GPU node a
+	// second copy of its own).
+	GresOptions gres.ConfOptions
 }
 
 // nodeConf is what slurmd runs with.
@@ -38,8 +44,11 @@ type nodeConf struct {
 	Conf string
 	// nodeGres are the node's resources: its gres.conf lines and its Gres= value.
 	nodeGres
-	// GresConf is the content of GresLocalConf: Lines for Node.
+	// GresConf is the content of GresLocalConf: Lines for Node, with GresOptions.
 	GresConf string
+	// noGresConf is GresLocalConf's content without a line: what a charm that wrote no file
+	// amounts to (gresChangedFrom).
+	noGresConf string
 }
 
 // buildNode builds the node's configuration: `slurmd -C` without NodeName, the node's
@@ -54,7 +63,12 @@ func buildNode(in nodeInputs) (nodeConf, error) {
 	if err != nil {
 		return nodeConf{}, err
 	}
-	return nodeConf{Conf: buildConfGres(in.Machine, in.App, nc, g.Gres), nodeGres: g, GresConf: string(g.Lines.Conf(in.Node))}, nil
+	return nodeConf{
+		Conf:       buildConfGres(in.Machine, in.App, nc, g.Gres),
+		nodeGres:   g,
+		GresConf:   string(g.Lines.ConfWith(in.Node, in.GresOptions)),
+		noGresConf: string(gres.Set(nil).ConfWith(in.Node, in.GresOptions)),
+	}, nil
 }
 
 // buildConf merges the machine's facts, Feature=<app> (plus any features in node-config) and
@@ -129,14 +143,14 @@ func resolveGres(detected, declared gres.Set, nodeConfig slurmconf.Params) (node
 	return nodeGres{Lines: lines, Gres: g}, nil
 }
 
-// gresLinesChanged reports whether node's gres.conf content cur differs from the content
+// gresChangedFrom reports whether the node's gres.conf content differs from the content
 // slurmd runs with (prev, from Applied). A node started by a charm that wrote none (prev
 // empty) changed only if it now has lines.
-func gresLinesChanged(node, prev, cur string) bool {
+func (nc nodeConf) gresChangedFrom(prev string) bool {
 	if prev == "" {
-		return cur != string(gres.Set(nil).Conf(node))
+		return nc.GresConf != nc.noGresConf
 	}
-	return prev != cur
+	return prev != nc.GresConf
 }
 
 // appliedGres is the Gres= value of a running --conf.

@@ -143,21 +143,38 @@ func TestCheckMachine(t *testing.T) {
 	}
 }
 
-func TestGresLinesChanged(t *testing.T) {
-	none := string(gres.Set(nil).Conf(node))
-	lines := string(t4.Conf(node))
+// TestGresChangedFrom: a node's gres.conf content against what slurmd runs with; a node
+// started by a charm that wrote no file (empty) changed only if it now has lines.
+func TestGresChangedFrom(t *testing.T) {
+	build := func(detected gres.Set, o gres.ConfOptions) nodeConf {
+		t.Helper()
+		nc, err := buildNode(nodeInputs{App: "app", Node: node, Detected: detected, GresOptions: o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return nc
+	}
+	off := gres.ConfOptions{AutoDetectOff: true}
+	none, lines, noneOff := build(nil, gres.ConfOptions{}), build(t4, gres.ConfOptions{}), build(nil, off)
 	for _, tt := range []struct {
-		name, prev, cur string
-		want            bool
+		name string
+		nc   nodeConf
+		prev string
+		want bool
 	}{
-		{"started without the file, none now", "", none, false},
-		{"started without the file, lines now", "", lines, true},
-		{"same", lines, lines, false},
-		{"changed", none, lines, true},
+		{"started without the file, none now", none, "", false},
+		{"started without the file, none now, AutoDetect=off", noneOff, "", false},
+		{"started without the file, lines now", lines, "", true},
+		{"same", lines, lines.GresConf, false},
+		{"changed", lines, none.GresConf, true},
+		{"AutoDetect=off added", noneOff, none.GresConf, true},
 	} {
-		if got := gresLinesChanged(node, tt.prev, tt.cur); got != tt.want {
+		if got := tt.nc.gresChangedFrom(tt.prev); got != tt.want {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
+	}
+	if !strings.Contains(noneOff.GresConf, "AutoDetect=off") || strings.Contains(none.GresConf, "AutoDetect") {
+		t.Errorf("gres.conf with AutoDetectOff %q, without %q", noneOff.GresConf, none.GresConf)
 	}
 }
 

@@ -27,6 +27,8 @@ func TestNodeConfigBadInput(t *testing.T) {
 		{"State", map[string]any{"parameters": "State=idle"}, `parameters: key "State" is managed by the charm and cannot be set`},
 		{"Reason", map[string]any{"parameters": `Reason="a b"`}, `parameters: key "Reason" is managed by the charm and cannot be set`},
 		{"Port", map[string]any{"parameters": "Port=6818"}, `parameters: key "Port" is managed by the charm and cannot be set`},
+		// Slurm 26.05's gres.conf lines of a dynamic node: a second source of the node's GRES.
+		{"GresConf", map[string]any{"parameters": "GresConf=Name=gpu"}, `parameters: key "GresConf" is managed by the charm and cannot be set`},
 		{"unknown key", map[string]any{"parameters": "Wieght=10"}, `parameters: unknown node key "Wieght" (did you mean "Weight"?)`},
 		{"not a number", map[string]any{"parameters": "RealMemory=lots"}, `parameters: key "RealMemory": value "lots" is not a whole number`},
 		{"Weight out of range", map[string]any{"parameters": "Weight=4294967296"}, `parameters: key "Weight": value 4294967296 is out of range (at most 4294967295)`},
@@ -158,7 +160,7 @@ func TestNodeConfigTimeout(t *testing.T) {
 				e.slurm.update(node, "state=drain", "reason=admin")
 			}
 			before := e.savedState()
-			a := e.action(map[string]any{"parameters": "Weight=10", "timeout": "300ms"})
+			a := e.action(map[string]any{"parameters": "Weight=10", "timeout": "2s"})
 			if !a.Failed || !strings.Contains(a.Message, "2 jobs still running on slurmd-3") {
 				t.Errorf("action failed=%v %q, want a timeout naming 2 jobs", a.Failed, a.Message)
 			}

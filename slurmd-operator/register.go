@@ -46,18 +46,29 @@ func (r registrar) join(ctx context.Context, data slurmd.ControllerData) error {
 	if err != nil {
 		return err
 	}
+	// A slurmd the controller's Slurm does not accept (newer: an upgrade in the wrong order;
+	// or too old) is never started: nothing is written and no node registers. A running one is
+	// left as it runs.
+	if err := slurm.CheckNodeVersion(data.SlurmVersion, version); err != nil {
+		if h.st.VersionRefused != err.Error() {
+			h.logf(ctx, juju.LevelWarning, "not starting slurmd: %v", err)
+		}
+		h.st.VersionRefused = err.Error()
+		return h.refresh(ctx)
+	}
+	h.st.VersionRefused = ""
 	keyChanged, err := r.writeAuthKey(ctx, slurm.FeaturesOf(version), data.AuthKey)
 	if err != nil {
 		return err
 	}
-	conf, gresConf, err := r.runConf(ctx, mi, data.GresTypes)
+	nc, err := r.runConf(ctx, mi, data.GresTypes)
 	if err != nil {
 		return err
 	}
 	if len(h.st.GresWaiting) > 0 {
 		return h.report(ctx, observed{gresHeld: true})
 	}
-	want := &Applied{GresConf: gresConf, Controllers: data.Controllers, Conf: conf, KeyHash: authkey.Hash(data.AuthKey), KeyID: data.AuthKeyID, SecretID: data.AuthSecretID}
+	want := &Applied{GresConf: nc.GresConf, Controllers: data.Controllers, Conf: nc.Conf, KeyHash: authkey.Hash(data.AuthKey), KeyID: data.AuthKeyID, SecretID: data.AuthSecretID}
 	prev := h.st.Applied
 	spec := h.slurmd().spec(want)
 	status, err := h.slurmd().status(ctx)
@@ -72,7 +83,7 @@ func (r registrar) join(ctx context.Context, data slurmd.ControllerData) error {
 		}
 		h.st.Applied = want
 		h.st.DefaultPending = true
-	case prev.Conf != conf || gresLinesChanged(h.node, prev.GresConf, gresConf):
+	case prev.Conf != nc.Conf || nc.gresChangedFrom(prev.GresConf):
 		// Slurm 22.05 keeps a dynamic node's old record: re-register it.
 		if err := r.reregister(ctx, spec, nil, time.Time{}, nil); err != nil {
 			return err
@@ -102,33 +113,33 @@ func (r registrar) start(ctx context.Context, spec service.Spec, restart bool) e
 	return r.h.slurmd().start(ctx, spec, restart, r.h.st.StagedNodeConfig == "")
 }
 
-// runConf returns the --conf and the gres.conf content slurmd should run with, the lines
-// written to GresLocalConf before slurmd (re)starts. When the node's Gres= names resources
+// runConf returns the configuration slurmd should run with (its --conf and gres.conf
+// content), the lines written to GresLocalConf before slurmd (re)starts. When the node's Gres= names resources
 // the controller does not manage (managed: its published GresTypes), it sets
 // State.GresWaiting, writes nothing and slurmd must not be (re)started: the node would
 // register without them for good. While generic-resources is invalid (the unit is blocked), a
 // running node keeps the --conf and lines it runs with.
-func (r registrar) runConf(ctx context.Context, mi slurm.MachineInfo, managed []string) (conf, gresConf string, err error) {
+func (r registrar) runConf(ctx context.Context, mi slurm.MachineInfo, managed []string) (nodeConf, error) {
 	h := r.h
 	if a := h.st.Applied; a != nil {
 		if _, err := parseGenericResources(h.cfg.GenericResources); err != nil {
 			h.st.GresWaiting = nil
-			return a.Conf, a.GresConf, nil
+			return nodeConf{Conf: a.Conf, GresConf: a.GresConf}, nil
 		}
 	}
 	nc, err := r.res.build(ctx, mi, h.st.NodeConfig)
 	if err != nil {
-		return "", "", err
+		return nodeConf{}, err
 	}
 	h.st.GresWaiting = unmanagedGres(nc.Gres, managed)
 	if len(h.st.GresWaiting) > 0 {
 		h.logf(ctx, juju.LevelInfo, "not starting slurmd with Gres=%s: the controller manages GresTypes %q", nc.Gres, managed)
-		return "", "", nil
+		return nodeConf{}, nil
 	}
 	if err := r.res.writeConf(ctx, nc.GresConf); err != nil {
-		return "", "", err
+		return nodeConf{}, err
 	}
-	return nc.Conf, nc.GresConf, nil
+	return nc, nil
 }
 
 // conf is the node's configuration with node-config nodeConfig and this machine's facts.
@@ -150,7 +161,7 @@ func (r registrar) changed(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	a := h.st.Applied
-	return nc.Conf != a.Conf || gresLinesChanged(h.node, a.GresConf, nc.GresConf), nil
+	return nc.Conf != a.Conf || nc.gresChangedFrom(a.GresConf), nil
 }
 
 // gresChanged reports whether a running node's resources (the generic-resources option,
@@ -176,40 +187,7 @@ func (r registrar) settle(ctx context.Context) error {
 		h.logf(ctx, juju.LevelWarning, "node %s did not register: %v", h.node, err)
 		return h.report(ctx, observed{unregistered: true})
 	}
-	return r.registered(ctx, n)
-}
-
-// registered applies a default-node-state still pending to the registered node n, then
-// reports the node.
-func (r registrar) registered(ctx context.Context, n slurm.Node) error {
-	h := r.h
-	if !h.st.DefaultPending {
-		return h.report(ctx, observed{node: &n})
-	}
-	if err := r.applyDefaultState(ctx); err != nil {
-		return err
-	}
-	h.st.DefaultPending = false
-	n, err := h.showNode(ctx)
-	return h.report(ctx, h.seeNode(ctx, n, err))
-}
-
-// applyDefaultState gives a new node default-node-state (down, with default-node-reason);
-// idle needs nothing.
-func (r registrar) applyDefaultState(ctx context.Context) error {
-	h := r.h
-	if h.cfg.nodeState() != "down" {
-		return nil
-	}
-	cl, err := h.c.ctl()
-	if err != nil {
-		return err
-	}
-	err = cl.UpdateNode(ctx, h.node, slurm.NodeUpdate{State: "down", Reason: h.cfg.nodeReason()})
-	if err != nil {
-		return fmt.Errorf("cannot set node %s down (default-node-state): %w", h.node, err)
-	}
-	return nil
+	return h.registered(ctx, n)
 }
 
 // waitRegistered polls until the node's record shows its slurmd registered, bounded by

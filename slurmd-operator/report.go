@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/charmed-slurm/operators/libs/juju"
@@ -33,8 +34,38 @@ func (h *hook) refresh(ctx context.Context) error {
 	if err != nil {
 		return h.report(ctx, h.seeNode(ctx, n, err))
 	}
-	reg := newRegistrar(h)
-	return reg.registered(ctx, n)
+	return h.registered(ctx, n)
+}
+
+// registered applies a default-node-state still pending to the registered node n, then
+// reports the node.
+func (h *hook) registered(ctx context.Context, n slurm.Node) error {
+	if !h.st.DefaultPending {
+		return h.report(ctx, observed{node: &n})
+	}
+	if err := h.applyDefaultState(ctx); err != nil {
+		return err
+	}
+	h.st.DefaultPending = false
+	n, err := h.showNode(ctx)
+	return h.report(ctx, h.seeNode(ctx, n, err))
+}
+
+// applyDefaultState gives a new node default-node-state (down, with default-node-reason);
+// idle needs nothing.
+func (h *hook) applyDefaultState(ctx context.Context) error {
+	if h.cfg.nodeState() != "down" {
+		return nil
+	}
+	cl, err := h.c.ctl()
+	if err != nil {
+		return err
+	}
+	err = cl.UpdateNode(ctx, h.node, slurm.NodeUpdate{State: "down", Reason: h.cfg.nodeReason()})
+	if err != nil {
+		return fmt.Errorf("cannot set node %s down (default-node-state): %w", h.node, err)
+	}
+	return nil
 }
 
 // daemonsDown checks this host's own daemons: munged (when this Slurm version authenticates

@@ -43,6 +43,9 @@ type State struct {
 	// GresWaiting are the GRES names the node should run with that the controller does not
 	// manage yet: slurmd was not (re)started with them.
 	GresWaiting []string `json:"gres-waiting,omitempty"`
+	// VersionRefused says why the controller's Slurm does not accept this machine's
+	// (slurm.CheckNodeVersion): slurmd was not (re)started for it.
+	VersionRefused string `json:"version-refused,omitempty"`
 	// Published is the ComputeData this unit last published as leader, and where; a hook
 	// whose data is the same skips the write.
 	Published *Published `json:"published,omitempty"`

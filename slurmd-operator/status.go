@@ -69,6 +69,8 @@ func unitStatus(st *State, cfgErr error, node string, o observed) (juju.StatusCo
 		return juju.StatusBlocked, "waiting for slurmctld relation"
 	case o.noController:
 		return juju.StatusWaiting, "waiting for slurmctld: no controller address"
+	case st.Applied == nil && st.VersionRefused != "":
+		return juju.StatusBlocked, st.VersionRefused
 	case o.gresHeld, st.Applied == nil && len(st.GresWaiting) > 0:
 		return juju.StatusWaiting, unmanagedStatus(st.GresWaiting)
 	case st.Applied == nil:
@@ -106,6 +108,10 @@ func nodeStatus(st *State, n slurm.Node) (juju.StatusCode, string) {
 	}
 	if st.StagedNodeConfig != "" {
 		msg += "; node-config staged for the next reboot"
+	}
+	if st.VersionRefused != "" {
+		// The controller's Slurm changed under a running node: it runs on, untouched.
+		code, msg = juju.StatusBlocked, msg+"; "+st.VersionRefused
 	}
 	return code, msg
 }

@@ -8,7 +8,7 @@
 //   - join_s, host_create_s, join_ratio: add-unit until the node is IDLE through the whole
 //     operator path on the local model, host creation measured apart ([OperatorBench]).
 //   - scale_out_s with reconfigures and slurmctld_restarts counted from slurmctld.log
-//     ([CountControllerLog]) and the slurmctld PID.
+//     (slurm.ParseControllerLog) and the slurmctld PID.
 //   - leave_idle_s, leave_after_job_s: remove-unit until the node record is gone.
 //   - hook_ms, hook_cpu_ms, hook_rss_kib: each operator binary run for its common hooks with
 //     the hook tools answered by a fast fake ([FakeTool]) and Slurm's commands replaced by

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/tests/charmpack"
 	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
 	"github.com/charmed-slurm/operators/tests/model"
@@ -94,9 +95,12 @@ func newClusterWith(t *testing.T, base string, wrap func(*model.BaseMachines) mo
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) }) // runs after the model's close below
-	var machines model.Provisioner = &model.HostMachines{Network: net}
+	// What the units' hosts and machines share with the test: the model's directory and the
+	// tools (every other path under /tmp is theirs).
+	binds := []string{dir, filepath.Dir(toolsBin)}
+	var machines model.Provisioner = &model.HostMachines{Network: net, Binds: binds}
 	if base != "" || wrap != nil {
-		bm := &model.BaseMachines{Network: net, Default: base, Binds: []string{dir, filepath.Dir(toolsBin)}}
+		bm := &model.BaseMachines{Network: net, Default: base, Binds: binds}
 		if base != "" {
 			suite, ok := model.ImageSuite(base)
 			if !ok {
@@ -238,6 +242,21 @@ func (c *cluster) nodes() map[string]string {
 	return got
 }
 
+// waitIdleNodes waits (30 s at most) until the controller counts n IDLE nodes, in any partition.
+func (c *cluster) waitIdleNodes(n int) {
+	c.t.Helper()
+	c.eventually(30*time.Second, fmt.Sprintf("%d idle nodes", n), func() (bool, string) {
+		nodes := c.nodes()
+		idle := 0
+		for _, v := range nodes {
+			if strings.HasPrefix(v, "idle ") {
+				idle++
+			}
+		}
+		return idle == n, fmt.Sprint(nodes)
+	})
+}
+
 var (
 	nodeNameRE = regexp.MustCompile(`^NodeName=(\S+)`)
 	jobStateRE = regexp.MustCompile(`JobState=(\S+)`)
@@ -280,24 +299,18 @@ func (c *cluster) eventually(d time.Duration, what string, cond func() (bool, st
 // ctlLogPath is slurmctld's log on the controller host.
 const ctlLogPath = "/var/log/slurm/slurmctld.log"
 
-// reconfigures counts the reconfigure requests slurmctld has handled, and starts the times it
-// started (not counting the re-executions of a 24.11 reconfigure), from its own log. A log
-// that records no start fails the test: the counts would otherwise compare equal whatever
+// reconfigures counts the reconfigures slurmctld has applied, and starts the times it
+// started other than for a reconfigure (slurm.ParseControllerLog: from 23.11 a reconfigure
+// starts a new process, with the same PID as the charm runs it, attached), from its own log. A
+// log that records no start fails the test: the counts would otherwise compare equal whatever
 // slurmctld did.
 func (c *cluster) reconfigures() (reconfigures, starts int) {
 	c.t.Helper()
-	log := c.exec("slurmctld/0", "cat", ctlLogPath)
-	starts = strings.Count(log, "slurmctld version ")
-	if starts == 0 {
+	ev := slurm.ParseControllerLog([]byte(c.exec("slurmctld/0", "cat", ctlLogPath)))
+	if ev.Starts == 0 {
 		c.t.Fatalf("%s on slurmctld/0 records no start of slurmctld", ctlLogPath)
 	}
-	reconfigures = strings.Count(log, "_slurm_rpc_reconfigure_controller: completed")
-	if sighup := strings.Count(log, "Reconfigure signal (SIGHUP) received"); reconfigures == 0 && sighup > 0 {
-		// Slurm 24.05 and later reconfigure by re-executing slurmctld in place (same PID):
-		// each reconfigure logs the SIGHUP it turns into and a start, and no "completed".
-		reconfigures, starts = sighup, starts-sighup
-	}
-	return reconfigures, starts
+	return ev.Reconfigures, ev.Starts
 }
 
 // ctlPID is the main slurmctld's PID on the controller host (its pid file: slurmctld also forks

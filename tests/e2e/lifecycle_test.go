@@ -44,16 +44,7 @@ func nodeLifecycle(t *testing.T, c *cluster) {
 	}
 	cancel()
 	c.waitActive()
-	c.eventually(30*time.Second, "5 idle nodes", func() (bool, string) {
-		n := c.nodes()
-		idle := 0
-		for _, v := range n {
-			if strings.HasPrefix(v, "idle ") {
-				idle++
-			}
-		}
-		return idle == 5, fmt.Sprint(n)
-	})
+	c.waitIdleNodes(5)
 	reconf1, starts1 := c.reconfigures()
 	if reconf1 != reconf0 || starts1 != starts0 || c.ctlPID() != pid0 {
 		t.Errorf("add-unit ×3: reconfigures %d → %d, slurmctld starts %d → %d, pid %s → %s; want no change",

@@ -51,15 +51,24 @@ func installCharm(src, dst string) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	for _, rel := range manifest {
-		if err := deployEntry(filepath.Join(src, rel), filepath.Join(dst, rel)); err != nil {
-			return err
-		}
+	if err := copyCharm(src, dst, manifest); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(manifestPath), 0o755); err != nil {
 		return err
 	}
 	return writeNew(manifestPath, strings.NewReader(strings.Join(manifest, "\n")+"\n"), os.O_TRUNC, 0o644)
+}
+
+// copyCharm writes the entries of manifest (paths below src) at the same paths below dst,
+// over what is there; an executable is never written in this process (see deployEntry).
+func copyCharm(src, dst string, manifest []string) error {
+	for _, rel := range manifest {
+		if err := deployEntry(filepath.Join(src, rel), filepath.Join(dst, rel)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // charmManifest lists the paths below src, relative to it, parents before children.

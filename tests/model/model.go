@@ -339,7 +339,12 @@ func (m *Model) stageCharm(path string) (string, *Charm, error) {
 		return "", nil, err
 	}
 	if fi.IsDir() {
-		err = os.CopyFS(filepath.Join(stage, "charm"), os.DirFS(src))
+		// Not os.CopyFS: an executable written by this process cannot be run while a child
+		// forked meanwhile holds its descriptor ("text file busy", hosts.CopyExecutable).
+		var manifest []string
+		if manifest, err = charmManifest(src); err == nil {
+			err = copyCharm(src, filepath.Join(stage, "charm"), manifest)
+		}
 	} else {
 		err = ExtractCharm(src, filepath.Join(stage, "charm"))
 	}

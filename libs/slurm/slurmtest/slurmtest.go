@@ -22,7 +22,8 @@
 // update-{unknown,unreachable,bad-state}, resume-idle, partition-{inactive,unknown},
 // reconfigure, reconfigure-unreachable, listjobs, sinfo-notresponding, checkconf-{ok,refused},
 // squeue-pending, squeue-pending-no-nodes, squeue-pending-future-24.11 (Slurm 24.11; recorded by
-// tests/e2e autoscale tests with SLURMTEST_RECORD).
+// tests/e2e autoscale tests with SLURMTEST_RECORD). [Real2411] and [Real2605] give those of
+// Slurm 24.11 and 26.05.
 package slurmtest
 
 import (
@@ -38,7 +39,7 @@ import (
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
-//go:embed real real-24.11
+//go:embed real real-24.11 real-26.05
 var realFS embed.FS
 
 // Case is one scripted command: the exact argv and what it answers.
@@ -54,11 +55,17 @@ type Case struct {
 func Real(name string) Case { return readCase("real", name) }
 
 // Real2411 returns the recorded real Slurm 24.11 case name (a file stem under real-24.11/,
-// recorded on Debian 13 machines under auth/slurm by tests/e2e's TestRecordSlurm2411, with
+// recorded on Debian 13 machines under auth/slurm by tests/e2e's TestRecordSlurm, with
 // nodes slurmd-0 and slurmd-1 in partition slurmd; slurmd-0 runs on host juju-1). The cases
-// share 22.05's names, plus node-no-sack (a client command on a node whose slurmd is stopped)
-// and listjobs-by-hostname (listjobs without SLURMD_NODENAME). It panics on an unknown name.
+// share 22.05's names, plus node-no-sack (a client command on a node whose slurmd is stopped),
+// listjobs-by-hostname (listjobs without SLURMD_NODENAME), slurmd-C-gpus (slurmd -C where
+// Slurm's own GPU detection would find two GPUs) and slurmctld-log (slurmctld.log after one
+// start and two reconfigures). It panics on an unknown name.
 func Real2411(name string) Case { return readCase("real-24.11", name) }
+
+// Real2605 is Real2411 for Slurm 26.05 (real-26.05/, recorded the same way on Debian 14
+// machines).
+func Real2605(name string) Case { return readCase("real-26.05", name) }
 
 // readCase reads case name under dir.
 func readCase(dir, name string) Case {

@@ -7,29 +7,35 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/charmed-slurm/operators/tests/model"
 )
 
-// recordEnv names the directory TestRecordSlurm2411 writes to; the recordings live in
-// libs/slurm/slurmtest/real-24.11:
+// recordEnv names the directory TestRecordSlurm writes into: each release's recordings go to
+// its real-<release> below it, as libs/slurm/slurmtest keeps them:
 //
-//	SLURM_RECORD_DIR=$PWD/libs/slurm/slurmtest/real-24.11 go test -run TestRecordSlurm2411 ./tests/e2e/
+//	SLURM_RECORD_DIR=$PWD/libs/slurm/slurmtest go test -run TestRecordSlurm/forky ./tests/e2e/
 const recordEnv = "SLURM_RECORD_DIR"
 
-// TestRecordSlurm2411 is not a check but the recorder of real Slurm 24.11 outputs, on trixie
-// machines run by the charms (auth/slurm): the cases of slurmtest/capture.sh for 22.05 that
-// the operators rely on, under the same names, with node names slurmd-0 and slurmd-1 and
-// partition slurmd. Each case is <case>.{argv,stdout,stderr,rc}.
-func TestRecordSlurm2411(t *testing.T) {
-	out := os.Getenv(recordEnv)
-	if out == "" {
-		t.Skip("recorder of real Slurm 24.11 outputs; set " + recordEnv)
+// TestRecordSlurm is not a check but the recorder of real Slurm 24.11 and 26.05 outputs, on
+// machines of Debian 13 and 14 run by the charms (auth/slurm): the cases of
+// slurmtest/capture.sh for 22.05 that the operators rely on, under the same names, with node
+// names slurmd-0 and slurmd-1 and partition slurmd, and a few of their own. Each case is
+// <case>.{argv,stdout,stderr,rc}.
+func TestRecordSlurm(t *testing.T) {
+	dir := os.Getenv(recordEnv)
+	if dir == "" {
+		t.Skip("recorder of real Slurm 24.11 and 26.05 outputs; set " + recordEnv)
 	}
+	onReleases(t, []release{trixie, forky}, func(t *testing.T, r release) {
+		recordSlurm(t, r, filepath.Join(dir, "real-"+r.slurm))
+	})
+}
+
+// recordSlurm records release r's outputs into out.
+func recordSlurm(t *testing.T, r release, out string) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c := newClusterOn(t, model.BaseTrixie, 2)
+	c := newClusterOn(t, r.base, 2)
 	// capEnv runs argv on unit with env (and SLURM_CONF on the controller) and records it under
 	// name: the argv file holds argv alone, as package slurm runs it.
 	capEnv := func(unit, name string, env []string, argv ...string) string {
@@ -61,6 +67,12 @@ func TestRecordSlurm2411(t *testing.T) {
 	capOn("slurmd/0", "slurmd-V", "slurmd", "-V")
 	ctl("slurmctld-V", "slurmctld", "-V")
 	capOn("slurmd/0", "slurmd-C", "slurmd", "-C")
+	// slurmd -C where Slurm's own GPU detection finds two GPUs (its fake_gpus.conf beside the
+	// slurm.conf it reads): 26.05 prints them, as Gres= and one line per detection method.
+	fake := slurmdConfCache + "/fake_gpus.conf"
+	c.exec("slurmd/0", "sh", "-c", `printf %s "$1" >"$2"`, "sh", string(fakeGPUsConf(2)), fake)
+	capEnv("slurmd/0", "slurmd-C-gpus", []string{"SLURM_CONF=" + slurmdConfCache + "/slurm.conf"}, "slurmd", "-C")
+	c.exec("slurmd/0", "rm", fake)
 	ctl("ping-up", "scontrol", "ping")
 	ctl("show-node-idle", "scontrol", "show", "node", "-o", "slurmd-1")
 	job := c.sbatch("slurmd", "-w", "slurmd-0", "-J", "sleep|pipe job", "--wrap", "sleep 300")
@@ -96,4 +108,6 @@ func TestRecordSlurm2411(t *testing.T) {
 	// On a node whose slurmd is stopped, client commands have no sack socket (auth/slurm).
 	capEnv("slurmd/0", "node-no-sack", []string{"SLURM_CONF=/var/spool/slurmd/conf-cache/slurm.conf"}, "scontrol", "ping")
 	ctl("show-node-all", "scontrol", "show", "node", "-o")
+	// slurmctld's own log: one start, the charm's reconfigure and the one above.
+	ctl("slurmctld-log", "cat", ctlLogPath)
 }
