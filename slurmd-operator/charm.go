@@ -21,6 +21,7 @@ const (
 	DefaultRegisterTimeout = 30 * time.Second
 	DefaultActionTimeout   = 10 * time.Minute
 	DefaultProbeTimeout    = 3 * time.Second
+	DefaultRebootGrace     = time.Minute
 )
 
 // Service names and paths the charm uses.
@@ -69,6 +70,10 @@ type Charm struct {
 	CommandTimeout time.Duration
 	// ProbeTimeout bounds one check that a local daemon answers (munge -n).
 	ProbeTimeout time.Duration
+	// RebootGrace is how long after RebootProgram deleted the node's record for a staged
+	// node-config the machine must still be up before update-status takes the reboot for a
+	// failed one and registers the node (the machine goes down within seconds).
+	RebootGrace time.Duration
 	// LookPath finds a program (exec.LookPath when nil).
 	LookPath func(file string) (string, error)
 }

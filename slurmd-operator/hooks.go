@@ -190,7 +190,7 @@ func (h *hook) updateStatus(ctx context.Context) error {
 	if err := (slurmctldRelation{h}).publish(ctx); err != nil {
 		return err
 	}
-	if !h.st.Departed && h.st.Applied != nil && h.st.StagedNodeConfig != "" && (stagedMarker{h.c}).recordDeleted() {
+	if !h.st.Departed && h.st.Applied != nil && h.st.StagedNodeConfig != "" && (stagedMarker{h.c}).rebootFailed() {
 		// RebootProgram deleted the record, but the machine did not go down (its reboot
 		// failed): the node registers with the staged node-config now.
 		h.logf(ctx, juju.LevelWarning, "node %s's record was deleted for a reboot that did not happen", h.node)

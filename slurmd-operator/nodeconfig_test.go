@@ -411,7 +411,8 @@ func (e *env) marker() string {
 }
 
 // TestNodeConfigStagedRebootFailed: RebootProgram deleted the record for the staged
-// node-config but the machine did not reboot: update-status registers the node with it.
+// node-config but the machine did not reboot: once it is still up RebootGrace later,
+// update-status registers the node with it (not before: the machine may be going down).
 func TestNodeConfigStagedRebootFailed(t *testing.T) {
 	e := newEnv(t)
 	e.join()
@@ -421,7 +422,23 @@ func TestNodeConfigStagedRebootFailed(t *testing.T) {
 	if out, err := e.slurm.Cluster.Run(context.Background(), []string{"scontrol", "delete", "nodename=" + node}, []string{"SLURM_CONF=" + filepath.Join(e.slurm.root, SpoolConf)}); err != nil || out.ExitCode != 0 {
 		t.Fatalf("scontrol delete: %v %s", err, out.Stderr)
 	}
-	if err := os.WriteFile(filepath.Join(e.root, StagedMarker), []byte("deleted\n"), 0o644); err != nil {
+	marker := filepath.Join(e.root, StagedMarker)
+	if err := os.WriteFile(marker, []byte("deleted\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Right after RebootProgram the machine is going down: update-status registers nothing.
+	if err := e.run(jujutest.Hook(juju.UpdateStatus)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.slurm.Node(node); ok {
+		t.Errorf("update-status registered the node while its reboot was under way")
+	}
+	if st := e.savedState(); st.StagedNodeConfig != "Weight=7" || e.marker() != "deleted\n" {
+		t.Errorf("staged %q, marker %q after update-status within the grace", st.StagedNodeConfig, e.marker())
+	}
+	// Still up a minute later: the reboot did not happen.
+	then := time.Now().Add(-DefaultRebootGrace)
+	if err := os.Chtimes(marker, then, then); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.run(jujutest.Hook(juju.UpdateStatus)); err != nil {

@@ -7,8 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/charmed-slurm/operators/libs/atomicfile"
+	"github.com/charmed-slurm/operators/libs/charm"
 )
 
 // RebootProgram is the program slurmd runs for `scontrol reboot` (slurmctld's RebootProgram
@@ -102,6 +104,29 @@ func (m stagedMarker) clear() error {
 // recordDeleted reports whether RebootProgram deleted the node's record for the staged
 // node-config before the machine rebooted.
 func (m stagedMarker) recordDeleted() bool {
-	data, err := os.ReadFile(m.c.Path(StagedMarker))
-	return err == nil && strings.TrimSpace(string(data)) == markerDeleted
+	_, ok := m.deletedAt()
+	return ok
+}
+
+// deletedAt is when RebootProgram deleted the node's record (the marker's time), if it did.
+func (m stagedMarker) deletedAt() (time.Time, bool) {
+	p := m.c.Path(StagedMarker)
+	data, err := os.ReadFile(p)
+	if err != nil || strings.TrimSpace(string(data)) != markerDeleted {
+		return time.Time{}, false
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return fi.ModTime(), true
+}
+
+// rebootFailed reports whether RebootProgram deleted the node's record for a reboot that
+// did not happen: the marker says so and the machine is still up RebootGrace after it
+// (a hook that starts while the machine goes down must not take the reboot under way for a
+// failed one and register the node).
+func (m stagedMarker) rebootFailed() bool {
+	at, ok := m.deletedAt()
+	return ok && m.c.Now().Sub(at) >= charm.Or(m.c.RebootGrace, DefaultRebootGrace)
 }
