@@ -286,7 +286,7 @@ func (r registrar) reregister(ctx context.Context, spec service.Spec, old *servi
 			if rm.Phase == slurm.RemovalDrain || rm.Phase == slurm.RemovalWait {
 				// Nothing stopped yet: the node goes back to what it was.
 				if aerr := h.c.remover(cl).Abort(ctx, &rm); aerr != nil {
-					return fmt.Errorf("%w; %v", err, aerr)
+					return errors.Join(err, aerr)
 				}
 			}
 			return err
@@ -304,7 +304,7 @@ func (r registrar) reregister(ctx context.Context, spec service.Spec, old *servi
 	if errors.As(err, &refused) && old != nil {
 		h.logf(ctx, juju.LevelWarning, "%v: restoring the previous configuration", err)
 		if rerr := r.replaceNode(ctx, *old); rerr != nil {
-			return fmt.Errorf("%w; cannot restore the previous configuration: %v", err, rerr)
+			return errors.Join(err, fmt.Errorf("cannot restore the previous configuration: %w", rerr))
 		}
 	}
 	if err != nil && refused == nil {
