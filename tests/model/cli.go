@@ -174,7 +174,9 @@ func (m *Model) ListenCLI(path string) error {
 // DestroyRequested is closed when the destroy verb has run: the daemon should Close and exit.
 func (m *Model) DestroyRequested() <-chan struct{} { return m.destroyReq }
 
-// parseKV parses key=value arguments.
+// parseKV parses key=value arguments (the CLI's config and action parameters, the hook tools'
+// settings). A value may be empty: relation-set, leader-set and state-set delete the key then
+// (applySettings).
 func parseKV(args []string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, a := range args {
