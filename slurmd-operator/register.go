@@ -33,7 +33,9 @@ func newRegistrar(h *hook) registrar {
 }
 
 // join configures and (re)starts slurmd for the controller's data, doing only what changed,
-// and reports the node.
+// and reports the node. A slurmd the controller's Slurm does not accept (newer: an upgrade
+// in the wrong order; or too old) is never started: nothing is written and no node
+// registers; a running one is left as it runs.
 func (r registrar) join(ctx context.Context, data slurmd.ControllerData) error {
 	h := r.h
 	if h.st.Departed {
@@ -46,18 +48,24 @@ func (r registrar) join(ctx context.Context, data slurmd.ControllerData) error {
 	if err != nil {
 		return err
 	}
-	// A slurmd the controller's Slurm does not accept (newer: an upgrade in the wrong order;
-	// or too old) is never started: nothing is written and no node registers. A running one is
-	// left as it runs.
-	if err := slurm.CheckNodeVersion(data.SlurmVersion, version); err != nil {
-		if h.st.VersionRefused != err.Error() {
-			h.logf(ctx, juju.LevelWarning, "not starting slurmd: %v", err)
-		}
-		h.st.VersionRefused = err.Error()
-		return h.refresh(ctx)
+	refusal := slurm.CheckNodeVersion(data.SlurmVersion, version)
+	if refusal == nil {
+		h.st.VersionRefused = ""
+		return r.apply(ctx, data, slurm.FeaturesOf(version), mi)
 	}
-	h.st.VersionRefused = ""
-	keyChanged, err := r.writeAuthKey(ctx, slurm.FeaturesOf(version), data.AuthKey)
+	if h.st.VersionRefused != refusal.Error() {
+		h.logf(ctx, juju.LevelWarning, "not starting slurmd: %v", refusal)
+	}
+	h.st.VersionRefused = refusal.Error()
+	return h.refresh(ctx)
+}
+
+// apply writes the auth key for this Slurm (f), builds the node's configuration from the
+// machine's facts mi and starts slurmd, or restarts or re-registers it when what it runs
+// with changed; then it waits for the node and reports it (settle).
+func (r registrar) apply(ctx context.Context, data slurmd.ControllerData, f slurm.Features, mi slurm.MachineInfo) error {
+	h := r.h
+	keyChanged, err := r.writeAuthKey(ctx, f, data.AuthKey)
 	if err != nil {
 		return err
 	}
