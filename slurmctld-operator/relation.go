@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/juju"
-	"github.com/charmed-slurm/operators/libs/poll"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
@@ -132,19 +130,23 @@ func (h *hook) slurmdReady(ctx context.Context, ev slurmd.SlurmdReady) error {
 	return nil
 }
 
-// slurmdDeparted records the departed unit's node and reconciles for a short while: the unit
-// drains and deletes its own node; this is the safety net for when it could not.
+// slurmdDeparted records the departed unit's node and makes one pass of the removals of
+// departed units' nodes: the unit drains and deletes its own node; this is the safety net
+// for when it could not. A node with jobs stays pending: the removal waiter (waiter.go) or
+// update-status finishes it, never a wait in this hook.
 func (h *hook) slurmdDeparted(ctx context.Context, ev slurmd.SlurmdDeparted) error {
 	if h.st.Pending == nil {
 		h.st.Pending = map[string]pendingNode{}
 	}
 	h.st.Pending[ev.Node] = pendingNode{Unit: ev.Unit, App: ev.App}
 	h.logf(ctx, juju.LevelInfo, "unit %s left: its node %s is removed once it has no job", ev.Unit, ev.Node)
-	return h.reconcileNodes(ctx, h.c.DepartWait)
+	h.reconcileNodes(ctx)
+	return nil
 }
 
 // slurmdDisconnected starts removing a slurmd application's partition: State=INACTIVE now (no
-// new jobs), removal once no job of the partition is left (job records included).
+// new jobs), removal once no job of the partition is left (job records included): in this
+// hook when none is, else when the removal waiter or update-status finds none.
 func (h *hook) slurmdDisconnected(ctx context.Context, ev slurmd.SlurmdDisconnected) error {
 	apps, err := h.goneApps(ctx, ev.App)
 	if err != nil {
@@ -172,7 +174,7 @@ func (h *hook) slurmdDisconnected(ctx context.Context, ev slurmd.SlurmdDisconnec
 			return fmt.Errorf("cannot deactivate partition %s: %w", app, err)
 		}
 	}
-	return h.finishRemovals(ctx, h.c.RemoveWait)
+	return h.finishRemovals(ctx)
 }
 
 // goneApps are the applications whose relation broke: app when known, else every application
@@ -209,51 +211,12 @@ func (h *hook) goneApps(ctx context.Context, app string) ([]string, error) {
 	return gone, nil
 }
 
-// reconcileNodes advances the removals of departed units' nodes (drain → wait for their
-// jobs → delete, slurm.Remover's Step, the Removal kept in the state), checking again every
-// poll interval for at most budget (one pass when budget is zero). A node with running jobs
-// is never deleted; it stays pending. When more passes follow, the unit status is set after
-// each (status-set takes effect at once, while the hook's other writes wait for its end), so
-// that the node counts show the drain as it starts, not when the wait ends.
-func (h *hook) reconcileNodes(ctx context.Context, budget time.Duration) error {
-	return h.passes(ctx, budget, func(ctx context.Context) (bool, error) {
-		h.reconcilePass(ctx)
-		if len(h.st.Pending) == 0 {
-			return true, nil
-		}
-		if budget > 0 {
-			return false, h.setStatus(ctx)
-		}
-		return false, nil
-	})
-}
-
-// passes runs pass at once, then every poll interval until it reports done or fails, for
-// at most budget: no wait begins that would end past it (a budget shorter than the
-// interval gives one pass). Passes run on ctx, so the budget never cuts one short; the
-// budget's end is no error. Each pass after the first reads the node list again.
-func (h *hook) passes(ctx context.Context, budget time.Duration, pass func(ctx context.Context) (bool, error)) error {
-	every := h.c.poll()
-	wctx, cancel := context.WithTimeout(ctx, budget-every)
-	defer cancel()
-	first := true
-	err := poll.Until(wctx, every, func(context.Context) (bool, error) {
-		if !first {
-			h.forgetNodes()
-		}
-		first = false
-		return pass(ctx)
-	})
-	if wctx.Err() != nil && ctx.Err() == nil {
-		return nil
-	}
-	return err
-}
-
-// reconcilePass makes one Step of every pending node's removal. A node the hook's node list
-// lacks is gone already (its unit deleted it) and needs no Step: node names are unit names,
-// never used again.
-func (h *hook) reconcilePass(ctx context.Context) {
+// reconcileNodes makes one Step of every pending node's removal (drain → wait for its jobs →
+// delete, slurm.Remover's Step, the Removal kept in the state); it never waits. A node with
+// running jobs is never deleted; it stays pending. A node the hook's node list lacks is gone
+// already (its unit deleted it) and needs no Step: node names are unit names, never used
+// again.
+func (h *hook) reconcileNodes(ctx context.Context) {
 	if len(h.st.Pending) == 0 {
 		return
 	}
@@ -304,20 +267,9 @@ func (c *Charm) partitionJobs(ctx context.Context, partition string) ([]slurm.Jo
 	return jobs, nil
 }
 
-// finishRemovals removes the partitions being removed whose jobs are all gone, checking
-// again every poll interval for at most budget (one pass when zero), reconfiguring once
-// after a pass that removed one. The wait is visible in the status.
-func (h *hook) finishRemovals(ctx context.Context, budget time.Duration) error {
-	if len(h.st.Removing) == 0 {
-		return nil
-	}
-	return h.passes(ctx, budget, func(ctx context.Context) (bool, error) { return h.removalPass(ctx, budget > 0) })
-}
-
-// removalPass makes one pass over the partitions being removed and reports whether the
-// wait is over (none left, or only pending jobs that never end by themselves). When more
-// passes may follow, it shows the progress and keeps it in the state before the wait.
-func (h *hook) removalPass(ctx context.Context, more bool) (bool, error) {
+// finishRemovals makes one pass over the partitions being removed: each whose jobs are all
+// gone is removed, with one reconfigure after the pass if any was; it never waits.
+func (h *hook) finishRemovals(ctx context.Context) error {
 	removed := false
 	for _, app := range sortedKeys(h.st.Removing) {
 		done, err := h.finishRemoval(ctx, app)
@@ -327,31 +279,9 @@ func (h *hook) removalPass(ctx context.Context, more bool) (bool, error) {
 		removed = removed || done
 	}
 	if removed && h.running(ctx) {
-		if err := h.reconfigure(ctx); err != nil {
-			return false, err
-		}
+		return h.reconfigure(ctx)
 	}
-	if len(h.st.Removing) == 0 || h.onlyPendingLeft() || !more {
-		return true, nil
-	}
-	if err := h.setStatus(ctx); err != nil {
-		return false, err
-	}
-	// Keep the progress (partitions removed, the status) before a wait that may be long;
-	// otherwise the lifecycle writes the state once.
-	return false, h.save(ctx)
-}
-
-// onlyPendingLeft reports whether every partition being removed waits only for pending jobs,
-// which never end by themselves (settle-jobs settles them): waiting longer in the hook is
-// pointless and would hold the action back.
-func (h *hook) onlyPendingLeft() bool {
-	for _, r := range h.st.Removing {
-		if r.Jobs < 0 || r.Jobs > len(r.Pending) {
-			return false
-		}
-	}
-	return true
+	return nil
 }
 
 // finishRemoval removes app's partition if no job of it is left, deleting the app's remaining
@@ -427,10 +357,8 @@ func (h *hook) finishRemoval(ctx context.Context, app string) (bool, error) {
 // list (hook.nodeList) serves them all and the status, unless one of them changes Slurm.
 func (c *Charm) updateStatus(ctx context.Context, h *hook) error {
 	if h.leader {
-		if err := h.reconcileNodes(ctx, 0); err != nil {
-			return err
-		}
-		if err := h.finishRemovals(ctx, 0); err != nil {
+		h.reconcileNodes(ctx)
+		if err := h.finishRemovals(ctx); err != nil {
 			return err
 		}
 		if h.running(ctx) {
