@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -1017,5 +1018,79 @@ func TestDepartedStatusShowsTheDrain(t *testing.T) {
 	}
 	if !strings.Contains(out.UnitStatus.Message, "1 draining") || !strings.Contains(out.UnitStatus.Message, "removing slurmd-1 once idle") {
 		t.Errorf("status %q, want the node counted as draining and named as being removed", out.UnitStatus.Message)
+	}
+}
+
+// departStorm returns a controller of application slurmd whose units slurmd/1..n have left
+// while their drained nodes run a job each, every departure handled already, and the
+// departure of one more unit (slurmd/n+1, busy too).
+func (e *env) departStorm(n int) (jujutest.State, juju.Event) {
+	e.t.Helper()
+	units := []string{"slurmd/0"}
+	for i := 1; i <= n+1; i++ {
+		units = append(units, fmt.Sprintf("slurmd/%d", i))
+	}
+	in := e.withApp("slurmd", units...)
+	for i := 1; i <= n+1; i++ {
+		node := fmt.Sprintf("slurmd-%d", i)
+		e.slurm.addNode(node, "slurmd", true)
+		e.slurm.addJob("slurmd", node)
+	}
+	for i := 1; i <= n; i++ {
+		delete(in.Relations[0].RemoteUnits, fmt.Sprintf("slurmd/%d", i))
+		in = e.run(in, jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", fmt.Sprintf("slurmd/%d", i)))
+	}
+	last := fmt.Sprintf("slurmd/%d", n+1)
+	delete(in.Relations[0].RemoteUnits, last)
+	return in, jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", last)
+}
+
+// TestDepartureCostDoesNotGrow: a controller hook's Slurm commands do not grow with the
+// number of departed units whose nodes still run jobs: the busy ones are found with one node
+// list and one squeue, and only the newly departed node is stepped.
+func TestDepartureCostDoesNotGrow(t *testing.T) {
+	cost := map[int]int{}
+	for _, n := range []int{2, 24} {
+		e := newEnv(t)
+		in, ev := e.departStorm(n)
+		before := len(e.slurm.commands())
+		out := e.run(in, ev)
+		cost[n] = len(e.slurm.commands()) - before
+		if got := strings.Count(out.UnitStatus.Message, ","); !strings.Contains(out.UnitStatus.Message, fmt.Sprintf("removing slurmd-[1-%d] once idle", n+1)) {
+			t.Errorf("%d busy departures: status %q (%d commas)", n+1, out.UnitStatus.Message, got)
+		}
+	}
+	if cost[24] != cost[2] {
+		t.Errorf("Slurm commands of the last departure: %d with 3 busy departed nodes, %d with 25: want the same", cost[2], cost[24])
+	}
+}
+
+// TestStepsPerPassAreBounded: nodes of departed units that are all idle but not deleted (their
+// units could not) are deleted at most maxSteps per pass; every pass deletes more until none
+// is left.
+func TestStepsPerPassAreBounded(t *testing.T) {
+	e := newEnv(t)
+	n := 2*maxSteps + 3
+	in, ev := e.departStorm(n - 1)
+	out := e.run(in, ev)
+	e.slurm.EndJobs()
+	left := func() int {
+		st, _ := e.c.loadState()
+		return len(st.Pending)
+	}
+	for pass := 1; left() > 0; pass++ {
+		before := left()
+		out = e.run(out, jujutest.Hook(juju.UpdateStatus))
+		if deleted := before - left(); deleted == 0 || deleted > maxSteps {
+			t.Fatalf("pass %d deleted %d nodes, want 1 to %d", pass, deleted, maxSteps)
+		}
+		if pass > n {
+			t.Fatal("no end")
+		}
+	}
+	for i := 1; i <= n; i++ {
+		if e.slurm.hasNode(fmt.Sprintf("slurmd-%d", i)) {
+			t.Errorf("slurmd-%d left", i)
+		}
 	}
 }

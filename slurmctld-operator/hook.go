@@ -10,6 +10,7 @@ import (
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/charm"
+	"github.com/charmed-slurm/operators/libs/hostlist"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
@@ -260,7 +261,7 @@ func (h *hook) status(ctx context.Context) (juju.StatusCode, string) {
 	}
 	msg += ")"
 	if pend := sortedKeys(h.st.Pending); len(pend) > 0 {
-		msg += "; removing " + strings.Join(pend, ",") + " once idle"
+		msg += "; removing " + hostlist.CompressSorted(pend) + " once idle"
 	}
 	if len(h.st.Apps) == 0 {
 		msg += "; waiting for a slurmd application"

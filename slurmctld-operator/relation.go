@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/hostlist"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
@@ -211,17 +212,25 @@ func (h *hook) goneApps(ctx context.Context, app string) ([]string, error) {
 	return gone, nil
 }
 
-// reconcileNodes makes one Step of every pending node's removal (drain → wait for its jobs →
+// maxSteps bounds the node removals one pass steps (besides those it skips as still busy): a
+// hook's cost must not grow with the number of units leaving at once. What is left goes to the
+// next pass (the removal waiter's wake, another hook, update-status).
+const maxSteps = 8
+
+// reconcileNodes makes one pass over the pending node removals (drain → wait for its jobs →
 // delete, slurm.Remover's Step, the Removal kept in the state); it never waits. A node with
 // running jobs is never deleted; it stays pending. A node the hook's node list lacks is gone
 // already (its unit deleted it) and needs no Step: node names are unit names, never used
-// again.
+// again. A drained node the list shows busy and squeue shows jobs on (one squeue for all such
+// nodes) needs no Step either: it can only wait. At most maxSteps nodes are stepped.
 func (h *hook) reconcileNodes(ctx context.Context) {
 	if len(h.st.Pending) == 0 {
 		return
 	}
 	m := h.c.remover()
 	nodes, listErr := h.nodeList(ctx) // on error, each Step finds out for itself
+	occupied := h.occupied(ctx, nodes)
+	steps := 0
 	for _, node := range sortedKeys(h.st.Pending) {
 		p := h.st.Pending[node]
 		if listErr == nil && !slices.ContainsFunc(nodes, func(n slurm.Node) bool { return n.Name == node }) {
@@ -229,6 +238,10 @@ func (h *hook) reconcileNodes(ctx context.Context) {
 			delete(h.st.Pending, node)
 			continue
 		}
+		if occupied[node] || steps == maxSteps {
+			continue
+		}
+		steps++
 		r := &p.Removal
 		if r.Node == "" {
 			*r = slurm.Removal{Node: node, Reason: "unit " + p.Unit + " removed"}
@@ -255,6 +268,38 @@ func (h *hook) reconcileNodes(ctx context.Context) {
 		}
 		h.st.Pending[node] = p
 	}
+}
+
+// occupied are the pending nodes, waiting for their jobs (drained, counted), that nodes shows
+// busy and that one squeue over all of them shows jobs on: a Step could only find them
+// waiting. On a failure to list their jobs none is (each Step finds out for itself).
+func (h *hook) occupied(ctx context.Context, nodes []slurm.Node) map[string]bool {
+	var waiting []string
+	for _, n := range nodes {
+		if p, ok := h.st.Pending[n.Name]; ok && p.Removal.Phase == slurm.RemovalWait && p.Removal.Counted && n.State.Busy() {
+			waiting = append(waiting, n.Name)
+		}
+	}
+	if len(waiting) == 0 {
+		return nil
+	}
+	jobs, err := h.c.client().JobsOnNodes(ctx, waiting)
+	if err != nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, j := range jobs {
+		names, err := hostlist.Expand(j.Nodes)
+		if err != nil {
+			continue
+		}
+		for _, n := range names {
+			if slices.Contains(waiting, n) {
+				out[n] = true
+			}
+		}
+	}
+	return out
 }
 
 // partitionJobs lists every job record slurmctld still holds in partition, in all states:

@@ -300,7 +300,7 @@ func (e *env) removalWaiter(list watchList, x *fakeExec) (*removalWaiter, *bytes
 	var log bytes.Buffer
 	return &removalWaiter{
 		Dir: dir, Unit: "slurmctld/0", Client: &slurm.Client{Runner: e.slurm, Conf: confPath}, Runner: x,
-		JujuExec: "/usr/bin/juju-exec", Interval: time.Millisecond, Refresh: time.Hour, Log: &log,
+		JujuExec: "/usr/bin/juju-exec", Interval: time.Millisecond, Refresh: time.Hour, IdleGrace: time.Nanosecond, Log: &log,
 	}, &log
 }
 
@@ -473,5 +473,38 @@ func TestRemovalWaiterWakesOncePerChange(t *testing.T) {
 				t.Errorf("%d wakes in 30 checks, want %s\n%s", x.count(), tt.want, log)
 			}
 		})
+	}
+}
+
+// TestRemovalWaiterLeavesIdleNodesToTheirUnits: a departed unit's node with no job is the
+// unit's to delete; the charm is woken for it only after IdleGrace, while a node gone wakes it
+// at once (its status drops the node).
+func TestRemovalWaiterLeavesIdleNodesToTheirUnits(t *testing.T) {
+	e := newEnv(t)
+	e.started()
+	e.slurm.addNode("slurmd-1", "slurmd", true) // idle
+	e.slurm.addNode("slurmd-2", "slurmd", true)
+	x := &fakeExec{}
+	w, log := e.removalWaiter(watchList{Nodes: []string{"slurmd-1", "slurmd-2"}}, x)
+	w.IdleGrace = time.Hour
+	x.charm = func() {
+		(&procWaiter{Dir: w.Dir}).writeWatch(context.Background(), watchList{Nodes: []string{"slurmd-1"}})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e.onCall(map[int]func(){
+		10: func() {
+			e.slurm.Run(ctx, []string{"scontrol", "delete", "nodename=slurmd-2"}, []string{"SLURM_CONF=" + confPath})
+		},
+		40: cancel,
+	})
+	if err := w.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if x.count() != 1 || !strings.Contains(log.String(), "waking the charm: node slurmd-2 is gone\n") {
+		t.Errorf("%d wakes, want one for the node gone:\n%s", x.count(), log)
+	}
+	if strings.Contains(log.String(), "has no job") {
+		t.Errorf("woken for an idle node within its grace:\n%s", log)
 	}
 }
