@@ -33,14 +33,8 @@ func TestControllerNeverWaits(t *testing.T) {
 	c.integrate("slurmctld", "gpu")
 	c.waitActive()
 	c.eventually(time.Minute, "5 idle nodes", func() (bool, string) {
-		n := c.nodes()
-		idle := 0
-		for _, v := range n {
-			if strings.HasPrefix(v, "idle ") {
-				idle++
-			}
-		}
-		return idle == 5, fmt.Sprint(n)
+		idle, seen := c.idleNodes()
+		return idle == 5, seen
 	})
 	start := time.Now()
 

@@ -288,6 +288,19 @@ func (c *cluster) nodes() map[string]string {
 	return got
 }
 
+// idleNodes counts the IDLE nodes sinfo shows.
+func (c *cluster) idleNodes() (int, string) {
+	c.t.Helper()
+	n := c.nodes()
+	idle := 0
+	for _, v := range n {
+		if strings.HasPrefix(v, "idle ") {
+			idle++
+		}
+	}
+	return idle, fmt.Sprint(n)
+}
+
 var (
 	nodeNameRE = regexp.MustCompile(`^NodeName=(\S+)`)
 	jobStateRE = regexp.MustCompile(`JobState=(\S+)`)

@@ -45,14 +45,8 @@ func nodeLifecycle(t *testing.T, c *cluster) {
 	cancel()
 	c.waitActive()
 	c.eventually(30*time.Second, "5 idle nodes", func() (bool, string) {
-		n := c.nodes()
-		idle := 0
-		for _, v := range n {
-			if strings.HasPrefix(v, "idle ") {
-				idle++
-			}
-		}
-		return idle == 5, fmt.Sprint(n)
+		idle, seen := c.idleNodes()
+		return idle == 5, seen
 	})
 	reconf1, starts1 := c.reconfigures()
 	if reconf1 != reconf0 || starts1 != starts0 || c.ctlPID() != pid0 {

@@ -461,10 +461,8 @@ func (a *agent) run(ctx context.Context) {
 				if a.machineDown() {
 					a.execQueue = append([]*execRequest{r}, a.execQueue...)
 					m.mu.Unlock()
-					select {
-					case <-ctx.Done():
+					if !pauseForBoot(ctx) {
 						return
-					case <-time.After(bootPoll):
 					}
 					continue
 				}
@@ -534,10 +532,8 @@ func (a *agent) run(ctx context.Context) {
 				}
 			}
 			m.mu.Unlock()
-			select {
-			case <-ctx.Done():
+			if !pauseForBoot(ctx) {
 				return
-			case <-time.After(bootPoll):
 			}
 			continue
 		}
