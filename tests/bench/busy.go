@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -15,12 +14,10 @@ import (
 	"github.com/charmed-slurm/operators/tests/model"
 )
 
-// busyRelease is the file a bench job waits for on its node's host (a private directory of
-// the host, written from here through Host.Path).
-const busyRelease = "/var/lib/juju/bench-release"
-
-// busyJob is the job the bench holds on a node until it writes busyRelease there.
-var busyJob = "while [ ! -e " + busyRelease + " ]; do sleep 0.02; done"
+// busyJob is the job the bench holds on a node until it cancels it: it costs nothing while it
+// runs (a job polling for a file forks a sleep many times a second, and 32 of them starve a
+// small machine of the CPU the hooks measured here need).
+const busyJob = "exec sleep 3600"
 
 // timed are the model's progress lines with their times.
 func (t *tracer) timed() []model.TimedLine {
@@ -88,11 +85,11 @@ func ctlHookFigures(rep *Report, prefix, what string, runs []model.HookRun) mode
 //
 //   - busy.<n>: n units added at once; one job held on each node; the n units removed at once
 //     while every job runs: the controller's hooks and juju-exec runs from the removal until the
-//     model settles after the jobs' release (ctl_hook_max_ms, target ≤ 1 s); release → every node
+//     model settles after the jobs are cancelled (ctl_hook_max_ms, target ≤ 1 s); cancelled → every node
 //     record gone (gone_s); the last record gone → the controller's status without the nodes
 //     (status_s: the waiter's wake).
 //   - busy.partition: an application with one unit and a held job is removed; the controller's
-//     hooks until it settles; the job released, its record kept for MinJobAge (2 s here) →
+//     hooks until it settles; the job cancelled, its record kept for MinJobAge (2 s here) →
 //     removed_after_records_s: the last job record gone → the partition gone (the waiter's
 //     wake), sampled.
 //
@@ -112,15 +109,18 @@ func (c *opCluster) busy(ctx context.Context, opts *RunOptions, rep *Report, slu
 	return c.busyPartition(ctx, opts, rep, slurmdCharm, min(opts.Samples, 5))
 }
 
-// holdJobs submits one held job on each node and waits until all run.
-func (c *opCluster) holdJobs(ctx context.Context, partition string, nodes []string) error {
+// holdJobs submits one held job on each node, waits until all run and returns their ids.
+func (c *opCluster) holdJobs(ctx context.Context, partition string, nodes []string) ([]string, error) {
+	var ids []string
 	for _, node := range nodes {
-		if _, err := c.ctl.RunEnv(ctx, []string{"SLURM_CONF=" + ControllerConf}, "sbatch", "--parsable", "-p", partition, "-w", node,
-			"-o", "/dev/null", "--wrap", busyJob); err != nil {
-			return fmt.Errorf("cannot submit a job to %s: %w", node, err)
+		out, err := c.ctl.RunEnv(ctx, []string{"SLURM_CONF=" + ControllerConf}, "sbatch", "--parsable", "-p", partition, "-w", node,
+			"-o", "/dev/null", "--wrap", busyJob)
+		if err != nil {
+			return nil, fmt.Errorf("cannot submit a job to %s: %w", node, err)
 		}
+		ids = append(ids, strings.TrimSpace(string(out)))
 	}
-	return Poll(withTimeout(ctx, 2*time.Minute), c.poll, func() (bool, string) {
+	return ids, Poll(withTimeout(ctx, 2*time.Minute), c.poll, func() (bool, string) {
 		jobs, err := c.sc.JobsInPartition(ctx, partition)
 		if err != nil {
 			return false, err.Error()
@@ -135,17 +135,9 @@ func (c *opCluster) holdJobs(ctx context.Context, partition string, nodes []stri
 	})
 }
 
-// release lets the held job of each unit's node end.
-func (c *opCluster) release(units []string) error {
-	var errs []error
-	for _, u := range units {
-		h, err := c.host(u)
-		if err == nil {
-			err = os.WriteFile(h.Path(busyRelease), nil, 0o644)
-		}
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
+// release ends the held jobs (one scancel).
+func (c *opCluster) release(ctx context.Context, jobs []string) error {
+	return c.sc.CancelJobs(ctx, jobs...)
 }
 
 func (c *opCluster) busyScaleIn(ctx context.Context, opts *RunOptions, rep *Report, n int) error {
@@ -177,7 +169,8 @@ func (c *opCluster) busyScaleIn(ctx context.Context, opts *RunOptions, rep *Repo
 	if err := c.wait(ctx, scaleBound(n), nil); err != nil {
 		return err
 	}
-	if err := c.holdJobs(ctx, "slurmd", nodes); err != nil {
+	jobs, err := c.holdJobs(ctx, "slurmd", nodes)
+	if err != nil {
 		return err
 	}
 
@@ -202,7 +195,7 @@ func (c *opCluster) busyScaleIn(ctx context.Context, opts *RunOptions, rep *Repo
 		return errors.Join(derr, err)
 	}
 	t1 := time.Now()
-	if err := c.release(units); err != nil {
+	if err := c.release(ctx, jobs); err != nil {
 		return err
 	}
 	var lastGone time.Time
@@ -226,7 +219,7 @@ func (c *opCluster) busyScaleIn(ctx context.Context, opts *RunOptions, rep *Repo
 	rep.Add(
 		Figure{Name: prefix + ".held_jobs", Value: float64(len(held)), Unit: "count",
 			Note: "jobs still held in the partition once the controller had run every unit's relation-departed (all of them: no departure waited for its jobs)"},
-		Figure{Name: prefix + ".gone_s", Value: gone.Seconds(), Unit: "s", Note: "the jobs released → every node record gone (the units delete their nodes)"},
+		Figure{Name: prefix + ".gone_s", Value: gone.Seconds(), Unit: "s", Note: "the jobs cancelled (one scancel) → every node record gone (the units delete their nodes)"},
 		Figure{Name: prefix + ".status_s", Value: status.Seconds(), Unit: "s",
 			Note: "the last node record gone → the controller's status drops its removals (the removal waiter's juju-exec; update-status every minute here)"},
 	)
@@ -261,14 +254,15 @@ func (c *opCluster) busyPartition(ctx context.Context, opts *RunOptions, rep *Re
 		if _, err := c.m.Integrate(ctx, "slurmctld", app); err != nil {
 			return err
 		}
-		unit, node := app+"/0", app+"-0"
+		node := app + "-0"
 		if err := c.wait(ctx, 2*time.Minute, model.AllActive); err != nil {
 			return err
 		}
 		if err := c.waitIdle(withTimeout(ctx, time.Minute), node); err != nil {
 			return err
 		}
-		if err := c.holdJobs(ctx, app, []string{node}); err != nil {
+		jobs, err := c.holdJobs(ctx, app, []string{node})
+		if err != nil {
 			return err
 		}
 		t0 := time.Now()
@@ -285,7 +279,7 @@ func (c *opCluster) busyPartition(ctx context.Context, opts *RunOptions, rep *Re
 		}); err != nil {
 			return err
 		}
-		if err := c.release([]string{unit}); err != nil {
+		if err := c.release(ctx, jobs); err != nil {
 			return err
 		}
 		var recordsGone, partGone time.Time
