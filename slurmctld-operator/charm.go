@@ -74,6 +74,8 @@ type Charm struct {
 	// Waiter keeps the removal waiter (waiter.go) in step with the removals the leader's
 	// hooks leave under way; nil: no waiter, they finish on update-status.
 	Waiter Waiter
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
 	// StuckFor is how long a departed unit's node may stay busy with no job before it is
 	// set DOWN to be deleted (Slurm 22.05 bug 16434); zero means slurm.DefaultStuckFor.
 	StuckFor time.Duration
@@ -88,12 +90,20 @@ func (c *Charm) client() *slurm.Client {
 	return &slurm.Client{Runner: c.Slurm, Conf: confPath, PollInterval: c.PollInterval}
 }
 
+// now is the charm's clock.
+func (c *Charm) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
 // poll is the pause between checks in the charm's bounded waits.
 func (c *Charm) poll() time.Duration { return c.Poll(defaultPoll) }
 
 // remover runs node removals through the client, with the charm's bounds.
 func (c *Charm) remover() *slurm.Remover {
-	return &slurm.Remover{Client: c.client(), Interval: c.poll(), StuckFor: c.StuckFor}
+	return &slurm.Remover{Client: c.client(), Interval: c.poll(), StuckFor: c.StuckFor, Now: c.Now}
 }
 
 // Router routes every hook and action the charm handles.

@@ -1094,3 +1094,32 @@ func TestStepsPerPassAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleNodeIsItsUnitsFirst: a departed unit's node that its unit drained and whose last job
+// ended less than unitGrace ago is left to the unit (which deletes it within a fraction of a
+// second): a pass does not step it; after the grace the controller deletes it. A node the
+// controller drained itself (its unit did not) is deleted at once.
+func TestIdleNodeIsItsUnitsFirst(t *testing.T) {
+	for _, tt := range []struct {
+		name         string
+		byUnit bool // the unit drained its node
+		after        time.Duration
+		wantDeleted  bool
+	}{
+		{"drained by its unit, within the grace", true, 2 * time.Second, false},
+		{"drained by its unit, after the grace", true, unitGrace + time.Second, true},
+		{"drained by the controller", false, 2 * time.Second, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			in, departed := e.departedWithJob(tt.byUnit)
+			out := e.run(in, departed)
+			e.slurm.EndJobs()
+			e.c.Now = func() time.Time { return fakeLastBusy().Add(tt.after) }
+			e.run(out, jujutest.Hook(juju.UpdateStatus))
+			if deleted := !e.slurm.hasNode("slurmd-1"); deleted != tt.wantDeleted {
+				t.Errorf("slurmd-1 deleted: %v, want %v (%v)", deleted, tt.wantDeleted, e.slurm.commands())
+			}
+		})
+	}
+}

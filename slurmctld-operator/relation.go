@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/hostlist"
@@ -238,7 +239,7 @@ func (h *hook) reconcileNodes(ctx context.Context) {
 			delete(h.st.Pending, node)
 			continue
 		}
-		if occupied[node] || steps == maxSteps {
+		if occupied[node] || h.unitsTurn(ctx, nodes, node, p) || steps == maxSteps {
 			continue
 		}
 		steps++
@@ -268,6 +269,24 @@ func (h *hook) reconcileNodes(ctx context.Context) {
 		}
 		h.st.Pending[node] = p
 	}
+}
+
+// unitsTurn reports whether pending node (p) is still its departing unit's to delete: the
+// unit drained it (not this controller), it waits for its jobs, none is left, and the last
+// ended less than unitGrace ago. The unit deletes it within a fraction of a second of that;
+// the controller, the safety net, steps it after the grace (a pass that raced the unit would
+// cost several Slurm commands for each such node).
+func (h *hook) unitsTurn(ctx context.Context, nodes []slurm.Node, node string, p pendingNode) bool {
+	r := p.Removal
+	if r.Phase != slurm.RemovalWait || r.Drained {
+		return false
+	}
+	i := slices.IndexFunc(nodes, func(n slurm.Node) bool { return n.Name == node })
+	if i < 0 || nodes[i].State.Busy() {
+		return false
+	}
+	last, ok, err := nodes[i].LastBusy(time.Local)
+	return err == nil && ok && h.c.now().Sub(last) < unitGrace
 }
 
 // occupied are the pending nodes, waiting for their jobs (drained, counted), that nodes shows

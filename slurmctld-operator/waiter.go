@@ -57,10 +57,10 @@ const (
 	// defaultWaiterLife: a waiter ends after this long; the charm it wakes last starts the
 	// next one, from the charm's current dispatch.
 	defaultWaiterLife = time.Hour
-	// defaultIdleGrace: a departed unit's node seen with no job is left this long to its
-	// unit, which deletes it itself within a fraction of a second of its last job's end; the
-	// controller is the safety net, woken for the node only after that.
-	defaultIdleGrace = 10 * time.Second
+	// unitGrace: a departed unit's node whose last job ended (LastBusyTime) less than this
+	// ago is its unit's to delete, which it does within a fraction of a second; the
+	// controller, the safety net, is woken for it and steps it only after that.
+	unitGrace = 10 * time.Second
 	// wakeTimeout bounds a juju-exec: it waits for the machine lock (hooks of the unit run
 	// first) and for one pass of the charm.
 	wakeTimeout = 10 * time.Minute
@@ -262,8 +262,9 @@ func isWaiter(pid int) bool {
 }
 
 // removalWaiter is the waiter process: every Interval it reads the watch list and asks Slurm,
-// cheaply, whether a removal can proceed: a node is gone, or has not been busy (`scontrol show
-// node`: not ALLOCATED, MIXED or COMPLETING) for IdleGrace, a partition has no job record left
+// cheaply, whether a removal can proceed: a node is gone, or is not busy (`scontrol show
+// node`: not ALLOCATED, MIXED or COMPLETING) and its LastBusyTime is IdleGrace ago, a partition
+// has no job record left
 // (`squeue -t all -p`). It wakes the charm when that set is not empty and it or the watch list
 // changed since the last wake (a pass that could not finish everything is followed by
 // another), and at least every Refresh while it watches anything.
@@ -275,7 +276,7 @@ type removalWaiter struct {
 	Runner   command.Runner
 	JujuExec string
 	// Interval is the pause between checks; Refresh, Life, IdleGrace: defaultRefresh,
-	// defaultWaiterLife, defaultIdleGrace when zero.
+	// defaultWaiterLife, unitGrace when zero.
 	Interval, Refresh, Life, IdleGrace time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
@@ -317,7 +318,6 @@ func (w *removalWaiter) Run(ctx context.Context) error {
 	refresh, life := cmpOr(w.Refresh, defaultRefresh), cmpOr(w.Life, defaultWaiterLife)
 	woke := start // the hook that started this waiter has just made its pass
 	var lastWake string
-	idleSince := map[string]time.Time{}
 	for ctx.Err() == nil {
 		if id, err := fileID(dispatch); err != nil || id != exe {
 			w.logf("the charm's dispatch changed or is gone: ending")
@@ -347,7 +347,7 @@ func (w *removalWaiter) Run(ctx context.Context) error {
 			w.wake(ctx, "lifetime over")
 			return nil
 		}
-		ready, err := w.ready(ctx, list, idleSince)
+		ready, err := w.ready(ctx, list)
 		key := fmt.Sprintf("%s %v", ready, list)
 		switch {
 		case err != nil:
@@ -376,34 +376,23 @@ func (w *removalWaiter) tryLock(lock *os.File) bool {
 	return true
 }
 
-// ready lists the removals of list that can proceed now, in words ("" for none); idleSince
-// keeps when each node was first seen not busy, in a row.
-func (w *removalWaiter) ready(ctx context.Context, list watchList, idleSince map[string]time.Time) (string, error) {
+// ready lists the removals of list that can proceed now, in words ("" for none).
+func (w *removalWaiter) ready(ctx context.Context, list watchList) (string, error) {
 	var out []string
-	for name := range idleSince {
-		if !slices.Contains(list.Nodes, name) {
-			delete(idleSince, name)
-		}
-	}
 	if len(list.Nodes) > 0 {
 		nodes, err := w.Client.Nodes(ctx)
 		if err != nil {
 			return "", err
 		}
-		now := w.now()
 		for _, name := range list.Nodes {
 			i := slices.IndexFunc(nodes, func(n slurm.Node) bool { return n.Name == name })
 			switch {
 			case i < 0:
-				delete(idleSince, name)
 				out = append(out, "node "+name+" is gone")
 			case nodes[i].State.Busy():
-				delete(idleSince, name)
 			default:
-				if _, ok := idleSince[name]; !ok {
-					idleSince[name] = now
-				}
-				if now.Sub(idleSince[name]) >= cmpOr(w.IdleGrace, defaultIdleGrace) {
+				last, ok, err := nodes[i].LastBusy(time.Local)
+				if err != nil || !ok || w.now().Sub(last) >= cmpOr(w.IdleGrace, unitGrace) {
 					out = append(out, "node "+name+" has no job")
 				}
 			}

@@ -476,9 +476,9 @@ func TestRemovalWaiterWakesOncePerChange(t *testing.T) {
 	}
 }
 
-// TestRemovalWaiterLeavesIdleNodesToTheirUnits: a departed unit's node with no job is the
-// unit's to delete; the charm is woken for it only after IdleGrace, while a node gone wakes it
-// at once (its status drops the node).
+// TestRemovalWaiterLeavesIdleNodesToTheirUnits: a departed unit's node whose last job ended
+// less than unitGrace ago is the unit's to delete: the charm is not woken for it, while a node
+// gone wakes it at once (its status drops the node).
 func TestRemovalWaiterLeavesIdleNodesToTheirUnits(t *testing.T) {
 	e := newEnv(t)
 	e.started()
@@ -486,7 +486,8 @@ func TestRemovalWaiterLeavesIdleNodesToTheirUnits(t *testing.T) {
 	e.slurm.addNode("slurmd-2", "slurmd", true)
 	x := &fakeExec{}
 	w, log := e.removalWaiter(watchList{Nodes: []string{"slurmd-1", "slurmd-2"}}, x)
-	w.IdleGrace = time.Hour
+	w.IdleGrace = 0                                                         // unitGrace
+	w.Now = func() time.Time { return fakeLastBusy().Add(2 * time.Second) } // the nodes' last job ended 2 s ago
 	x.charm = func() {
 		(&procWaiter{Dir: w.Dir}).writeWatch(context.Background(), watchList{Nodes: []string{"slurmd-1"}})
 	}
@@ -507,4 +508,14 @@ func TestRemovalWaiterLeavesIdleNodesToTheirUnits(t *testing.T) {
 	if strings.Contains(log.String(), "has no job") {
 		t.Errorf("woken for an idle node within its grace:\n%s", log)
 	}
+}
+
+// fakeLastBusy is the LastBusyTime slurmtest's nodes show (recorded from real 22.05), read as
+// the charm reads it.
+func fakeLastBusy() time.Time {
+	t, err := time.ParseInLocation("2006-01-02T15:04:05", "2026-11-22T22:19:28", time.Local)
+	if err != nil {
+		panic(err)
+	}
+	return t
 }
