@@ -1101,10 +1101,10 @@ func TestStepsPerPassAreBounded(t *testing.T) {
 // controller drained itself (its unit did not) is deleted at once.
 func TestIdleNodeIsItsUnitsFirst(t *testing.T) {
 	for _, tt := range []struct {
-		name         string
-		byUnit bool // the unit drained its node
-		after        time.Duration
-		wantDeleted  bool
+		name        string
+		byUnit      bool // the unit drained its node
+		after       time.Duration
+		wantDeleted bool
 	}{
 		{"drained by its unit, within the grace", true, 2 * time.Second, false},
 		{"drained by its unit, after the grace", true, unitGrace + time.Second, true},
