@@ -1123,3 +1123,26 @@ func TestIdleNodeIsItsUnitsFirst(t *testing.T) {
 		})
 	}
 }
+
+// TestManyNodesGoneCostOneLogLine: a pass that finds many departed units' nodes gone (their
+// units deleted them once their jobs ended) logs them in one line: every juju-log is a tool
+// call the hook waits for.
+func TestManyNodesGoneCostOneLogLine(t *testing.T) {
+	e := newEnv(t)
+	in, ev := e.departStorm(23)
+	out := e.run(in, ev)
+	e.slurm.EndJobs()
+	for i := 1; i <= 24; i++ {
+		e.slurm.Run(context.Background(), []string{"scontrol", "delete", fmt.Sprintf("nodename=slurmd-%d", i)}, []string{"SLURM_CONF=" + confPath})
+	}
+	_, calls, err := e.runTools(out, jujutest.Hook(juju.UpdateStatus), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(only(calls, []string{"juju-log"})); n != 1 {
+		t.Errorf("%d juju-log calls for 24 nodes gone, want 1: %v", n, calls)
+	}
+	if st, _ := e.c.loadState(); len(st.Pending) != 0 {
+		t.Errorf("pending %v", st.Pending)
+	}
+}

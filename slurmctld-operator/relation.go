@@ -232,10 +232,18 @@ func (h *hook) reconcileNodes(ctx context.Context) {
 	nodes, listErr := h.nodeList(ctx) // on error, each Step finds out for itself
 	occupied := h.occupied(ctx, nodes)
 	steps := 0
+	// One log line for the nodes gone in this pass: a juju-log per node would cost a tool
+	// call each, after a busy scale-in's jobs end as many as units left.
+	var gone []string
+	defer func() {
+		if len(gone) > 0 {
+			h.logf(ctx, juju.LevelInfo, "deleted: the nodes %s of departed units", hostlist.CompressSorted(gone))
+		}
+	}()
 	for _, node := range sortedKeys(h.st.Pending) {
 		p := h.st.Pending[node]
 		if listErr == nil && !slices.ContainsFunc(nodes, func(n slurm.Node) bool { return n.Name == node }) {
-			h.logf(ctx, juju.LevelInfo, "node %s of departed unit %s is deleted", node, p.Unit)
+			gone = append(gone, node)
 			delete(h.st.Pending, node)
 			continue
 		}
@@ -263,7 +271,7 @@ func (h *hook) reconcileNodes(ctx context.Context) {
 		case err != nil:
 			h.logf(ctx, juju.LevelWarning, "cannot remove node %s of departed unit %s yet: %v", node, p.Unit, err)
 		case done:
-			h.logf(ctx, juju.LevelInfo, "node %s of departed unit %s is deleted", node, p.Unit)
+			gone = append(gone, node)
 			delete(h.st.Pending, node)
 			continue
 		}
