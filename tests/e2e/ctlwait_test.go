@@ -28,7 +28,20 @@ import (
 // end to the partition's removal are logged (docs/benchmarks.md has the bench's figures).
 func TestControllerNeverWaits(t *testing.T) {
 	t.Parallel()
-	c := newClusterFrom(t, clusterOptions{units: 4, ctlConfig: map[string]string{"slurm-conf-parameters": "MinJobAge=5"}, updateStatus: 30 * time.Minute})
+	controllerNeverWaits(t, "")
+}
+
+// TestControllerNeverWaitsBookworm is TestControllerNeverWaits on Debian 12 machines booted by
+// systemd: the waiter runs in the controller machine's PID namespace, under its systemd.
+func TestControllerNeverWaitsBookworm(t *testing.T) {
+	t.Parallel()
+	controllerNeverWaits(t, model.BaseBookworm)
+}
+
+// controllerNeverWaits is TestControllerNeverWaits with every unit on machines of base (Pebble
+// hosts for "").
+func controllerNeverWaits(t *testing.T, base string) {
+	c := newClusterFrom(t, clusterOptions{base: base, units: 4, ctlConfig: map[string]string{"slurm-conf-parameters": "MinJobAge=5"}, updateStatus: 30 * time.Minute})
 	c.deploy(slurmdPath, "gpu", 1, nil)
 	c.integrate("slurmctld", "gpu")
 	c.waitActive()
