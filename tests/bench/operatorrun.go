@@ -316,6 +316,12 @@ func runOperators(ctx context.Context, opts *RunOptions, rep *Report, root, scra
 			errs = append(errs, err)
 		}
 	}
+	if opts.part("busy") && len(errs) == 0 {
+		// Last: it sets the controller's MinJobAge.
+		if err := c.busy(ctx, opts, rep, slurmdCharm); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,8 +67,35 @@ const ctlConf = "/etc/slurm/slurm.conf"
 
 // cluster is a local model on real hosts running the two charms.
 type cluster struct {
-	t *testing.T
-	m *model.Model
+	t     *testing.T
+	m     *model.Model
+	trace *trace
+}
+
+// trace keeps the model's progress lines with their times.
+type trace struct {
+	mu    sync.Mutex
+	lines []model.TimedLine
+}
+
+func (tr *trace) log(line string) {
+	tr.mu.Lock()
+	tr.lines = append(tr.lines, model.TimedLine{At: time.Now(), Text: line})
+	tr.mu.Unlock()
+}
+
+// hookRuns are the hooks (and juju-exec commands) unit ran that started after t0.
+func (c *cluster) hookRuns(unit string, t0 time.Time) []model.HookRun {
+	c.trace.mu.Lock()
+	lines := append([]model.TimedLine(nil), c.trace.lines...)
+	c.trace.mu.Unlock()
+	var out []model.HookRun
+	for _, r := range model.HookRuns(lines) {
+		if r.Unit == unit && !r.Start.Before(t0) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // newCluster deploys slurmctld (with ctlConfig, if given) and n units of slurmd (application "slurmd"), integrates them and
@@ -89,6 +117,30 @@ func newClusterOn(t *testing.T, base string, n int, ctlConfig ...map[string]stri
 // (base "") come from a BaseMachines too.
 func newClusterWith(t *testing.T, base string, wrap func(*model.BaseMachines) model.Provisioner, n int, ctlConfig ...map[string]string) *cluster {
 	t.Helper()
+	var cfg map[string]string
+	if len(ctlConfig) > 0 {
+		cfg = ctlConfig[0]
+	}
+	return newClusterFrom(t, clusterOptions{base: base, wrap: wrap, units: n, ctlConfig: cfg})
+}
+
+// clusterOptions are newClusterFrom's: newClusterWith's arguments, and the update-status
+// interval (5 s when zero).
+type clusterOptions struct {
+	base         string
+	wrap         func(*model.BaseMachines) model.Provisioner
+	units        int
+	ctlConfig    map[string]string
+	updateStatus time.Duration
+}
+
+// newClusterFrom deploys slurmctld and o.units units of slurmd as newClusterWith does.
+func newClusterFrom(t *testing.T, o clusterOptions) *cluster {
+	t.Helper()
+	base, wrap, n := o.base, o.wrap, o.units
+	if o.updateStatus == 0 {
+		o.updateStatus = 5 * time.Second
+	}
 	net := hoststest.New(t)
 	dir, err := os.MkdirTemp("", "e2e")
 	if err != nil {
@@ -113,15 +165,17 @@ func newClusterWith(t *testing.T, base string, wrap func(*model.BaseMachines) mo
 			machines = wrap(bm)
 		}
 	}
+	tr := &trace{}
 	m, err := model.New(context.Background(), model.Options{
 		Dir: dir, Name: "e2e", Tools: jujucBin, Referee: model.RefereeBeside(toolsBin),
 		Machines:             machines,
-		UpdateStatusInterval: 5 * time.Second,
+		UpdateStatusInterval: o.updateStatus,
+		Log:                  tr.log,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{t: t, m: m}
+	c := &cluster{t: t, m: m, trace: tr}
 	t.Cleanup(func() {
 		if t.Failed() {
 			c.dumpDebug()
@@ -130,11 +184,7 @@ func newClusterWith(t *testing.T, base string, wrap func(*model.BaseMachines) mo
 			t.Errorf("cannot close model: %v", err)
 		}
 	})
-	var cfg map[string]string
-	if len(ctlConfig) > 0 {
-		cfg = ctlConfig[0]
-	}
-	c.deploy(slurmctldPath, "slurmctld", 1, cfg)
+	c.deploy(slurmctldPath, "slurmctld", 1, o.ctlConfig)
 	if n > 0 {
 		c.deploy(slurmdPath, "slurmd", n, nil)
 		c.integrate("slurmctld", "slurmd")
@@ -246,15 +296,22 @@ func (c *cluster) nodes() map[string]string {
 func (c *cluster) waitIdleNodes(n int) {
 	c.t.Helper()
 	c.eventually(30*time.Second, fmt.Sprintf("%d idle nodes", n), func() (bool, string) {
-		nodes := c.nodes()
-		idle := 0
-		for _, v := range nodes {
-			if strings.HasPrefix(v, "idle ") {
-				idle++
-			}
-		}
-		return idle == n, fmt.Sprint(nodes)
+		idle, seen := c.idleNodes()
+		return idle == n, seen
 	})
+}
+
+// idleNodes counts the IDLE nodes sinfo shows.
+func (c *cluster) idleNodes() (int, string) {
+	c.t.Helper()
+	n := c.nodes()
+	idle := 0
+	for _, v := range n {
+		if strings.HasPrefix(v, "idle ") {
+			idle++
+		}
+	}
+	return idle, fmt.Sprint(n)
 }
 
 var (
@@ -296,8 +353,12 @@ func (c *cluster) eventually(d time.Duration, what string, cond func() (bool, st
 	}
 }
 
-// ctlLogPath is slurmctld's log on the controller host.
-const ctlLogPath = "/var/log/slurm/slurmctld.log"
+// ctlLogPath is slurmctld's log on the controller host; ctlWaiterLog the controller charm's
+// removal waiter's.
+const (
+	ctlLogPath   = "/var/log/slurm/slurmctld.log"
+	ctlWaiterLog = "/var/lib/juju/agents/unit-slurmctld-0/charm/.slurmctld-waiter.log"
+)
 
 // reconfigures counts the reconfigures slurmctld has applied, and starts the times it
 // started other than for a reconfigure (slurm.ParseControllerLog: from 23.11 a reconfigure
@@ -354,6 +415,10 @@ func (c *cluster) dumpDebug() {
 	}
 	ctx, cancel := c.ctx(time.Minute)
 	defer cancel()
+	var wlog bytes.Buffer
+	if _, err := c.m.Exec(ctx, "slurmctld/0", []string{"cat", ctlWaiterLog}, &wlog, io.Discard); err == nil && wlog.Len() > 0 {
+		c.t.Log("removal waiter's log:\n" + wlog.String())
+	}
 	var out bytes.Buffer
 	if _, err := c.m.Exec(ctx, "slurmctld/0", []string{"cat", ctlLogPath}, &out, io.Discard); err != nil {
 		c.t.Logf("no slurmctld.log: %v", err)
