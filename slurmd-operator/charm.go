@@ -17,7 +17,11 @@ import (
 
 // Defaults of the Charm's tunables.
 const (
-	DefaultPollInterval    = 100 * time.Millisecond
+	DefaultPollInterval = 100 * time.Millisecond
+	// DefaultJobWaitInterval is the longest pause between two checks of a node's jobs while
+	// a removal or re-registration waits for them (the checks start PollInterval apart and
+	// back off): many departing units must not flood the controller with squeue.
+	DefaultJobWaitInterval = 2 * time.Second
 	DefaultRegisterTimeout = 30 * time.Second
 	DefaultActionTimeout   = 10 * time.Minute
 	DefaultProbeTimeout    = 3 * time.Second
@@ -134,7 +138,7 @@ func (c *Charm) munged() *munge.Daemon { return c.Munge(c.Services, c.MungeServi
 
 // remover runs this node's removals through cl with the charm's bounds.
 func (c *Charm) remover(cl *slurm.Client) *slurm.Remover {
-	return &slurm.Remover{Client: cl, Interval: c.poll(), UnreachableFor: c.UnreachableTimeout, Now: c.Now}
+	return &slurm.Remover{Client: cl, Interval: c.poll(), MaxInterval: max(c.poll(), DefaultJobWaitInterval), UnreachableFor: c.UnreachableTimeout, Now: c.Now}
 }
 
 // unreachable reports whether err says the controller could not be contacted.

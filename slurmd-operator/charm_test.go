@@ -652,9 +652,11 @@ func TestDepartControllerUnreachable(t *testing.T) {
 				e.slurm.startJobs(node, 1, -1)
 			}
 			if when == "while waiting" {
+				before := len(e.slurm.callLog())
 				go func() {
-					// The controller goes away while the job runs.
-					for len(e.slurm.callLog()) < 30 {
+					// The controller goes away while the job runs: once the departure has
+					// checked the node's jobs.
+					for !slices.ContainsFunc(e.slurm.callLog()[before:], func(c string) bool { return strings.HasPrefix(c, "squeue") }) {
 						time.Sleep(time.Millisecond)
 					}
 					e.slurm.SetUnreachable(true)

@@ -167,6 +167,12 @@ type Remover struct {
 	// Interval is the pause between steps in Remove; zero means Client.PollInterval, or
 	// DefaultPollInterval.
 	Interval time.Duration
+	// MaxInterval, when above Interval, lets the pause grow while Remove waits for jobs:
+	// doubling from Interval after each check that finds the node still running jobs, up to
+	// MaxInterval, and back to Interval once the removal moves on. A node's jobs end in
+	// minutes or hours, and many nodes waiting at once must not keep the controller busy
+	// answering squeue (32 units polling every 100 ms starved a 2-core controller).
+	MaxInterval time.Duration
 	// UnreachableFor bounds how long Remove retries an unreachable controller; zero means
 	// DefaultUnreachableFor, negative no retry.
 	UnreachableFor time.Duration
@@ -407,6 +413,7 @@ func (m *Remover) stop(ctx context.Context, r *Removal) error {
 // (ErrControllerUnreachable), a busy node (ErrNodeBusy) and the context's end apart.
 func (m *Remover) Remove(ctx context.Context, r *Removal) error {
 	var downSince, busySince time.Time
+	pause := m.interval()
 	fail := func(err error) error {
 		return &RemovalError{Node: r.Node, Phase: r.Phase, Jobs: r.JobCount, Err: err}
 	}
@@ -438,10 +445,20 @@ func (m *Remover) Remove(ctx context.Context, r *Removal) error {
 				}
 			}
 		}
-		if err := poll.Sleep(ctx, m.interval()); err != nil {
+		if err := poll.Sleep(ctx, pause); err != nil {
 			return fail(err)
 		}
+		pause = m.nextPause(pause, r)
 	}
+}
+
+// nextPause is Remove's pause after prev: longer while r waits for jobs (MaxInterval),
+// Interval otherwise.
+func (m *Remover) nextPause(prev time.Duration, r *Removal) time.Duration {
+	if r.Phase != RemovalWait || m.MaxInterval <= m.interval() {
+		return m.interval()
+	}
+	return min(2*prev, m.MaxInterval)
 }
 
 // Abort undoes a removal that is given up before its node was stopped: a node this removal

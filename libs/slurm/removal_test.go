@@ -518,3 +518,35 @@ func TestStepStuckNodeAcrossHooks(t *testing.T) {
 		t.Errorf("stuck node not removed after StuckFor: %v", c.NodeNames())
 	}
 }
+
+// TestRemoveWaitBacksOff: with MaxInterval, the checks of a node's jobs grow apart while the
+// jobs run (Interval doubling up to MaxInterval), so that many waiting removals do not flood
+// the controller; without it they stay Interval apart.
+func TestRemoveWaitBacksOff(t *testing.T) {
+	t.Parallel()
+	checks := func(max time.Duration) int {
+		c := slurmtest.NewCluster()
+		c.AddNode("node1")
+		c.StartJob("node1")
+		n := 0
+		c.Before(func(argv []string) {
+			if argv[0] == "squeue" {
+				n++
+			}
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+		defer cancel()
+		var stopped []string
+		m := newRemover(c, &stopped)
+		m.MaxInterval = max
+		_ = m.Remove(ctx, &slurm.Removal{Node: "node1", Reason: "r"})
+		return n
+	}
+	// 1, 2, 4, ..., 64 ms, then 64 ms apart: at most 13 checks in 400 ms.
+	if got := checks(64 * time.Millisecond); got > 13 {
+		t.Errorf("%d checks of the jobs in 400 ms with MaxInterval 64 ms, want at most 13", got)
+	}
+	if got := checks(0); got <= 13 {
+		t.Errorf("%d checks of the jobs in 400 ms at a 1 ms interval, want the wait not to back off", got)
+	}
+}
