@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"math/big"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -104,10 +103,18 @@ func (m *mariadb) ensure(ctx context.Context, h *charm.Hook[state]) error {
 	if st, err := m.services.Status(ctx, serviceName); err == nil && st.State == service.StateActive {
 		return m.waitReady(ctx)
 	}
-	if err := os.MkdirAll(runDir, 0o755); err != nil {
-		return err
+	// Debian 14's mariadb-server leaves the data directory to systemd-tmpfiles: an image built
+	// without a running systemd has none.
+	for dir, mode := range map[string]os.FileMode{runDir: 0o755, datadir: 0o700} {
+		if err := os.MkdirAll(dir, mode); err != nil {
+			return fmt.Errorf("cannot create %s: %w", dir, err)
+		}
 	}
-	if err := exec.CommandContext(ctx, "chown", "mysql:mysql", runDir, datadir).Run(); err != nil {
+	out, err := m.run.Run(ctx, []string{"chown", "mysql:mysql", runDir, datadir}, nil)
+	if err == nil && out.ExitCode != 0 {
+		err = fmt.Errorf("chown: %s", strings.TrimSpace(string(out.Stderr)))
+	}
+	if err != nil {
 		return fmt.Errorf("cannot give %s and %s to mysql: %w", runDir, datadir, err)
 	}
 	if _, err := os.Stat(filepath.Join(datadir, "mysql")); errors.Is(err, os.ErrNotExist) {
