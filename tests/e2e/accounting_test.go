@@ -20,11 +20,15 @@ func TestAccounting(t *testing.T) {
 	accountingLifecycle(t, newAccountingCluster(t, ""))
 }
 
-// TestAccountingTrixie is TestAccounting on Debian 13 machines (Slurm 24.11, auth/slurm,
-// MariaDB 11.8, systemd).
-func TestAccountingTrixie(t *testing.T) {
+// TestAccountingMachines is TestAccounting on systemd machines: Debian 13 (Slurm 24.11,
+// auth/slurm, MariaDB 11.8) and Debian 14 (Slurm 26.05, MariaDB 11.8).
+func TestAccountingMachines(t *testing.T) {
 	t.Parallel()
-	accountingLifecycle(t, newAccountingCluster(t, model.BaseTrixie))
+	onReleases(t, []release{trixie, forky}, func(t *testing.T, r release) {
+		c := newAccountingCluster(t, r.base)
+		c.checkRelease(r, "slurmctld/0", "slurmd/0")
+		accountingLifecycle(t, c)
+	})
 }
 
 // newAccountingCluster is a cluster on base with two CPU nodes (application slurmd) and one
@@ -42,7 +46,8 @@ func newAccountingCluster(t *testing.T, base string) *cluster {
 // accountingLifecycle: relating slurmdbd to a cluster with a running and a queued job costs
 // one slurmctld restart and no job; every job is then in sacct with its TRES; with slurmdbd
 // stopped, jobs start and end, the controller's status says accounting is behind, and once
-// slurmdbd is back every job is in sacct; removing the relation costs one restart and no job.
+// slurmdbd is back every job is in sacct; removing the relation costs one restart and no job
+// (a running and a queued one).
 func accountingLifecycle(t *testing.T, c *cluster) {
 	running := c.sbatch("slurmd", "--mem=64", "--wrap", "sleep 25")
 	c.waitJobState(running, "RUNNING", time.Minute)
@@ -103,9 +108,11 @@ func accountingLifecycle(t *testing.T, c *cluster) {
 		return strings.Contains(msg, "accounting via slurmdbd"), msg
 	})
 
-	// Removing the relation: one restart, the running job keeps running.
+	// Removing the relation: one restart, the running job keeps running and the queued one
+	// starts after it.
 	last := c.sbatch("slurmd", "--mem=64", "--wrap", "sleep 15")
 	c.waitJobState(last, "RUNNING", time.Minute)
+	lastQueued := c.sbatch("slurmd", "--mem=64", "--dependency=afterok:"+last, "--wrap", "true")
 	_, startsBefore = c.reconfigures()
 	if err := c.m.RemoveRelation(c.bg(), "slurmctld", "slurmdbd"); err != nil {
 		t.Fatal(err)
@@ -114,7 +121,11 @@ func accountingLifecycle(t *testing.T, c *cluster) {
 	if _, starts := c.reconfigures(); starts != startsBefore+1 {
 		t.Errorf("removing the slurmdbd relation started slurmctld %d times, want once", starts-startsBefore)
 	}
+	if st := c.jobState(last); st != "RUNNING" && st != "COMPLETED" {
+		t.Errorf("running job %s is %s after the restart", last, st)
+	}
 	c.waitJobState(last, "COMPLETED", time.Minute)
+	c.waitJobState(lastQueued, "COMPLETED", time.Minute)
 	if conf := c.exec("slurmctld/0", "cat", ctlConf); !strings.Contains(conf, "AccountingStorageType=accounting_storage/none") {
 		t.Errorf("slurm.conf still has accounting:\n%s", conf)
 	}
@@ -219,6 +230,7 @@ func (c *cluster) serviceCtl(unit, verb, service string) {
 // TestAccountingFaults on Pebble hosts: a database that shares no credentials, that is
 // unreachable, that refuses the credentials blocks slurmdbd naming each problem, while
 // slurmctld keeps scheduling; once the database is back the controller's queue drains.
+// slurmdbd-conf-parameters that slurmdbd's parser refuses block it too, changing nothing.
 func TestAccountingFaults(t *testing.T) {
 	t.Parallel()
 	accountingFaults(t, newCluster(t, 1))
@@ -255,12 +267,45 @@ func accountingFaults(t *testing.T, c *cluster) {
 		return st == "active", st + ": " + msg
 	})
 
+	// slurmdbd-conf-parameters through slurmdbd's own parser: a key it refuses blocks the unit
+	// naming the key, slurmdbd.conf and the running slurmdbd stay as they were; a key it takes
+	// is written and applied.
+	confBefore := c.exec("slurmdbd/0", "cat", "/etc/slurm/slurmdbd.conf")
+	pidBefore := c.exec("slurmdbd/0", "cat", "/run/slurmdbd/slurmdbd.pid")
+	c.setDbdParameters("BogusKey=1")
+	c.waitBlocked("slurmdbd/0", "slurmdbd-conf-parameters: slurmdbd refuses BogusKey")
+	if got := c.exec("slurmdbd/0", "cat", "/etc/slurm/slurmdbd.conf"); got != confBefore {
+		t.Errorf("a refused parameter changed slurmdbd.conf:\n%s", got)
+	}
+	if got := c.exec("slurmdbd/0", "cat", "/run/slurmdbd/slurmdbd.pid"); got != pidBefore {
+		t.Errorf("a refused parameter restarted slurmdbd: pid %s, was %s", strings.TrimSpace(got), strings.TrimSpace(pidBefore))
+	}
+	c.setDbdParameters("PurgeJobAfter=12months")
+	c.eventually(2*time.Minute, "slurmdbd/0 active with PurgeJobAfter", func() (bool, string) {
+		st, msg := c.unitStatus("slurmdbd/0")
+		return st == "active", st + ": " + msg
+	})
+	if got := c.dbdConfValue("PurgeJobAfter"); got != "12months" {
+		t.Errorf("slurmdbd.conf has PurgeJobAfter=%s, want 12months", got)
+	}
+	more := []string{c.sbatch("slurmd", "--mem=64", "--wrap", "true")}
+	c.waitCompleted(more, time.Minute)
+	c.waitAccounted(append(append(jobs, away...), more...), 2*time.Minute)
+
 	// Credentials the database no longer takes (changed behind the charms' back).
 	user := c.dbdConfValue("StorageUser")
 	c.exec("mariadb/0", "mariadb", "--no-defaults", "--socket=/run/mysqld/mysqld.sock", "-u", "root",
 		"-e", "ALTER USER '"+user+"'@'%' IDENTIFIED BY 'not-the-password-any-more'")
 	c.waitBlocked("slurmdbd/0", "refuses the credentials of user "+user)
 	c.checkScheduling()
+}
+
+// setDbdParameters sets the slurmdbd application's slurmdbd-conf-parameters.
+func (c *cluster) setDbdParameters(v string) {
+	c.t.Helper()
+	if err := c.m.SetConfig(c.bg(), "slurmdbd", map[string]string{"slurmdbd-conf-parameters": v}, nil); err != nil {
+		c.t.Fatal(err)
+	}
 }
 
 // waitBlocked waits until unit is blocked with a message containing want.
