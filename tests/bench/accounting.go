@@ -41,10 +41,7 @@ func runAccounting(ctx context.Context, opts *RunOptions, rep *Report, root, scr
 			err = cerr
 		}
 	}()
-	c, stop, err := startModel(ctx, n, tools, "bench-acct", time.Minute, false, func(dir string) model.Provisioner {
-		// Hosts keep their own /tmp: the model's directory and the hook tools are bound in.
-		return &model.HostMachines{Network: n, Binds: []string{dir, filepath.Dir(tools)}}
-	})
+	c, stop, err := startModel(ctx, n, tools, "bench-acct", time.Minute, false, hostMachines(n, tools))
 	if err != nil {
 		return err
 	}

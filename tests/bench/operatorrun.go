@@ -166,6 +166,14 @@ func startModel(ctx context.Context, n *hosts.Network, tools, name string, updat
 	}, nil
 }
 
+// hostMachines is startModel's provisioner of Pebble hosts on n: hosts keep their own /tmp, so
+// the model's directory and the hook tools beside tools are bound into each.
+func hostMachines(n *hosts.Network, tools string) func(dir string) model.Provisioner {
+	return func(dir string) model.Provisioner {
+		return &model.HostMachines{Network: n, Binds: []string{dir, filepath.Dir(tools)}}
+	}
+}
+
 // deploy deploys slurmctld and one slurmd unit, integrates them, waits (up to timeout) until
 // both are active and slurmd/0's node is IDLE, and records prefix+"deploy_s" (where says on
 // what the units run).
@@ -278,9 +286,7 @@ func runOperators(ctx context.Context, opts *RunOptions, rep *Report, root, scra
 			err = cerr
 		}
 	}()
-	c, stop, err := startModel(ctx, n, tools, "bench", time.Minute, false, func(dir string) model.Provisioner {
-		return &model.HostMachines{Network: n, Binds: []string{dir, filepath.Dir(tools)}}
-	})
+	c, stop, err := startModel(ctx, n, tools, "bench", time.Minute, false, hostMachines(n, tools))
 	if err != nil {
 		return err
 	}
