@@ -22,6 +22,12 @@
 //
 // A command that cannot run or exits non-zero ends Install with an error that names the
 // packages, the apt-get step and its standard error.
+//
+// [Installed] (dpkg-query) and [Candidate] (apt-cache policy) tell which version of a package
+// is installed and which apt would install, so that a charm can refuse a release before it
+// installs or configures anything:
+//
+//	v, err := apt.Installed(ctx, runner, "slurm-client") // "22.05.8-4+deb12u3", or "" when absent
 package apt
 
 import (
