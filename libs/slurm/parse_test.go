@@ -204,7 +204,7 @@ func TestVersionFeatures(t *testing.T) {
 				t.Errorf("version %v, want %v", v, tt.want)
 			}
 			f := slurm.FeaturesOf(v)
-			if f.AuthType != tt.auth || f.AuthKeyFile != tt.key || f.ListJobs != tt.list || f.FutureNodes != tt.future || f.Munge != (tt.auth == "auth/munge") {
+			if f.AuthType != tt.auth || f.AuthKeyFile != tt.key || f.ListJobs != tt.list || f.FutureNodes != tt.future || f.Munge != (tt.auth == "auth/munge") || f.Sackd != (tt.auth == "auth/slurm") {
 				t.Errorf("features %+v", f)
 			}
 		})

@@ -77,6 +77,10 @@ type Features struct {
 	// configuration is not available"; both seen on real Slurm). Set from 23.02, the first
 	// release after 22.05: the records are harmless where not needed.
 	FutureNodes bool
+	// Sackd reports whether the release has sackd (23.11 and later), the daemon that lets a
+	// login node with no slurmd authenticate to the cluster (auth/slurm) and fetch its
+	// configuration from the controllers (configless).
+	Sackd bool
 }
 
 // FeaturesOf returns the choices for Slurm version v. A zero Version is treated as the
@@ -96,5 +100,6 @@ func FeaturesOf(v Version) Features {
 	}
 	f.ListJobs = v.AtLeast(24, 5)
 	f.FutureNodes = v.AtLeast(23, 2)
+	f.Sackd = v.AtLeast(23, 11)
 	return f
 }
