@@ -56,8 +56,10 @@ func Real(name string) Case { return readCase("real", name) }
 // Real2411 returns the recorded real Slurm 24.11 case name (a file stem under real-24.11/,
 // recorded on Debian 13 machines under auth/slurm by tests/e2e's TestRecordSlurm2411, with
 // nodes slurmd-0 and slurmd-1 in partition slurmd; slurmd-0 runs on host juju-1). The cases
-// share 22.05's names, plus node-no-sack (a client command on a node whose slurmd is stopped)
-// and listjobs-by-hostname (listjobs without SLURMD_NODENAME). It panics on an unknown name.
+// share 22.05's names, plus node-no-sack (a client command on a node whose slurmd is stopped),
+// listjobs-by-hostname (listjobs without SLURMD_NODENAME), and, on a login node (sackd, no
+// slurmd; tests/e2e TestLoginNodeMachines), login-sinfo (`sinfo -h -o %R` through sackd) and
+// login-no-sack (the same with sackd stopped). It panics on an unknown name.
 func Real2411(name string) Case { return readCase("real-24.11", name) }
 
 // readCase reads case name under dir.
