@@ -139,16 +139,24 @@ func (p Provider) Controller(ctx context.Context, id juju.RelationID) (Controlle
 
 // resolve reads the auth key of cb's secret.
 func (p Provider) resolve(ctx context.Context, cb ControllerBag) (ControllerData, error) {
-	// Refresh: a consumer tracks the newest revision, so a rotated key is picked up.
-	content, err := p.HookContext.Secrets.Get(ctx, juju.NormalizeSecretID(cb.AuthSecretID), juju.SecretGetOptions{Refresh: true})
-	if err != nil {
-		return ControllerData{}, &DataError{Field: KeyAuthSecretID, Msg: fmt.Sprintf("cannot read secret %s", cb.AuthSecretID), Err: err}
-	}
-	key, keyID, err := DecodeAuthSecret(content)
+	key, keyID, err := ReadAuthSecret(ctx, p.HookContext.Secrets, cb.AuthSecretID)
 	if err != nil {
 		return ControllerData{}, err
 	}
 	return data(cb, key, keyID), nil
+}
+
+// ReadAuthSecret reads the auth key from the secret id a controller's databag names
+// (auth_secret_id), as a consumer of the secret: every application the controller grants
+// it to (slurmd, sackd) reads it so. A secret that cannot be read or decoded is a
+// *DataError on auth_secret_id.
+func ReadAuthSecret(ctx context.Context, secrets juju.Secrets, id string) (key []byte, keyID string, err error) {
+	// Refresh: a consumer tracks the newest revision, so a rotated key is picked up.
+	content, err := secrets.Get(ctx, juju.NormalizeSecretID(id), juju.SecretGetOptions{Refresh: true})
+	if err != nil {
+		return nil, "", &DataError{Field: KeyAuthSecretID, Msg: fmt.Sprintf("cannot read secret %s", id), Err: err}
+	}
+	return DecodeAuthSecret(content)
 }
 
 func data(cb ControllerBag, key []byte, keyID string) ControllerData {
