@@ -17,6 +17,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/charmed-slurm/operators/interfaces/sackd"
 	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/juju"
@@ -105,6 +106,7 @@ func (c *Charm) Router() *juju.Router {
 	r.Handle(juju.UpdateStatus, c.handle(c.updateStatus))
 	for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted, juju.RelationBroken} {
 		r.HandleRelation("slurmd", k, c.handle(c.slurmdRelation))
+		r.HandleRelation(sackd.RequirerEndpoint, k, c.handle(c.sackdRelation))
 	}
 	r.HandleAction("show-current-config", c.showCurrentConfig)
 	r.HandleAction("set-node-state", c.handle(thenStatus(c.setNodeState)))

@@ -7,10 +7,8 @@ import (
 	"io"
 	"io/fs"
 	"maps"
-	"net"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -153,13 +151,17 @@ func (h *hook) authSecret(ctx context.Context) (juju.SecretID, error) {
 	return juju.SecretID(h.st.SecretID), nil
 }
 
-// grant grants the auth key secret to relation rel unless the record says it was.
+// grant grants the auth key secret to slurmd relation rel unless the record says it was.
 func (h *hook) grant(ctx context.Context, id juju.SecretID, rel juju.RelationID) error {
-	r := h.pub.relation(rel)
+	return h.pub.relation(rel).grant(ctx, h.hc.Secrets, id, rel)
+}
+
+// grant grants secret id to relation rel, whose record r is, unless r says it was.
+func (r *publishedRel) grant(ctx context.Context, secrets juju.Secrets, id juju.SecretID, rel juju.RelationID) error {
 	if r.Granted == string(id) {
 		return nil
 	}
-	if err := h.hc.Secrets.Grant(ctx, id, rel, ""); err != nil {
+	if err := secrets.Grant(ctx, id, rel, ""); err != nil {
 		return fmt.Errorf("cannot grant auth key secret to %s: %w", rel, err)
 	}
 	r.Granted = string(id)
@@ -488,12 +490,12 @@ func (h *hook) relations(ctx context.Context) ([]juju.RelationID, error) {
 // publish writes ControllerData to relation rel (leader only) unless the record says the
 // same data was written there.
 func (h *hook) publish(ctx context.Context, rel juju.RelationID) error {
-	addr, err := h.ingress(ctx)
+	ctls, err := h.controllers(ctx)
 	if err != nil {
 		return err
 	}
 	bag := slurmd.ControllerBag{
-		Controllers:  []string{net.JoinHostPort(addr, strconv.Itoa(SlurmctldPort))},
+		Controllers:  ctls,
 		AuthSecretID: h.st.SecretID,
 		ClusterName:  h.cfg.ClusterName,
 		GresTypes:    h.gresRunning(),

@@ -98,6 +98,9 @@ type published struct {
 	RelationsKnown bool `json:"relations-known,omitempty"`
 	// Relations are the slurmd relations with what was written to each.
 	Relations map[juju.RelationID]*publishedRel `json:"relations,omitempty"`
+	// LoginKnown and Login are the same for the sackd relations (login applications).
+	LoginKnown bool                              `json:"login-known,omitempty"`
+	Login      map[juju.RelationID]*publishedRel `json:"login,omitempty"`
 }
 
 // publishedRel is what was written to one slurmd relation.
@@ -114,13 +117,22 @@ func (p *published) clone() *published {
 		return &published{}
 	}
 	q := *p
-	q.Relations = make(map[juju.RelationID]*publishedRel, len(p.Relations))
-	for id, r := range p.Relations {
+	q.Relations, q.Login = cloneRels(p.Relations), cloneRels(p.Login)
+	return &q
+}
+
+// cloneRels is a deep copy of rels; nil when there are none.
+func cloneRels(rels map[juju.RelationID]*publishedRel) map[juju.RelationID]*publishedRel {
+	if len(rels) == 0 {
+		return nil
+	}
+	q := make(map[juju.RelationID]*publishedRel, len(rels))
+	for id, r := range rels {
 		rc := *r
 		rc.Data = maps.Clone(r.Data)
-		q.Relations[id] = &rc
+		q[id] = &rc
 	}
-	return &q
+	return q
 }
 
 // relation returns the record of relation id, adding an empty one.
