@@ -138,7 +138,9 @@ func TestLoginRelationBeforeTheKey(t *testing.T) {
 func TestLoginFailedHookRedone(t *testing.T) {
 	e := newEnv(t)
 	in := withLogin(e.joined())
-	failSet := func(args []string) bool { return args[0] == "relation-set" && strings.Contains(strings.Join(args, " "), string(loginRel)) }
+	failSet := func(args []string) bool {
+		return args[0] == "relation-set" && strings.Contains(strings.Join(args, " "), string(loginRel))
+	}
 	out, _, err := e.runTools(in, jujutest.RelationHook(juju.RelationCreated, loginRel, ""), failSet)
 	if err == nil {
 		t.Fatal("hook did not fail")
