@@ -161,3 +161,18 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestUpdate(t *testing.T) {
+	r := &fakeRunner{}
+	if err := apt.Update(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"apt-get update"}, r.calls); d != "" {
+		t.Errorf("calls (-want +got):\n%s", d)
+	}
+	r = &fakeRunner{failOn: "apt-get update"}
+	err := apt.Update(context.Background(), r)
+	if err == nil || err.Error() != "cannot update the package lists: apt-get update exited with 100: E: Unable to locate package slurmd" {
+		t.Errorf("err = %v", err)
+	}
+}
