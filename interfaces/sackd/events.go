@@ -45,6 +45,22 @@ type SackdJoined struct {
 	App      string
 }
 
+// SackdHost: a login unit published (or changed) its host name and address; Host is zero
+// when its data cannot be decoded (the error comes with the event).
+type SackdHost struct {
+	Relation juju.RelationID
+	App      string
+	Unit     string
+	Host     LoginHost
+}
+
+// SackdDeparted: a login unit left the relation.
+type SackdDeparted struct {
+	Relation juju.RelationID
+	App      string
+	Unit     string
+}
+
 // SackdDisconnected: a login application's relation is gone (relation-broken).
 type SackdDisconnected struct {
 	Relation juju.RelationID
@@ -56,6 +72,8 @@ func (e SlurmctldReady) relation() juju.RelationID        { return e.Relation }
 func (e SlurmctldDeparted) relation() juju.RelationID     { return e.Relation }
 func (e SlurmctldDisconnected) relation() juju.RelationID { return e.Relation }
 func (e SackdJoined) relation() juju.RelationID           { return e.Relation }
+func (e SackdHost) relation() juju.RelationID             { return e.Relation }
+func (e SackdDeparted) relation() juju.RelationID         { return e.Relation }
 func (e SackdDisconnected) relation() juju.RelationID     { return e.Relation }
 
 // Provider is the sackd charm's side of the relation.
@@ -138,6 +156,15 @@ func (p Provider) Event(ctx context.Context) (Event, error) {
 	return SlurmctldReady{Relation: id, Data: data}, nil
 }
 
+// PublishHost writes this login unit's host name and address to its unit databag.
+func (p Provider) PublishHost(ctx context.Context, id juju.RelationID, h LoginHost) error {
+	data, err := h.Encode()
+	if err != nil {
+		return err
+	}
+	return p.HookContext.Relations.SetUnitData(ctx, id, data)
+}
+
 // Requirer is the slurmctld charm's side of the relation.
 type Requirer struct {
 	HookContext *juju.HookContext
@@ -153,10 +180,11 @@ func (r Requirer) PublishController(ctx context.Context, id juju.RelationID, bag
 }
 
 // Event translates the current hook into a requirer event; nil when the hook is not about
-// this relation or asks nothing of the controller (a login unit's departure, a change of
-// data the login side never writes).
+// this relation or asks nothing of the controller (the controller's own unit leaving, a
+// login unit that has not published yet).
 func (r Requirer) Event(ctx context.Context) (Event, error) {
-	ev := r.HookContext.Event
+	hc := r.HookContext
+	ev := hc.Event
 	if !ev.Kind.IsRelation() || ev.Endpoint != RequirerEndpoint {
 		return nil, nil
 	}
@@ -165,6 +193,29 @@ func (r Requirer) Event(ctx context.Context) (Event, error) {
 		return SackdDisconnected{Relation: ev.Relation, App: ev.RemoteApp}, nil
 	case juju.RelationCreated, juju.RelationJoined:
 		return SackdJoined{Relation: ev.Relation, App: ev.RemoteApp}, nil
+	case juju.RelationDeparted:
+		unit := ev.DepartingUnit
+		if unit == "" {
+			unit = ev.RemoteUnit
+		}
+		if unit == ev.Unit {
+			return nil, nil
+		}
+		return SackdDeparted{Relation: ev.Relation, App: ev.RemoteApp, Unit: unit}, nil
 	}
-	return nil, nil
+	if ev.RemoteUnit == "" {
+		return nil, nil // the application's databag changed: the login side writes none
+	}
+	bag, err := hc.Relations.UnitData(ctx, ev.Relation, ev.RemoteUnit)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the data of login unit %s: %w", ev.RemoteUnit, err)
+	}
+	host, err := DecodeLoginHost(bag)
+	switch {
+	case errors.Is(err, ErrNotReady):
+		return nil, nil
+	case err != nil:
+		return SackdHost{Relation: ev.Relation, App: ev.RemoteApp, Unit: ev.RemoteUnit}, err
+	}
+	return SackdHost{Relation: ev.Relation, App: ev.RemoteApp, Unit: ev.RemoteUnit, Host: host}, nil
 }

@@ -17,6 +17,11 @@
 //     reconfigure`, but not when slurmctld restarts with new ones: a login unit that sees a
 //     new digest restarts sackd, which fetches them again.
 //
+// Each login unit publishes in its unit databag the short host name srun sends the
+// controllers ("hostname", gethostname up to the first dot) and its ingress address
+// ("address"): slurmctld reaches srun by that name, and a controller that no DNS tells about
+// the login nodes resolves them from this (LoginHost).
+//
 // The key itself never appears in relation data. Decoding is strict: an unknown version, a
 // malformed value or a secret that cannot be read gives a *DataError naming the field, never
 // a panic or a partly decoded value; an empty databag is ErrNotReady.
@@ -37,14 +42,21 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/etchosts"
 )
 
-// KeyConfDigest is the databag key of the configuration digest.
-const KeyConfDigest = "conf_digest"
+// Databag keys: the controller's configuration digest (application databag), a login unit's
+// host name and address (unit databag).
+const (
+	KeyConfDigest = "conf_digest"
+	KeyHostname   = "hostname"
+	KeyAddress    = "address"
+)
 
 // ErrNotReady reports that the controller has not published its data yet (an empty databag,
 // or a secret not granted yet). It is not a fault: wait for the next hook.
@@ -142,11 +154,7 @@ func DecodeControllerBag(bag map[string]string) (ControllerBag, error) {
 func checkDigest(d string) error {
 	b, err := hex.DecodeString(d)
 	if err != nil || len(b) != sha256.Size || strings.ToLower(d) != d {
-		show := d
-		if len(show) > 80 {
-			show = show[:80] + "..."
-		}
-		return &DataError{Field: KeyConfDigest, Msg: fmt.Sprintf("not a hex SHA-256: %q", show)}
+		return &DataError{Field: KeyConfDigest, Msg: fmt.Sprintf("not a hex SHA-256: %q", short(d))}
 	}
 	return nil
 }
@@ -166,4 +174,59 @@ func DigestFiles(files map[string][]byte) string {
 		h.Write(files[n])
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// LoginHost is what a login unit publishes in its unit databag.
+type LoginHost struct {
+	// Hostname is the unit's short host name, as srun sends it to the controllers.
+	Hostname string
+	// Address is the unit's ingress address on the relation.
+	Address netip.Addr
+}
+
+// check validates h: a host name with no dot (srun sends the name up to the first dot) and
+// an address.
+func (h LoginHost) check() error {
+	if err := etchosts.CheckName(h.Hostname); err != nil || strings.Contains(h.Hostname, ".") {
+		return &DataError{Field: KeyHostname, Msg: fmt.Sprintf("not a short host name: %q", short(h.Hostname))}
+	}
+	if !h.Address.IsValid() || h.Address.Zone() != "" {
+		return &DataError{Field: KeyAddress, Msg: fmt.Sprintf("not an IP address without zone: %q", h.Address)}
+	}
+	return nil
+}
+
+// Encode renders the unit databag.
+func (h LoginHost) Encode() (map[string]string, error) {
+	if err := h.check(); err != nil {
+		return nil, err
+	}
+	return map[string]string{KeyHostname: h.Hostname, KeyAddress: h.Address.String()}, nil
+}
+
+// DecodeLoginHost reads a login unit's databag. A bag with neither key is ErrNotReady (the
+// unit has not published; Juju's own keys, such as ingress-address, may be there).
+func DecodeLoginHost(bag map[string]string) (LoginHost, error) {
+	name, okName := bag[KeyHostname]
+	addr, okAddr := bag[KeyAddress]
+	if !okName && !okAddr {
+		return LoginHost{}, ErrNotReady
+	}
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return LoginHost{}, &DataError{Field: KeyAddress, Msg: fmt.Sprintf("not an IP address: %q", short(addr))}
+	}
+	h := LoginHost{Hostname: name, Address: a}
+	if err := h.check(); err != nil {
+		return LoginHost{}, err
+	}
+	return h, nil
+}
+
+// short is s cut to 80 bytes, for messages.
+func short(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -243,8 +244,8 @@ func TestRequirer(t *testing.T) {
 	}{
 		{jujutest.RelationHook(juju.RelationCreated, "sackd:9", ""), sackd.SackdJoined{Relation: "sackd:9", App: "login"}},
 		{jujutest.RelationHook(juju.RelationJoined, "sackd:9", "login/0"), sackd.SackdJoined{Relation: "sackd:9", App: "login"}},
-		{jujutest.RelationHook(juju.RelationChanged, "sackd:9", "login/0"), nil},
-		{departs, nil},
+		{jujutest.RelationHook(juju.RelationChanged, "sackd:9", "login/0"), nil}, // not published yet
+		{departs, sackd.SackdDeparted{Relation: "sackd:9", App: "login", Unit: "login/0"}},
 		{jujutest.RelationHook(juju.RelationBroken, "sackd:9", ""), sackd.SackdDisconnected{Relation: "sackd:9", App: "login"}},
 		{jujutest.Hook(juju.ConfigChanged), nil},
 	} {
@@ -299,6 +300,117 @@ func FuzzDecode(f *testing.F) {
 		back, err := sackd.DecodeControllerBag(enc)
 		if err != nil || !cmp.Equal(back, cb) {
 			t.Fatalf("%+v encodes to %v, which decodes to %+v, %v", cb, enc, back, err)
+		}
+	})
+}
+
+func TestLoginHost(t *testing.T) {
+	h := sackd.LoginHost{Hostname: "juju-3", Address: netip.MustParseAddr("10.201.0.14")}
+	bag, err := h.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(map[string]string{"hostname": "juju-3", "address": "10.201.0.14"}, bag); d != "" {
+		t.Errorf("bag (-want +got):\n%s", d)
+	}
+	back, err := sackd.DecodeLoginHost(bag)
+	if err != nil || back != h {
+		t.Errorf("round trip %+v, %v", back, err)
+	}
+	// Juju's own keys alone: not published yet.
+	if _, err := sackd.DecodeLoginHost(map[string]string{"ingress-address": "10.0.0.1"}); !errors.Is(err, sackd.ErrNotReady) {
+		t.Errorf("Juju's keys only: %v, want ErrNotReady", err)
+	}
+	for _, bad := range []struct {
+		bag   map[string]string
+		field string
+	}{
+		{map[string]string{"hostname": "juju-3.lxd", "address": "10.0.0.1"}, "hostname"},
+		{map[string]string{"hostname": "juju 3", "address": "10.0.0.1"}, "hostname"},
+		{map[string]string{"hostname": "x\n10.0.0.9 localhost", "address": "10.0.0.1"}, "hostname"},
+		{map[string]string{"address": "10.0.0.1"}, "hostname"},
+		{map[string]string{"hostname": "juju-3", "address": "juju-3"}, "address"},
+		{map[string]string{"hostname": "juju-3"}, "address"},
+		{map[string]string{"hostname": "juju-3", "address": "fe80::1%eth0"}, "address"},
+	} {
+		_, err := sackd.DecodeLoginHost(bad.bag)
+		var de *sackd.DataError
+		if !errors.As(err, &de) || de.Field != bad.field {
+			t.Errorf("DecodeLoginHost(%v) = %v, want a DataError on %s", bad.bag, err, bad.field)
+		}
+	}
+}
+
+// TestRequirerHosts: a login unit's host data arrives with its relation-changed; bad data
+// comes with the error.
+func TestRequirerHosts(t *testing.T) {
+	in := jujutest.State{
+		Unit: "slurmctld/0", Leader: true,
+		Relations: []jujutest.Relation{{ID: "sackd:9", RemoteApp: "login", RemoteUnits: map[string]map[string]string{
+			"login/0": {"hostname": "juju-3", "address": "10.201.0.14", "ingress-address": "10.201.0.14"},
+			"login/1": {"hostname": "bad name", "address": "10.201.0.15"},
+		}}},
+	}
+	for _, tt := range []struct {
+		unit  string
+		want  sackd.Event
+		field string
+	}{
+		{"login/0", sackd.SackdHost{Relation: "sackd:9", App: "login", Unit: "login/0", Host: sackd.LoginHost{Hostname: "juju-3", Address: netip.MustParseAddr("10.201.0.14")}}, ""},
+		{"login/1", sackd.SackdHost{Relation: "sackd:9", App: "login", Unit: "login/1"}, "hostname"},
+	} {
+		var got sackd.Event
+		var gotErr error
+		_, err := jujutest.Run(t, in, jujutest.RelationHook(juju.RelationChanged, "sackd:9", tt.unit), func(ctx context.Context, hc *juju.HookContext) error {
+			got, gotErr = sackd.Requirer{HookContext: hc}.Event(ctx)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var de *sackd.DataError
+		if (tt.field == "") != (gotErr == nil) || (tt.field != "" && (!errors.As(gotErr, &de) || de.Field != tt.field)) {
+			t.Errorf("%s: err = %v, want field %q", tt.unit, gotErr, tt.field)
+		}
+		if d := cmp.Diff(tt.want, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); d != "" {
+			t.Errorf("%s: event (-want +got):\n%s", tt.unit, d)
+		}
+	}
+}
+
+// TestPublishHost: a login unit writes its unit databag, which the controller side reads.
+func TestPublishHost(t *testing.T) {
+	h := sackd.LoginHost{Hostname: "juju-3", Address: netip.MustParseAddr("fd00::3")}
+	out, err := jujutest.Run(t, loginState(), jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0"), func(ctx context.Context, hc *juju.HookContext) error {
+		return sackd.Provider{HookContext: hc}.PublishHost(ctx, relID, h)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := sackd.DecodeLoginHost(out.Relations[0].LocalUnitData)
+	if err != nil || back != h {
+		t.Errorf("published %v: %+v, %v", out.Relations[0].LocalUnitData, back, err)
+	}
+}
+
+func FuzzDecodeLoginHost(f *testing.F) {
+	f.Add("juju-3", "10.0.0.1")
+	f.Add("a.b", "fd00::1")
+	f.Add("x\ny", "1.2.3.4 5")
+	f.Fuzz(func(t *testing.T, name, addr string) {
+		h, err := sackd.DecodeLoginHost(map[string]string{"hostname": name, "address": addr})
+		if err != nil {
+			return
+		}
+		if strings.ContainsAny(h.Hostname, " \t\r\n.") || !h.Address.IsValid() {
+			t.Fatalf("accepted %+v", h)
+		}
+		bag, err := h.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back, err := sackd.DecodeLoginHost(bag); err != nil || back != h {
+			t.Fatalf("%+v does not round-trip: %+v, %v", h, back, err)
 		}
 	})
 }
