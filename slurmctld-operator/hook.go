@@ -84,7 +84,7 @@ func (c *Charm) handle(fn func(ctx context.Context, h *hook) error) juju.Handler
 		if err := fn(ctx, h); err != nil {
 			return err
 		}
-		if err := (loginNodes{h}).publish(ctx); err != nil {
+		if err := (loginNodes{h}).sync(ctx); err != nil {
 			return err
 		}
 		h.st.Published = h.pub

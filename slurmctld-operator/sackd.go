@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/charmed-slurm/operators/interfaces/sackd"
+	"github.com/charmed-slurm/operators/libs/etchosts"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
@@ -24,6 +26,9 @@ import (
 // that changed none of it writes nothing. The relation's own hooks only keep the record of
 // which login relations exist.
 
+// hostsPath is the host's name table.
+const hostsPath = "/etc/hosts"
+
 // servedConf are the files of confDir slurmctld serves to configless clients (sackd and
 // slurmd fetch them), besides slurm.conf's includes: Slurm's configless list.
 var servedConf = []string{
@@ -32,12 +37,38 @@ var servedConf = []string{
 	"plugstack.conf", "scrun.lua", "topology.conf", "topology.yaml",
 }
 
-// sackdRelation handles the hooks of the sackd endpoint: the leader records the login
-// relations as they come and go; Charm.handle then publishes to them (loginNodes.publish).
+// hostsOwner names the block of /etc/hosts where every controller unit lists the login
+// units: srun sends slurmctld its short host name, which slurmctld must resolve to reach srun
+// (to tell it that its step ended, or to signal it), and nothing else may tell it where a
+// login node is (the cluster needs no DNS: nodes register their addresses, slurm.conf gives
+// the controller's).
+const hostsOwner = "slurmctld charm: login nodes"
+
+// sackdRelation handles the hooks of the sackd endpoint: every unit records the login units'
+// host names and addresses; the leader records the login relations as they come and go.
+// Charm.handle then applies both (loginNodes.sync).
 func (c *Charm) sackdRelation(ctx context.Context, h *hook) error {
 	ev, err := sackd.Requirer{HookContext: h.hc}.Event(ctx)
-	if err != nil {
+	var de *sackd.DataError
+	switch {
+	case errors.As(err, &de):
+		// The unit's previous entry, if any, stays: a bad update changes nothing.
+		h.logf(ctx, juju.LevelWarning, "ignoring the host data of a login unit: %v", err)
+	case err != nil:
 		return err
+	}
+	switch ev := ev.(type) {
+	case sackd.SackdHost:
+		if err == nil {
+			if h.st.LoginHosts == nil {
+				h.st.LoginHosts = map[string]loginHost{}
+			}
+			h.st.LoginHosts[ev.Unit] = loginHost{Relation: ev.Relation, Hostname: ev.Host.Hostname, Address: ev.Host.Address.String()}
+		}
+	case sackd.SackdDeparted:
+		delete(h.st.LoginHosts, ev.Unit)
+	case sackd.SackdDisconnected:
+		maps.DeleteFunc(h.st.LoginHosts, func(_ string, l loginHost) bool { return l.Relation == ev.Relation })
 	}
 	if h.leader {
 		switch ev := ev.(type) {
@@ -54,8 +85,57 @@ func (c *Charm) sackdRelation(ctx context.Context, h *hook) error {
 	return h.setStatus(ctx)
 }
 
-// loginNodes publishes the controller's data to the login applications of one hook.
+// loginHost is a login unit's host name and address, as its unit databag gave them.
+type loginHost struct {
+	Relation juju.RelationID `json:"relation"`
+	Hostname string          `json:"hostname"`
+	Address  string          `json:"address"`
+}
+
+// loginNodes is what one hook does for the login applications.
 type loginNodes struct{ h *hook }
+
+// sync makes this host resolve every login unit (all units) and publishes the controller's
+// data to every login application (the leader). It runs at the end of every successful
+// hook but install and actions.
+func (l loginNodes) sync(ctx context.Context) error {
+	switch l.h.hc.Event.Kind {
+	case juju.Install, juju.Action:
+		return nil
+	}
+	if err := l.hosts(ctx); err != nil {
+		return err
+	}
+	return l.publish(ctx)
+}
+
+// hosts writes the login units of the record into /etc/hosts (hostsOwner's block), where it
+// differs. An entry that no longer validates is left out and logged.
+func (l loginNodes) hosts(ctx context.Context) error {
+	h := l.h
+	var entries []etchosts.Entry
+	for _, unit := range sortedKeys(h.st.LoginHosts) {
+		lh := h.st.LoginHosts[unit]
+		addr, err := netip.ParseAddr(lh.Address)
+		e := etchosts.Entry{Addr: addr, Names: []string{lh.Hostname}}
+		if err == nil {
+			err = e.Validate()
+		}
+		if err != nil {
+			h.logf(ctx, juju.LevelWarning, "login unit %s: %v", unit, err)
+			continue
+		}
+		entries = append(entries, e)
+	}
+	changed, err := etchosts.Update(ctx, h.c.Path(hostsPath), hostsOwner, entries)
+	if err != nil {
+		return err
+	}
+	if changed {
+		h.logf(ctx, juju.LevelInfo, "%s lists %d login node(s) for slurmctld to reach their sruns", hostsPath, len(entries))
+	}
+	return nil
+}
 
 // publish grants the auth key secret to every login relation and writes the controller's
 // data there, where the record says it is not so already. It does nothing on a unit that is
@@ -64,10 +144,6 @@ type loginNodes struct{ h *hook }
 // exist, and in install and actions.
 func (l loginNodes) publish(ctx context.Context) error {
 	h := l.h
-	switch h.hc.Event.Kind {
-	case juju.Install, juju.Action:
-		return nil
-	}
 	if !h.leader || h.cfgErr != nil || h.clusterNameError() != nil || h.st.SecretID == "" {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -220,5 +221,65 @@ func TestLoginRefusedConfiguration(t *testing.T) {
 	}
 	if d := cmp.Diff(before, loginBag(t, out)); d != "" {
 		t.Errorf("published while blocked (-before +after):\n%s", d)
+	}
+}
+
+// TestLoginHosts: every controller unit, leader or not, lists the login units in its
+// /etc/hosts from their unit data, follows them as they come, change and go, and puts the
+// list back when something else rewrote the file (cloud-init does at boot).
+func TestLoginHosts(t *testing.T) {
+	for _, leader := range []bool{true, false} {
+		t.Run(map[bool]string{true: "leader", false: "standby"}[leader], func(t *testing.T) {
+			e := newEnv(t)
+			in := e.loginJoined()
+			in.Leader = leader
+			base := "127.0.0.1 localhost\n10.0.0.1 ctl\n"
+			if err := os.MkdirAll(e.c.Path("/etc"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(e.c.Path(hostsPath), []byte(base), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			block := func(lines ...string) string {
+				if len(lines) == 0 {
+					return base
+				}
+				return base + "# BEGIN " + hostsOwner + " (managed, edits are overwritten)\n" + strings.Join(lines, "\n") + "\n# END " + hostsOwner + "\n"
+			}
+			check := func(when string, want string) {
+				t.Helper()
+				if got := e.read(hostsPath); got != want {
+					t.Errorf("%s: /etc/hosts:\n%s\nwant:\n%s", when, got, want)
+				}
+			}
+			login := &in.Relations[1]
+			login.RemoteUnits["login/0"] = map[string]string{"hostname": "juju-3", "address": "10.0.0.14"}
+			out := e.run(in, jujutest.RelationHook(juju.RelationChanged, loginRel, "login/0"))
+			check("login/0 published", block("10.0.0.14 juju-3"))
+
+			out.Relations[1].RemoteUnits["login/1"] = map[string]string{"hostname": "juju-4", "address": "fd00::4"}
+			out = e.run(out, jujutest.RelationHook(juju.RelationJoined, loginRel, "login/1"))
+			out = e.run(out, jujutest.RelationHook(juju.RelationChanged, loginRel, "login/1"))
+			check("login/1 joined", block("10.0.0.14 juju-3", "fd00::4 juju-4"))
+
+			// Bad data changes nothing.
+			out.Relations[1].RemoteUnits["login/1"] = map[string]string{"hostname": "juju-4\n1.2.3.4 localhost", "address": "fd00::4"}
+			out = e.run(out, jujutest.RelationHook(juju.RelationChanged, loginRel, "login/1"))
+			check("bad data", block("10.0.0.14 juju-3", "fd00::4 juju-4"))
+
+			// Rewritten by someone else: the next hook puts the block back.
+			os.WriteFile(e.c.Path(hostsPath), []byte(base), 0o644)
+			out = e.run(out, jujutest.Hook(juju.UpdateStatus))
+			check("after a rewrite", block("10.0.0.14 juju-3", "fd00::4 juju-4"))
+
+			departs := jujutest.RelationHook(juju.RelationDeparted, loginRel, "login/0")
+			departs.DepartingUnit = "login/0"
+			delete(out.Relations[1].RemoteUnits, "login/0")
+			out = e.run(out, departs)
+			check("login/0 departed", block("fd00::4 juju-4"))
+
+			out = e.run(out, jujutest.RelationHook(juju.RelationBroken, loginRel, ""))
+			check("relation broken", block())
+		})
 	}
 }

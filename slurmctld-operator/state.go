@@ -70,6 +70,8 @@ type charmState struct {
 	// Published is what this unit, as leader, last wrote to Juju in hooks that succeeded;
 	// see published.
 	Published *published `json:"published,omitempty"`
+	// LoginHosts are the login units (sackd relations) by unit name, which /etc/hosts lists.
+	LoginHosts map[string]loginHost `json:"login-hosts,omitempty"`
 }
 
 // published records what the leader wrote to Juju (ports, relation data, secret grants) and
