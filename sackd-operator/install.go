@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/charmed-slurm/operators/libs/apt"
+	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/service"
+	"github.com/charmed-slurm/operators/libs/slurm"
+)
+
+// packages are the apt packages that provide the programs the charm runs.
+var packages = []apt.Need{
+	{Binary: "sackd", Package: "sackd"},
+	{Binary: "sinfo", Package: "slurm-client"},
+}
+
+// install checks this machine's Slurm release, installs what is missing when the release has
+// sackd, and leaves the packaged sackd stopped until a controller is related. A release
+// without sackd blocks the unit with nothing installed or configured.
+func (h *hook) install(ctx context.Context) error {
+	if err := h.checkRelease(ctx, true); err != nil {
+		return err
+	}
+	if h.st.Release.Refused == "" && h.st.Applied == nil {
+		// Debian's package enables and starts sackd, which would look for the controllers
+		// in DNS: it runs when a controller says where it is.
+		if err := h.stopSackd(ctx); err != nil {
+			return err
+		}
+	}
+	return h.setStatus(ctx)
+}
+
+// upgrade (upgrade-charm) checks the release again (a new package, a machine upgraded to a
+// release with sackd) and applies the controller's data as a relation hook would.
+func (h *hook) upgrade(ctx context.Context) error {
+	if err := h.checkRelease(ctx, true); err != nil {
+		return err
+	}
+	return h.reapply(ctx)
+}
+
+// checkRelease finds this machine's Slurm release and whether it can be a login node, and
+// records it in the state. With install it installs sackd and slurm-client when they are
+// missing and the release has sackd. The version is the Debian package's: Slurm's own
+// clients print theirs only once they have a configuration.
+func (h *hook) checkRelease(ctx context.Context, install bool) error {
+	missing, err := apt.Missing(h.c.lookPath, packages)
+	if err != nil {
+		return err
+	}
+	rel, err := h.release(ctx, missing, install)
+	if err != nil {
+		return err
+	}
+	if rel.Refused != "" {
+		h.logf(ctx, juju.LevelWarning, "%s", rel.Refused)
+	} else if install && len(missing) > 0 {
+		if err := h.k.SetUnitStatus(ctx, juju.StatusMaintenance, "installing "+strings.Join(missing, ", ")); err != nil {
+			return err
+		}
+		if err := apt.Install(ctx, h.c.Slurm, missing); err != nil {
+			return err
+		}
+		if rel.Version == "" {
+			if rel.Version, err = h.packageVersion(ctx, "sackd"); err != nil {
+				return err
+			}
+		}
+	}
+	h.st.Release = &rel
+	return nil
+}
+
+// release decides what this machine is, given the packages whose programs are missing: the
+// installed sackd's release, else the installed Slurm's (slurm-client), else, when install
+// may fetch packages, the release apt offers.
+func (h *hook) release(ctx context.Context, missing []string, install bool) (Release, error) {
+	r := h.c.Slurm
+	for _, pkg := range []string{"sackd", "slurm-client"} {
+		v, err := apt.Installed(ctx, r, pkg)
+		if err != nil {
+			return Release{}, err
+		}
+		if v == "" {
+			continue
+		}
+		return releaseOf(v, "installed here")
+	}
+	if len(missing) == 0 {
+		return Release{}, nil // programs with no package: a local build, judged by its sackd
+	}
+	if !install {
+		return Release{Refused: fmt.Sprintf("%s not installed: run upgrade-charm to install it", strings.Join(missing, ", "))}, nil
+	}
+	if err := apt.Update(ctx, r); err != nil {
+		return Release{}, err
+	}
+	for _, pkg := range []string{"sackd", "slurm-client"} {
+		v, err := apt.Candidate(ctx, r, pkg)
+		if err != nil {
+			return Release{}, err
+		}
+		if v != "" {
+			return releaseOf(v, "offered by apt")
+		}
+	}
+	return Release{Refused: "apt offers no Slurm: a login node needs sackd, from Slurm 23.11 (Debian 13) or later"}, nil
+}
+
+// releaseOf is the release of Slurm package version pkgVersion ("22.05.8-4+deb12u3"), found
+// where says.
+func releaseOf(pkgVersion, where string) (Release, error) {
+	v, err := slurm.ParseVersion(pkgVersion)
+	if err != nil {
+		return Release{}, fmt.Errorf("cannot read the Slurm version of package version %q: %w", pkgVersion, err)
+	}
+	if !slurm.FeaturesOf(v).Sackd {
+		return Release{Version: v.String(), Refused: fmt.Sprintf("Slurm %s (%s) has no sackd: a login node needs Slurm 23.11 (Debian 13) or later", v, where)}, nil
+	}
+	return Release{Version: v.String()}, nil
+}
+
+// packageVersion is the Slurm release of installed package pkg, "" when it is not installed.
+func (h *hook) packageVersion(ctx context.Context, pkg string) (string, error) {
+	v, err := apt.Installed(ctx, h.c.Slurm, pkg)
+	if err != nil || v == "" {
+		return "", err
+	}
+	r, err := releaseOf(v, "installed here")
+	return r.Version, err
+}
+
+// refused is why this machine cannot be a login node, "" when it can.
+func (h *hook) refused() string {
+	if r := h.st.Release; r != nil {
+		return r.Refused
+	}
+	return ""
+}
+
+// stopSackd stops and disables sackd. A service the supervisor does not know (Pebble before
+// the charm configured it) is stopped already.
+func (h *hook) stopSackd(ctx context.Context) error {
+	m := h.c.Services
+	err := m.Stop(ctx, SackdService)
+	if err == nil {
+		err = m.Disable(ctx, SackdService)
+	}
+	if err != nil && !errors.Is(err, service.ErrUnknownService) {
+		return fmt.Errorf("cannot stop sackd: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,280 @@
+package e2e_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmed-slurm/operators/tests/model"
+)
+
+// loginReleases are the releases whose machines can be login nodes (sackd, Slurm 23.11 and
+// later), with the image suite that names the subtest.
+var loginReleases = []struct{ base, suite string }{
+	{model.BaseTrixie, "trixie"},
+}
+
+// TestLoginNodeMachines runs a login node (the sackd charm) beside a controller and two compute
+// nodes on systemd machines of every release with sackd: from sackd/0 (no slurmd, no munge, no
+// slurm.conf of its own) sinfo and squeue answer and sbatch and srun run on the compute nodes,
+// before and after a key rotation and a controller restart with a new configuration; the
+// controller's departure stops sackd and takes the key away, a new relation brings it back; the
+// login unit's removal touches no job.
+func TestLoginNodeMachines(t *testing.T) {
+	t.Parallel()
+	for _, r := range loginReleases {
+		t.Run(r.suite, func(t *testing.T) {
+			t.Parallel()
+			loginNode(t, newClusterOn(t, r.base, 2))
+		})
+	}
+}
+
+// login runs argv on the login node as a user would: no SLURM_CONF, Slurm's clients find what
+// sackd fetched.
+func (c *cluster) login(argv ...string) string {
+	c.t.Helper()
+	return c.exec("sackd/0", argv...)
+}
+
+// loginReady waits until sackd/0 says it is ready.
+func (c *cluster) loginReady(what string) {
+	c.t.Helper()
+	c.eventually(time.Minute, "sackd/0 ready "+what, func() (bool, string) {
+		st, msg := c.unitStatus("sackd/0")
+		return st == "active" && msg == "login node ready", st + ": " + msg
+	})
+}
+
+// jobsFromLogin submits from the login node a batch job and an interactive step over both
+// compute nodes, and lists the queue there, failing the test unless each runs on the compute
+// nodes.
+func (c *cluster) jobsFromLogin(when string) {
+	c.t.Helper()
+	t := c.t
+	if got := strings.TrimSpace(c.login("sinfo", "-h", "-o", "%R %D %t")); got != "slurmd 2 idle" {
+		t.Errorf("%s: sinfo on the login node: %q, want \"slurmd 2 idle\"", when, got)
+	}
+	self := strings.TrimSpace(c.login("hostname"))
+	hosts := strings.Fields(c.login("srun", "-p", "slurmd", "-N2", "hostname"))
+	if len(hosts) != 2 || hosts[0] == hosts[1] || hosts[0] == self || hosts[1] == self {
+		t.Errorf("%s: srun -N2 hostname from %s printed %q, want the two compute hosts", when, self, hosts)
+	}
+	id := strings.TrimSpace(c.login("sbatch", "--parsable", "-p", "slurmd", "-o", "/dev/null", "--wrap", "sleep 1"))
+	if _, err := strconv.Atoi(id); err != nil {
+		t.Fatalf("%s: sbatch on the login node printed %q", when, id)
+	}
+	queue := c.login("squeue", "-h", "-o", "%i %P")
+	if !strings.Contains(queue, id+" slurmd") {
+		t.Errorf("%s: squeue on the login node does not list job %s: %q", when, id, queue)
+	}
+	c.waitJobState(id, "COMPLETED", time.Minute)
+	if nodes := field(c.slurm("scontrol", "show", "job", "-o", id), "NodeList"); !strings.HasPrefix(nodes, "slurmd-") {
+		t.Errorf("%s: job %s ran on %q, want a compute node", when, id, nodes)
+	}
+}
+
+// loginConf is the slurm.conf sackd/0 fetched from the controller; "" while it has none (a
+// restarting sackd).
+func (c *cluster) loginConf() string {
+	out, _, _ := c.tryExec("sackd/0", "cat", "/run/slurm/conf/slurm.conf")
+	return out
+}
+
+func loginNode(t *testing.T, c *cluster) {
+	c.deploy(sackdPath, "sackd", 1, nil)
+	c.integrate("slurmctld", "sackd")
+	c.waitActive()
+	c.loginReady("after integrate")
+	c.checkSystemd("sackd/0", "sackd")
+	// A login node: sackd runs as slurm; no slurmd, no munged, no slurm.conf of its own.
+	if user := strings.TrimSpace(c.exec("sackd/0", "ps", "-o", "user=", "-C", "sackd")); user != "slurm" {
+		t.Errorf("sackd runs as %q, want slurm", user)
+	}
+	for _, svc := range []string{"slurmd", "munge", "slurmctld"} {
+		if out, _, _ := c.tryExec("sackd/0", "systemctl", "is-active", svc+".service"); strings.TrimSpace(out) == "active" {
+			t.Errorf("%s runs on the login node", svc)
+		}
+	}
+	c.exec("sackd/0", "test", "!", "-e", "/etc/slurm/slurm.conf")
+	// The controller resolves the login node's name, which srun sends it, without DNS.
+	self := strings.TrimSpace(c.login("hostname"))
+	if got := strings.Fields(c.exec("slurmctld/0", "getent", "hosts", self)); len(got) < 2 || got[1] != self {
+		t.Errorf("slurmctld/0 does not resolve the login node %s: %q", self, got)
+	}
+	c.jobsFromLogin("after integrate")
+	if log := c.exec("slurmctld/0", "cat", ctlLogPath); strings.Contains(log, "Unable to resolve") {
+		t.Errorf("slurmctld could not resolve a host after sruns from the login node:\n%s", grepLines(log, "resolve"))
+	}
+	c.recordLogin()
+
+	// Key rotation: the controller restarts with the new key (auth/slurm); the login node's
+	// sackd gets it through secret-changed.
+	key := "/etc/slurm/slurm.key"
+	before := c.exec("sackd/0", "sha256sum", key)
+	run, err := c.m.Run(c.bg(), "slurmctld/0", "rotate-auth-key", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != "completed" {
+		t.Fatalf("rotate-auth-key: %s %q", run.Status, run.Message)
+	}
+	c.waitActive()
+	c.loginReady("after the key rotation")
+	ctlKey := strings.Fields(c.exec("slurmctld/0", "sha256sum", key))[0]
+	if got := c.exec("sackd/0", "sha256sum", key); got == before || strings.Fields(got)[0] != ctlKey {
+		t.Errorf("the login node's key is not the controller's new one")
+	}
+	c.eventually(30*time.Second, "2 idle nodes after rotation", func() (bool, string) {
+		n := c.nodes()
+		return strings.HasPrefix(n["slurmd-0"], "idle") && strings.HasPrefix(n["slurmd-1"], "idle"), fmt.Sprint(n)
+	})
+	c.jobsFromLogin("after the key rotation")
+
+	// A controller restart with a new configuration: a generic resource the slurmd
+	// application declares is a new GresTypes name, which slurmctld only takes with a restart.
+	// sackd does not fetch the configuration again after a restart: the unit restarts it.
+	pid := c.ctlPID()
+	if err := c.m.SetConfig(c.bg(), "slurmd", map[string]string{"generic-resources": "Name=lic Count=4"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	gres := regexp.MustCompile(`(?m)^GresTypes=gpu,lic$`)
+	c.eventually(2*time.Minute, "GresTypes=gpu,lic in the login node's configuration", func() (bool, string) {
+		conf := c.loginConf()
+		return gres.MatchString(conf), regexp.MustCompile(`(?m)^GresTypes=.*$`).FindString(conf)
+	})
+	if c.ctlPID() == pid {
+		t.Errorf("slurmctld kept PID %s: the new GresTypes came without a restart, so this proves nothing about restarts", pid)
+	}
+	c.waitActive()
+	c.loginReady("after the controller's restart")
+	c.eventually(time.Minute, "2 idle nodes with lic", func() (bool, string) {
+		n := c.nodes()
+		return strings.HasPrefix(n["slurmd-0"], "idle") && strings.HasPrefix(n["slurmd-1"], "idle"), fmt.Sprint(n)
+	})
+	c.jobsFromLogin("after the controller's restart")
+	c.login("srun", "-p", "slurmd", "--gres=lic:1", "true")
+
+	// The controller's departure: sackd stops, the key and the cached configuration go.
+	if err := c.m.RemoveRelation(c.bg(), "slurmctld", "sackd"); err != nil {
+		t.Fatal(err)
+	}
+	c.eventually(time.Minute, "sackd/0 blocked without the relation", func() (bool, string) {
+		st, msg := c.unitStatus("sackd/0")
+		return st == "blocked" && msg == "waiting for slurmctld relation", st + ": " + msg
+	})
+	if out, _, _ := c.tryExec("sackd/0", "systemctl", "is-active", "sackd.service"); strings.TrimSpace(out) == "active" {
+		t.Errorf("sackd still runs after the relation went")
+	}
+	c.exec("sackd/0", "test", "!", "-e", key)
+	c.exec("sackd/0", "test", "!", "-e", "/run/slurm/conf/slurm.conf")
+	if _, code, _ := c.tryExec("sackd/0", "timeout", "20", "sinfo"); code == 0 {
+		t.Errorf("sinfo answers on a login node with no controller")
+	}
+	c.integrate("slurmctld", "sackd")
+	c.waitActive()
+	c.loginReady("after a new relation")
+
+	// Removing the login unit touches no job: one submitted from it runs on and completes.
+	release := filepath.Join(t.TempDir(), "release")
+	job := strings.TrimSpace(c.login("sbatch", "--parsable", "-p", "slurmd", "-o", "/dev/null", "--wrap",
+		"while [ ! -e "+release+" ]; do sleep 0.1; done"))
+	c.waitJobState(job, "RUNNING", 30*time.Second)
+	reconf, starts := c.reconfigures()
+	pid = c.ctlPID()
+	if err := c.m.RemoveUnit(c.bg(), "sackd/0"); err != nil {
+		t.Fatal(err)
+	}
+	c.eventually(2*time.Minute, "sackd/0 gone", func() (bool, string) {
+		_, ok := c.m.Status(c.bg()).Applications["sackd"].Units["sackd/0"]
+		return !ok, ""
+	})
+	if s := c.jobState(job); s != "RUNNING" {
+		t.Errorf("job %s submitted from the removed login node is %s, want RUNNING", job, s)
+	}
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.waitJobState(job, "COMPLETED", time.Minute)
+	if r, s := c.reconfigures(); r != reconf || s != starts || c.ctlPID() != pid {
+		t.Errorf("removing the login unit: reconfigures %d → %d, starts %d → %d, pid %s → %s; want no change", reconf, r, starts, s, pid, c.ctlPID())
+	}
+}
+
+// recordLogin records, when SLURM_RECORD_DIR is set (TestRecordSlurm2411), what package slurm
+// reads on a login node: sinfo through sackd, and the same without it.
+func (c *cluster) recordLogin() {
+	c.t.Helper()
+	dir := os.Getenv(recordEnv)
+	if dir == "" {
+		return
+	}
+	argv := []string{"sinfo", "-h", "-o", "%R"}
+	save := func(name string) {
+		stdout, code, stderr := c.tryExec("sackd/0", append([]string{"env", "SLURM_CONF=/run/slurm/conf/slurm.conf"}, argv...)...)
+		for ext, data := range map[string]string{
+			"argv": strings.Join(argv, "\n") + "\n", "stdout": stdout, "stderr": stderr, "rc": strconv.Itoa(code) + "\n",
+		} {
+			if err := os.WriteFile(filepath.Join(dir, name+"."+ext), []byte(data), 0o644); err != nil {
+				c.t.Fatal(err)
+			}
+		}
+	}
+	save("login-sinfo")
+	// With sackd stopped (its cached configuration kept aside and put back for sinfo).
+	c.exec("sackd/0", "cp", "-r", "/run/slurm/conf", "/root/conf-copy")
+	c.exec("sackd/0", "systemctl", "stop", "sackd.service")
+	c.exec("sackd/0", "sh", "-c", "mkdir -p /run/slurm && cp -r /root/conf-copy /run/slurm/conf")
+	save("login-no-sack")
+	c.exec("sackd/0", "rm", "-rf", "/run/slurm/conf", "/root/conf-copy")
+	c.exec("sackd/0", "systemctl", "start", "sackd.service")
+	c.loginReady("after recording")
+}
+
+// TestLoginNodeOldRelease deploys a login node where Slurm is 22.05 (Pebble hosts on Debian
+// 12), which has no sackd: the unit blocks naming the version and what it needs, before and
+// after the relation, and configures nothing; the controller is unaffected.
+func TestLoginNodeOldRelease(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 1)
+	c.deploy(sackdPath, "sackd", 1, nil)
+	want := "Slurm 22.05.8 (installed here) has no sackd: a login node needs Slurm 23.11 (Debian 13) or later"
+	blocked := func(when string) {
+		c.eventually(time.Minute, "sackd/0 blocked "+when, func() (bool, string) {
+			st, msg := c.unitStatus("sackd/0")
+			return st == "blocked" && msg == want, st + ": " + msg
+		})
+	}
+	blocked("after install")
+	c.integrate("slurmctld", "sackd")
+	c.waitIdle()
+	blocked("after integrate")
+	for _, p := range []string{"/etc/slurm/slurm.key", "/run/slurm"} {
+		c.exec("sackd/0", "test", "!", "-e", p)
+	}
+	if out, _, _ := c.tryExec("sackd/0", "pgrep", "-x", "sackd"); strings.TrimSpace(out) != "" {
+		t.Errorf("a sackd runs on the refused login node: %s", out)
+	}
+	if st, msg := c.unitStatus("slurmctld/0"); st != "active" {
+		t.Errorf("slurmctld/0 %s: %s", st, msg)
+	}
+	if st := c.m.Status(c.bg()); st.Applications["sackd"].Version != "22.05.8" {
+		t.Errorf("sackd's version %q, want 22.05.8", st.Applications["sackd"].Version)
+	}
+}
+
+// grepLines are the lines of text that contain s.
+func grepLines(text, s string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
