@@ -181,8 +181,9 @@ func loginNode(t *testing.T, c *cluster) {
 	c.loginReady("after a new relation")
 
 	// Removing the login unit touches no job: one submitted from it runs on and completes.
-	release := filepath.Join(t.TempDir(), "release")
-	job := strings.TrimSpace(c.login("sbatch", "--parsable", "-p", "slurmd", "-o", "/dev/null", "--wrap",
+	// The job runs until the test creates the file on its node.
+	release := "/tmp/release-login-job"
+	job := strings.TrimSpace(c.login("sbatch", "--parsable", "-p", "slurmd", "-w", "slurmd-0", "-o", "/dev/null", "--wrap",
 		"while [ ! -e "+release+" ]; do sleep 0.1; done"))
 	c.waitJobState(job, "RUNNING", 30*time.Second)
 	reconf, starts := c.reconfigures()
@@ -197,9 +198,7 @@ func loginNode(t *testing.T, c *cluster) {
 	if s := c.jobState(job); s != "RUNNING" {
 		t.Errorf("job %s submitted from the removed login node is %s, want RUNNING", job, s)
 	}
-	if err := os.WriteFile(release, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	c.exec("slurmd/0", "install", "-D", "-m", "0644", "/dev/null", release)
 	c.waitJobState(job, "COMPLETED", time.Minute)
 	if r, s := c.reconfigures(); r != reconf || s != starts || c.ctlPID() != pid {
 		t.Errorf("removing the login unit: reconfigures %d → %d, starts %d → %d, pid %s → %s; want no change", reconf, r, starts, s, pid, c.ctlPID())
