@@ -160,7 +160,7 @@ func TestInstall(t *testing.T) {
 		name:         "Slurm 24.11 client, no sackd",
 		installed:    map[string]string{"slurm-client": v2411},
 		candidates:   map[string]string{"sackd": v2411},
-		wantApt:      []string{"apt-get update", "apt-get install -y --no-install-recommends sackd"},
+		wantApt:      []string{"apt-get update", "apt-cache policy sackd", "apt-get update", "apt-get install -y --no-install-recommends sackd"},
 		wantStatus:   juju.WorkloadStatus{Code: juju.StatusBlocked, Message: "waiting for slurmctld relation"},
 		wantVersion:  "24.11.5",
 		wantServices: []string{"stop sackd"}, // Pebble: no service until the charm makes one
@@ -185,6 +185,19 @@ func TestInstall(t *testing.T) {
 		wantApt:     []string{"apt-get update", "apt-cache policy sackd", "apt-cache policy slurm-client"},
 		wantStatus:  juju.WorkloadStatus{Code: juju.StatusBlocked, Message: "Slurm 22.05.8 (offered by apt) has no sackd: a login node needs Slurm 23.11 (Debian 13) or later"},
 		wantVersion: "22.05.8",
+	}, {
+		name:        "Slurm 24.11 client, apt has no sackd",
+		installed:   map[string]string{"slurm-client": v2411},
+		wantApt:     []string{"apt-get update", "apt-cache policy sackd"},
+		wantStatus:  juju.WorkloadStatus{Code: juju.StatusBlocked, Message: "Slurm 24.11.5 is installed here but apt offers no sackd package: a login node needs sackd"},
+		wantVersion: "24.11.5",
+	}, {
+		name:        "fresh machine, apt offers Slurm 24.11 without sackd",
+		installed:   map[string]string{},
+		candidates:  map[string]string{"slurm-client": v2411},
+		wantApt:     []string{"apt-get update", "apt-cache policy sackd", "apt-cache policy slurm-client"},
+		wantStatus:  juju.WorkloadStatus{Code: juju.StatusBlocked, Message: "apt offers Slurm 24.11.5 but no sackd package: a login node needs sackd"},
+		wantVersion: "24.11.5",
 	}, {
 		name:       "no Slurm at all",
 		installed:  map[string]string{},

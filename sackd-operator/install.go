@@ -77,19 +77,27 @@ func (h *hook) checkRelease(ctx context.Context, install bool) error {
 }
 
 // release decides what this machine is, given the packages whose programs are missing: the
-// installed sackd's release, else the installed Slurm's (slurm-client), else, when install
-// may fetch packages, the release apt offers.
+// installed sackd's release; else the installed Slurm's (slurm-client), which must be 23.11 or
+// later and have a sackd package apt offers; else, when install may fetch packages, what apt
+// offers. A release too old, or with no sackd package, is refused.
 func (h *hook) release(ctx context.Context, missing []string, install bool) (Release, error) {
 	r := h.c.Slurm
-	for _, pkg := range []string{"sackd", "slurm-client"} {
-		v, err := apt.Installed(ctx, r, pkg)
+	v, err := apt.Installed(ctx, r, "sackd")
+	if err != nil || v != "" {
 		if err != nil {
 			return Release{}, err
 		}
-		if v == "" {
-			continue
-		}
 		return releaseOf(v, "installed here")
+	}
+	client, err := apt.Installed(ctx, r, "slurm-client")
+	if err != nil {
+		return Release{}, err
+	}
+	if client != "" {
+		rel, err := releaseOf(client, "installed here")
+		if err != nil || rel.Refused != "" {
+			return rel, err
+		}
 	}
 	if len(missing) == 0 {
 		return Release{}, nil // programs with no package: a local build, judged by its sackd
@@ -100,14 +108,31 @@ func (h *hook) release(ctx context.Context, missing []string, install bool) (Rel
 	if err := apt.Update(ctx, r); err != nil {
 		return Release{}, err
 	}
-	for _, pkg := range []string{"sackd", "slurm-client"} {
-		v, err := apt.Candidate(ctx, r, pkg)
+	cand, err := apt.Candidate(ctx, r, "sackd")
+	if err != nil {
+		return Release{}, err
+	}
+	if cand != "" {
+		return releaseOf(cand, "offered by apt")
+	}
+	if client != "" {
+		rel, err := releaseOf(client, "installed here")
 		if err != nil {
 			return Release{}, err
 		}
-		if v != "" {
-			return releaseOf(v, "offered by apt")
+		rel.Refused = fmt.Sprintf("Slurm %s is installed here but apt offers no sackd package: a login node needs sackd", rel.Version)
+		return rel, nil
+	}
+	if cand, err = apt.Candidate(ctx, r, "slurm-client"); err != nil {
+		return Release{}, err
+	}
+	if cand != "" {
+		rel, err := releaseOf(cand, "offered by apt")
+		if err != nil || rel.Refused != "" {
+			return rel, err
 		}
+		rel.Refused = fmt.Sprintf("apt offers Slurm %s but no sackd package: a login node needs sackd", rel.Version)
+		return rel, nil
 	}
 	return Release{Refused: "apt offers no Slurm: a login node needs sackd, from Slurm 23.11 (Debian 13) or later"}, nil
 }
