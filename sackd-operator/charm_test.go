@@ -215,11 +215,7 @@ func TestInstall(t *testing.T) {
 				e.host.packaged()
 			}
 			e.must(jujutest.Hook(juju.Install))
-			var apt []string
-			for _, c := range e.host.commands("apt") {
-				apt = append(apt, c)
-			}
-			if d := cmp.Diff(tt.wantApt, apt); d != "" {
+			if d := cmp.Diff(tt.wantApt, e.host.commands("apt")); d != "" {
 				t.Errorf("apt (-want +got):\n%s", d)
 			}
 			if d := cmp.Diff(tt.wantStatus, e.status()); d != "" {
