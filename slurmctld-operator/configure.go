@@ -468,23 +468,30 @@ func (h *hook) publishAll(ctx context.Context) error {
 // relations lists the slurmd relations: from the record when it has them all, else with
 // relation-ids (relations the record has but Juju no longer lists are dropped from it).
 func (h *hook) relations(ctx context.Context) ([]juju.RelationID, error) {
-	if h.pub.RelationsKnown {
-		return sortedKeys(h.pub.Relations), nil
+	return h.knownRelations(ctx, slurmd.RequirerEndpoint, &h.pub.Relations, &h.pub.RelationsKnown)
+}
+
+// knownRelations lists the relations of endpoint: from the record *rels when *known says it
+// has them all, else with relation-ids, after which the record follows them (relations it
+// has but Juju no longer lists are dropped).
+func (h *hook) knownRelations(ctx context.Context, endpoint string, rels *map[juju.RelationID]*publishedRel, known *bool) ([]juju.RelationID, error) {
+	if *known {
+		return sortedKeys(*rels), nil
 	}
-	rels, err := h.hc.Relations.IDs(ctx, slurmd.RequirerEndpoint)
+	ids, err := h.hc.Relations.IDs(ctx, endpoint)
 	if err != nil {
-		return nil, fmt.Errorf("cannot list slurmd relations: %w", err)
+		return nil, fmt.Errorf("cannot list %s relations: %w", endpoint, err)
 	}
-	for id := range h.pub.Relations {
-		if !slices.Contains(rels, id) {
-			delete(h.pub.Relations, id)
+	for id := range *rels {
+		if !slices.Contains(ids, id) {
+			delete(*rels, id)
 		}
 	}
-	for _, rel := range rels {
-		h.pub.relation(rel)
+	for _, id := range ids {
+		record(rels, id)
 	}
-	h.pub.RelationsKnown = true
-	return rels, nil
+	*known = true
+	return ids, nil
 }
 
 // publish writes ControllerData to relation rel (leader only) unless the record says the

@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/charmed-slurm/operators/interfaces/sackd"
 	"github.com/charmed-slurm/operators/libs/etchosts"
@@ -241,20 +240,8 @@ func (l loginNodes) served() (map[string][]byte, error) {
 // relation-ids (then the record follows them). A relation being broken is not one.
 func (l loginNodes) relations(ctx context.Context) ([]juju.RelationID, error) {
 	h := l.h
-	if !h.pub.LoginKnown {
-		ids, err := h.hc.Relations.IDs(ctx, sackd.RequirerEndpoint)
-		if err != nil {
-			return nil, fmt.Errorf("cannot list the sackd relations: %w", err)
-		}
-		for id := range h.pub.Login {
-			if !slices.Contains(ids, id) {
-				delete(h.pub.Login, id)
-			}
-		}
-		for _, id := range ids {
-			loginRelation(h.pub, id)
-		}
-		h.pub.LoginKnown = true
+	if _, err := h.knownRelations(ctx, sackd.RequirerEndpoint, &h.pub.Login, &h.pub.LoginKnown); err != nil {
+		return nil, err
 	}
 	if ev := h.hc.Event; ev.Kind == juju.RelationBroken && ev.Endpoint == sackd.RequirerEndpoint {
 		delete(h.pub.Login, ev.Relation)
@@ -263,14 +250,4 @@ func (l loginNodes) relations(ctx context.Context) ([]juju.RelationID, error) {
 }
 
 // loginRelation returns p's record of login relation id, adding an empty one.
-func loginRelation(p *published, id juju.RelationID) *publishedRel {
-	if p.Login == nil {
-		p.Login = map[juju.RelationID]*publishedRel{}
-	}
-	r := p.Login[id]
-	if r == nil {
-		r = &publishedRel{}
-		p.Login[id] = r
-	}
-	return r
-}
+func loginRelation(p *published, id juju.RelationID) *publishedRel { return record(&p.Login, id) }

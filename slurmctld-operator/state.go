@@ -137,15 +137,18 @@ func cloneRels(rels map[juju.RelationID]*publishedRel) map[juju.RelationID]*publ
 	return q
 }
 
-// relation returns the record of relation id, adding an empty one.
-func (p *published) relation(id juju.RelationID) *publishedRel {
-	if p.Relations == nil {
-		p.Relations = map[juju.RelationID]*publishedRel{}
+// relation returns the record of slurmd relation id, adding an empty one.
+func (p *published) relation(id juju.RelationID) *publishedRel { return record(&p.Relations, id) }
+
+// record returns the record of relation id in *rels, adding an empty one.
+func record(rels *map[juju.RelationID]*publishedRel, id juju.RelationID) *publishedRel {
+	if *rels == nil {
+		*rels = map[juju.RelationID]*publishedRel{}
 	}
-	r := p.Relations[id]
+	r := (*rels)[id]
 	if r == nil {
 		r = &publishedRel{}
-		p.Relations[id] = r
+		(*rels)[id] = r
 	}
 	return r
 }

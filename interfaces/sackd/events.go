@@ -94,17 +94,7 @@ func (p Provider) Relation(ctx context.Context) (juju.RelationID, error) {
 // It returns ErrNotReady while the controller has not published.
 func (p Provider) Controller(ctx context.Context, id juju.RelationID) (ControllerData, error) {
 	hc := p.HookContext
-	app := ""
-	if ev := hc.Event; ev.Kind.IsRelation() && ev.Relation == id {
-		app = ev.RemoteApp
-	}
-	if app == "" {
-		var err error
-		if app, err = hc.Relations.RemoteApp(ctx, id); err != nil {
-			return ControllerData{}, fmt.Errorf("cannot find the controller application: %w", err)
-		}
-	}
-	bag, err := hc.Relations.AppData(ctx, id, app)
+	_, bag, err := hc.RemoteAppData(ctx, id)
 	if err != nil {
 		return ControllerData{}, fmt.Errorf("cannot read the controller's relation data: %w", err)
 	}
