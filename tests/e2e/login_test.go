@@ -160,6 +160,16 @@ func loginNode(t *testing.T, c *cluster) {
 	c.jobsFromLogin("after the controller's restart")
 	c.login("srun", "-p", "slurmd", "--gres=lic:1", "true")
 
+	// A restart with the same configuration (a crash, a reboot of the controller's machine):
+	// the login node's configuration and key are still the controller's; it needs nothing.
+	pid = c.ctlPID()
+	c.exec("slurmctld/0", "systemctl", "restart", "slurmctld.service")
+	c.eventually(30*time.Second, "slurmctld answering after its restart", func() (bool, string) {
+		out, code, stderr := c.tryExec("sackd/0", "scontrol", "ping")
+		return code == 0 && strings.Contains(out, "is UP") && c.ctlPID() != pid, out + stderr
+	})
+	c.jobsFromLogin("after a plain restart of the controller")
+
 	// The controller's departure: sackd stops, the key and the cached configuration go.
 	if err := c.m.RemoveRelation(c.bg(), "slurmctld", "sackd"); err != nil {
 		t.Fatal(err)
