@@ -105,7 +105,7 @@ type published struct {
 	Login      map[juju.RelationID]*publishedRel `json:"login,omitempty"`
 }
 
-// publishedRel is what was written to one slurmd relation.
+// publishedRel is what was written to one relation (slurmd or sackd).
 type publishedRel struct {
 	// Data is the ControllerData databag written; nil when none yet.
 	Data map[string]string `json:"data,omitempty"`
