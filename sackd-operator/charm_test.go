@@ -18,6 +18,7 @@ import (
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/juju/jujutest"
 	"github.com/charmed-slurm/operators/libs/service"
+	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
 const (
@@ -38,6 +39,8 @@ type env struct {
 	host  *host
 	root  string
 	state jujutest.State
+	// ctlVersion is the Slurm release the controller publishes (zero: it does not say).
+	ctlVersion slurm.Version
 }
 
 func newEnv(t *testing.T) *env {
@@ -66,7 +69,7 @@ func (e *env) bag(digest string, controllers ...string) map[string]string {
 	if len(controllers) == 0 {
 		controllers = []string{"10.0.0.1:6817"}
 	}
-	bag, err := sackd.ControllerBag{Controllers: controllers, AuthSecretID: string(secretID), ClusterName: "test", ConfDigest: digest}.Encode()
+	bag, err := sackd.ControllerBag{Controllers: controllers, AuthSecretID: string(secretID), ClusterName: "test", ConfDigest: digest, SlurmVersion: e.ctlVersion}.Encode()
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -564,4 +567,61 @@ func TestPublishHost(t *testing.T) {
 	if d := e.state.Relations[0].LocalUnitData; len(d) != 0 {
 		t.Errorf("a refused unit published %v", d)
 	}
+}
+
+// TestVersionChecked: a sackd the controller's Slurm does not accept (newer than slurmctld, or
+// too old for it) is never started and nothing is written, the unit blocked naming both
+// versions; once the controller runs a release that accepts it, the unit joins. A refusal
+// that comes while sackd runs (the controller's Slurm changed under it) leaves it running.
+func TestVersionChecked(t *testing.T) {
+	v := func(s string) slurm.Version {
+		x, err := slurm.ParseVersion(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	for _, tt := range []struct {
+		name, ctl, mine string
+		// accepting is a controller release that accepts mine.
+		accepting, want string
+	}{
+		{"newer than the controller", "24.11.5", "26.05.5-1", "26.05.5", "sackd 26.05.5 is newer than slurmctld 24.11.5: Slurm accepts no daemon newer than its controller; upgrade slurmctld first"},
+		{"too old for the controller", "26.05.5", "23.11.10-1", "24.05.4", "sackd 23.11.10 is too old for slurmctld 26.05.5 (it accepts sackd of its own release and the 3 before it): upgrade sackd"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.host.installed = map[string]string{"sackd": tt.mine, "slurm-client": tt.mine}
+			e.ctlVersion = v(tt.ctl)
+			e.join()
+			e.must(jujutest.SecretHook(juju.SecretChanged, secretID, 0))
+			e.must(jujutest.Hook(juju.UpdateStatus))
+			e.wantStatus(juju.StatusBlocked, tt.want)
+			if calls := e.host.svc.Calls(); len(calls) != 1 || calls[0] != "stop sackd" {
+				t.Errorf("service calls %q, want only install's stop", calls)
+			}
+			if e.exists(KeyFile) || e.exists(RunDir) {
+				t.Errorf("a refused login node has the key or sackd's directory")
+			}
+			// The controller upgraded (or this machine): the unit joins.
+			e.ctlVersion = v(tt.accepting)
+			e.state.Relations[0].RemoteAppData = e.bag(digestOf(e.host.conf))
+			e.must(jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0"))
+			e.wantStatus(juju.StatusActive, ReadyMessage)
+		})
+	}
+	t.Run("refused while running", func(t *testing.T) {
+		e := newEnv(t)
+		e.ctlVersion = v("24.11.5")
+		e.join()
+		e.wantStatus(juju.StatusActive, ReadyMessage)
+		e.host.svc.ResetCalls()
+		e.ctlVersion = v("23.11.10")
+		e.state.Relations[0].RemoteAppData = e.bag(digestOf(e.host.conf))
+		e.must(jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0"))
+		e.wantStatus(juju.StatusBlocked, ReadyMessage+"; sackd 24.11.5 is newer than slurmctld 23.11.10: Slurm accepts no daemon newer than its controller; upgrade slurmctld first")
+		if calls := e.host.svc.Calls(); len(calls) != 0 {
+			t.Errorf("service calls %q: a running sackd is left as it runs", calls)
+		}
+	})
 }

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/charmed-slurm/operators/libs/apt"
 	"github.com/charmed-slurm/operators/libs/juju"
-	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
@@ -16,32 +14,6 @@ import (
 var packages = []apt.Need{
 	{Binary: "sackd", Package: "sackd"},
 	{Binary: "sinfo", Package: "slurm-client"},
-}
-
-// install checks this machine's Slurm release, installs what is missing when the release has
-// sackd, and leaves the packaged sackd stopped until a controller is related. A release
-// without sackd blocks the unit with nothing installed or configured.
-func (h *hook) install(ctx context.Context) error {
-	if err := h.checkRelease(ctx, true); err != nil {
-		return err
-	}
-	if h.st.Release.Refused == "" && h.st.Applied == nil {
-		// Debian's package enables and starts sackd, which would look for the controllers
-		// in DNS: it runs when a controller says where it is.
-		if err := h.stopSackd(ctx); err != nil {
-			return err
-		}
-	}
-	return h.setStatus(ctx)
-}
-
-// upgrade (upgrade-charm) checks the release again (a new package, a machine upgraded to a
-// release with sackd) and applies the controller's data as a relation hook would.
-func (h *hook) upgrade(ctx context.Context) error {
-	if err := h.checkRelease(ctx, true); err != nil {
-		return err
-	}
-	return h.reapply(ctx)
 }
 
 // checkRelease finds this machine's Slurm release and whether it can be a login node, and
@@ -60,7 +32,7 @@ func (h *hook) checkRelease(ctx context.Context, install bool) error {
 	if rel.Refused != "" {
 		h.logf(ctx, juju.LevelWarning, "%s", rel.Refused)
 	} else if install && len(missing) > 0 {
-		if err := h.k.SetUnitStatus(ctx, juju.StatusMaintenance, "installing "+strings.Join(missing, ", ")); err != nil {
+		if err := h.progress(ctx, "installing "+strings.Join(missing, ", ")); err != nil {
 			return err
 		}
 		if err := apt.Install(ctx, h.c.Slurm, missing); err != nil {
@@ -158,26 +130,4 @@ func (h *hook) packageVersion(ctx context.Context, pkg string) (string, error) {
 	}
 	r, err := releaseOf(v, "installed here")
 	return r.Version, err
-}
-
-// refused is why this machine cannot be a login node, "" when it can.
-func (h *hook) refused() string {
-	if r := h.st.Release; r != nil {
-		return r.Refused
-	}
-	return ""
-}
-
-// stopSackd stops and disables sackd. A service the supervisor does not know (Pebble before
-// the charm configured it) is stopped already.
-func (h *hook) stopSackd(ctx context.Context) error {
-	m := h.c.Services
-	err := m.Stop(ctx, SackdService)
-	if err == nil {
-		err = m.Disable(ctx, SackdService)
-	}
-	if err != nil && !errors.Is(err, service.ErrUnknownService) {
-		return fmt.Errorf("cannot stop sackd: %w", err)
-	}
-	return nil
 }

@@ -30,18 +30,18 @@ func (h *hook) relation(ctx context.Context) error {
 		switch {
 		case errors.As(err, &de):
 			h.logf(ctx, juju.LevelWarning, "bad controller data: %v", err)
-			return h.k.SetUnitStatus(ctx, juju.StatusBlocked, "slurmctld relation: "+err.Error())
+			return h.report(ctx, observed{dataErr: err})
 		case err != nil:
 			return err
 		}
-		return h.setStatus(ctx)
+		return h.refresh(ctx)
 	case sackd.SlurmctldReady:
-		return h.ready(ctx, ev.Relation, ev.Data)
+		return h.join(ctx, ev.Relation, ev.Data)
 	case sackd.SlurmctldDeparted:
-		return h.leave(ctx, "login node left the cluster")
+		return h.leave(ctx, true)
 	case sackd.SlurmctldDisconnected:
 		h.st.Host = nil // the relation's data went with it
-		return h.leave(ctx, "")
+		return h.leave(ctx, false)
 	}
 	return err
 }
@@ -50,7 +50,7 @@ func (h *hook) relation(ctx context.Context) error {
 // unless the record says they are there; fresh reads them again (upgrade-charm, start: the
 // machine may have changed). A machine that cannot be a login node publishes nothing.
 func (h *hook) publishHost(ctx context.Context, id juju.RelationID, fresh bool) error {
-	if h.refused() != "" {
+	if h.st.refused() != "" {
 		return nil
 	}
 	if p := h.st.Host; p != nil && p.Relation == id && !fresh {
@@ -80,33 +80,32 @@ func (h *hook) publishHost(ctx context.Context, id juju.RelationID, fresh bool) 
 	if err := (sackd.Provider{HookContext: h.hc}).PublishHost(ctx, id, sackd.LoginHost{Hostname: name, Address: addr}); err != nil {
 		return fmt.Errorf("cannot publish this login node's host name and address: %w", err)
 	}
-	h.st.Host = rec
+	h.published = rec
 	return nil
 }
 
 // reapply applies the controller's data as the last relation hook would, when there is a
 // relation and its data is complete; otherwise it reports the status.
 func (h *hook) reapply(ctx context.Context) error {
-	p := sackd.Provider{HookContext: h.hc}
-	id, err := p.Relation(ctx)
+	id, err := h.relationID(ctx)
 	if err != nil {
 		return err
 	}
-	if id == "" || h.refused() != "" {
-		return h.setStatus(ctx)
+	if id == "" || h.st.refused() != "" {
+		return h.refresh(ctx)
 	}
 	if err := h.publishHost(ctx, id, true); err != nil {
 		return err
 	}
-	data, err := p.Controller(ctx, id)
+	data, err := sackd.Provider{HookContext: h.hc}.Controller(ctx, id)
 	var de *sackd.DataError
 	switch {
 	case errors.Is(err, sackd.ErrNotReady):
-		return h.setStatus(ctx)
+		return h.refresh(ctx)
 	case errors.As(err, &de):
-		return h.k.SetUnitStatus(ctx, juju.StatusBlocked, "slurmctld relation: "+err.Error())
+		return h.report(ctx, observed{dataErr: err})
 	case err != nil:
 		return err
 	}
-	return h.ready(ctx, id, data)
+	return h.join(ctx, id, data)
 }

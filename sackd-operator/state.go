@@ -18,10 +18,20 @@ type State struct {
 	// Host is what this unit last published as its host name and address, and where; nil
 	// before and after the relation.
 	Host *PublishedHost `json:"host,omitempty"`
-	// VersionShown is the version last given to application-version-set.
-	VersionShown string `json:"version-shown,omitempty"`
-	// StatusCache holds the status this unit last set; the same status is not set again.
+	// VersionRefused says why the controller's Slurm does not accept this machine's sackd
+	// (slurm.CheckLoginVersion): sackd was not (re)started for it.
+	VersionRefused string `json:"version-refused,omitempty"`
+	// StatusCache holds the status and the version this unit last set; the same is not set
+	// again.
 	charm.StatusCache
+}
+
+// refused is why this machine cannot be a login node, "" when it can.
+func (st *State) refused() string {
+	if r := st.Release; r != nil {
+		return r.Refused
+	}
+	return ""
 }
 
 // Release is this machine's Slurm as the charm found it.

@@ -13,12 +13,13 @@ import (
 	"github.com/charmed-slurm/operators/interfaces/sackd"
 	"github.com/charmed-slurm/operators/libs/etchosts"
 	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
 // The sackd relation: login applications (the sackd charm). What the leader publishes to each
-// is the controllers, the auth key secret (granted to the relation) and the digest of the
-// configuration slurmctld serves (sackd.ControllerBag). loginNodes decides it, once at the
+// is the controllers, the auth key secret (granted to the relation), the Slurm version and the
+// digest of the configuration slurmctld serves (sackd.ControllerBag). loginNodes decides it, once at the
 // end of every successful leader hook but install and actions (Charm.handle): whatever the
 // hook changed (a new key secret, a controller list, slurm.conf, a new leadership term that
 // trusts no earlier record), every login application has it when the hook ends, and a hook
@@ -181,12 +182,15 @@ func (l loginNodes) bag(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	bag, err := sackd.ControllerBag{
+	cb := sackd.ControllerBag{
 		Controllers:  ctls,
 		AuthSecretID: h.st.SecretID,
 		ClusterName:  h.cfg.ClusterName,
 		ConfDigest:   sackd.DigestFiles(files),
-	}.Encode()
+	}
+	// The version login units check theirs against (none while unknown), as slurmd units do.
+	cb.SlurmVersion, _ = slurm.ParseVersion(h.st.SlurmVersion)
+	bag, err := cb.Encode()
 	if err != nil {
 		return nil, fmt.Errorf("cannot publish the controller's data to login nodes: %w", err)
 	}

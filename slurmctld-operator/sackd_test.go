@@ -10,6 +10,7 @@ import (
 	"github.com/charmed-slurm/operators/interfaces/sackd"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/juju/jujutest"
+	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
 const loginRel = juju.RelationID("sackd:3")
@@ -60,7 +61,9 @@ func TestLoginRelation(t *testing.T) {
 	e := newEnv(t)
 	out := e.loginJoined()
 	got := loginBag(t, out)
-	want := sackd.ControllerBag{Controllers: []string{"10.0.0.1:6817"}, AuthSecretID: string(out.Secrets[0].ID), ClusterName: "charmed-slurm", ConfDigest: e.served()}
+	want := sackd.ControllerBag{Controllers: []string{"10.0.0.1:6817"}, AuthSecretID: string(out.Secrets[0].ID), ClusterName: "charmed-slurm", ConfDigest: e.served(),
+		// The controller's own release (slurmctld -V), which login units check theirs against.
+		SlurmVersion: slurm.Version{Major: 22, Minor: 5, Micro: 8}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("published (-want +got):\n%s", d)
 	}

@@ -7,9 +7,10 @@
 // Only the slurmctld leader writes, to its application databag; the sackd side publishes
 // nothing. The controller publishes what it publishes to slurmd applications, encoded the
 // same way and decoded by the same code (slurmd.ControllerBag: "version", "controllers", a JSON
-// list of host:port with the primary first, "cluster_name" and "auth_secret_id", the id of
-// the Juju secret holding the auth key, {"key": base64, "keyid": "N"}, which the controller
-// grants to the relation), plus
+// list of host:port with the primary first, "cluster_name", "auth_secret_id", the id of the
+// Juju secret holding the auth key, {"key": base64, "keyid": "N"}, which the controller grants
+// to the relation, and "slurm_version", the release slurmctld runs, which a login unit checks
+// its own against: Slurm accepts no client newer than its controller), plus
 //
 //   - "conf_digest": the hex SHA-256 of the configuration files slurmctld serves to
 //     configless clients (DigestFiles), absent when the controller has none yet. sackd
@@ -48,6 +49,7 @@ import (
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/etchosts"
+	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
 // Databag keys: the controller's configuration digest (application databag), a login unit's
@@ -101,6 +103,8 @@ type ControllerBag struct {
 	// ConfDigest is the digest of the configuration slurmctld serves (DigestFiles); "" when
 	// it has none yet.
 	ConfDigest string
+	// SlurmVersion is the Slurm release slurmctld runs; zero when the controller does not say.
+	SlurmVersion slurm.Version
 }
 
 // ControllerData is ControllerBag with the auth key read from its secret.
@@ -114,7 +118,7 @@ type ControllerData struct {
 
 // shared is the part of b encoded as the slurmd relation's controller data.
 func (b ControllerBag) shared() slurmd.ControllerBag {
-	return slurmd.ControllerBag{Controllers: b.Controllers, AuthSecretID: b.AuthSecretID, ClusterName: b.ClusterName}
+	return slurmd.ControllerBag{Controllers: b.Controllers, AuthSecretID: b.AuthSecretID, ClusterName: b.ClusterName, SlurmVersion: b.SlurmVersion}
 }
 
 // Encode renders the databag.
@@ -147,7 +151,7 @@ func DecodeControllerBag(bag map[string]string) (ControllerBag, error) {
 			return ControllerBag{}, err
 		}
 	}
-	return ControllerBag{Controllers: cb.Controllers, AuthSecretID: cb.AuthSecretID, ClusterName: cb.ClusterName, ConfDigest: digest}, nil
+	return ControllerBag{Controllers: cb.Controllers, AuthSecretID: cb.AuthSecretID, ClusterName: cb.ClusterName, ConfDigest: digest, SlurmVersion: cb.SlurmVersion}, nil
 }
 
 // checkDigest accepts a hex SHA-256, as DigestFiles renders it.

@@ -14,6 +14,7 @@ import (
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/juju/jujutest"
+	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
 const (
@@ -33,6 +34,7 @@ func TestControllerBagRoundTrip(t *testing.T) {
 		AuthSecretID: string(secretID),
 		ClusterName:  "hpc",
 		ConfDigest:   digest,
+		SlurmVersion: slurm.Version{Major: 26, Minor: 5, Micro: 5},
 	}
 	bag, err := in.Encode()
 	if err != nil {
@@ -44,6 +46,7 @@ func TestControllerBagRoundTrip(t *testing.T) {
 		"auth_secret_id": string(secretID),
 		"cluster_name":   "hpc",
 		"conf_digest":    digest,
+		"slurm_version":  "26.05.5",
 	}
 	if d := cmp.Diff(want, bag); d != "" {
 		t.Errorf("encoded bag (-want +got):\n%s", d)
@@ -57,7 +60,7 @@ func TestControllerBagRoundTrip(t *testing.T) {
 	}
 	// The shared part is the slurmd relation's controller data, read by the same code.
 	sb, err := slurmd.DecodeControllerBag(bag)
-	if err != nil || sb.AuthSecretID != in.AuthSecretID {
+	if err != nil || sb.AuthSecretID != in.AuthSecretID || sb.SlurmVersion != in.SlurmVersion {
 		t.Errorf("the slurmd decoder reads %+v, %v", sb, err)
 	}
 	// No digest yet: the key is left out.
@@ -97,6 +100,8 @@ func TestDecodeControllerBagErrors(t *testing.T) {
 		{"digest upper case", with("conf_digest", strings.ToUpper(digest)), "conf_digest", "not a hex SHA-256"},
 		{"digest empty", with("conf_digest", ""), "conf_digest", "not a hex SHA-256"},
 		{"gres types", with("gres_types", `["gpu"]`), "gres_types", "not part of the sackd relation"},
+		{"slurm version not canonical", with("slurm_version", "24.11"), "slurm_version", "not a Slurm version"},
+		{"slurm version garbage", with("slurm_version", "latest"), "slurm_version", "not a Slurm version"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,6 +120,9 @@ func TestDecodeControllerBagErrors(t *testing.T) {
 	}
 	if _, err := sackd.DecodeControllerBag(with("conf_digest", "<delete>")); err != nil {
 		t.Errorf("no digest: %v, want none (a controller with no configuration yet)", err)
+	}
+	if cb, err := sackd.DecodeControllerBag(good()); err != nil || !cb.SlurmVersion.IsZero() {
+		t.Errorf("no slurm_version: %+v, %v, want the zero Version (a controller that does not say)", cb, err)
 	}
 }
 
@@ -281,13 +289,16 @@ func TestRequirer(t *testing.T) {
 // FuzzDecode feeds arbitrary databags to the decoder: no panic, and what it accepts encodes
 // back to a bag that decodes to the same value.
 func FuzzDecode(f *testing.F) {
-	f.Add("1", `["a:6817"]`, "secret:x", digest, "")
-	f.Add("1", `["a:6817"]`, "secret:x", "", `["gpu"]`)
-	f.Add("2", `{}`, "", "zz", "")
-	f.Fuzz(func(t *testing.T, version, controllers, secret, digest, gres string) {
+	f.Add("1", `["a:6817"]`, "secret:x", digest, "", "24.11.5")
+	f.Add("1", `["a:6817"]`, "secret:x", "", `["gpu"]`, "")
+	f.Add("2", `{}`, "", "zz", "", "26.5")
+	f.Fuzz(func(t *testing.T, version, controllers, secret, digest, gres, slurmVersion string) {
 		bag := map[string]string{"version": version, "controllers": controllers, "auth_secret_id": secret, "conf_digest": digest}
 		if gres != "" {
 			bag["gres_types"] = gres
+		}
+		if slurmVersion != "" {
+			bag["slurm_version"] = slurmVersion
 		}
 		cb, err := sackd.DecodeControllerBag(bag)
 		if err != nil {
