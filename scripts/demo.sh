@@ -3,7 +3,7 @@
 # Deploys slurmctld and 3 slurmd units on their own hosts (network namespaces supervised by
 # Pebble), integrates them, runs jobs, adds a unit, applies partition-config and node-config,
 # removes a unit while a job runs on it, printing `status` at each step; then tears it all down.
-# Where Slurm has sackd (TARGET=trixie) it also deploys a login node (the sackd charm) and
+# Where Slurm has sackd (TARGET=trixie or forky) it also deploys a login node (the sackd charm) and
 # submits jobs from it.
 # TARGET picks the machines: pebble (the default and quickest: Pebble hosts, Slurm 22.05),
 # bookworm (systemd machines, Debian 12, Slurm 22.05), trixie (systemd machines, Debian 13,
@@ -116,7 +116,7 @@ status
 
 # A login node (the sackd charm) where Slurm has sackd (23.11 and later): users submit from it.
 case $TARGET in
-  trixie) login=1 ;;
+  trixie | forky) login=1 ;;
   *) login= ;;
 esac
 if [ -n "$login" ]; then

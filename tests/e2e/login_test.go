@@ -9,30 +9,22 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/charmed-slurm/operators/tests/model"
 )
 
-// loginReleases are the releases whose machines can be login nodes (sackd, Slurm 23.11 and
-// later), with the image suite that names the subtest.
-var loginReleases = []struct{ base, suite string }{
-	{model.BaseTrixie, "trixie"},
-}
-
 // TestLoginNodeMachines runs a login node (the sackd charm) beside a controller and two compute
-// nodes on systemd machines of every release with sackd: from sackd/0 (no slurmd, no munge, no
-// slurm.conf of its own) sinfo and squeue answer and sbatch and srun run on the compute nodes,
-// before and after a key rotation and a controller restart with a new configuration; the
-// controller's departure stops sackd and takes the key away, a new relation brings it back; the
-// login unit's removal touches no job.
+// nodes on systemd machines of every release with sackd (Slurm 23.11 and later: Debian 13's
+// 24.11, Debian 14's 26.05): from sackd/0 (no slurmd, no munge, no slurm.conf of its own)
+// sinfo and squeue answer and sbatch and srun run on the compute nodes, before and after a key
+// rotation and a controller restart with a new configuration; the controller's departure stops
+// sackd and takes the key away, a new relation brings it back; the login unit's removal
+// touches no job.
 func TestLoginNodeMachines(t *testing.T) {
 	t.Parallel()
-	for _, r := range loginReleases {
-		t.Run(r.suite, func(t *testing.T) {
-			t.Parallel()
-			loginNode(t, newClusterOn(t, r.base, 2))
-		})
-	}
+	onReleases(t, []release{trixie, forky}, func(t *testing.T, r release) {
+		c := newClusterOn(t, r.base, 2)
+		c.checkRelease(r, "slurmctld/0", "slurmd/0")
+		loginNode(t, c, r)
+	})
 }
 
 // login runs argv on the login node as a user would: no SLURM_CONF, Slurm's clients find what
@@ -86,12 +78,16 @@ func (c *cluster) loginConf() string {
 	return out
 }
 
-func loginNode(t *testing.T, c *cluster) {
+func loginNode(t *testing.T, c *cluster, r release) {
 	c.deploy(sackdPath, "sackd", 1, nil)
 	c.integrate("slurmctld", "sackd")
 	c.waitActive()
 	c.loginReady("after integrate")
 	c.checkSystemd("sackd/0", "sackd")
+	// The login node runs the release's sackd, and says so.
+	if v := c.m.Status(c.bg()).Applications["sackd"].Version; !strings.HasPrefix(v, r.slurm+".") {
+		t.Errorf("sackd's version %q, want Slurm %s", v, r.slurm)
+	}
 	// A login node: sackd runs as slurm; no slurmd, no munged, no slurm.conf of its own.
 	if user := strings.TrimSpace(c.exec("sackd/0", "ps", "-o", "user=", "-C", "sackd")); user != "slurm" {
 		t.Errorf("sackd runs as %q, want slurm", user)
