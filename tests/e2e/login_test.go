@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
+	"github.com/charmed-slurm/operators/tests/model"
 )
 
 // TestLoginNodeMachines runs a login node (the sackd charm) beside a controller and two compute
@@ -208,6 +211,61 @@ func loginNode(t *testing.T, c *cluster, r release) {
 	c.waitJobState(job, "COMPLETED", time.Minute)
 	if r, s := c.reconfigures(); r != reconf || s != starts || c.ctlPID() != pid {
 		t.Errorf("removing the login unit: reconfigures %d → %d, starts %d → %d, pid %s → %s; want no change", reconf, r, starts, s, pid, c.ctlPID())
+	}
+}
+
+// TestLoginNodeMixedReleases: a login node in the middle of an upgrade, held to the rule
+// Slurm holds slurmd to (its own release and the three before it from 24.11, never a newer one).
+//
+//   - Wrong order (a login application on Debian 14, Slurm 26.05, related to a slurmctld on
+//     Debian 13, 24.11): the unit is blocked naming both versions, sackd never runs and no key
+//     is written; the controller is unaffected.
+//   - Right order (slurmctld on Debian 14, the login application on Debian 13): the 24.11
+//     login node submits to the 26.05 controller, and its jobs run.
+func TestLoginNodeMixedReleases(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		ctl, login release
+		joins      bool
+	}{
+		{"newer-sackd-refused", trixie, forky, false},
+		{"older-sackd-joins", forky, trixie, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := newClusterWith(t, tc.ctl.base, func(bm *model.BaseMachines) model.Provisioner {
+				bm.Images[tc.login.base] = hoststest.Image(t, tc.login.suite)
+				return bm
+			}, 2)
+			ctx, cancel := c.ctx(2 * time.Minute)
+			defer cancel()
+			if _, err := c.m.Deploy(ctx, model.DeployOptions{Charm: sackdPath, Name: "sackd", Base: tc.login.base}); err != nil {
+				t.Fatal(err)
+			}
+			c.integrate("slurmctld", "sackd")
+			c.waitIdle()
+			if v := c.m.Status(c.bg()).Applications["sackd"].Version; !strings.HasPrefix(v, tc.login.slurm+".") {
+				t.Fatalf("sackd's version %q, want Slurm %s", v, tc.login.slurm)
+			}
+			if tc.joins {
+				c.loginReady("with a newer controller")
+				c.jobsFromLogin("with a newer controller")
+				return
+			}
+			code, msg := c.unitStatus("sackd/0")
+			if code != "blocked" || !strings.Contains(msg, "sackd "+tc.login.slurm+".") ||
+				!strings.Contains(msg, "is newer than slurmctld "+tc.ctl.slurm+".") || !strings.Contains(msg, "upgrade slurmctld first") {
+				t.Errorf("sackd/0: %s %q, want blocked naming sackd %s and slurmctld %s", code, msg, tc.login.slurm, tc.ctl.slurm)
+			}
+			if out, _, _ := c.tryExec("sackd/0", "systemctl", "is-active", "sackd.service"); strings.TrimSpace(out) == "active" {
+				t.Errorf("sackd runs on the refused login node")
+			}
+			c.exec("sackd/0", "test", "!", "-e", "/etc/slurm/slurm.key")
+			if code, msg := c.unitStatus("slurmctld/0"); code != "active" {
+				t.Errorf("slurmctld/0: %s %q", code, msg)
+			}
+		})
 	}
 }
 
