@@ -11,25 +11,35 @@ import (
 	"github.com/charmed-slurm/operators/libs/slurm/slurmtest"
 )
 
-// TestPartitions replays `sinfo -h -o %R` on a Slurm 24.11 login node (sackd), answering and
-// without a sack socket.
+// TestPartitions replays `sinfo -h -o %R` on a Slurm 24.11 and a 26.05 login node (sackd),
+// answering and without a sack socket.
 func TestPartitions(t *testing.T) {
-	c, r := newClient(slurmtest.Real2411("login-sinfo"))
-	got, err := c.Partitions(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := cmp.Diff([]string{"slurmd"}, got); d != "" {
-		t.Errorf("partitions (-want +got):\n%s", d)
-	}
-	if calls := r.Calls(); len(calls) != 1 || calls[0].Env[0] != "SLURM_CONF=/etc/slurm/slurm.conf" {
-		t.Errorf("calls %+v, want one with SLURM_CONF", calls)
-	}
+	for _, r := range []struct {
+		release string
+		real    func(string) slurmtest.Case
+	}{
+		{"24.11", slurmtest.Real2411},
+		{"26.05", slurmtest.Real2605},
+	} {
+		t.Run(r.release, func(t *testing.T) {
+			c, rec := newClient(r.real("login-sinfo"))
+			got, err := c.Partitions(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff([]string{"slurmd"}, got); d != "" {
+				t.Errorf("partitions (-want +got):\n%s", d)
+			}
+			if calls := rec.Calls(); len(calls) != 1 || calls[0].Env[0] != "SLURM_CONF=/etc/slurm/slurm.conf" {
+				t.Errorf("calls %+v, want one with SLURM_CONF", calls)
+			}
 
-	c, _ = newClient(slurmtest.Real2411("login-no-sack"))
-	_, err = c.Partitions(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "Protocol authentication error") {
-		t.Errorf("without sackd: err = %v, want the authentication error", err)
+			c, _ = newClient(r.real("login-no-sack"))
+			_, err = c.Partitions(context.Background())
+			if err == nil || !strings.Contains(err.Error(), "Protocol authentication error") {
+				t.Errorf("without sackd: err = %v, want the authentication error", err)
+			}
+		})
 	}
 }
 
@@ -59,6 +69,7 @@ func TestParsePartitions(t *testing.T) {
 
 func FuzzPartitions(f *testing.F) {
 	f.Add(slurmtest.Real2411("login-sinfo").Output.Stdout)
+	f.Add(slurmtest.Real2605("login-sinfo").Output.Stdout)
 	f.Add([]byte("a\nb\na\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		names, err := slurm.ParsePartitions(data)

@@ -110,7 +110,7 @@ func loginNode(t *testing.T, c *cluster, r release) {
 	if log := c.exec("slurmctld/0", "cat", ctlLogPath); strings.Contains(log, "Unable to resolve") {
 		t.Errorf("slurmctld could not resolve a host after sruns from the login node:\n%s", grepLines(log, "resolve"))
 	}
-	c.recordLogin()
+	c.recordLogin(r)
 
 	// Key rotation: the controller restarts with the new key (auth/slurm); the login node's
 	// sackd gets it through secret-changed.
@@ -269,14 +269,18 @@ func TestLoginNodeMixedReleases(t *testing.T) {
 	}
 }
 
-// recordLogin records, when SLURM_RECORD_DIR is set (TestRecordSlurm2411), what package slurm
-// reads on a login node: sinfo through sackd, and the same without it.
-func (c *cluster) recordLogin() {
+// recordLogin records, when SLURM_RECORD_DIR is set (as for TestRecordSlurm: its
+// real-<release> below it), what package slurm reads on a login node of release r: sinfo
+// through sackd, and the same without it.
+//
+//	SLURM_RECORD_DIR=$PWD/libs/slurm/slurmtest go test -run TestLoginNodeMachines/forky ./tests/e2e/
+func (c *cluster) recordLogin(r release) {
 	c.t.Helper()
 	dir := os.Getenv(recordEnv)
 	if dir == "" {
 		return
 	}
+	dir = filepath.Join(dir, "real-"+r.slurm)
 	argv := []string{"sinfo", "-h", "-o", "%R"}
 	save := func(name string) {
 		stdout, code, stderr := c.tryExec("sackd/0", append([]string{"env", "SLURM_CONF=/run/slurm/conf/slurm.conf"}, argv...)...)
