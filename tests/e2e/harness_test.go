@@ -28,6 +28,7 @@ var (
 	jujucBin      string
 	slurmctldPath string
 	slurmdPath    string
+	sackdPath     string
 )
 
 func TestMain(m *testing.M) {
@@ -54,7 +55,8 @@ func setup(m *testing.M) (int, error) {
 	ctx := context.Background()
 	slurmctldPath = filepath.Join(tmp, "slurmctld.charm")
 	slurmdPath = filepath.Join(tmp, "slurmd.charm")
-	for dir, out := range map[string]string{"slurmctld-operator": slurmctldPath, "slurmd-operator": slurmdPath} {
+	sackdPath = filepath.Join(tmp, "sackd.charm")
+	for dir, out := range map[string]string{"slurmctld-operator": slurmctldPath, "slurmd-operator": slurmdPath, "sackd-operator": sackdPath} {
 		if err := charmpack.Pack(ctx, charmpack.Options{Dir: filepath.Join(root, dir), Out: out}); err != nil {
 			return 0, err
 		}
