@@ -7,10 +7,8 @@ import (
 	"io"
 	"io/fs"
 	"maps"
-	"net"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -160,13 +158,17 @@ func (h *hook) authSecret(ctx context.Context) (juju.SecretID, error) {
 	return juju.SecretID(h.st.SecretID), nil
 }
 
-// grant grants the auth key secret to relation rel unless the record says it was.
+// grant grants the auth key secret to slurmd relation rel unless the record says it was.
 func (h *hook) grant(ctx context.Context, id juju.SecretID, rel juju.RelationID) error {
-	r := h.pub.relation(rel)
+	return h.pub.relation(rel).grant(ctx, h.hc.Secrets, id, rel)
+}
+
+// grant grants secret id to relation rel, whose record r is, unless r says it was.
+func (r *publishedRel) grant(ctx context.Context, secrets juju.Secrets, id juju.SecretID, rel juju.RelationID) error {
 	if r.Granted == string(id) {
 		return nil
 	}
-	if err := h.hc.Secrets.Grant(ctx, id, rel, ""); err != nil {
+	if err := secrets.Grant(ctx, id, rel, ""); err != nil {
 		return fmt.Errorf("cannot grant auth key secret to %s: %w", rel, err)
 	}
 	r.Granted = string(id)
@@ -477,34 +479,41 @@ func (h *hook) publishAll(ctx context.Context) error {
 // relations lists the slurmd relations: from the record when it has them all, else with
 // relation-ids (relations the record has but Juju no longer lists are dropped from it).
 func (h *hook) relations(ctx context.Context) ([]juju.RelationID, error) {
-	if h.pub.RelationsKnown {
-		return sortedKeys(h.pub.Relations), nil
+	return h.knownRelations(ctx, slurmd.RequirerEndpoint, &h.pub.Relations, &h.pub.RelationsKnown)
+}
+
+// knownRelations lists the relations of endpoint: from the record *rels when *known says it
+// has them all, else with relation-ids, after which the record follows them (relations it
+// has but Juju no longer lists are dropped).
+func (h *hook) knownRelations(ctx context.Context, endpoint string, rels *map[juju.RelationID]*publishedRel, known *bool) ([]juju.RelationID, error) {
+	if *known {
+		return sortedKeys(*rels), nil
 	}
-	rels, err := h.hc.Relations.IDs(ctx, slurmd.RequirerEndpoint)
+	ids, err := h.hc.Relations.IDs(ctx, endpoint)
 	if err != nil {
-		return nil, fmt.Errorf("cannot list slurmd relations: %w", err)
+		return nil, fmt.Errorf("cannot list %s relations: %w", endpoint, err)
 	}
-	for id := range h.pub.Relations {
-		if !slices.Contains(rels, id) {
-			delete(h.pub.Relations, id)
+	for id := range *rels {
+		if !slices.Contains(ids, id) {
+			delete(*rels, id)
 		}
 	}
-	for _, rel := range rels {
-		h.pub.relation(rel)
+	for _, id := range ids {
+		record(rels, id)
 	}
-	h.pub.RelationsKnown = true
-	return rels, nil
+	*known = true
+	return ids, nil
 }
 
 // publish writes ControllerData to relation rel (leader only) unless the record says the
 // same data was written there.
 func (h *hook) publish(ctx context.Context, rel juju.RelationID) error {
-	addr, err := h.ingress(ctx)
+	ctls, err := h.controllers(ctx)
 	if err != nil {
 		return err
 	}
 	bag := slurmd.ControllerBag{
-		Controllers:  []string{net.JoinHostPort(addr, strconv.Itoa(SlurmctldPort))},
+		Controllers:  ctls,
 		AuthSecretID: h.st.SecretID,
 		ClusterName:  h.cfg.ClusterName,
 		GresTypes:    h.gresRunning(),

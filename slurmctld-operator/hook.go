@@ -92,6 +92,9 @@ func (c *Charm) handle(fn func(ctx context.Context, h *hook) error) juju.Handler
 		if err != nil {
 			return err
 		}
+		if err := (loginNodes{h}).sync(ctx); err != nil {
+			return err
+		}
 		h.st.Published = h.pub
 		if h.pub.empty() {
 			h.st.Published = nil

@@ -75,6 +75,8 @@ type charmState struct {
 	// Published is what this unit, as leader, last wrote to Juju in hooks that succeeded;
 	// see published.
 	Published *published `json:"published,omitempty"`
+	// LoginHosts are the login units (sackd relations) by unit name, which /etc/hosts lists.
+	LoginHosts map[string]loginHost `json:"login-hosts,omitempty"`
 }
 
 // published records what the leader wrote to Juju (ports, relation data, secret grants) and
@@ -103,11 +105,14 @@ type published struct {
 	RelationsKnown bool `json:"relations-known,omitempty"`
 	// Relations are the slurmd relations with what was written to each.
 	Relations map[juju.RelationID]*publishedRel `json:"relations,omitempty"`
+	// LoginKnown and Login are the same for the sackd relations (login applications).
+	LoginKnown bool                              `json:"login-known,omitempty"`
+	Login      map[juju.RelationID]*publishedRel `json:"login,omitempty"`
 	// Dbd is what was written to the slurmdbd relation (accounting.go).
 	Dbd *publishedDbd `json:"dbd,omitempty"`
 }
 
-// publishedRel is what was written to one slurmd relation.
+// publishedRel is what was written to one relation (slurmd or sackd).
 type publishedRel struct {
 	// Data is the ControllerData databag written; nil when none yet.
 	Data map[string]string `json:"data,omitempty"`
@@ -121,12 +126,7 @@ func (p *published) clone() *published {
 		return &published{}
 	}
 	q := *p
-	q.Relations = make(map[juju.RelationID]*publishedRel, len(p.Relations))
-	for id, r := range p.Relations {
-		rc := *r
-		rc.Data = maps.Clone(r.Data)
-		q.Relations[id] = &rc
-	}
+	q.Relations, q.Login = cloneRels(p.Relations), cloneRels(p.Login)
 	if p.Dbd != nil {
 		d := *p.Dbd
 		d.Data = maps.Clone(p.Dbd.Data)
@@ -135,15 +135,32 @@ func (p *published) clone() *published {
 	return &q
 }
 
-// relation returns the record of relation id, adding an empty one.
-func (p *published) relation(id juju.RelationID) *publishedRel {
-	if p.Relations == nil {
-		p.Relations = map[juju.RelationID]*publishedRel{}
+// cloneRels is a deep copy of rels; nil when there are none.
+func cloneRels(rels map[juju.RelationID]*publishedRel) map[juju.RelationID]*publishedRel {
+	if len(rels) == 0 {
+		return nil
 	}
-	r := p.Relations[id]
+	q := make(map[juju.RelationID]*publishedRel, len(rels))
+	for id, r := range rels {
+		rc := *r
+		rc.Data = maps.Clone(r.Data)
+		q[id] = &rc
+	}
+	return q
+}
+
+// relation returns the record of slurmd relation id, adding an empty one.
+func (p *published) relation(id juju.RelationID) *publishedRel { return record(&p.Relations, id) }
+
+// record returns the record of relation id in *rels, adding an empty one.
+func record(rels *map[juju.RelationID]*publishedRel, id juju.RelationID) *publishedRel {
+	if *rels == nil {
+		*rels = map[juju.RelationID]*publishedRel{}
+	}
+	r := (*rels)[id]
 	if r == nil {
 		r = &publishedRel{}
-		p.Relations[id] = r
+		(*rels)[id] = r
 	}
 	return r
 }

@@ -104,23 +104,24 @@ func (c Relations) First(ctx context.Context, endpoint string) (RelationID, erro
 	return ids[0], nil
 }
 
-// RemoteAppData reads the remote application's databag on relation id, and names that
-// application: the event's JUJU_REMOTE_APP on a hook of relation id (no relation-list), else
-// relation-list --app. An empty name (no remote application yet) gives a nil bag.
-func (hc *HookContext) RemoteAppData(ctx context.Context, id RelationID) (app string, bag map[string]string, err error) {
+// RemoteAppData reads the databag of the application at the other end of relation id, and
+// names it: on a hook of that relation the event names the application (no relation-list),
+// otherwise relation-list -r <id> --app does. No application there yet gives "" and a nil
+// bag.
+func (hc *HookContext) RemoteAppData(ctx context.Context, id RelationID) (app string, data map[string]string, err error) {
 	if ev := hc.Event; ev.Kind.IsRelation() && ev.Relation == id {
 		app = ev.RemoteApp
 	}
 	if app == "" {
 		if app, err = hc.Relations.RemoteApp(ctx, id); err != nil {
-			return "", nil, fmt.Errorf("cannot find the remote application of %s: %w", id, err)
+			return "", nil, fmt.Errorf("cannot find the application at the other end of %s: %w", id, err)
 		}
 	}
 	if app == "" {
 		return "", nil, nil
 	}
-	if bag, err = hc.Relations.AppData(ctx, id, app); err != nil {
-		return app, nil, fmt.Errorf("cannot read the relation data of %s on %s: %w", app, id, err)
+	if data, err = hc.Relations.AppData(ctx, id, app); err != nil {
+		return app, nil, fmt.Errorf("cannot read the data of %s on %s: %w", app, id, err)
 	}
-	return app, bag, nil
+	return app, data, nil
 }

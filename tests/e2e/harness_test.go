@@ -28,6 +28,7 @@ var (
 	jujucBin      string
 	slurmctldPath string
 	slurmdPath    string
+	sackdPath     string
 	slurmdbdPath  string
 	mariadbPath   string
 )
@@ -56,9 +57,10 @@ func setup(m *testing.M) (int, error) {
 	ctx := context.Background()
 	slurmctldPath = filepath.Join(tmp, "slurmctld.charm")
 	slurmdPath = filepath.Join(tmp, "slurmd.charm")
+	sackdPath = filepath.Join(tmp, "sackd.charm")
 	slurmdbdPath = filepath.Join(tmp, "slurmdbd.charm")
 	mariadbPath = filepath.Join(tmp, "mariadb.charm")
-	for dir, out := range map[string]string{"slurmctld-operator": slurmctldPath, "slurmd-operator": slurmdPath,
+	for dir, out := range map[string]string{"slurmctld-operator": slurmctldPath, "slurmd-operator": slurmdPath, "sackd-operator": sackdPath,
 		"slurmdbd-operator": slurmdbdPath, "tests/charms/mariadb": mariadbPath} {
 		if err := charmpack.Pack(ctx, charmpack.Options{Dir: filepath.Join(root, dir), Out: out}); err != nil {
 			return 0, err
