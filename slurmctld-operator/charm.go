@@ -46,6 +46,10 @@ const (
 // svcSlurmctld is slurmctld's service name (munged's is Charm.MungeService).
 const svcSlurmctld = "slurmctld"
 
+// StateName is the charm's state file in the unit's charm directory: private to the unit
+// (also when several units share a file system) and kept by Juju across hooks and upgrades.
+const StateName = ".slurmctld-operator-state.json"
+
 // Charm holds the dependencies of every handler. Tests fill it with fakes.
 type Charm struct {
 	// Settings are the kit's shared tunables: Root (the file system root for every file
@@ -53,8 +57,8 @@ type Charm struct {
 	// zero), MungeTimeout (the bound on a (re)started munged answering `munge -n`; 10 s when
 	// zero) and LookupUser (file owners; nil uses os/user).
 	charm.Settings
-	// StateFile is the charm state's path (in the unit's charm directory); empty means
-	// /var/lib/slurmctld-operator/state.json below Root.
+	// StateFile is the charm state's path in tests; empty (production) means StateName in
+	// the unit's charm directory (JUJU_CHARM_DIR).
 	StateFile string
 	// Slurm runs Slurm's commands (scontrol, squeue, scancel) and apt-get.
 	Slurm command.Runner

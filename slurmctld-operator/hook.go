@@ -66,7 +66,8 @@ func (h *hook) forgetNodes() { h.nodes, h.nodesRead = nil, false }
 // (slurmctld started, a key installed, a partition removed) are not undone.
 func (c *Charm) lifecycle() charm.Lifecycle[charmState] {
 	return charm.Lifecycle[charmState]{
-		StateFile: c.statePath(),
+		StateFile: c.StateFile,
+		StateName: StateName,
 		Failed: func(saved, cur charmState) charmState {
 			cur.Published, cur.StatusCache = saved.Published, saved.StatusCache
 			return cur

@@ -10,21 +10,6 @@ import (
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
-// stateFile is the charm's state below Charm.Root when Charm.StateFile is not set.
-const stateFile = "/var/lib/slurmctld-operator/state.json"
-
-// stateFileName is the state's name in the unit's charm directory (where Juju keeps per-unit
-// charm data; the ops framework keeps .unit-state.db there too).
-const stateFileName = ".slurmctld-operator-state.json"
-
-// statePath is where the state lives.
-func (c *Charm) statePath() string {
-	if c.StateFile != "" {
-		return c.StateFile
-	}
-	return c.Path(stateFile)
-}
-
 // charmState is what the charm remembers between hooks. It is written atomically once, at
 // the end of every hook that changed it (Charm.lifecycle).
 type charmState struct {
