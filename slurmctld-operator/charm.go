@@ -55,7 +55,7 @@ type Charm struct {
 	// Settings are the kit's shared tunables: Root (the file system root for every file
 	// the charm writes), PollInterval (the pause between checks in bounded waits; 2 s when
 	// zero), MungeTimeout (the bound on a (re)started munged answering `munge -n`; 10 s when
-	// zero) and LookupUser (file owners; nil uses os/user).
+	// zero), LookupUser (file owners; nil uses os/user) and Clock (time.Now when nil).
 	charm.Settings
 	// StateFile is the charm state's path in tests; empty (production) means StateName in
 	// the unit's charm directory (JUJU_CHARM_DIR).
@@ -78,8 +78,6 @@ type Charm struct {
 	// Waiter keeps the removal waiter (waiter.go) in step with the removals the leader's
 	// hooks leave under way; nil: no waiter, they finish on update-status.
 	Waiter Waiter
-	// Now is the clock (time.Now when nil).
-	Now func() time.Time
 	// StuckFor is how long a departed unit's node may stay busy with no job before it is
 	// set DOWN to be deleted (Slurm 22.05 bug 16434); zero means slurm.DefaultStuckFor.
 	StuckFor time.Duration
@@ -92,14 +90,6 @@ const defaultPoll = 2 * time.Second
 // host, not below Root.
 func (c *Charm) client() *slurm.Client {
 	return &slurm.Client{Runner: c.Slurm, Conf: confPath, PollInterval: c.PollInterval}
-}
-
-// now is the charm's clock.
-func (c *Charm) now() time.Time {
-	if c.Now != nil {
-		return c.Now()
-	}
-	return time.Now()
 }
 
 // poll is the pause between checks in the charm's bounded waits.

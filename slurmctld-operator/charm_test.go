@@ -1130,7 +1130,7 @@ func TestIdleNodeIsItsUnitsFirst(t *testing.T) {
 			in, departed := e.departedWithJob(tt.byUnit)
 			out := e.run(in, departed)
 			e.slurm.EndJobs()
-			e.c.Now = func() time.Time { return fakeLastBusy().Add(tt.after) }
+			e.c.Clock = func() time.Time { return fakeLastBusy().Add(tt.after) }
 			e.run(out, jujutest.Hook(juju.UpdateStatus))
 			if deleted := !e.slurm.hasNode("slurmd-1"); deleted != tt.wantDeleted {
 				t.Errorf("slurmd-1 deleted: %v, want %v (%v)", deleted, tt.wantDeleted, e.slurm.commands())

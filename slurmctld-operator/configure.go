@@ -89,22 +89,11 @@ func (h *hook) ensureController(ctx context.Context) error {
 		return err
 	}
 	h.st.ClusterName = h.cfg.ClusterName
-	if err := h.setVersion(ctx); err != nil {
+	// The Slurm version in juju status's Version column, once per version.
+	if err := h.k.SetVersion(ctx, h.st.SlurmVersion); err != nil {
 		return err
 	}
 	return h.openPort(ctx)
-}
-
-// setVersion shows the Slurm version in juju status's Version column, once per version.
-func (h *hook) setVersion(ctx context.Context) error {
-	if h.st.SlurmVersion == "" || h.st.VersionShown == h.st.SlurmVersion {
-		return nil
-	}
-	if err := h.hc.Status.SetVersion(ctx, h.st.SlurmVersion); err != nil {
-		return fmt.Errorf("cannot set the application version: %w", err)
-	}
-	h.st.VersionShown = h.st.SlurmVersion
-	return nil
 }
 
 // openPort opens SlurmctldPort unless a successful hook of this leadership term did.

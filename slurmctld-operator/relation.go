@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/hostlist"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/slurm"
@@ -16,7 +17,7 @@ import (
 // slurmdRelation handles every hook of the slurmd endpoint through the interface's events.
 func (c *Charm) slurmdRelation(ctx context.Context, h *hook) error {
 	hc := h.hc
-	ev, evErr := slurmd.Requirer{HookContext: hc, Keys: h.confKeys()}.Event(ctx)
+	ev, evErr := slurmd.Requirer{HookContext: hc, Keys: charm.ConfKeys(h.st.SlurmVersion)}.Event(ctx)
 	if !h.leader {
 		// Only the leader manages the cluster; a standby only reports.
 		return h.setStatus(ctx)
@@ -295,7 +296,7 @@ func (h *hook) unitsTurn(ctx context.Context, nodes []slurm.Node, node string, p
 		return false
 	}
 	last, ok, err := nodes[i].LastBusy(time.Local)
-	return err == nil && ok && h.c.now().Sub(last) < unitGrace
+	return err == nil && ok && h.c.Now().Sub(last) < unitGrace
 }
 
 // occupied are the pending nodes, waiting for their jobs (drained, counted), that nodes shows

@@ -23,10 +23,9 @@ type charmState struct {
 	SecretID string `json:"secret-id,omitempty"`
 	// SlurmVersion caches `slurmctld -V` (read again on upgrade-charm).
 	SlurmVersion string `json:"slurm-version,omitempty"`
-	// VersionShown is the version last given to application-version-set.
-	VersionShown string `json:"version-shown,omitempty"`
-	// StatusCache is the unit status this unit last set ("unit-status": "code: message");
-	// the same status is not set again.
+	// StatusCache is the unit status this unit last set ("unit-status": "code: message")
+	// and the version last given to application-version-set ("version-shown"): neither is
+	// set again unchanged.
 	charm.StatusCache
 	// KeyID is the id of the auth key written to this host.
 	KeyID string `json:"key-id,omitempty"`

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/charmed-slurm/operators/libs/atomicfile"
+	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/poll"
@@ -315,7 +316,7 @@ func (w *removalWaiter) Run(ctx context.Context) error {
 	}
 	w.logf("started (pid %d) for %s", os.Getpid(), w.Unit)
 	start := w.now()
-	refresh, life := cmpOr(w.Refresh, defaultRefresh), cmpOr(w.Life, defaultWaiterLife)
+	refresh, life := charm.Or(w.Refresh, defaultRefresh), charm.Or(w.Life, defaultWaiterLife)
 	woke := start // the hook that started this waiter has just made its pass
 	var lastWake string
 	for ctx.Err() == nil {
@@ -392,7 +393,7 @@ func (w *removalWaiter) ready(ctx context.Context, list watchList) (string, erro
 			case nodes[i].State.Busy():
 			default:
 				last, ok, err := nodes[i].LastBusy(time.Local)
-				if err != nil || !ok || w.now().Sub(last) >= cmpOr(w.IdleGrace, unitGrace) {
+				if err != nil || !ok || w.now().Sub(last) >= charm.Or(w.IdleGrace, unitGrace) {
 					out = append(out, "node "+name+" has no job")
 				}
 			}
@@ -436,14 +437,6 @@ func fileID(path string) (string, error) {
 		return "", fmt.Errorf("cannot identify %s", path)
 	}
 	return fmt.Sprintf("%d:%d:%d:%d", st.Dev, st.Ino, fi.Size(), fi.ModTime().UnixNano()), nil
-}
-
-// cmpOr is d, or def when d is zero.
-func cmpOr(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
 }
 
 // runWaiter is dispatch run as the waiter (dispatch slurmctld-removal-waiter, started by
