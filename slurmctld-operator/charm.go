@@ -100,36 +100,39 @@ func (c *Charm) remover() *slurm.Remover {
 	return &slurm.Remover{Client: c.client(), Interval: c.poll(), StuckFor: c.StuckFor, Now: c.Now}
 }
 
-// Router routes every hook and action the charm handles.
+// Router routes every hook and action the charm handles. Every handler has one shape, a
+// method of hook run as a charm.Func: handle runs it in the lifecycle with the state, the
+// configuration and leadership read; stateless runs it with the hook context alone.
 func (c *Charm) Router() *juju.Router {
 	r := juju.NewRouter()
-	r.Handle(juju.Install, c.handle(c.install))
-	for _, k := range []juju.Kind{juju.LeaderElected, juju.LeaderSettingsChanged, juju.ConfigChanged, juju.Start, juju.UpgradeCharm} {
-		r.Handle(k, c.handle(c.configure))
+	r.Handle(juju.Install, c.handle((*hook).install))
+	for _, k := range []juju.Kind{juju.LeaderElected, juju.LeaderSettingsChanged, juju.ConfigChanged, juju.Start} {
+		r.Handle(k, c.handle((*hook).configure))
 	}
-	r.Handle(juju.UpdateStatus, c.handle(c.updateStatus))
+	r.Handle(juju.UpgradeCharm, c.handle((*hook).upgradeCharm))
+	r.Handle(juju.UpdateStatus, c.handle((*hook).updateStatus))
 	for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted, juju.RelationBroken} {
-		r.HandleRelation("slurmd", k, c.handle(c.slurmdRelation))
+		r.HandleRelation("slurmd", k, c.handle((*hook).slurmdRelation))
 	}
-	r.Handle(juju.Stop, c.endWaiter)
-	r.Handle(juju.Remove, c.endWaiter)
-	r.HandleAction("show-current-config", c.showCurrentConfig)
-	r.HandleAction("set-node-state", c.handle(thenStatus(c.setNodeState)))
-	r.HandleAction("drain", c.handle(thenStatus(c.drain)))
-	r.HandleAction("resume", c.handle(thenStatus(c.resume)))
-	r.HandleAction("delete-node", c.handle(thenStatus(c.deleteNode)))
-	r.HandleAction("rotate-auth-key", c.handle(c.rotateAuthKey))
-	r.HandleAction("settle-jobs", c.handle(c.settleJobs))
-	r.HandleAction("reboot", c.handle(c.rebootAction))
+	r.Handle(juju.Stop, c.stateless((*hook).stopWaiter))
+	r.Handle(juju.Remove, c.stateless((*hook).stopWaiter))
+	r.HandleAction("show-current-config", c.stateless((*hook).showCurrentConfig))
+	r.HandleAction("set-node-state", c.handle(thenStatus((*hook).setNodeState)))
+	r.HandleAction("drain", c.handle(thenStatus((*hook).drain)))
+	r.HandleAction("resume", c.handle(thenStatus((*hook).resume)))
+	r.HandleAction("delete-node", c.handle(thenStatus((*hook).deleteNode)))
+	r.HandleAction("rotate-auth-key", c.handle((*hook).rotateAuthKey))
+	r.HandleAction("settle-jobs", c.handle((*hook).settleJobs))
+	r.HandleAction("reboot", c.handle((*hook).reboot))
 	return r
 }
 
 // thenStatus runs action, which changes nodes in Slurm, then sets the unit status again:
 // its node counts are out of date now, and no hook may come to refresh them before the next
 // update-status.
-func thenStatus(action func(context.Context, *juju.HookContext) error) func(context.Context, *hook) error {
-	return func(ctx context.Context, h *hook) error {
-		if err := action(ctx, h.hc); err != nil {
+func thenStatus(action charm.Func[*hook]) charm.Func[*hook] {
+	return func(h *hook, ctx context.Context) error {
+		if err := action(h, ctx); err != nil {
 			return err
 		}
 		return h.setStatus(ctx)

@@ -25,10 +25,17 @@ import (
 // startWait bounds the wait for a freshly started slurmctld to answer `scontrol ping`.
 const startWait = 30 * time.Second
 
+// upgradeCharm ends the waiter, which runs the old charm's code (watch starts the new one),
+// and configures.
+func (h *hook) upgradeCharm(ctx context.Context) error {
+	_ = h.stopWaiter(ctx)
+	return h.configure(ctx)
+}
+
 // configure brings the controller to its configured state: auth key, munged, slurm.conf,
 // partitions, slurmctld running, port open, ControllerData published. It runs on
 // leader-elected, config-changed, start and upgrade-charm.
-func (c *Charm) configure(ctx context.Context, h *hook) error {
+func (h *hook) configure(ctx context.Context) error {
 	if h.cfgErr != nil || h.clusterNameError() != nil || !h.leader {
 		// Nothing is changed: a running slurmctld keeps its configuration.
 		return h.setStatus(ctx)

@@ -15,7 +15,7 @@ import (
 )
 
 // slurmdRelation handles every hook of the slurmd endpoint through the interface's events.
-func (c *Charm) slurmdRelation(ctx context.Context, h *hook) error {
+func (h *hook) slurmdRelation(ctx context.Context) error {
 	hc := h.hc
 	ev, evErr := slurmd.Requirer{HookContext: hc, Keys: charm.ConfKeys(h.st.SlurmVersion)}.Event(ctx)
 	if !h.leader {
@@ -429,7 +429,7 @@ func (h *hook) finishRemoval(ctx context.Context, app string) (bool, error) {
 
 // updateStatus repeats the reconciles (one pass each) and refreshes the status. One node
 // list (hook.nodeList) serves them all and the status, unless one of them changes Slurm.
-func (c *Charm) updateStatus(ctx context.Context, h *hook) error {
+func (h *hook) updateStatus(ctx context.Context) error {
 	if h.leader {
 		h.reconcileNodes(ctx)
 		if err := h.finishRemovals(ctx); err != nil {

@@ -470,27 +470,28 @@ func (c *Charm) runWaiter(ctx context.Context, getenv func(string) string, lookP
 // watch hands the removals the hook leaves under way to the waiter (none on a unit that does
 // not lead: its waiter, if any, ends). A waiter that cannot start is no failure of the hook:
 // the removals still finish on update-status.
-func (c *Charm) watch(ctx context.Context, h *hook) {
-	if c.Waiter == nil {
+func (h *hook) watch(ctx context.Context) {
+	if h.c.Waiter == nil {
 		return
 	}
 	var list watchList
 	if h.leader {
 		list = h.st.watchList()
 	}
-	if err := c.Waiter.Watch(ctx, list); err != nil {
+	if err := h.c.Waiter.Watch(ctx, list); err != nil {
 		h.logf(ctx, juju.LevelWarning, "removals continue on update-status only: %v", err)
 	}
 }
 
-// endWaiter ends the unit's waiter: stop (a reboot or the unit's removal) and remove. After a
-// reboot, start and config-changed start a waiter again if removals are under way.
-func (c *Charm) endWaiter(ctx context.Context, hc *juju.HookContext) error {
-	if c.Waiter == nil {
+// stopWaiter ends the unit's waiter: stop (a reboot or the unit's removal), remove and
+// upgrade-charm. After a reboot, start and config-changed start a waiter again if removals are
+// under way. A waiter that will not end is logged, not the hook's failure.
+func (h *hook) stopWaiter(ctx context.Context) error {
+	if h.c.Waiter == nil {
 		return nil
 	}
-	if err := c.Waiter.Stop(ctx); err != nil {
-		_ = hc.Log.Logf(ctx, juju.LevelWarning, "%v", err)
+	if err := h.c.Waiter.Stop(ctx); err != nil {
+		_ = h.hc.Log.Logf(ctx, juju.LevelWarning, "%v", err)
 	}
 	return nil
 }
