@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/charmed-slurm/operators/libs/charm"
+	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
@@ -55,20 +56,21 @@ func managedKey(key string) (string, bool) {
 }
 
 var clusterNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,39}$`)
+
 var partitionNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
-// readConfig returns the configuration (charm.ReadConfig: config-get on config-changed and
-// upgrade-charm, else the copy kept in the state) validated, slurm-conf-parameters against
-// the key set of the running Slurm release (charm.ConfKeys of the version cached in the
-// state; 22.05's until it is known). A bad value gives a *ConfigError naming the option (and
-// the key, for slurm-conf-parameters). Every hook validates, since validation depends on the
-// Slurm version too, which upgrade-charm may change.
-func (h *hook) readConfig(ctx context.Context) (Config, slurmconf.Params, error) {
-	cfg, err := charm.ReadConfig(ctx, h.hc, &h.st.Config, defaultConfig())
+// readConfig returns the configuration kept at *kept (charm.ReadConfig: config-get on
+// config-changed and upgrade-charm, else the kept copy) validated, slurm-conf-parameters
+// against the key set of the Slurm release version (charm.ConfKeys: 22.05's while unknown).
+// A bad value gives a *ConfigError naming the option (and the key, for
+// slurm-conf-parameters). Every hook validates, since validation depends on the Slurm
+// version too, which upgrade-charm may change.
+func readConfig(ctx context.Context, hc *juju.HookContext, kept **Config, version string) (Config, slurmconf.Params, error) {
+	cfg, err := charm.ReadConfig(ctx, hc, kept, defaultConfig())
 	if err != nil {
 		return cfg, nil, err
 	}
-	extra, err := cfg.Validate(charm.ConfKeys(h.st.SlurmVersion))
+	extra, err := cfg.Validate(charm.ConfKeys(version))
 	return cfg, extra, err
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"maps"
 	"reflect"
 	"slices"
@@ -143,6 +144,31 @@ type removal struct {
 	Pending []string `json:"pending,omitempty"`
 }
 
+// rebootPlan is a rolling reboot under way: Slurm has been asked to reboot the Asked nodes
+// (scontrol reboot ASAP nextstate=resume) and the Queued ones wait until fewer than Max
+// nodes of the plan are unavailable. update-status (and every reboot action) moves it on.
+type rebootPlan struct {
+	Reason string   `json:"reason"`
+	Max    int      `json:"max-unavailable"`
+	Queued []string `json:"queued,omitempty"`
+	// Asked maps each node asked to reboot to its BootTime when asked: the node is back once
+	// Slurm shows a new boot time and neither a reboot under way nor DOWN.
+	Asked map[string]string `json:"asked,omitempty"`
+	// Done counts the nodes back after their reboot.
+	Done int `json:"done,omitempty"`
+}
+
+// drop takes node out of the plan: its unit left (a node Slurm does not know while it
+// reboots is away, not gone: with a staged node-config its record is deleted before the
+// reboot and created anew after it).
+func (r *rebootPlan) drop(node string) {
+	if r == nil {
+		return
+	}
+	delete(r.Asked, node)
+	r.Queued = slices.DeleteFunc(r.Queued, func(n string) bool { return n == node })
+}
+
 func (s *charmState) addApp(app string) {
 	if !slices.Contains(s.Apps, app) {
 		s.Apps = append(s.Apps, app)
@@ -160,4 +186,9 @@ func (s *charmState) setProblem(app, msg string) {
 		s.Problems = map[string]string{}
 	}
 	s.Problems[app] = msg
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	return slices.Sorted(maps.Keys(m))
 }
