@@ -69,6 +69,26 @@ type Charm struct {
 	StuckFor time.Duration
 }
 
+// Waiter keeps the removal waiter in step with the removals the hooks leave under way.
+type Waiter interface {
+	// Watch records w as what to watch and makes sure a waiter runs while w is not empty;
+	// an empty w lets a running waiter end.
+	Watch(ctx context.Context, w watchList) error
+	// Stop ends a running waiter and returns once it is gone.
+	Stop(ctx context.Context) error
+}
+
+// watchList is what the waiter watches: the leader's pending node removals and partitions
+// being removed, from the charm state at the end of each hook.
+type watchList struct {
+	// Nodes are departed units' nodes, deleted once no job runs on them.
+	Nodes []string `json:"nodes,omitempty"`
+	// Partitions are removed applications' partitions, removed once no job record is left.
+	Partitions []string `json:"partitions,omitempty"`
+}
+
+func (w watchList) empty() bool { return len(w.Nodes) == 0 && len(w.Partitions) == 0 }
+
 // defaultPoll is the pause between checks when Settings.PollInterval is zero.
 const defaultPoll = 2 * time.Second
 

@@ -143,7 +143,7 @@ func (h *hook) configure(ctx context.Context) error {
 		// Nothing is changed: a running slurmctld keeps its configuration.
 		return h.report(ctx)
 	}
-	if err := (controller{h}).ensure(ctx); err != nil {
+	if err := (slurmctldDaemon{h}).ensure(ctx); err != nil {
 		return err
 	}
 	if err := (publisher{h}).all(ctx); err != nil {
@@ -161,7 +161,7 @@ func (h *hook) updateStatus(ctx context.Context) error {
 			return err
 		}
 		if h.c.running(ctx) {
-			controller{h}.repairPartitions(ctx)
+			slurmctldDaemon{h}.repairPartitions(ctx)
 			if h.st.Reboots != nil {
 				if _, err := (rollingReboot{h}).advance(ctx); err != nil {
 					h.logf(ctx, juju.LevelWarning, "rolling reboot: %v", err)

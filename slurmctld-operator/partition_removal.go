@@ -28,7 +28,7 @@ func (pr partitionRemovals) pass(ctx context.Context) error {
 		removed = removed || done
 	}
 	if removed && h.c.running(ctx) {
-		return controller{h}.reconfigure(ctx)
+		return slurmctldDaemon{h}.reconfigure(ctx)
 	}
 	return nil
 }

@@ -127,7 +127,7 @@ func (sr slurmdRelation) ready(ctx context.Context, ev slurmd.SlurmdReady) error
 		h.logf(ctx, juju.LevelInfo, "partition %s changed: %s", ev.App, ev.Data.Partition)
 	}
 	restart := h.st.gresRestartNeeded()
-	if err := (controller{h}).apply(ctx, changed); err != nil {
+	if err := (slurmctldDaemon{h}).apply(ctx, changed); err != nil {
 		return err
 	}
 	if restart {

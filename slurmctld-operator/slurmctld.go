@@ -17,13 +17,13 @@ import (
 // startWait bounds the wait for a freshly started slurmctld to answer `scontrol ping`.
 const startWait = 30 * time.Second
 
-// controller is slurmctld on this host: its configuration brought to the charm's, started,
+// slurmctldDaemon is slurmctld on this host: its configuration brought to the charm's, started,
 // reconfigured or restarted when that changed, and its partitions checked after.
-type controller struct{ h *hook }
+type slurmctldDaemon struct{ h *hook }
 
 // ensure writes the key, slurm.conf and partitions and makes sure munged and
 // slurmctld run, reconfiguring a running slurmctld once if its configuration changed.
-func (ctl controller) ensure(ctx context.Context) error {
+func (ctl slurmctldDaemon) ensure(ctx context.Context) error {
 	h := ctl.h
 	feat, err := h.features(ctx)
 	if err != nil {
@@ -84,7 +84,7 @@ func (ctl controller) ensure(ctx context.Context) error {
 }
 
 // start defines, enables and starts slurmctld and waits (bounded) until it answers.
-func (ctl controller) start(ctx context.Context) error {
+func (ctl slurmctldDaemon) start(ctx context.Context) error {
 	h := ctl.h
 	c := h.c
 	if err := h.progress(ctx, "starting slurmctld"); err != nil {
@@ -110,7 +110,7 @@ func (ctl controller) start(ctx context.Context) error {
 }
 
 // waitUp waits (bounded by startWait) until a slurmctld just started or restarted answers.
-func (ctl controller) waitUp(ctx context.Context, what string) error {
+func (ctl slurmctldDaemon) waitUp(ctx context.Context, what string) error {
 	h := ctl.h
 	c := h.c
 	wctx, cancel := context.WithTimeout(ctx, startWait)
@@ -129,7 +129,7 @@ func (ctl controller) waitUp(ctx context.Context, what string) error {
 // apply makes a running slurmctld read its configuration files after they changed: one
 // restart when GresTypes differs from what it runs with (Slurm ignores a GresTypes change
 // on reconfigure), else one `scontrol reconfigure` when changed is set.
-func (ctl controller) apply(ctx context.Context, changed bool) error {
+func (ctl slurmctldDaemon) apply(ctx context.Context, changed bool) error {
 	h := ctl.h
 	if h.st.gresRestartNeeded() {
 		return ctl.restartForGres(ctx)
@@ -143,7 +143,7 @@ func (ctl controller) apply(ctx context.Context, changed bool) error {
 // restartForGres restarts slurmctld so that it manages the GresTypes slurm.conf lists (a
 // restart keeps the dynamic nodes and the jobs, from the saved state), waits until it
 // answers, then checks partition membership as after a reconfigure.
-func (ctl controller) restartForGres(ctx context.Context) error {
+func (ctl slurmctldDaemon) restartForGres(ctx context.Context) error {
 	h := ctl.h
 	want := h.st.gresTypes()
 	if err := h.progress(ctx, "restarting slurmctld for GresTypes="+want); err != nil {
@@ -164,7 +164,7 @@ func (ctl controller) restartForGres(ctx context.Context) error {
 }
 
 // reconfigure runs one `scontrol reconfigure`.
-func (ctl controller) reconfigure(ctx context.Context) error {
+func (ctl slurmctldDaemon) reconfigure(ctx context.Context) error {
 	h := ctl.h
 	if err := h.progress(ctx, "reconfiguring"); err != nil {
 		return err
@@ -190,7 +190,7 @@ func (ctl controller) reconfigure(ctx context.Context) error {
 // hold it (Partitions=, from the same bitmaps as the partition's Nodes=; real 22.05 shows
 // the loss there too, slurmtest's show-node-moved). Only a partition found wrong is
 // repaired, which reads the nodes and the partition again.
-func (ctl controller) repairPartitions(ctx context.Context) {
+func (ctl slurmctldDaemon) repairPartitions(ctx context.Context) {
 	h := ctl.h
 	cl := h.c.client()
 	nodes, err := h.nodes.list(ctx)
