@@ -12,4 +12,49 @@
 // and update-status. No hook waits for Slurm: what one pass leaves (a node still running jobs,
 // a removed partition still holding job records) is watched by the removal waiter
 // (waiter.go), which wakes the charm through juju-exec. See README.md for the operator's view.
+//
+// # Code layout
+//
+// Files use one another one way, from the hooks down to the pure parts: no file uses a name
+// defined in a file listed above it here (tests aside). Each job has one type, in its own
+// file, holding the hook it works for.
+//
+//	main.go               builds a Charm from the environment (charm.Main), or runs the removal
+//	                      waiter (dispatch slurmctld-removal-waiter)
+//	hooks.go              Router; the hook handlers: install, configure (leader-elected,
+//	                      config-changed, start), upgrade-charm, update-status, the slurmd
+//	                      relation's hooks, stop and remove
+//	actions.go            show-current-config, rotate-auth-key, settle-jobs, reboot
+//	slurmd_relation.go    slurmdRelation: a slurmd application joins, brings its partition,
+//	                      loses units, leaves
+//	partition_removal.go  partitionRemovals: a departed application's partition, removed once
+//	                      no job record is left
+//	slurmctld.go          slurmctldDaemon: slurmctld configured, started, reconfigured or
+//	                      restarted, its partitions repaired after
+//	authkey.go            authKey: the auth key secret, the key file, munged
+//	slurmconf.go          slurmConf: slurm.conf and the partition files
+//	node_actions.go       set-node-state, drain, resume, delete-node
+//	node_removal.go       nodeRemovals: departed units' nodes, drained and deleted once idle
+//	publish.go            publisher: ControllerData, the secret's grants, the port
+//	reboot.go             rollingReboot: the rolling reboot moved on; RebootProgram
+//	status.go             unitStatus, the one place the status is worded; report (the one
+//	                      status-set) and progress
+//	hook.go               hook (one event: state, configuration and leadership read once), the
+//	                      kit's lifecycle
+//	candidate.go          confFiles: every edit made on a candidate copy Slurm's parser reads
+//	                      first
+//	gres.go               GresTypes and gres.conf
+//	waiter.go             the removal waiter: the process and the hooks' side of it
+//	state.go              the state, and the record of what the leader wrote to Juju
+//	cgroup.go             cgroup.conf
+//	config.go             the configuration, validated
+//	charm.go              the Charm's dependencies; the Waiter it hands removals to
+//	future.go             FUTURE records (future-nodes)
+//	nodes.go              nodeCache: one hook's node list
+//
+// Every hook and action is a method of hook (charm.Func): Charm.handle runs it in the charm
+// kit's lifecycle (charm.Handlers: the state loaded, begin, the handler, end, the state saved
+// once), then hands the removals it leaves under way to the waiter; Charm.stateless runs the
+// handlers that read no state (stop, remove, show-current-config). The state file is the kit's
+// StateName rule: StateName in the unit's charm directory.
 package main
