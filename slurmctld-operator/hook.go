@@ -20,9 +20,9 @@ type hook struct {
 	hc     *juju.HookContext
 	k      *charm.Hook[charmState]
 	st     *charmState // &k.State
-	cfg    Config
+	cfg    config
 	extra  slurmconf.Params
-	cfgErr error // a *ConfigError, or nil
+	cfgErr error // a *configError, or nil
 	leader bool
 	addr   string // ingress address, once read
 	// pub is this hook's copy of st.Published, updated as the hook writes to Juju; it
@@ -65,7 +65,7 @@ func (c *Charm) begin(ctx context.Context, k *charm.Hook[charmState]) (*hook, er
 		return h, nil
 	}
 	cfg, extra, err := readConfig(ctx, hc, &h.st.Config, h.st.SlurmVersion)
-	var ce *ConfigError
+	var ce *configError
 	switch {
 	case errors.As(err, &ce):
 		h.cfgErr = err
@@ -105,14 +105,14 @@ func (h *hook) logf(ctx context.Context, level juju.LogLevel, format string, arg
 }
 
 // configProblem is the configuration's problem, shown as blocked: a bad option (a
-// *ConfigError), or a cluster-name changed after slurmctld started; nil when there is none.
+// *configError), or a cluster-name changed after slurmctld started; nil when there is none.
 // While there is one, nothing is changed on the host.
 func (h *hook) configProblem() error {
 	if h.cfgErr != nil {
 		return h.cfgErr
 	}
 	if h.st.ClusterName != "" && h.cfg.ClusterName != h.st.ClusterName {
-		return &ConfigError{"cluster-name", fmt.Sprintf("cannot change from %q to %q after slurmctld has started; set it back to %q", h.st.ClusterName, h.cfg.ClusterName, h.st.ClusterName)}
+		return &configError{"cluster-name", fmt.Sprintf("cannot change from %q to %q after slurmctld has started; set it back to %q", h.st.ClusterName, h.cfg.ClusterName, h.st.ClusterName)}
 	}
 	return nil
 }

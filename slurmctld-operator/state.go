@@ -17,7 +17,7 @@ type charmState struct {
 	// Config is the configuration as config-get last gave it (config-changed reads it, and
 	// upgrade-charm, or any hook when there is none yet); other hooks validate this copy
 	// instead of reading it again (Juju runs config-changed after every change).
-	Config *Config `json:"config,omitempty"`
+	Config *config `json:"config,omitempty"`
 	// ClusterName is the ClusterName slurmctld was first started with; it cannot change.
 	ClusterName string `json:"cluster-name,omitempty"`
 	// SecretID is the auth key secret (leader only).
