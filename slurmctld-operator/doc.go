@@ -52,9 +52,9 @@
 //	future.go             FUTURE records (future-nodes)
 //	nodes.go              nodeCache: one hook's node list
 //
-// Every hook and action is a method of hook (charm.Func): Charm.handle runs it in the charm
-// kit's lifecycle (charm.Handlers: the state loaded, begin, the handler, end, the state saved
-// once), then hands the removals it leaves under way to the waiter; Charm.stateless runs the
+// Every hook and action is a method of hook (charm.Func), run through the charm kit's
+// handlers (Charm.handlers: the state loaded, begin, the handler, the removals it leaves under
+// way handed to the waiter, end, the state saved once); Charm.stateless runs the
 // handlers that read no state (stop, remove, show-current-config). The state file is the kit's
 // StateName rule: StateName in the unit's charm directory.
 package main

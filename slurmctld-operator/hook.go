@@ -53,6 +53,13 @@ func (c *Charm) lifecycle() charm.Lifecycle[charmState] {
 	}
 }
 
+// handlers runs every handler in the lifecycle with the hook value built by begin; whatever
+// the handler's outcome, the removals it leaves under way go to the waiter (watch); when it
+// succeeds, the record of what the hook wrote to Juju replaces the saved one (end).
+func (c *Charm) handlers() charm.Handlers[charmState, *hook] {
+	return charm.Handlers[charmState, *hook]{Lifecycle: c.lifecycle(), Begin: c.begin, After: (*hook).watch, End: (*hook).end}
+}
+
 // begin reads the configuration and leadership for a hook. install needs neither (it
 // installs packages and creates directories); leader-elected says by itself that this unit
 // leads, so it runs no is-leader.
@@ -88,6 +95,22 @@ func (c *Charm) begin(ctx context.Context, k *charm.Hook[charmState]) (*hook, er
 		h.pub = h.st.Published.clone()
 	}
 	return h, nil
+}
+
+// watch hands the removals the hook leaves under way to the waiter (none on a unit that does
+// not lead: its waiter, if any, ends). A waiter that cannot start is no failure of the hook:
+// the removals still finish on update-status.
+func (h *hook) watch(ctx context.Context) {
+	if h.c.Waiter == nil {
+		return
+	}
+	var list watchList
+	if h.leader {
+		list = h.st.watchList()
+	}
+	if err := h.c.Waiter.Watch(ctx, list); err != nil {
+		h.logf(ctx, juju.LevelWarning, "removals continue on update-status only: %v", err)
+	}
 }
 
 // end records what the hook wrote to Juju, once it succeeded.

@@ -12,29 +12,31 @@ import (
 )
 
 // Router routes every hook and action the charm handles. Every handler has one shape, a
-// method of hook run as a charm.Func: handle runs it in the lifecycle with the state, the
-// configuration and leadership read; stateless runs it with the hook context alone.
+// method of hook run as a charm.Func: the kit's handlers (Charm.handlers) run it with the
+// state, the configuration and leadership read; stateless runs it with the hook context
+// alone.
 func (c *Charm) Router() *juju.Router {
+	hs := c.handlers()
 	r := juju.NewRouter()
-	r.Handle(juju.Install, c.handle((*hook).install))
+	r.Handle(juju.Install, hs.Handle((*hook).install))
 	for _, k := range []juju.Kind{juju.LeaderElected, juju.LeaderSettingsChanged, juju.ConfigChanged, juju.Start} {
-		r.Handle(k, c.handle((*hook).configure))
+		r.Handle(k, hs.Handle((*hook).configure))
 	}
-	r.Handle(juju.UpgradeCharm, c.handle((*hook).upgradeCharm))
-	r.Handle(juju.UpdateStatus, c.handle((*hook).updateStatus))
+	r.Handle(juju.UpgradeCharm, hs.Handle((*hook).upgradeCharm))
+	r.Handle(juju.UpdateStatus, hs.Handle((*hook).updateStatus))
 	for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted, juju.RelationBroken} {
-		r.HandleRelation("slurmd", k, c.handle((*hook).slurmdRelation))
+		r.HandleRelation("slurmd", k, hs.Handle((*hook).slurmdRelation))
 	}
 	r.Handle(juju.Stop, c.stateless((*hook).stopWaiter))
 	r.Handle(juju.Remove, c.stateless((*hook).stopWaiter))
 	r.HandleAction("show-current-config", c.stateless((*hook).showCurrentConfig))
-	r.HandleAction("set-node-state", c.handle(thenStatus((*hook).setNodeState)))
-	r.HandleAction("drain", c.handle(thenStatus((*hook).drain)))
-	r.HandleAction("resume", c.handle(thenStatus((*hook).resume)))
-	r.HandleAction("delete-node", c.handle(thenStatus((*hook).deleteNode)))
-	r.HandleAction("rotate-auth-key", c.handle((*hook).rotateAuthKey))
-	r.HandleAction("settle-jobs", c.handle((*hook).settleJobs))
-	r.HandleAction("reboot", c.handle((*hook).reboot))
+	r.HandleAction("set-node-state", hs.Handle(thenStatus((*hook).setNodeState)))
+	r.HandleAction("drain", hs.Handle(thenStatus((*hook).drain)))
+	r.HandleAction("resume", hs.Handle(thenStatus((*hook).resume)))
+	r.HandleAction("delete-node", hs.Handle(thenStatus((*hook).deleteNode)))
+	r.HandleAction("rotate-auth-key", hs.Handle((*hook).rotateAuthKey))
+	r.HandleAction("settle-jobs", hs.Handle((*hook).settleJobs))
+	r.HandleAction("reboot", hs.Handle((*hook).reboot))
 	return r
 }
 
@@ -48,19 +50,6 @@ func thenStatus(action charm.Func[*hook]) charm.Func[*hook] {
 		}
 		return h.report(ctx)
 	}
-}
-
-// handle runs fn as a hook of the charm's lifecycle (charm.Handlers), with the configuration
-// and leadership read (begin); when fn succeeds, the record of what the hook wrote to Juju
-// replaces the saved one (end). Whatever fn's outcome, the removals it leaves under way go to
-// the waiter (watch).
-func (c *Charm) handle(fn charm.Func[*hook]) juju.Handler {
-	hs := charm.Handlers[charmState, *hook]{Lifecycle: c.lifecycle(), Begin: c.begin, End: (*hook).end}
-	return hs.Handle(func(h *hook, ctx context.Context) error {
-		err := fn(h, ctx)
-		h.watch(ctx)
-		return err
-	})
 }
 
 // stateless runs fn with the hook context alone, for the handlers that read and write no
@@ -180,22 +169,6 @@ func (h *hook) slurmdRelation(ctx context.Context) error {
 		return err
 	}
 	return h.report(ctx)
-}
-
-// watch hands the removals the hook leaves under way to the waiter (none on a unit that does
-// not lead: its waiter, if any, ends). A waiter that cannot start is no failure of the hook:
-// the removals still finish on update-status.
-func (h *hook) watch(ctx context.Context) {
-	if h.c.Waiter == nil {
-		return
-	}
-	var list watchList
-	if h.leader {
-		list = h.st.watchList()
-	}
-	if err := h.c.Waiter.Watch(ctx, list); err != nil {
-		h.logf(ctx, juju.LevelWarning, "removals continue on update-status only: %v", err)
-	}
 }
 
 // stopWaiter ends the unit's waiter: stop (a reboot or the unit's removal), remove and
