@@ -20,7 +20,7 @@ import (
 // The sackd relation: login applications (the sackd charm). What the leader publishes to each
 // is the controllers, the auth key secret (granted to the relation), the Slurm version and the
 // digest of the configuration slurmctld serves (sackd.ControllerBag). loginNodes decides it, once at the
-// end of every successful leader hook but install and actions (Charm.handle): whatever the
+// end of every successful leader hook but install and actions (hook.finish): whatever the
 // hook changed (a new key secret, a controller list, slurm.conf, a new leadership term that
 // trusts no earlier record), every login application has it when the hook ends, and a hook
 // that changed none of it writes nothing. The relation's own hooks only keep the record of
@@ -46,8 +46,8 @@ const hostsOwner = "slurmctld charm: login nodes"
 
 // sackdRelation handles the hooks of the sackd endpoint: every unit records the login units'
 // host names and addresses; the leader records the login relations as they come and go.
-// Charm.handle then applies both (loginNodes.sync).
-func (c *Charm) sackdRelation(ctx context.Context, h *hook) error {
+// hook.end then applies both (loginNodes.sync).
+func (h *hook) sackdRelation(ctx context.Context) error {
 	ev, err := sackd.Requirer{HookContext: h.hc}.Event(ctx)
 	var de *sackd.DataError
 	switch {
@@ -82,7 +82,7 @@ func (c *Charm) sackdRelation(ctx context.Context, h *hook) error {
 			h.logf(ctx, juju.LevelInfo, "login application %s gone", ev.App)
 		}
 	}
-	return h.setStatus(ctx)
+	return h.report(ctx)
 }
 
 // loginHost is a login unit's host name and address, as its unit databag gave them.
@@ -144,7 +144,7 @@ func (l loginNodes) hosts(ctx context.Context) error {
 // exist, and in install and actions.
 func (l loginNodes) publish(ctx context.Context) error {
 	h := l.h
-	if !h.leader || h.cfgErr != nil || h.clusterNameError() != nil || h.st.SecretID == "" {
+	if !h.leader || h.configProblem() != nil || h.st.SecretID == "" {
 		return nil
 	}
 	rels, err := l.relations(ctx)
@@ -244,7 +244,7 @@ func (l loginNodes) served() (map[string][]byte, error) {
 // relation-ids (then the record follows them). A relation being broken is not one.
 func (l loginNodes) relations(ctx context.Context) ([]juju.RelationID, error) {
 	h := l.h
-	if _, err := h.knownRelations(ctx, sackd.RequirerEndpoint, &h.pub.Login, &h.pub.LoginKnown); err != nil {
+	if _, err := (publisher{h}).known(ctx, sackd.RequirerEndpoint, &h.pub.Login, &h.pub.LoginKnown); err != nil {
 		return nil, err
 	}
 	if ev := h.hc.Event; ev.Kind == juju.RelationBroken && ev.Endpoint == sackd.RequirerEndpoint {

@@ -1,29 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 
 	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
-
-// stateFile is the charm's state below Charm.Root when Charm.StateFile is not set.
-const stateFile = "/var/lib/slurmctld-operator/state.json"
-
-// stateFileName is the state's name in the unit's charm directory (where Juju keeps per-unit
-// charm data; the ops framework keeps .unit-state.db there too).
-const stateFileName = ".slurmctld-operator-state.json"
-
-// statePath is where the state lives.
-func (c *Charm) statePath() string {
-	if c.StateFile != "" {
-		return c.StateFile
-	}
-	return c.Path(stateFile)
-}
 
 // charmState is what the charm remembers between hooks. It is written atomically once, at
 // the end of every hook that changed it (Charm.lifecycle).
@@ -31,17 +18,16 @@ type charmState struct {
 	// Config is the configuration as config-get last gave it (config-changed reads it, and
 	// upgrade-charm, or any hook when there is none yet); other hooks validate this copy
 	// instead of reading it again (Juju runs config-changed after every change).
-	Config *Config `json:"config,omitempty"`
+	Config *config `json:"config,omitempty"`
 	// ClusterName is the ClusterName slurmctld was first started with; it cannot change.
 	ClusterName string `json:"cluster-name,omitempty"`
 	// SecretID is the auth key secret (leader only).
 	SecretID string `json:"secret-id,omitempty"`
 	// SlurmVersion caches `slurmctld -V` (read again on upgrade-charm).
 	SlurmVersion string `json:"slurm-version,omitempty"`
-	// VersionShown is the version last given to application-version-set.
-	VersionShown string `json:"version-shown,omitempty"`
-	// StatusCache is the unit status this unit last set ("unit-status": "code: message");
-	// the same status is not set again.
+	// StatusCache is the unit status this unit last set ("unit-status": "code: message")
+	// and the version last given to application-version-set ("version-shown"): neither is
+	// set again unchanged.
 	charm.StatusCache
 	// KeyID is the id of the auth key written to this host.
 	KeyID string `json:"key-id,omitempty"`
@@ -120,6 +106,53 @@ type publishedRel struct {
 	Granted string `json:"granted,omitempty"`
 }
 
+// publishedDbd is what was written to the slurmdbd relation (published.Dbd): the secret
+// granted and the databag, as for a slurmd relation.
+type publishedDbd struct {
+	Relation juju.RelationID `json:"relation"`
+	publishedRel
+}
+
+// accounting is what the controller knows of its slurmdbd (the slurmdbd relation,
+// accounting.go).
+type accounting struct {
+	// Relation and App are the slurmdbd relation and application.
+	Relation juju.RelationID `json:"relation"`
+	App      string          `json:"app,omitempty"`
+	// Host, Port and Version are slurmdbd's data, once published.
+	Host    string `json:"host,omitempty"`
+	Port    int    `json:"port,omitempty"`
+	Version string `json:"version,omitempty"`
+	// Refused says why accounting stays off with this slurmdbd ("" when it is on).
+	Refused string `json:"refused,omitempty"`
+}
+
+// storage is the AccountingStorageHost:Port slurm.conf should name, "" for no accounting.
+func (a *accounting) storage() string {
+	if a == nil || a.Host == "" || a.Refused != "" {
+		return ""
+	}
+	return a.Host + ":" + strconv.Itoa(a.Port)
+}
+
+// joined is a with the relation id and application, keeping slurmdbd's data of the same
+// relation.
+func (a *accounting) joined(rel juju.RelationID, app string) *accounting {
+	if a == nil || a.Relation != rel {
+		return &accounting{Relation: rel, App: app}
+	}
+	if app != "" {
+		a.App = app
+	}
+	return a
+}
+
+// accountingRestartNeeded reports whether slurmctld runs with another accounting storage than
+// slurm.conf names (Slurm reads it at start only).
+func (s *charmState) accountingRestartNeeded() bool {
+	return s.AccountingRunning != s.Accounting.storage()
+}
+
 // clone is a deep copy of p (nil gives an empty record).
 func (p *published) clone() *published {
 	if p == nil {
@@ -188,6 +221,31 @@ type removal struct {
 	Pending []string `json:"pending,omitempty"`
 }
 
+// rebootPlan is a rolling reboot under way: Slurm has been asked to reboot the Asked nodes
+// (scontrol reboot ASAP nextstate=resume) and the Queued ones wait until fewer than Max
+// nodes of the plan are unavailable. update-status (and every reboot action) moves it on.
+type rebootPlan struct {
+	Reason string   `json:"reason"`
+	Max    int      `json:"max-unavailable"`
+	Queued []string `json:"queued,omitempty"`
+	// Asked maps each node asked to reboot to its BootTime when asked: the node is back once
+	// Slurm shows a new boot time and neither a reboot under way nor DOWN.
+	Asked map[string]string `json:"asked,omitempty"`
+	// Done counts the nodes back after their reboot.
+	Done int `json:"done,omitempty"`
+}
+
+// drop takes node out of the plan: its unit left (a node Slurm does not know while it
+// reboots is away, not gone: with a staged node-config its record is deleted before the
+// reboot and created anew after it).
+func (r *rebootPlan) drop(node string) {
+	if r == nil {
+		return
+	}
+	delete(r.Asked, node)
+	r.Queued = slices.DeleteFunc(r.Queued, func(n string) bool { return n == node })
+}
+
 func (s *charmState) addApp(app string) {
 	if !slices.Contains(s.Apps, app) {
 		s.Apps = append(s.Apps, app)
@@ -205,4 +263,9 @@ func (s *charmState) setProblem(app, msg string) {
 		s.Problems = map[string]string{}
 	}
 	s.Problems[app] = msg
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	return slices.Sorted(maps.Keys(m))
 }

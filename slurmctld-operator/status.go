@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/charmed-slurm/operators/libs/hostlist"
+	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/slurm"
+)
+
+// report sets the unit status from everything known in this hook, unless this unit set
+// the same status last (the kit's status cache, saved with the state).
+func (h *hook) report(ctx context.Context) error {
+	code, msg := unitStatus(ctx, h.st, h.leader, h.configProblem(), observer{running: h.c.running, nodes: h.nodes.list, dbdQueue: h.c.client().DbdAgentQueue})
+	return h.k.SetUnitStatus(ctx, code, msg)
+}
+
+// progress shows a step in maintenance status; report replaces it at the end of the hook.
+func (h *hook) progress(ctx context.Context, msg string) error {
+	return h.k.SetUnitStatus(ctx, juju.StatusMaintenance, msg)
+}
+
+// observer is what the status asks of the host beyond the state, each only when the status
+// gets that far: whether slurmctld runs, the node list, and (with accounting on) how many
+// records wait for slurmdbd.
+type observer struct {
+	running  func(ctx context.Context) bool
+	nodes    func(ctx context.Context) ([]slurm.Node, error)
+	dbdQueue func(ctx context.Context) (int, error)
+}
+
+// unitStatus is the unit status, the one place it is worded: from the state, leadership and
+// the configuration's problem, then (only when it gets that far) whether slurmctld runs and
+// its node list.
+func unitStatus(ctx context.Context, st *charmState, leader bool, configProblem error, o observer) (juju.StatusCode, string) {
+	if configProblem != nil {
+		return juju.StatusBlocked, configProblem.Error()
+	}
+	if st.ConfRefused != "" && leader {
+		return juju.StatusBlocked, st.ConfRefused
+	}
+	if !leader {
+		return juju.StatusBlocked, "standby unit: only the leader runs slurmctld (controller high availability is not supported yet)"
+	}
+	if apps := sortedKeys(st.Problems); len(apps) > 0 {
+		return juju.StatusBlocked, fmt.Sprintf("slurmd application %s: %s", apps[0], st.Problems[apps[0]])
+	}
+	if !o.running(ctx) {
+		return juju.StatusMaintenance, "slurmctld is not running"
+	}
+	nodes, err := o.nodes(ctx)
+	if err != nil {
+		if errors.Is(err, slurm.ErrControllerUnreachable) {
+			return juju.StatusWaiting, "slurmctld is not responding"
+		}
+		return juju.StatusWaiting, fmt.Sprintf("cannot list nodes: %v", err)
+	}
+	if apps := sortedKeys(st.Removing); len(apps) > 0 {
+		app, r := apps[0], st.Removing[apps[0]]
+		if len(r.Pending) > 0 {
+			msg := fmt.Sprintf("removing partition %s: pending jobs %s can never run there; run settle-jobs partition=%s with move-to=<partition> or cancel=true", app, strings.Join(r.Pending, ","), app)
+			if others := r.Jobs - len(r.Pending); others > 0 {
+				msg += fmt.Sprintf(" (also waiting for %d other jobs to finish)", others)
+			}
+			return juju.StatusBlocked, msg
+		}
+		jobs := "the jobs" // not counted yet (removal.Jobs is -1 until squeue answers)
+		if r.Jobs >= 0 {
+			jobs = fmt.Sprintf("%d jobs", r.Jobs)
+		}
+		return juju.StatusWaiting, fmt.Sprintf("waiting for %s in partition %s to finish before removing it", jobs, app)
+	}
+	var idle, alloc, draining, drained, down int
+	// FUTURE records (future-nodes) are no nodes: never up, never scheduled.
+	nodes = slices.DeleteFunc(slices.Clone(nodes), func(n slurm.Node) bool { return n.State.Base == slurm.StateFuture })
+	for _, n := range nodes {
+		switch {
+		case n.State.Draining():
+			draining++
+		case n.State.Drain():
+			drained++
+		case n.State.Down():
+			down++
+		case n.State.Busy():
+			alloc++
+		case n.State.Base == slurm.StateIdle:
+			idle++
+		}
+	}
+	msg := fmt.Sprintf("slurmctld up, %d nodes (%d idle, %d allocated, %d drained", len(nodes), idle, alloc, drained)
+	if draining > 0 {
+		msg += fmt.Sprintf(", %d draining", draining)
+	}
+	if down > 0 {
+		msg += fmt.Sprintf(", %d down", down)
+	}
+	msg += ")"
+	if pend := sortedKeys(st.Pending); len(pend) > 0 {
+		msg += "; removing " + hostlist.CompressSorted(pend) + " once idle"
+	}
+	if len(st.Apps) == 0 {
+		msg += "; waiting for a slurmd application"
+	}
+	msg += accountingStatus(ctx, st, o)
+	msg += rebootStatus(st.Reboots)
+	return juju.StatusActive, msg
+}
+
+// accountingStatus is the accounting part of the unit status ("" without a slurmdbd
+// relation): off and why, waiting for slurmdbd, the restart pending, or the records queued
+// for slurmdbd (sdiag's DBD agent queue) while slurmdbd or its database is away.
+func accountingStatus(ctx context.Context, st *charmState, o observer) string {
+	a := st.Accounting
+	switch {
+	case a == nil:
+		return ""
+	case a.Refused != "":
+		return "; accounting off: " + a.Refused
+	case a.Host == "":
+		return "; waiting for slurmdbd"
+	case st.AccountingRunning != a.storage():
+		return "; accounting not applied yet (slurmctld restart pending)"
+	}
+	n, err := o.dbdQueue(ctx)
+	switch {
+	case err != nil:
+		return "; accounting via slurmdbd (cannot read sdiag: " + firstLine(err.Error()) + ")"
+	case n > 0:
+		return fmt.Sprintf("; accounting behind: %d records queued for slurmdbd", n)
+	}
+	return "; accounting via slurmdbd"
+}
+
+// rebootStatus is the rolling reboot's part of the unit status, or "".
+func rebootStatus(r *rebootPlan) string {
+	if r == nil {
+		return ""
+	}
+	msg := fmt.Sprintf("; rebooting %s", hostlist.Compress(sortedKeys(r.Asked)))
+	if len(r.Queued) > 0 {
+		msg += fmt.Sprintf(", %d nodes queued (max-unavailable %d)", len(r.Queued), r.Max)
+	}
+	return msg
+}
