@@ -253,12 +253,6 @@ func (ctl slurmctldDaemon) rollBackAccounting(ctx context.Context, cause error) 
 	return ctl.waitUp(ctx, "restarted without accounting")
 }
 
-// firstLine is s up to its first new line.
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
-}
-
 // reconfigure runs one `scontrol reconfigure`.
 func (ctl slurmctldDaemon) reconfigure(ctx context.Context) error {
 	h := ctl.h
