@@ -281,8 +281,12 @@ func decide(u *Unit, rs *RemoteState) (Hook, bool) {
 }
 
 // enterScopes enters the scope of every relation the unit sees alive and has not entered
-// (relation/statetracker.go, SynchronizeScopes).
+// (relation/statetracker.go, SynchronizeScopes); a dying unit enters none
+// (state/relationunit.go, EnterScope).
 func enterScopes(u *Unit, rs *RemoteState) {
+	if rs.Life != "alive" {
+		return
+	}
 	for id, r := range rs.Relations {
 		if u.Seen.Relations[id] == nil && r.Life == "alive" {
 			u.Seen.Relations[id] = &RelationLocal{Joined: map[string]int{}}

@@ -67,11 +67,16 @@ func TestRuleJoinedThenChanged(t *testing.T) {
 // When the remote application's databag has data, Juju runs the application-level
 // relation-changed (JUJU_REMOTE_UNIT empty) before any unit joins ("trigger all app hooks
 // first"), so relation-list may be empty in a unit's first relation hook.
+//
+// Which a unit sees first, the other side's application data or its units, is a race in Juju
+// (a unit enters the relation's scope as its agent first sees the relation, before its
+// relation-created): here beta/0 is still installing when the relation is made, so alpha/0's
+// leader has written its application data by the time beta/0 sees the relation.
 func TestRuleAppChangedFirst(t *testing.T) {
 	m := localModel(t)
 	deploy(t, m, "alpha", 1, nil)
-	deploy(t, m, "beta", 1, nil)
 	waitIdle(t, m)
+	deploy(t, m, "beta", 1, map[string]string{"slow-hooks": "install=3s"})
 	if _, err := m.Integrate(context.Background(), "alpha:source", "beta:sink"); err != nil {
 		t.Fatal(err)
 	}

@@ -332,9 +332,18 @@ func (t *relationTracker) SynchronizeScopes(remote remotestate.Snapshot) error {
 		}
 		t.peer[id] = m.Role == string(charm.RolePeer)
 		t.remoteApp[id] = m.RemoteApp
-		r := relation.NewRelationer(&relationUnit{id: id, m: m}, t.stateMgr, unitGetter{}, t.s.log)
+		r := relation.NewRelationer(&relationUnit{id: id, m: m, unitLife: t.s.remote().Life}, t.stateMgr, unitGetter{}, t.s.log)
 		if err := r.Join(); err != nil {
-			return err
+			// As relationStateTracker.SynchronizeScopes: the state Join made goes again; a unit
+			// that cannot enter the scope (it is dying) leaves the relation alone.
+			removeErr := t.stateMgr.RemoveRelation(id, unitGetter{}, map[string]bool{})
+			if !params.IsCodeCannotEnterScope(err) {
+				return err
+			}
+			if removeErr != nil {
+				return removeErr
+			}
+			continue
 		}
 		t.relationers[id] = r
 	}
@@ -439,16 +448,24 @@ func (t *relationTracker) scopes() []int {
 
 // relationUnit is the unit in one relation, as the uniter API gives it.
 type relationUnit struct {
-	id int
-	m  model.RemoteRelation
+	id       int
+	m        model.RemoteRelation
+	unitLife string
 }
 
 func (ru *relationUnit) ApplicationSettings() (*apiuniter.Settings, error) { return nil, nil }
 func (ru *relationUnit) Settings() (*apiuniter.Settings, error)            { return nil, nil }
 func (ru *relationUnit) ReadSettings(string) (params.Settings, error)      { return nil, nil }
-func (ru *relationUnit) EnterScope() error                                 { return nil }
-func (ru *relationUnit) LeaveScope() error                                 { return nil }
-func (ru *relationUnit) Relation() relation.Relation                       { return (*relationAPI)(ru) }
+func (ru *relationUnit) EnterScope() error {
+	// The controller lets only a live unit enter the scope of a live relation
+	// (state/relationunit.go, EnterScope).
+	if ru.unitLife != "alive" || ru.m.Life != "alive" {
+		return &params.Error{Code: params.CodeCannotEnterScope, Message: "cannot enter scope: unit or relation is not alive"}
+	}
+	return nil
+}
+func (ru *relationUnit) LeaveScope() error           { return nil }
+func (ru *relationUnit) Relation() relation.Relation { return (*relationAPI)(ru) }
 func (ru *relationUnit) Endpoint() apiuniter.Endpoint {
 	return apiuniter.Endpoint{Relation: charm.Relation{Name: ru.m.Endpoint, Role: charm.RelationRole(ru.m.Role),
 		Interface: ru.m.Interface, Scope: charm.ScopeGlobal}}

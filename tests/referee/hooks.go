@@ -159,13 +159,21 @@ func (q *eventQueue) peek() *model.AgentEvent {
 	return q.items[0]
 }
 
-// pop waits for the next event and removes it.
+// pop waits for the next event and removes it; while events remain, changed is kept
+// signalled (the uniter's loop waits on it when it has nothing to do).
 func (q *eventQueue) pop() *model.AgentEvent {
 	e := q.peek()
 	if e != nil {
 		q.mu.Lock()
 		q.items = q.items[1:]
+		more := len(q.items) > 0
 		q.mu.Unlock()
+		if more {
+			select {
+			case q.changed <- struct{}{}:
+			default:
+			}
+		}
 	}
 	return e
 }
