@@ -19,7 +19,7 @@ import (
 
 // RunOptions configure Run.
 type RunOptions struct {
-	// Parts to run: "raw", "hooks", "join", "scale", "leave", "autoscale", and on systemd
+	// Parts to run: "raw", "hooks", "join", "scale", "leave", "autoscale", "busy", and on systemd
 	// machines "trixie", "bookworm" (raw and operator joins interleaved, idle leaves) and
 	// "reboot" (on machines of RebootOn); empty means all.
 	Parts []string
@@ -37,6 +37,8 @@ type RunOptions struct {
 	// Scales are the numbers of units added at once, then removed, one size after the other
 	// (default 8, 32, 128, 256).
 	Scales []int
+	// BusyUnits is the number of busy units part "busy" removes at once (default 32).
+	BusyUnits int
 	// Command is the command line recorded in the report.
 	Command string
 	// Progress receives progress lines; nil discards them.
@@ -51,7 +53,7 @@ func (o *RunOptions) progress(format string, args ...any) {
 
 // Parts returns the parts Run knows, in the order it runs them (all of them by default).
 func Parts() []string {
-	return []string{"hooks", "raw", "join", "leave", "scale", "autoscale", "trixie", "bookworm", "reboot"}
+	return []string{"hooks", "raw", "join", "leave", "scale", "autoscale", "busy", "trixie", "bookworm", "reboot"}
 }
 
 func (o *RunOptions) part(name string) bool {
@@ -69,6 +71,9 @@ func Run(ctx context.Context, opts RunOptions) (*Report, error) {
 	}
 	if len(opts.Scales) == 0 {
 		opts.Scales = []int{8, 32, 128, 256}
+	}
+	if opts.BusyUnits <= 0 {
+		opts.BusyUnits = 32
 	}
 	if opts.MachineSamples <= 0 {
 		opts.MachineSamples = opts.Samples
@@ -127,7 +132,7 @@ func Run(ctx context.Context, opts RunOptions) (*Report, error) {
 			fail("raw", err)
 		}
 	}
-	if opts.part("join") || opts.part("scale") || opts.part("leave") || opts.part("autoscale") {
+	if opts.part("join") || opts.part("scale") || opts.part("leave") || opts.part("autoscale") || opts.part("busy") {
 		if err := runOperators(ctx, &opts, rep, root, scratch, raw); err != nil {
 			fail("operators", err)
 		}

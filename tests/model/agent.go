@@ -26,12 +26,15 @@ type Hook struct {
 	SecretRevision int    `json:"secret-revision,omitempty"`
 	ActionID       string `json:"action-id,omitempty"`
 	ActionName     string `json:"action-name,omitempty"`
-	Version        int    `json:"version,omitempty"` // the data version the hook acknowledges
+	// CommandsID is a juju-exec's id among its unit's queued commands (Kind run-commands).
+	CommandsID string `json:"commands-id,omitempty"`
+	Version    int    `json:"version,omitempty"` // the data version the hook acknowledges
 	// Due is when a secret-rotate hook fell due.
 	Due time.Time `json:"due,omitzero"`
 }
 
-// Name is the hook's name (JUJU_HOOK_NAME), e.g. "slurmd-relation-joined", or the action's.
+// Name is the hook's name (JUJU_HOOK_NAME), e.g. "slurmd-relation-joined", or the action's;
+// "run-commands" for a juju-exec context, which has no hook name.
 func (h Hook) Name() string {
 	switch {
 	case h.Kind == "action":
@@ -165,6 +168,8 @@ func (s *State) agentRestarted(u *Unit, ticks, retries int) {
 //	  that does not lead, when the leader settings changed since it last ran it
 //	secrets: secret-expired, secret-rotate, secret-changed, secret-remove
 //	actions: the oldest queued one, when nothing is queued, also in a hook error
+//	commands: the oldest juju-exec queued (runcommands/runcommands.go), whatever is queued or
+//	  failed
 //	a failed hook: replayed on the retry timer or `juju resolve`, skipped with --no-retry
 //	a queued hook: start after the first config-changed, config-changed after upgrade-charm,
 //	  leader-elected after leadership was accepted, a hook cut off by a shutdown
@@ -222,10 +227,14 @@ func decide(u *Unit, rs *RemoteState) (Hook, bool) {
 			a := rs.Actions[0]
 			return Hook{Kind: "action", ActionID: a.ID, ActionName: a.Name}, true
 		}
+		if len(rs.Commands) > 0 {
+			return Hook{Kind: RunCommands, CommandsID: rs.Commands[0]}, true
+		}
 		switch {
 		case u.Failed != nil:
 			// `juju resolve --no-retry` committed it already (Model.Resolve).
 			if rs.Resolved == "retry-hooks" || rs.RetryHook > L.Retries {
+				u.Resolved = "" // acted on (Juju's uniter clears it as it retries the hook)
 				return *u.Failed, true
 			}
 			return Hook{}, false
@@ -480,6 +489,11 @@ type agent struct {
 	lastIdle       []byte
 	// retry fires when the failed hook is due to be retried (under m.mu).
 	retry <-chan time.Time
+	// exec is the unit's run socket (juju-exec) and execQueue the commands waiting for their
+	// turn; both under m.mu.
+	exec      *execListener
+	execQueue []*execRequest
+	execIDs   int // the run-commands ids handed out
 }
 
 func newAgent(m *Model, unit, machineID string) *agent {
@@ -525,20 +539,34 @@ func (a *agent) run(ctx context.Context) {
 			// start of the shutdown; watchBoots sees the reboot only once the next boot starts):
 			// as under Juju, its agent decides and runs nothing until it is back.
 			m.mu.Unlock()
-			select {
-			case <-ctx.Done():
+			if !pauseForBoot(ctx) {
 				return
-			case <-time.After(bootPoll):
 			}
 			continue
 		}
 		now := time.Now()
-		rs := m.state.remoteState(u, a.ticks, a.retries, now)
+		rs := a.remoteState(u, now)
 		hook, ok := decide(u, &rs)
 		if m.referee != nil && !ok {
 			a.refereeChoice(u, rs, nil)
 		}
-		u.Resolved = "" // acted on (Juju's uniter clears it as it resolves the hook)
+		if u.Failed == nil {
+			u.Resolved = "" // nothing to resolve
+		}
+		if ok && hook.Kind == RunCommands {
+			r := a.takeExec(hook.CommandsID)
+			a.refereeChoice(u, rs, &hook)
+			a.runExec(ctx, u, r)
+			if ctx.Err() != nil {
+				m.mu.Unlock()
+				return
+			}
+			// Juju's run-commands operation succeeds whatever the commands did: their result
+			// is juju-exec's (operation/runcommands.go, Execute).
+			a.refereeEvent(AgentEvent{Done: "ok"})
+			m.mu.Unlock()
+			continue
+		}
 		if !ok {
 			if u.Failed == nil {
 				u.Agent = StatusInfo{Status: "idle", Since: u.Agent.Since}
@@ -678,6 +706,9 @@ func (a *agent) run(ctx context.Context) {
 			m.progress("%s: hook %q cut off by the machine's shutdown; it runs again after the boot: %v", a.unit, hook.Name(), err)
 		case err != nil && hook.Kind != "action":
 			m.progress("%s: hook failed: %q: %v", a.unit, hook.Name(), err)
+		case err == nil && hook.Kind != "action":
+			// Juju's uniter logs the same line when a hook succeeds (operation/runhook.go).
+			m.progress("%s: ran %q hook (via hook dispatching script: dispatch)", a.unit, hook.Name())
 		}
 	}
 }
@@ -714,6 +745,7 @@ func (a *agent) finish(ctx context.Context) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	a.closeExec()
 	u := m.state.Units[a.unit]
 	delete(m.state.Units, a.unit)
 	delete(m.state.Machines, a.machineID)
@@ -774,6 +806,9 @@ func (a *agent) provision(ctx context.Context) error {
 	if err := linkUnitTools(m.toolsDir, mach.Path(toolsIn)); err != nil {
 		return fmt.Errorf("cannot install hook tools on machine %s: %w", a.machineID, err)
 	}
+	if err := a.listenExec(); err != nil {
+		return fmt.Errorf("cannot serve juju-exec on machine %s: %w", a.machineID, err)
+	}
 	m.mu.Lock()
 	u.Ready = true
 	u.Agent = StatusInfo{Status: "idle", Since: time.Now()}
@@ -797,8 +832,8 @@ func (a *agent) env(hc *hookContext) []string {
 	m := a.m
 	h := hc.hook
 	hookName := h.Name()
-	if h.Kind == "action" {
-		hookName = "" // actions have no hook name: Juju exports it empty
+	if h.Kind == "action" || h.Kind == RunCommands {
+		hookName = "" // actions and juju-exec have no hook name: Juju exports it empty
 	}
 	env := map[string]string{
 		"PATH":                      a.toolsDir + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -846,6 +881,9 @@ func (a *agent) env(hc *hookContext) []string {
 		env["JUJU_ACTION_NAME"] = h.ActionName
 		env["JUJU_ACTION_UUID"] = h.ActionID
 		env["JUJU_ACTION_TAG"] = "action-" + h.ActionID
+	}
+	if h.Kind == RunCommands {
+		delete(env, "JUJU_DISPATCH_PATH") // set by Juju's runner for hooks and actions only
 	}
 	out := make([]string, 0, len(env))
 	for _, k := range sortedKeys(env) {

@@ -76,6 +76,8 @@ type RemoteState struct {
 	SecretRotations         []string         `json:"secret-rotations,omitempty"`
 	ExpiredSecretRevisions  []string         `json:"expired-secret-revisions,omitempty"`
 	ObsoleteSecretRevisions map[string][]int `json:"obsolete-secret-revisions,omitempty"`
+	// Commands are the ids of the juju-exec commands queued for the unit, oldest first.
+	Commands []string `json:"commands,omitempty"`
 }
 
 // RemoteAction is a queued or running action.
@@ -254,6 +256,14 @@ func (ag *agent) refereeStart(u *Unit, reboot bool) {
 	if ag.m.referee == nil {
 		return
 	}
-	rs := ag.m.state.remoteState(u, ag.ticks, ag.retries, time.Now())
+	rs := ag.remoteState(u, time.Now())
 	ag.refereeEvent(AgentEvent{Start: &AgentStart{Reboot: reboot, Remote: rs, Retry: ag.m.opts.HookRetry > 0}})
+}
+
+// remoteState is unit u's remote state at now as its agent sees it: with its timers' fires
+// and the juju-exec commands queued; callers hold m.mu.
+func (ag *agent) remoteState(u *Unit, now time.Time) RemoteState {
+	rs := ag.m.state.remoteState(u, ag.ticks, ag.retries, now)
+	rs.Commands = ag.commandIDs()
+	return rs
 }

@@ -152,8 +152,9 @@ func writeNew(dst string, r io.Reader, flag int, mode fs.FileMode) error {
 	return os.Chmod(dst, mode)
 }
 
-// installToolLinks makes dir hold one symbolic link to bin per hook tool name (ToolNames),
-// replacing what dir held.
+// installToolLinks makes dir hold one symbolic link to bin per hook tool name (ToolNames) and
+// one named juju-exec, replacing what dir held. Juju puts juju-exec in /usr/bin, which is on
+// every hook's PATH too; the model's hosts share /usr, so it goes beside the hook tools.
 func installToolLinks(bin, dir string) error {
 	if err := os.RemoveAll(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -161,7 +162,7 @@ func installToolLinks(bin, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	for _, name := range ToolNames() {
+	for _, name := range append(ToolNames(), JujuExec) {
 		if err := os.Symlink(bin, filepath.Join(dir, name)); err != nil {
 			return err
 		}

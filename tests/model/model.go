@@ -204,6 +204,9 @@ func (m *Model) Close() error {
 	var errs []error
 	for _, a := range agents {
 		<-a.done
+		m.mu.Lock()
+		a.closeExec()
+		m.mu.Unlock()
 		if a.machine != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			if err := a.machine.Destroy(ctx); err != nil {

@@ -34,6 +34,17 @@ const RebootDown = "down"
 // bootPoll is how often an agent looks for a new boot of its machine.
 const bootPoll = 200 * time.Millisecond
 
+// pauseForBoot waits bootPoll, while an agent's machine is down; it reports false when ctx
+// ended first.
+func pauseForBoot(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(bootPoll):
+		return true
+	}
+}
+
 // Reboot reboots the machine of target (a machine id or a unit name), as its administrator
 // would: the machine goes down at once (a hook under way is cut off, and runs again first
 // when the agent is back), and once it has booted the unit agent starts again and runs start

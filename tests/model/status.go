@@ -229,7 +229,7 @@ func (m *Model) busy(unit string) bool {
 	// What the agent would decide, on a copy: deciding applies what runs no hook.
 	rs := m.state.remoteState(u, 0, 0, time.Now())
 	if a := m.agents[unit]; a != nil {
-		rs.UpdateStatus, rs.RetryHook = a.ticks, a.retries
+		rs = a.remoteState(u, time.Now())
 	}
 	c := deepCopy(reflect.ValueOf(u)).Interface().(*Unit)
 	_, ok := decide(c, &rs)

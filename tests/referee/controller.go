@@ -99,6 +99,30 @@ func (f recordingFactory) NewSkipHook(info hook.Info) (operation.Operation, erro
 	return op, err
 }
 
+func (f recordingFactory) NewCommands(args operation.CommandArgs, sendResponse operation.CommandResponseFunc) (operation.Operation, error) {
+	op, err := f.Factory.NewCommands(args, sendResponse)
+	if err == nil {
+		f.s.made[op] = opInfo{kind: "commands", commands: args.Commands}
+	}
+	return op, err
+}
+
+// commandStore is the juju-exec commands the unit's run listener queued
+// (runcommands.Commands): the model's, by their ids, which stand for the commands too. Their
+// response is handed to the model's juju-exec, as Juju's run listener hands it to its client.
+type commandStore struct{}
+
+func (commandStore) AddCommand(operation.CommandArgs, operation.CommandResponseFunc) string {
+	return "" // the model's agent queues the commands
+}
+
+func (commandStore) GetCommand(id string) (operation.CommandArgs, operation.CommandResponseFunc) {
+	return operation.CommandArgs{Commands: id, RelationId: -1, RunLocation: runner.Workload},
+		func(*utilexec.ExecResponse, error) bool { return true }
+}
+
+func (commandStore) RemoveCommand(string) {}
+
 func (f recordingFactory) NewAction(id string) (operation.Operation, error) {
 	op, err := f.Factory.NewAction(id)
 	if err == nil {
@@ -172,7 +196,7 @@ func (nopDeployer) Deploy() error                                       { return
 type runnerFactory struct{ s *shadow }
 
 func (f runnerFactory) NewCommandRunner(runnercontext.CommandInfo) (runner.Runner, error) {
-	return nil, errors.New("the referee runs no commands")
+	return &hookRunner{s: f.s, ctx: &runnerContext{s: f.s}}, nil
 }
 
 func (f runnerFactory) NewHookRunner(info hook.Info) (runner.Runner, error) {
@@ -196,7 +220,7 @@ func (r *hookRunner) RunAction(name string) (runner.HookHandlerType, error) {
 	return runner.DispatchingHookHandler, r.s.ran(name)
 }
 func (r *hookRunner) RunCommands(string, runner.RunLocation) (*utilexec.ExecResponse, error) {
-	return nil, errors.New("the referee runs no commands")
+	return &utilexec.ExecResponse{}, r.s.ran(model.RunCommands)
 }
 
 // runnerContext is the hook context as the operations read it: whether the unit leads, the

@@ -32,6 +32,7 @@ import (
 	"github.com/juju/juju/internal/worker/uniter/relation"
 	"github.com/juju/juju/internal/worker/uniter/remotestate"
 	"github.com/juju/juju/internal/worker/uniter/resolver"
+	"github.com/juju/juju/internal/worker/uniter/runcommands"
 	"github.com/juju/juju/internal/worker/uniter/runner"
 	"github.com/juju/juju/internal/worker/uniter/secrets"
 	"github.com/juju/juju/internal/worker/uniter/upgradeseries"
@@ -211,9 +212,10 @@ type shadow struct {
 
 // opInfo is what an operation the referee's factory made does.
 type opInfo struct {
-	kind   string // "hook", "skip" or "action"
-	hook   hook.Info
-	action string
+	kind     string // "hook", "skip", "action" or "commands"
+	hook     hook.Info
+	action   string
+	commands string // the juju-exec's id
 }
 
 func newShadow(dir, unit string) *shadow {
@@ -326,7 +328,7 @@ func (s *shadow) incarnation(start *model.AgentStart) {
 			CreatedRelations:    relation.NewCreatedRelationResolver(s.rels, s.log),
 			Relations:           relation.NewRelationResolver(s.rels, nil, s.log),
 			Storage:             noOp{},
-			Commands:            noOp{},
+			Commands:            runcommands.NewCommandsResolver(commandStore{}, func(string) {}),
 			Secrets:             secrets.NewSecretsResolver(s.log, s.secrets, func(string) {}, func(string) {}, func(map[string][]int) {}),
 			Logger:              s.log,
 		}
@@ -443,6 +445,7 @@ func (s *shadow) snapshotOf(r *model.RemoteState) remotestate.Snapshot {
 		ConsumedSecretInfo:      map[string]coresecrets.SecretRevisionInfo{},
 		ObsoleteSecretRevisions: map[string][]int{},
 		DeletedSecretRevisions:  map[string][]int{},
+		Commands:                slices.Clone(r.Commands),
 		UpgradeMachineStatus:    coremodel.UpgradeSeriesNotStarted,
 	}
 	for _, a := range r.Actions {
@@ -604,7 +607,7 @@ func (s *shadow) describe(op operation.Operation) (opInfo, bool) {
 	for op != nil {
 		if t := reflect.TypeOf(op); t.Comparable() {
 			if i, ok := s.made[op]; ok {
-				return i, i.kind == "hook" || i.kind == "action"
+				return i, i.kind == "hook" || i.kind == "action" || i.kind == "commands"
 			}
 		}
 		w, ok := op.(operation.WrappedOperation)
@@ -618,8 +621,11 @@ func (s *shadow) describe(op operation.Operation) (opInfo, bool) {
 
 // matches reports whether Juju's operation runs the model's hook h.
 func (s *shadow) matches(i opInfo, h *model.Hook) bool {
-	if i.kind == "action" {
+	switch i.kind {
+	case "action":
 		return h.Kind == "action" && h.ActionID == i.action
+	case "commands":
+		return h.Kind == model.RunCommands && h.CommandsID == i.commands
 	}
 	if i.kind != "hook" || string(i.hook.Kind) != h.Kind {
 		return false
@@ -644,8 +650,11 @@ func (s *shadow) matches(i opInfo, h *model.Hook) bool {
 
 // opText names what Juju's operation runs.
 func (s *shadow) opText(i opInfo) string {
-	if i.kind == "action" {
+	switch i.kind {
+	case "action":
 		return "action " + i.action
+	case "commands":
+		return fmt.Sprintf("juju-exec commands %s", i.commands)
 	}
 	h := model.Hook{Kind: string(i.hook.Kind), RelationID: i.hook.RelationId, RemoteUnit: i.hook.RemoteUnit,
 		RemoteApp: i.hook.RemoteApplication, DepartingUnit: i.hook.DepartingUnit, SecretID: i.hook.SecretURI,
@@ -658,8 +667,11 @@ func (s *shadow) opText(i opInfo) string {
 
 // hookText names a hook with what tells it apart.
 func hookText(h model.Hook) string {
-	if h.Kind == "action" {
+	switch h.Kind {
+	case "action":
 		return fmt.Sprintf("action %s (%s)", h.ActionID, h.ActionName)
+	case model.RunCommands:
+		return fmt.Sprintf("juju-exec commands %s", h.CommandsID)
 	}
 	var parts []string
 	if strings.HasPrefix(h.Kind, "relation-") {

@@ -47,13 +47,17 @@ func judgeSteps(t *testing.T, start model.RemoteState, steps []step) string {
 	j := newHookJudge(t.TempDir())
 	j.event(&model.AgentEvent{Unit: "a/0", Start: &model.AgentStart{Remote: start, Retry: true}})
 	scopes := map[int]bool{}
+	installed := false // the unit enters relation scopes once installed
 	for _, s := range steps {
-		if s.hook != nil && s.hook.Kind != "install" {
+		if s.hook != nil && installed {
 			for id, r := range s.remote.Relations {
 				if r.Life == "alive" {
 					scopes[id] = true
 				}
 			}
+		}
+		if s.hook != nil && s.hook.Kind == "install" {
+			installed = true
 		}
 		if s.hook != nil && s.hook.Kind == "relation-broken" {
 			delete(scopes, s.hook.RelationID)
@@ -82,6 +86,9 @@ func TestHookOrder(t *testing.T) {
 	withAction := lead
 	withAction.Actions = []model.RemoteAction{{ID: "7", Name: "do"}}
 	twoRels := remote(true, false, 1, 2)
+	withCommands := lead
+	withCommands.Commands = []string{"0"}
+	commands := &model.Hook{Kind: model.RunCommands, CommandsID: "0"}
 	failing := lead
 	retried := lead
 	retried.RetryHook = 1
@@ -107,6 +114,18 @@ func TestHookOrder(t *testing.T) {
 		{"not before leader-elected", []step{deploy[0], deploy[1],
 			{hook: &model.Hook{Kind: "action", ActionID: "7", ActionName: "do"}, remote: withAction}},
 			"Juju's uniter runs leader-elected"},
+		{"juju-exec before install", []step{{hook: commands, remote: withCommands}, deploy[0]}, ""},
+		{"juju-exec goes before a queued start", append(append([]step{}, deploy[:4]...),
+			step{hook: commands, remote: withCommands}, deploy[4], step{remote: lead}), ""},
+		{"juju-exec is not left waiting", append(append([]step{}, deploy...), step{remote: withCommands}),
+			"the model runs nothing; Juju's uniter runs juju-exec commands 0"},
+		{"juju-exec is not put after update-status", append(append([]step{}, deploy...),
+			step{hook: run("update-status"), remote: func() model.RemoteState { r := withCommands; r.UpdateStatus = 1; return r }()}),
+			"the model runs update-status; Juju's uniter runs juju-exec commands 0"},
+		{"a failed unit runs juju-exec", append(append([]step{}, deploy[:3]...),
+			step{hook: &model.Hook{Kind: "config-changed", Version: 1}, remote: failing, done: "failed"},
+			step{hook: commands, remote: withCommands},
+			step{remote: failing}), ""},
 		{"relations in any order", append(append([]step{}, deploy[0]),
 			step{hook: rel("relation-created", 2, "", "b", 0), remote: twoRels},
 			step{hook: rel("relation-created", 0, "", "a", 0), remote: twoRels},
