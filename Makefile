@@ -88,6 +88,7 @@ lint: deps
 	@bad=$$(gofmt -l $(MODULES)); if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
 	$(GO) vet $(PKGS)
 	cd tests/referee && GOWORK=off $(GO) vet ./...
+	cd tests/referee && GOWORK=off ../../build/bin/staticcheck ./...
 	build/bin/staticcheck $(PKGS)
 
 fmt:
