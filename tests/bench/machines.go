@@ -149,7 +149,7 @@ func configureUnit(ctx context.Context, m *hosts.Machine, spec service.Spec) (ti
 	if err := writeMachineFile(m, systemd.DropInFile(spec.Name), dropIn, 0o644); err != nil {
 		return 0, err
 	}
-	if err := writeMachineFile(m, systemd.EnvironmentFile(spec.Name), systemd.EnvironmentFileContent(spec.Environment), 0o644); err != nil {
+	if err := writeMachineFile(m, systemd.EnvironmentFile(spec.Name), systemd.EnvironmentFileContent(spec), 0o644); err != nil {
 		return 0, err
 	}
 	t0 := time.Now()
