@@ -64,6 +64,7 @@ type Conn interface {
 	StopUnitContext(ctx context.Context, name string, mode string, ch chan<- string) (int, error)
 	RestartUnitContext(ctx context.Context, name string, mode string, ch chan<- string) (int, error)
 	GetUnitPropertiesContext(ctx context.Context, unit string) (map[string]any, error)
+	GetUnitPropertyContext(ctx context.Context, unit string, propertyName string) (*dbus.Property, error)
 	GetServicePropertyContext(ctx context.Context, service string, propertyName string) (*dbus.Property, error)
 	ResetFailedUnitContext(ctx context.Context, name string) error
 }
@@ -351,12 +352,12 @@ func writeFile(path string, data []byte) error {
 
 // Enable implements service.Manager.
 func (m *Manager) Enable(ctx context.Context, name string) error {
-	if _, err := m.props(ctx, name); err != nil {
+	if err := m.usable(name); err != nil {
 		return fmt.Errorf("cannot enable service %q: %w", name, err)
 	}
 	_, changes, err := m.Conn.EnableUnitFilesContext(ctx, []string{unit(name)}, false, true)
 	if err != nil {
-		return fmt.Errorf("cannot enable service %q: %w", name, err)
+		return fmt.Errorf("cannot enable service %q: %w", name, m.why(ctx, name, err))
 	}
 	if len(changes) == 0 {
 		return nil // enabled already: no link changed
@@ -366,6 +367,7 @@ func (m *Manager) Enable(ctx context.Context, name string) error {
 
 // Disable implements service.Manager.
 func (m *Manager) Disable(ctx context.Context, name string) error {
+	// systemd disables a unit with no unit file without an error: ask first.
 	if _, err := m.props(ctx, name); err != nil {
 		return fmt.Errorf("cannot disable service %q: %w", name, err)
 	}
@@ -379,14 +381,24 @@ func (m *Manager) Disable(ctx context.Context, name string) error {
 	return m.linked(ctx, "disable", name, false)
 }
 
+// why is err of a call about name, or ErrUnknownService when name has no unit file.
+func (m *Manager) why(ctx context.Context, name string, err error) error {
+	if _, perr := m.props(ctx, name); errors.Is(perr, service.ErrUnknownService) {
+		return fmt.Errorf("%w (%v)", perr, err)
+	}
+	return err
+}
+
 // linked follows a change of name's [Install] links. The next boot reads them from disk and
 // needs no reload; but systemd keeps the UnitFileState a loaded unit (a running one) had
 // when it was loaded until a reload, so only when the state systemd reports is not the new
 // one is it reloaded, as `systemctl enable` always does. A unit systemd has not loaded (a
 // new machine's) reads its state afresh.
 func (m *Manager) linked(ctx context.Context, verb, name string, enabled bool) error {
-	if p, err := m.props(ctx, name); err == nil && fileEnabled(p) == enabled {
-		return nil
+	if p, err := m.Conn.GetUnitPropertyContext(ctx, unit(name), "UnitFileState"); err == nil {
+		if s, _ := p.Value.Value().(string); enabledState(s) == enabled {
+			return nil
+		}
 	}
 	if err := m.Conn.ReloadContext(ctx); err != nil {
 		return fmt.Errorf("cannot %s service %q: reload: %w", verb, name, err)
@@ -394,11 +406,8 @@ func (m *Manager) linked(ctx context.Context, verb, name string, enabled bool) e
 	return nil
 }
 
-// fileEnabled reads the UnitFileState of a unit's properties.
-func fileEnabled(p map[string]any) bool {
-	s, _ := p["UnitFileState"].(string)
-	return s == "enabled" || s == "enabled-runtime"
-}
+// enabledState reports whether a UnitFileState means the unit starts at boot.
+func enabledState(s string) bool { return s == "enabled" || s == "enabled-runtime" }
 
 // Start implements service.Manager.
 func (m *Manager) Start(ctx context.Context, name string) error {
@@ -427,8 +436,12 @@ func (m *Manager) Respawn(ctx context.Context, name string) error { return m.Res
 // refuses a sixth start within 10 s (StartLimitBurst, StartLimitIntervalSec) as
 // "start-limit-hit", a limit meant for a crash loop under Restart=on-failure, not for the
 // starts a charm asks for one after another (a join, a key rotation, a re-registration).
+//
+// It reads no property first (each read of a unit systemd has not loaded costs a load and
+// its UnitFileState, a few ms): systemd refuses a job of a unit with no unit file as
+// NoSuchUnit, which is reported as service.ErrUnknownService.
 func (m *Manager) job(ctx context.Context, verb, name string, do func(context.Context, string, string, chan<- string) (int, error)) error {
-	if _, err := m.props(ctx, name); err != nil {
+	if err := m.usable(name); err != nil {
 		return fmt.Errorf("cannot %s service %q: %w", verb, name, err)
 	}
 	if verb != "stop" {
@@ -439,6 +452,9 @@ func (m *Manager) job(ctx context.Context, verb, name string, do func(context.Co
 	}
 	ch := make(chan string, 1) // buffered: go-systemd must not block if we stop waiting
 	if _, err := do(ctx, unit(name), "replace", ch); err != nil {
+		if noSuchUnit(err) {
+			err = fmt.Errorf("%w: systemd unit %s not found (%v)", service.ErrUnknownService, unit(name), err)
+		}
 		return fmt.Errorf("cannot %s service %q: %w", verb, name, err)
 	}
 	select {
@@ -484,17 +500,26 @@ func (m *Manager) Status(ctx context.Context, name string) (service.Status, erro
 	if us, ok := p["StateChangeTimestamp"].(uint64); ok && us > 0 {
 		st.Since = time.UnixMicro(int64(us))
 	}
-	st.Enabled = fileEnabled(p)
+	fileState, _ := p["UnitFileState"].(string)
+	st.Enabled = enabledState(fileState)
 	return st, nil
+}
+
+// usable checks name and that the manager has a connection.
+func (m *Manager) usable(name string) error {
+	if err := service.ValidateName(name); err != nil {
+		return err
+	}
+	if m.Conn == nil {
+		return errors.New("systemd manager has no D-Bus connection")
+	}
+	return nil
 }
 
 // props returns the unit's properties, or ErrUnknownService when systemd has no such unit.
 func (m *Manager) props(ctx context.Context, name string) (map[string]any, error) {
-	if err := service.ValidateName(name); err != nil {
+	if err := m.usable(name); err != nil {
 		return nil, err
-	}
-	if m.Conn == nil {
-		return nil, errors.New("systemd manager has no D-Bus connection")
 	}
 	p, err := m.Conn.GetUnitPropertiesContext(ctx, unit(name))
 	if err != nil {

@@ -157,7 +157,7 @@ func (f *fakeConn) job(verb, name, mode string, ch chan<- string) (int, error) {
 	defer f.mu.Unlock()
 	f.record("%s %s %s", verb, name, mode)
 	if !f.installed[name] {
-		return 0, fmt.Errorf("Unit %s not found.", name)
+		return 0, godbus.Error{Name: "org.freedesktop.systemd1.NoSuchUnit", Body: []any{"Unit " + name + " not found."}}
 	}
 	if f.hold {
 		return 1, nil
@@ -234,6 +234,18 @@ func (f *fakeConn) GetUnitPropertiesContext(ctx context.Context, name string) (m
 		result = "success"
 	}
 	return map[string]any{"LoadState": "loaded", "ActiveState": active, "UnitFileState": file, "StateChangeTimestamp": f.since[name], "Result": result}, nil
+}
+
+func (f *fakeConn) GetUnitPropertyContext(ctx context.Context, name, property string) (*dbus.Property, error) {
+	p, err := f.GetUnitPropertiesContext(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	v, ok := p[property]
+	if !ok {
+		return nil, fmt.Errorf("fake: property %s not served", property)
+	}
+	return &dbus.Property{Name: property, Value: godbus.MakeVariant(v)}, nil
 }
 
 func (f *fakeConn) GetServicePropertyContext(ctx context.Context, name, property string) (*dbus.Property, error) {
