@@ -336,3 +336,42 @@ func TestChartSVG(t *testing.T) {
 		})
 	}
 }
+
+func TestJournalTrace(t *testing.T) {
+	t0 := time.Unix(1764111600, 500_000_000)
+	out := []byte(`1764111600.100000 m1 systemd[1]: Started early.service - before t0.
+1764111600.600000 m1 systemd[1]: Starting munge.service - MUNGE authentication service...
+not a line
+1764111600.712345 m1 systemd[1]: Reloading requested from client PID 77 ('x')...
+x m1 systemd[1]: no time
+1764111601.000000 m1 systemd[1]: Started slurmd.service - Slurm node daemon.
+`)
+	want := []string{
+		"+  0.100s machine: systemd[1]: Starting munge.service - MUNGE authentication service...",
+		"+  0.212s machine: systemd[1]: Reloading requested from client PID 77 ('x')...",
+		"+  0.500s machine: systemd[1]: Started slurmd.service - Slurm node daemon.",
+	}
+	if d := cmp.Diff(want, bench.JournalTrace(t0, "machine: ", out)); d != "" {
+		t.Errorf("JournalTrace (-want +got):\n%s", d)
+	}
+}
+
+func FuzzJournalTrace(f *testing.F) {
+	f.Add([]byte("1764111600.600000 m1 systemd[1]: Started x.\n"))
+	f.Add([]byte("1e300 a b\n-5 a b\nNaN a b\n"))
+	f.Fuzz(func(t *testing.T, out []byte) {
+		for _, l := range bench.JournalTrace(time.Unix(1764111600, 0), "m: ", out) {
+			if !strings.HasPrefix(l, "+") || !strings.Contains(l, "s m: ") {
+				t.Errorf("bad trace line %q", l)
+			}
+		}
+	})
+}
+
+func TestSortTrace(t *testing.T) {
+	got := bench.SortTrace([]string{"+  0.300s c", "machine journal: error", "+  0.100s a", "+  0.300s d", "+ 12.000s e", "+  0.200s b"})
+	want := []string{"+  0.100s a", "+  0.200s b", "+  0.300s c", "+  0.300s d", "+ 12.000s e", "machine journal: error"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("SortTrace (-want +got):\n%s", d)
+	}
+}
