@@ -351,7 +351,7 @@ x m1 systemd[1]: no time
 		"+  0.212s machine: systemd[1]: Reloading requested from client PID 77 ('x')...",
 		"+  0.500s machine: systemd[1]: Started slurmd.service - Slurm node daemon.",
 	}
-	if d := cmp.Diff(want, bench.JournalTrace(t0, "machine: ", out)); d != "" {
+	if d := cmp.Diff(want, bench.JournalTrace(t0, t0, "machine: ", out)); d != "" {
 		t.Errorf("JournalTrace (-want +got):\n%s", d)
 	}
 }
@@ -360,7 +360,7 @@ func FuzzJournalTrace(f *testing.F) {
 	f.Add([]byte("1764111600.600000 m1 systemd[1]: Started x.\n"))
 	f.Add([]byte("1e300 a b\n-5 a b\nNaN a b\n"))
 	f.Fuzz(func(t *testing.T, out []byte) {
-		for _, l := range bench.JournalTrace(time.Unix(1764111600, 0), "m: ", out) {
+		for _, l := range bench.JournalTrace(time.Unix(1764111600, 0), time.Unix(1764111600, 0), "m: ", out) {
 			if !strings.HasPrefix(l, "+") || !strings.Contains(l, "s m: ") {
 				t.Errorf("bad trace line %q", l)
 			}

@@ -14,8 +14,9 @@ import (
 )
 
 // machineTrace completes the trace of a join on a systemd machine (lines "+  0.123s ...",
-// offsets from t0): the node's IDLE time and what the machine's systemd logged since t0
-// (units started and stopped, reloads), merged in time order.
+// offsets from t0): the node's IDLE time and what the machine's systemd logged once the
+// machine was provisioned (units started and stopped, reloads; not its boot), merged in time
+// order.
 func (c *opCluster) machineTrace(ctx context.Context, unit string, t0 time.Time, idle time.Duration, lines []string) []string {
 	lines = append(lines, fmt.Sprintf("+%7.3fs node %s IDLE", idle.Seconds(), slurmd.NodeName(unit)))
 	m, err := c.machine(unit)
@@ -23,7 +24,8 @@ func (c *opCluster) machineTrace(ctx context.Context, unit string, t0 time.Time,
 		var out []byte
 		// PID 1's own messages: short-unix gives each line's time in seconds since the epoch.
 		out, err = m.Run(ctx, "journalctl", "-q", "--no-pager", "-o", "short-unix", "_PID=1")
-		lines = append(lines, JournalTrace(t0, "machine: ", out)...)
+		host, _ := c.provisioned(unit, t0)
+		lines = append(lines, JournalTrace(t0, t0.Add(host), "machine: ", out)...)
 	}
 	if err != nil {
 		lines = append(lines, "machine journal: "+err.Error())
@@ -32,9 +34,9 @@ func (c *opCluster) machineTrace(ctx context.Context, unit string, t0 time.Time,
 }
 
 // JournalTrace renders the lines of `journalctl -o short-unix` ("<seconds since the epoch>
-// <host> <identifier>: <message>") logged at t0 or later as trace lines, offsets from t0,
+// <host> <identifier>: <message>") logged at from or later as trace lines, offsets from t0,
 // each message after prefix. Lines it cannot read are left out.
-func JournalTrace(t0 time.Time, prefix string, out []byte) []string {
+func JournalTrace(t0, from time.Time, prefix string, out []byte) []string {
 	var lines []string
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
@@ -48,7 +50,7 @@ func JournalTrace(t0 time.Time, prefix string, out []byte) []string {
 			continue
 		}
 		at := time.Unix(0, int64(secs*1e9))
-		if at.Before(t0) {
+		if at.Before(from) {
 			continue
 		}
 		// Drop the host name; keep "systemd[1]: message".
