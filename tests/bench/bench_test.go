@@ -375,3 +375,47 @@ func TestSortTrace(t *testing.T) {
 		t.Errorf("SortTrace (-want +got):\n%s", d)
 	}
 }
+
+func TestDeriveMachineScale(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		figures []bench.Figure
+		want    map[string]float64 // derived figures by name
+	}{
+		{"two sizes", []bench.Figure{
+			{Name: "trixie.scale.8.out_per_node_s", Value: 0.5},
+			{Name: "trixie.scale.32.out_per_node_s", Value: 0.6},
+			{Name: "bookworm.scale.8.out_per_node_s", Value: 0.4},
+		}, map[string]float64{"trixie.scale.per_node_ratio_32_8": 1.2}},
+		{"one size", []bench.Figure{{Name: "trixie.scale.8.out_per_node_s", Value: 0.5}}, map[string]float64{}},
+		{"zero", []bench.Figure{
+			{Name: "trixie.scale.8.out_per_node_s", Value: 0},
+			{Name: "trixie.scale.32.out_per_node_s", Value: 0.6},
+		}, map[string]float64{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := &bench.Report{Figures: tt.figures}
+			bench.Derive(rep)
+			got := map[string]float64{}
+			for _, f := range rep.Figures {
+				if strings.Contains(f.Name, "per_node_ratio") {
+					got[f.Name] = math.Round(f.Value*1000) / 1000
+				}
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("derived (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestAddScalePoint(t *testing.T) {
+	var rep bench.Report
+	rep.AddScalePoint("a", bench.Point{Nodes: 8, Seconds: 1})
+	rep.AddScalePoint("b", bench.Point{Nodes: 8, Seconds: 2})
+	rep.AddScalePoint("a", bench.Point{Nodes: 32, Seconds: 3})
+	want := []bench.Series{{Name: "a", Points: []bench.Point{{Nodes: 8, Seconds: 1}, {Nodes: 32, Seconds: 3}}}, {Name: "b", Points: []bench.Point{{Nodes: 8, Seconds: 2}}}}
+	if d := cmp.Diff(want, rep.ScaleSeries); d != "" {
+		t.Errorf("series (-want +got):\n%s", d)
+	}
+}
