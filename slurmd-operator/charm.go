@@ -248,16 +248,24 @@ func (h *hook) facts(ctx context.Context) (slurm.Version, slurm.MachineInfo, err
 	return v, mi, nil
 }
 
-// readFacts runs `slurmd -V` and `slurmd -C` with cl. It touches no hook state, so it may run
+// readFacts runs `slurmd -V` and `slurmd -C` with cl, at the same time (slurmd -C, which
+// reads the hardware, takes several times longer). It touches no hook state, so it may run
 // beside the hook's other work (pendingFacts).
 func readFacts(ctx context.Context, cl *slurm.Client) (slurm.Version, slurm.MachineInfo, error) {
+	var mi slurm.MachineInfo
+	var miErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		mi, miErr = cl.MachineInfo(ctx)
+	}()
 	v, err := cl.SlurmdVersion(ctx)
+	<-done
 	if err != nil {
 		return slurm.Version{}, slurm.MachineInfo{}, fmt.Errorf("cannot find the Slurm version: %w", err)
 	}
-	mi, err := cl.MachineInfo(ctx)
-	if err != nil {
-		return slurm.Version{}, slurm.MachineInfo{}, fmt.Errorf("cannot read this machine's facts (slurmd -C): %w", err)
+	if miErr != nil {
+		return slurm.Version{}, slurm.MachineInfo{}, fmt.Errorf("cannot read this machine's facts (slurmd -C): %w", miErr)
 	}
 	return v, mi, nil
 }
