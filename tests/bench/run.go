@@ -186,7 +186,7 @@ func deriveJoinRatio(rep *Report, prefix string) {
 	raw, ok1 := rep.Figure(prefix + "raw_join_s")
 	join, ok2 := rep.Figure(prefix + "join_s.median")
 	if ok1 && ok2 && raw.Value > 0 {
-		f := Figure{Name: prefix + "join_ratio", Value: join.Value / raw.Value, Unit: "ratio", Target: Max(2.0),
+		f := Figure{Name: prefix + "join_ratio", Value: join.Value / raw.Value, Unit: "ratio", Target: Max(1.5),
 			Note: "join_s.median / raw_join_s"}
 		if len(raw.Values) == len(join.Values) && len(raw.Values) > 1 {
 			ratios := PairRatios(join.Values, raw.Values)
