@@ -236,6 +236,18 @@ func (f *fakeConn) GetUnitPropertiesContext(ctx context.Context, name string) (m
 	return map[string]any{"LoadState": "loaded", "ActiveState": active, "UnitFileState": file, "StateChangeTimestamp": f.since[name], "Result": result}, nil
 }
 
+func (f *fakeConn) ListUnitsByPatternsContext(ctx context.Context, states, patterns []string) ([]dbus.UnitStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []dbus.UnitStatus
+	for _, p := range patterns {
+		if _, ok := f.loaded[p]; ok {
+			out = append(out, dbus.UnitStatus{Name: p, LoadState: "loaded", ActiveState: f.active[p]})
+		}
+	}
+	return out, nil
+}
+
 func (f *fakeConn) GetUnitPropertyContext(ctx context.Context, name, property string) (*dbus.Property, error) {
 	p, err := f.GetUnitPropertiesContext(ctx, name)
 	if err != nil {
