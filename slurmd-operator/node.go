@@ -45,9 +45,6 @@ func (h *hook) ready(ctx context.Context, data slurmd.ControllerData) error {
 	want := &Applied{GresConf: gresConf, Controllers: data.Controllers, Conf: conf, KeyHash: authkey.Hash(data.AuthKey), KeyID: data.AuthKeyID, SecretID: data.AuthSecretID}
 	prev := h.st.Applied
 	spec := h.slurmdSpec(want)
-	status, err := h.c.Services.Status(ctx, SlurmdService)
-	running := err == nil && status.State == service.StateActive
-
 	switch {
 	case prev == nil:
 		// First start: a new node record. No status before: slurmd registers within
@@ -63,7 +60,7 @@ func (h *hook) ready(ctx context.Context, data slurmd.ControllerData) error {
 			return err
 		}
 		h.st.Applied = want
-	case !slices.Equal(prev.Controllers, want.Controllers) || prev.KeyHash != want.KeyHash || keyChanged || !running:
+	case !slices.Equal(prev.Controllers, want.Controllers) || prev.KeyHash != want.KeyHash || keyChanged || !h.slurmdActive(ctx):
 		if err := h.setStatus(ctx, juju.StatusMaintenance, "restarting slurmd"); err != nil {
 			return err
 		}
@@ -79,6 +76,14 @@ func (h *hook) ready(ctx context.Context, data slurmd.ControllerData) error {
 		return err
 	}
 	return h.settle(ctx)
+}
+
+// slurmdActive reports whether the service manager says slurmd is active (asked only where
+// the answer counts: a first start needs none, and on systemd the question costs a load of
+// the unit).
+func (h *hook) slurmdActive(ctx context.Context) bool {
+	st, err := h.c.Services.Status(ctx, SlurmdService)
+	return err == nil && st.State == service.StateActive
 }
 
 // settle waits for the node to register, applies default-node-state to a new node and shows
