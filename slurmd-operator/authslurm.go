@@ -12,6 +12,6 @@ import (
 // (drained and idle) before slurmd stops. Slurm 24.11 deletes a node whose slurmd runs, and
 // that slurmd does not register it again (tests/e2e on trixie machines).
 func (h *hook) authSlurm(ctx context.Context) bool {
-	v, _, err := h.facts(ctx)
+	v, err := h.version(ctx)
 	return err == nil && !slurm.FeaturesOf(v).Munge
 }

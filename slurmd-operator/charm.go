@@ -182,6 +182,9 @@ type hook struct {
 	// rel and relKnown memoize the slurmctld relation id.
 	rel      juju.RelationID
 	relKnown bool
+	// machine is `slurmd -C` running from the hook's start when the state holds no machine
+	// facts yet (the first hook after install); facts waits for it.
+	machine *pending[slurm.MachineInfo]
 }
 
 // handler runs fn as a hook of the charm's lifecycle, with the configuration read.
@@ -189,6 +192,13 @@ func (c *Charm) handler(fn func(ctx context.Context, h *hook) error) juju.Handle
 	return c.lifecycle().Handler(func(ctx context.Context, k *charm.Hook[State]) error {
 		hc := k.HookContext
 		h := &hook{c: c, hc: hc, k: k, st: &k.State, node: slurmd.NodeName(hc.Event.Unit)}
+		if hc.Event.Kind != juju.Install && !h.st.Facts.hasMachine() {
+			// slurmd -C takes about 10 ms of CPU: beside the hook's tool calls and, on a
+			// join, munged's start, instead of before them.
+			cl := c.slurm()
+			h.machine = start(func() (slurm.MachineInfo, error) { return cl.MachineInfo(ctx) })
+			defer h.machine.wait() // no command left running when the hook ends
+		}
 		if err := h.readConfig(ctx); err != nil {
 			return err
 		}
@@ -233,41 +243,42 @@ func (h *hook) relationID(ctx context.Context) (juju.RelationID, error) {
 }
 
 // facts returns this machine's Slurm version and `slurmd -C` facts, from the state cache or
-// read (and cached) when missing.
+// read (and cached) when missing: the machine's from the read the hook started with, if any.
 func (h *hook) facts(ctx context.Context) (slurm.Version, slurm.MachineInfo, error) {
-	if f := h.st.Facts; f != nil {
-		if v, err := slurm.ParseVersion(f.Version); err == nil {
-			return v, f.Machine, nil
-		}
-	}
-	v, mi, err := readFacts(ctx, h.c.slurm())
+	v, err := h.version(ctx)
 	if err != nil {
 		return slurm.Version{}, slurm.MachineInfo{}, err
 	}
-	h.st.Facts = &Facts{Version: v.String(), Machine: mi}
+	if h.st.Facts.hasMachine() {
+		return v, h.st.Facts.Machine, nil
+	}
+	var mi slurm.MachineInfo
+	if h.machine != nil {
+		mi, err = h.machine.wait()
+	} else {
+		mi, err = h.c.slurm().MachineInfo(ctx)
+	}
+	if err != nil {
+		return slurm.Version{}, slurm.MachineInfo{}, fmt.Errorf("cannot read this machine's facts (slurmd -C): %w", err)
+	}
+	h.st.Facts.Machine = mi
 	return v, mi, nil
 }
 
-// readFacts runs `slurmd -V` and `slurmd -C` with cl, at the same time (slurmd -C, which
-// reads the hardware, takes several times longer). It touches no hook state, so it may run
-// beside the hook's other work (pendingFacts).
-func readFacts(ctx context.Context, cl *slurm.Client) (slurm.Version, slurm.MachineInfo, error) {
-	var mi slurm.MachineInfo
-	var miErr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		mi, miErr = cl.MachineInfo(ctx)
-	}()
-	v, err := cl.SlurmdVersion(ctx)
-	<-done
+// version returns this machine's Slurm version, from the state cache or read (and cached)
+// when missing; unlike facts it does not wait for `slurmd -C`.
+func (h *hook) version(ctx context.Context) (slurm.Version, error) {
+	if f := h.st.Facts; f != nil {
+		if v, err := slurm.ParseVersion(f.Version); err == nil {
+			return v, nil
+		}
+	}
+	v, err := h.c.slurm().SlurmdVersion(ctx)
 	if err != nil {
-		return slurm.Version{}, slurm.MachineInfo{}, fmt.Errorf("cannot find the Slurm version: %w", err)
+		return slurm.Version{}, fmt.Errorf("cannot find the Slurm version: %w", err)
 	}
-	if miErr != nil {
-		return slurm.Version{}, slurm.MachineInfo{}, fmt.Errorf("cannot read this machine's facts (slurmd -C): %w", miErr)
-	}
-	return v, mi, nil
+	h.st.Facts = &Facts{Version: v.String()}
+	return v, nil
 }
 
 // logf writes to the unit's log (best effort).
@@ -323,25 +334,25 @@ func (c *Charm) remover(cl *slurm.Client) *slurm.Remover {
 // unreachable reports whether err says the controller could not be contacted.
 func unreachable(err error) bool { return errors.Is(err, slurm.ErrControllerUnreachable) }
 
-// pendingFacts is readFacts running beside the hook's other work; wait returns its result
-// once it is done (as often as asked).
-type pendingFacts struct {
-	done    chan struct{}
-	version slurm.Version
-	machine slurm.MachineInfo
-	err     error
+// pending is a read running beside the hook's other work; wait returns its result once it
+// is done (as often as asked).
+type pending[T any] struct {
+	done chan struct{}
+	v    T
+	err  error
 }
 
-func startFacts(ctx context.Context, cl *slurm.Client) *pendingFacts {
-	p := &pendingFacts{done: make(chan struct{})}
+// start runs read in the background.
+func start[T any](read func() (T, error)) *pending[T] {
+	p := &pending[T]{done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
-		p.version, p.machine, p.err = readFacts(ctx, cl)
+		p.v, p.err = read()
 	}()
 	return p
 }
 
-func (p *pendingFacts) wait() (slurm.Version, slurm.MachineInfo, error) {
+func (p *pending[T]) wait() (T, error) {
 	<-p.done
-	return p.version, p.machine, p.err
+	return p.v, p.err
 }

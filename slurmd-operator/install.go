@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/charmed-slurm/operators/libs/apt"
 	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
 // packages are the apt packages that provide the programs the charm runs.
@@ -14,22 +16,29 @@ var packages = []apt.Need{
 	{Binary: "munged", Package: "munge"},
 }
 
-// installHandler runs install with the machine's Slurm facts (slurmd -V, slurmd -C) read from
-// the hook's start, beside its tool calls: nothing in install waits on them until its end, and
-// on a new unit's join the hook that starts slurmd comes right after it (the relation hooks
-// then need not read them). When the packages are missing that reading fails (no slurmd yet)
-// and install reads the facts again after apt.
+// installHandler runs install with the machine's Slurm version (slurmd -V) read from the
+// hook's start, beside its tool calls: nothing in install waits on it until its end. When the
+// packages are missing that reading fails (no slurmd yet) and install reads it again after
+// apt. `slurmd -C`, ten times longer, is left to the next hook (the relation hook that starts
+// slurmd, on a new unit's join), which reads it beside its own work (handler).
 func (c *Charm) installHandler() juju.Handler {
 	return func(ctx context.Context, hc *juju.HookContext) error {
-		facts := startFacts(ctx, c.slurm())
-		defer facts.wait() // no command left running when the hook ends
-		return c.handler(func(ctx context.Context, h *hook) error { return h.install(ctx, facts) })(ctx, hc)
+		version := c.startVersion(ctx)
+		defer version.wait() // no command left running when the hook ends
+		return c.handler(func(ctx context.Context, h *hook) error { return h.install(ctx, version) })(ctx, hc)
 	}
 }
 
-// install installs the missing packages, records the machine's facts (read meanwhile) and
-// waits for the controller. The version is shown with the next status (setStatus).
-func (h *hook) install(ctx context.Context, facts *pendingFacts) error {
+// startVersion reads `slurmd -V` in the background.
+func (c *Charm) startVersion(ctx context.Context) *pending[slurm.Version] {
+	cl := c.slurm()
+	return start(func() (slurm.Version, error) { return cl.SlurmdVersion(ctx) })
+}
+
+// install installs the missing packages, records the machine's Slurm version (read
+// meanwhile) and waits for the controller. The version is shown with the next status
+// (setStatus).
+func (h *hook) install(ctx context.Context, version *pending[slurm.Version]) error {
 	missing, err := apt.Missing(h.c.LookPath, packages)
 	if err != nil {
 		return err
@@ -42,9 +51,9 @@ func (h *hook) install(ctx context.Context, facts *pendingFacts) error {
 			return err
 		}
 		// What was read before the packages were there is of no use: read it again.
-		facts.wait()
-		facts = startFacts(ctx, h.c.slurm())
-		defer facts.wait()
+		version.wait()
+		version = h.c.startVersion(ctx)
+		defer version.wait()
 	}
 	if err := h.redetectGres(ctx); err != nil {
 		return err
@@ -53,11 +62,11 @@ func (h *hook) install(ctx context.Context, facts *pendingFacts) error {
 		return err
 	}
 	statusErr := h.setStatus(ctx, juju.StatusWaiting, "waiting for slurmctld relation")
-	v, mi, err := facts.wait()
+	v, err := version.wait()
 	if err != nil {
-		return err
+		return fmt.Errorf("cannot find the Slurm version: %w", err)
 	}
-	h.st.Facts = &Facts{Version: v.String(), Machine: mi}
+	h.st.Facts = &Facts{Version: v.String()}
 	return statusErr
 }
 

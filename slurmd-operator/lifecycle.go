@@ -74,7 +74,7 @@ func (h *hook) depart(ctx context.Context) error {
 		h.st.Departed = true
 		return nil
 	}
-	if v, _, err := h.facts(ctx); err == nil && slurm.FeaturesOf(v).Munge && !h.mungeAnswers(ctx) {
+	if v, err := h.version(ctx); err == nil && slurm.FeaturesOf(v).Munge && !h.mungeAnswers(ctx) {
 		// This host cannot authenticate to Slurm (its munged is gone): the controller drains
 		// and deletes the node once Slurm has marked it down and its jobs are gone.
 		if err := h.stopSlurmd(ctx); err != nil {

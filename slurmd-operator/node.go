@@ -27,11 +27,17 @@ func (h *hook) ready(ctx context.Context, data slurmd.ControllerData) error {
 	if len(data.Controllers) == 0 {
 		return h.setStatus(ctx, juju.StatusWaiting, "waiting for slurmctld: no controller address")
 	}
-	version, mi, err := h.facts(ctx)
+	// The machine's facts (slurmd -C) are not needed before the --conf: on a join they are
+	// read beside the key's write and munged's start (handler).
+	version, err := h.version(ctx)
 	if err != nil {
 		return err
 	}
 	keyChanged, err := h.writeAuthKey(ctx, slurm.FeaturesOf(version), data.AuthKey)
+	if err != nil {
+		return err
+	}
+	_, mi, err := h.facts(ctx)
 	if err != nil {
 		return err
 	}
@@ -264,7 +270,7 @@ func (h *hook) writeAuthKey(ctx context.Context, f slurm.Features, key []byte) (
 // ensureMunged starts munged with the key in place when this Slurm version authenticates with
 // munge and munged is not running.
 func (h *hook) ensureMunged(ctx context.Context) error {
-	v, _, err := h.facts(ctx)
+	v, err := h.version(ctx)
 	if err != nil || !slurm.FeaturesOf(v).Munge {
 		return err
 	}
