@@ -4,8 +4,9 @@
 # Pebble), integrates them, runs jobs, adds a unit, applies partition-config and node-config,
 # removes a unit while a job runs on it, printing `status` at each step; then tears it all down.
 # TARGET picks the machines: pebble (the default and quickest: Pebble hosts, Slurm 22.05),
-# bookworm (systemd machines, Debian 12, Slurm 22.05) or trixie (systemd machines, Debian 13,
-# Slurm 24.11 with auth/slurm); `make demo TARGET=trixie`.
+# bookworm (systemd machines, Debian 12, Slurm 22.05), trixie (systemd machines, Debian 13,
+# Slurm 24.11 with auth/slurm) or forky (systemd machines, Debian 14, Slurm 26.05 with
+# auth/slurm); `make demo TARGET=forky`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,7 +15,8 @@ case $TARGET in
   pebble) base= ;;
   bookworm) base=debian@12 ;;
   trixie) base=debian@13 ;;
-  *) echo "demo: unknown TARGET $TARGET (pebble, bookworm or trixie)" >&2; exit 2 ;;
+  forky) base=debian@14 ;;
+  *) echo "demo: unknown TARGET $TARGET (pebble, bookworm, trixie or forky)" >&2; exit 2 ;;
 esac
 if [ -n "$base" ]; then scripts/images.sh "$TARGET"; fi
 
@@ -39,18 +41,15 @@ status() {
     { unit = $1; sub(/-[0-9]+$/, "/" substr($1, match($1, /[0-9]+$/)), unit)
       printf "%-12s %-12s %-12s %-14s %-10s %-10s %s\n", $1, unit, $2, $3, $4, $5, $6 }'
 }
-# ctl_counts: "RECONFIGURES STARTS PID" read from the controller's own slurmctld.log and PID file.
+# ctl_counts: "RECONFIGURES STARTS PID" read from the controller's own slurmctld.log (counted by
+# build/bin/ctlevents: from Slurm 23.11 a reconfigure starts a new process, not a restart) and
+# PID file. The charm runs slurmctld attached (-D) under Pebble and systemd alike, so a
+# reconfigure keeps its PID on every release: a new PID is a restart.
 ctl_counts() {
-  local log pid
-  log=$("$JL" exec slurmctld/0 -- cat /var/log/slurm/slurmctld.log)
+  local ev pid
+  ev=$("$JL" exec slurmctld/0 -- cat /var/log/slurm/slurmctld.log | build/bin/ctlevents)
   pid=$("$JL" exec slurmctld/0 -- cat /run/slurmctld.pid)
-  local r s h
-  r=$(grep -c '_slurm_rpc_reconfigure_controller: completed' <<<"$log" || true)
-  s=$(grep -c 'slurmctld version ' <<<"$log" || true)
-  h=$(grep -c 'Reconfigure signal (SIGHUP) received' <<<"$log" || true)
-  # Slurm 24.05 and later reconfigure by re-executing slurmctld in place: a SIGHUP and a start.
-  if [ "$r" -eq 0 ] && [ "$h" -gt 0 ]; then r=$h s=$((s - h)); fi
-  echo "$r $s $pid"
+  echo "$ev $pid"
 }
 # ctl_claim BEFORE WANT_RECONFIGURES: prints what slurmctld's log says happened since BEFORE (a
 # ctl_counts line) and fails the demo unless it is WANT_RECONFIGURES reconfigures and no restart.

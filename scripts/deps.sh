@@ -5,8 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
+# mpicc (libopenmpi-dev, which also brings Open MPI 4.1, PMIx and mpirun) builds the MPI
+# program of tests/e2e TestMPI with gcc; Slurm 22.05's mpi/pmix plugin loads the unversioned
+# libpmix.so, which only libpmix-dev ships (a dependency of libopenmpi-dev, checked on its own).
 for pair in slurmctld:slurmctld slurmd:slurmd scontrol:slurm-client munged:munge \
-            ip:iproute2 nsenter:util-linux unshare:util-linux curl:curl pgrep:procps; do
+            ip:iproute2 nsenter:util-linux unshare:util-linux curl:curl pgrep:procps \
+            gcc:gcc mpicc:libopenmpi-dev; do
   cmd=${pair%%:*} pkg=${pair#*:}
   command -v "$cmd" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
@@ -32,6 +36,8 @@ apt_get() {
     sleep 5
   done
 }
+
+dpkg-query -W -f '${Status}' libpmix-dev 2>/dev/null | grep -q 'install ok installed' || need_apt+=(libpmix-dev)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "deps: installing ${need_apt[*]} from apt"

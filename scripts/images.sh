@@ -2,7 +2,7 @@
 # Builds the Debian machine images the tests boot with systemd-nspawn (tests/hosts machines),
 # from the Debian archive this machine's apt already uses, with mmdebstrap.
 #
-#   scripts/images.sh [SUITE...]      # default: bookworm trixie
+#   scripts/images.sh [SUITE...]      # default: bookworm trixie forky
 #
 # Each image is a root directory build/images/<suite>-<key>/root, where <key> hashes the suite,
 # the package list and the customisation (scripts/image-customize.sh), so a changed list builds
@@ -14,18 +14,33 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(bookworm trixie)
+[ ${#suites[@]} -gt 0 ] || suites=(bookworm trixie forky)
 
 # Packages of every image (minbase plus these). dbus: the charms' systemd backend talks D-Bus.
 common=(systemd systemd-sysv dbus slurmd slurmctld slurm-client munge iproute2 procps)
+# Open MPI's runtime for MPI jobs launched by srun --mpi=pmix (TestMPITrixie): libopenmpi40
+# brings PMIx 5 (libpmix2t64), which Slurm's mpi/pmix plugin loads on every node, and (through
+# libucx0) AMD's ROCm libraries, most of its 250 MB; openmpi-common holds the texts of Open
+# MPI's error messages. No mpirun (openmpi-bin) and no compiler: the test's program is built on
+# the test machine.
+mpi=(libopenmpi40 openmpi-common)
 # Run in the image root once the packages are in; its content is part of the key.
 customize=scripts/image-customize.sh
 
 packages() {
   case "$1" in
     bookworm) echo "${common[*]}" ;;
-    trixie) echo "${common[*]} sackd" ;;
-    *) echo "images: unknown suite $1 (bookworm, trixie)" >&2; return 1 ;;
+    trixie) echo "${common[*]} sackd ${mpi[*]}" ;;
+    forky) echo "${common[*]} sackd" ;;
+    *) echo "images: unknown suite $1 (bookworm, trixie, forky)" >&2; return 1 ;;
+  esac
+}
+
+# Options for apt inside mmdebstrap. forky is Debian's testing suite: its Release file may
+# carry a Valid-Until already past (2026-11-06 when first built), which apt refuses by default.
+aptopts() {
+  case "$1" in
+    forky) echo "Acquire::Check-Valid-Until \"false\"" ;;
   esac
 }
 
@@ -48,7 +63,9 @@ exec 9>build/images/.lock
 flock 9
 for suite in "${suites[@]}"; do
   pkgs=$(packages "$suite")
-  key=$( (printf '%s\n%s\n' "$suite" "$pkgs"; cat "$customize") | sha256sum | cut -c1-12)
+  aptopt=$(aptopts "$suite")
+  # (an image built with no apt option keeps the key it had before options existed)
+  key=$( (printf '%s\n%s\n' "$suite" "$pkgs"; [ -z "$aptopt" ] || printf '%s\n' "$aptopt"; cat "$customize") | sha256sum | cut -c1-12)
   dir=build/images/$suite-$key
   if [ -f "$dir/ok" ]; then
     echo "images: $suite cached ($dir)"
@@ -60,7 +77,9 @@ for suite in "${suites[@]}"; do
     rm -rf --one-file-system "$dir" "$dir.tmp"
     mkdir -p "$dir.tmp"
     start=$(date +%s)
-    mmdebstrap --quiet --variant=minbase --include="${pkgs// /,}" \
+    opts=()
+    [ -z "$aptopt" ] || opts+=("--aptopt=$aptopt")
+    mmdebstrap --quiet --variant=minbase --include="${pkgs// /,}" "${opts[@]}" \
       --customize-hook="$PWD/$customize" "$suite" "$dir.tmp/root" "$mirror"
     printf '%s\n' $pkgs >"$dir.tmp/packages"
     chroot "$dir.tmp/root" dpkg-query -W -f '${Package} ${Version}\n' >"$dir.tmp/versions"

@@ -235,8 +235,15 @@ func (c *Charm) deleteNode(ctx context.Context, hc *juju.HookContext) error {
 			continue
 		}
 		r := &slurm.Removal{Node: n, Jobs: slurm.RefuseJobs}
+		m.Progress = nil
 		if p.Force {
 			r.Reason, r.Jobs = "deleted by the delete-node action", slurm.CancelJobs
+			// The action may wait (an operator asked for it): it says for what and how long.
+			m.Progress = func(node string, jobs int) {
+				if jobs > 0 {
+					_ = hc.Actions.Log(ctx, fmt.Sprintf("node %s: waiting up to %s for its %d cancelled jobs to end", node, wait, jobs))
+				}
+			}
 		}
 		wctx, cancel := context.WithTimeout(ctx, wait)
 		err := m.Remove(wctx, r)
@@ -354,7 +361,7 @@ func (c *Charm) settleJobs(ctx context.Context, h *hook) error {
 		key = "cancelled"
 	}
 	h.logf(ctx, juju.LevelInfo, "settle-jobs: %s pending jobs %s of partition %s", key, strings.Join(done, ","), p.Partition)
-	if err := h.finishRemovals(ctx, 0); err != nil {
+	if err := h.finishRemovals(ctx); err != nil {
 		return err
 	}
 	res := map[string]string{key: strings.Join(done, ","), "partition": p.Partition}

@@ -9,7 +9,9 @@
 // systemd) and reconfigures slurmctld only when a partition changes. Adding or removing compute
 // units never touches slurm.conf: departed nodes are drained and deleted once idle, by the
 // departing unit itself and, as a safety net, by this charm's reconcile on relation-departed
-// and update-status. See README.md for the operator's view.
+// and update-status. No hook waits for Slurm: what one pass leaves (a node still running jobs,
+// a removed partition still holding job records) is watched by the removal waiter
+// (waiter.go), which wakes the charm through juju-exec. See README.md for the operator's view.
 package main
 
 import (
@@ -66,13 +68,14 @@ type Charm struct {
 	LookPath func(string) (string, error)
 	// Rand is the randomness for new keys (crypto/rand.Reader).
 	Rand io.Reader
-	// DepartWait bounds the wait for a departed unit's node in relation-departed.
-	DepartWait time.Duration
-	// RemoveWait bounds the wait for a removed application's jobs in relation-broken.
-	RemoveWait time.Duration
 	// DeleteWait bounds delete-node's wait for cancelled jobs to end and for a delete that
 	// Slurm refuses as busy; zero means a minute.
 	DeleteWait time.Duration
+	// Waiter keeps the removal waiter (waiter.go) in step with the removals the leader's
+	// hooks leave under way; nil: no waiter, they finish on update-status.
+	Waiter Waiter
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
 	// StuckFor is how long a departed unit's node may stay busy with no job before it is
 	// set DOWN to be deleted (Slurm 22.05 bug 16434); zero means slurm.DefaultStuckFor.
 	StuckFor time.Duration
@@ -87,12 +90,20 @@ func (c *Charm) client() *slurm.Client {
 	return &slurm.Client{Runner: c.Slurm, Conf: confPath, PollInterval: c.PollInterval}
 }
 
+// now is the charm's clock.
+func (c *Charm) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
 // poll is the pause between checks in the charm's bounded waits.
 func (c *Charm) poll() time.Duration { return c.Poll(defaultPoll) }
 
 // remover runs node removals through the client, with the charm's bounds.
 func (c *Charm) remover() *slurm.Remover {
-	return &slurm.Remover{Client: c.client(), Interval: c.poll(), StuckFor: c.StuckFor}
+	return &slurm.Remover{Client: c.client(), Interval: c.poll(), StuckFor: c.StuckFor, Now: c.Now}
 }
 
 // Router routes every hook and action the charm handles.
@@ -106,6 +117,8 @@ func (c *Charm) Router() *juju.Router {
 	for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted, juju.RelationBroken} {
 		r.HandleRelation("slurmd", k, c.handle(c.slurmdRelation))
 	}
+	r.Handle(juju.Stop, c.endWaiter)
+	r.Handle(juju.Remove, c.endWaiter)
 	r.HandleAction("show-current-config", c.showCurrentConfig)
 	r.HandleAction("set-node-state", c.handle(thenStatus(c.setNodeState)))
 	r.HandleAction("drain", c.handle(thenStatus(c.drain)))

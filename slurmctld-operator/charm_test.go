@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +17,7 @@ import (
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/juju/jujutest"
 	"github.com/charmed-slurm/operators/libs/munge"
+	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
@@ -27,6 +28,8 @@ type env struct {
 	slurm *host
 	svc   *fakeServices
 	found map[string]bool // programs LookPath finds
+	// waiter records what the hooks hand to the removal waiter.
+	waiter *fakeWaiter
 }
 
 // seqReader gives 0, 1, 2, ... so that keys are reproducible but differ.
@@ -66,10 +69,10 @@ func newEnv(t *testing.T) *env {
 			return "", errors.New("not found")
 		},
 		Rand:       &seqReader{},
-		DepartWait: 0,
-		RemoveWait: 0,
 		DeleteWait: time.Second,
 	}
+	e.waiter = &fakeWaiter{}
+	e.c.Waiter = e.waiter
 	return e
 }
 
@@ -363,7 +366,9 @@ func TestSlurmdRelation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := slurmd.ControllerBag{Controllers: []string{"10.0.0.1:6817"}, AuthSecretID: string(out.Secrets[0].ID), ClusterName: "charmed-slurm", GresTypes: []string{"gpu"}}
+	// slurm_version is the controller's own (slurmctld -V): slurmd units check theirs.
+	want := slurmd.ControllerBag{Controllers: []string{"10.0.0.1:6817"}, AuthSecretID: string(out.Secrets[0].ID), ClusterName: "charmed-slurm", GresTypes: []string{"gpu"},
+		SlurmVersion: slurm.Version{Major: 22, Minor: 5, Micro: 8}}
 	if d := cmp.Diff(want, bag); d != "" {
 		t.Errorf("controller bag (-want +got):\n%s", d)
 	}
@@ -521,26 +526,59 @@ func TestDepartedBusyNodeWaitsForItsJobs(t *testing.T) {
 	}
 }
 
-// TestDepartedWaitIsBounded: relation-departed waits at most DepartWait for the departed
-// unit's node: a job ending within it lets the node go in the same hook; a job that never
-// ends leaves the node pending and the hook returns on its own. A guard cancels the hook
-// after 2000 Slurm commands (50 ms of polls at 1 ms take far fewer): without the bound
-// the hook would only end by the guard, and the test fails.
-func TestDepartedWaitIsBounded(t *testing.T) {
-	for _, tt := range boundCases {
+// TestControllerHooksDoOnePass: relation-departed of a unit whose node runs a job, and
+// relation-broken of an application whose partition holds one, make one pass over Slurm and
+// return with the job still running: the node stays pending and the partition being removed,
+// handed to the removal waiter. The poll interval is a millisecond: a hook that polled for
+// the job would ask squeue more than once, and one that waited otherwise would run into the
+// guard (its context ends after 30 s); either fails the test.
+func TestControllerHooksDoOnePass(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		setup func(e *env) (jujutest.State, juju.Event)
+		want  watchList
+		// kept reports whether what the job holds is still there.
+		kept func(e *env) bool
+	}{
+		{name: "relation-departed of a busy unit", setup: func(e *env) (jujutest.State, juju.Event) {
+			return e.departedWithJob(true)
+		}, want: watchList{Nodes: []string{"slurmd-1"}}, kept: func(e *env) bool { return e.slurm.hasNode("slurmd-1") }},
+		{name: "relation-broken of an application with a running job", setup: func(e *env) (jujutest.State, juju.Event) {
+			in := e.withApp("gpu", "gpu/0")
+			e.slurm.addNode("gpu-0", "gpu", false)
+			e.slurm.addJob("gpu", "gpu-0")
+			return in, jujutest.RelationHook(juju.RelationBroken, "slurmd:1", "")
+		}, want: watchList{Partitions: []string{"gpu"}}, kept: func(e *env) bool { return e.exists(partitionPath("gpu")) }},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
-			e.c.DepartWait = tt.bound
-			in, departed := e.departedWithJob(true)
-			out, guarded := e.guarded(in, departed, e.endJobsAt(tt.endAt))
-			if guarded {
-				t.Fatal("the hook did not return by itself: the wait is not bounded")
+			in, ev := tt.setup(e)
+			squeues := 0
+			e.slurm.Before(func(argv []string) {
+				if argv[0] == "squeue" {
+					squeues++
+				}
+			})
+			defer e.slurm.Before(nil)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			out, err := jujutest.Run(t, in, ev, func(_ context.Context, hc *juju.HookContext) error {
+				return e.c.Router().Dispatch(ctx, hc)
+			})
+			if err != nil || ctx.Err() != nil {
+				t.Fatalf("%s: %v (guard: %v): the hook waited", ev.Name, err, ctx.Err())
 			}
-			if e.slurm.hasNode("slurmd-1") == tt.wantGone {
-				t.Errorf("node slurmd-1 known: %v, want gone: %v", !tt.wantGone, tt.wantGone)
+			if squeues != 1 {
+				t.Errorf("%d squeue calls, want 1: one pass", squeues)
 			}
-			if pending := strings.Contains(out.UnitStatus.Message, "removing slurmd-1 once idle"); pending == tt.wantGone {
-				t.Errorf("status %q", out.UnitStatus.Message)
+			if !tt.kept(e) {
+				t.Error("removed while its job runs")
+			}
+			if d := cmp.Diff(tt.want, e.waiter.last()); d != "" {
+				t.Errorf("watch list handed to the waiter (-want +got):\n%s", d)
+			}
+			if out.UnitStatus.Code == juju.StatusActive && !strings.Contains(out.UnitStatus.Message, "removing slurmd-1") {
+				t.Errorf("status %+v does not say what is waited for", out.UnitStatus)
 			}
 		})
 	}
@@ -556,30 +594,6 @@ func (e *env) departedWithJob(drained bool) (jujutest.State, juju.Event) {
 	e.slurm.addJob("slurmd", "slurmd-1")
 	delete(in.Relations[0].RemoteUnits, "slurmd/1")
 	return in, jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", "slurmd/1")
-}
-
-// boundCases are the two sides of a bounded wait: the jobs end during it (at the third
-// poll), or never (the hook must then return by the bound).
-var boundCases = []struct {
-	name     string
-	endAt    int // the jobs end, records purged, at this poll; 0: never
-	wantGone bool
-	bound    time.Duration
-}{
-	{name: "jobs end during the wait", endAt: 3, wantGone: true, bound: time.Second},
-	{name: "jobs never end", bound: 50 * time.Millisecond},
-}
-
-// endJobsAt returns a guarded tick that ends every job, and purges their records, at the
-// nth poll (never when n is 0).
-func (e *env) endJobsAt(n int) func() {
-	polls := 0
-	return func() {
-		if polls++; polls == n {
-			e.slurm.EndJobs()
-			e.slurm.PurgeJobs()
-		}
-	}
 }
 
 // guarded runs ev like run, with each Slurm poll (squeue, scontrol show) calling tick
@@ -699,36 +713,6 @@ func TestApplicationRemovedKeepsOthers(t *testing.T) {
 	}
 	if n := e.slurm.count("scontrol", "reconfigure"); n != 3 {
 		t.Errorf("%d reconfigures, want 3", n)
-	}
-}
-
-// TestRemoveWaitIsBounded: relation-broken waits at most RemoveWait for the removed
-// application's jobs: jobs ending within it let the partition go in the same hook; a job
-// that never ends leaves it being removed and the hook returns on its own (the guard of
-// TestDepartedWaitIsBounded makes the test fail otherwise).
-func TestRemoveWaitIsBounded(t *testing.T) {
-	for _, tt := range boundCases {
-		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t)
-			e.c.RemoveWait = tt.bound
-			in := e.withApp("gpu", "gpu/0")
-			e.slurm.addNode("gpu-0", "gpu", false)
-			e.slurm.addJob("gpu", "gpu-0")
-			out, guarded := e.guarded(in, jujutest.RelationHook(juju.RelationBroken, "slurmd:1", ""), e.endJobsAt(tt.endAt))
-			if guarded {
-				t.Fatal("the hook did not return by itself: the wait is not bounded")
-			}
-			if e.exists(partitionPath("gpu")) == tt.wantGone {
-				t.Errorf("partition file there: %v, want removed: %v", !tt.wantGone, tt.wantGone)
-			}
-			want := juju.StatusWaiting
-			if tt.wantGone {
-				want = juju.StatusActive
-			}
-			if out.UnitStatus.Code != want {
-				t.Errorf("status %+v, want %s", out.UnitStatus, want)
-			}
-		})
 	}
 }
 
@@ -1026,34 +1010,142 @@ func TestUpdateStatusReadsNodesOnce(t *testing.T) {
 	}
 }
 
-// TestDepartedStatusShowsTheDrainAtOnce: while relation-departed waits for a departed unit's
-// busy node, the unit status counts the node as draining from the first pass on (status-set
-// takes effect at once), not only when the wait ends.
-func TestDepartedStatusShowsTheDrainAtOnce(t *testing.T) {
+// TestDepartedStatusShowsTheDrain: relation-departed of a unit whose node runs a job drains
+// the node and ends with a status counting it as draining and naming it as being removed.
+func TestDepartedStatusShowsTheDrain(t *testing.T) {
 	e := newEnv(t)
-	e.c.DepartWait = 100 * time.Millisecond
 	in, departed := e.departedWithJob(false) // the controller drains it
-	squeues := 0
-	e.slurm.Before(func(argv []string) {
-		if argv[0] == "squeue" {
-			squeues++
+	out := e.run(in, departed)
+	if e.slurm.count("scontrol", "update", "nodename=slurmd-1", "state=drain", "reason=unit slurmd/1 removed") != 1 {
+		t.Errorf("node not drained: %v", e.slurm.commands())
+	}
+	if !strings.Contains(out.UnitStatus.Message, "1 draining") || !strings.Contains(out.UnitStatus.Message, "removing slurmd-1 once idle") {
+		t.Errorf("status %q, want the node counted as draining and named as being removed", out.UnitStatus.Message)
+	}
+}
+
+// departStorm returns a controller of application slurmd whose units slurmd/1..n have left
+// while their drained nodes run a job each, every departure handled already, and the
+// departure of one more unit (slurmd/n+1, busy too).
+func (e *env) departStorm(n int) (jujutest.State, juju.Event) {
+	e.t.Helper()
+	units := []string{"slurmd/0"}
+	for i := 1; i <= n+1; i++ {
+		units = append(units, fmt.Sprintf("slurmd/%d", i))
+	}
+	in := e.withApp("slurmd", units...)
+	for i := 1; i <= n+1; i++ {
+		node := fmt.Sprintf("slurmd-%d", i)
+		e.slurm.addNode(node, "slurmd", true)
+		e.slurm.addJob("slurmd", node)
+	}
+	for i := 1; i <= n; i++ {
+		delete(in.Relations[0].RemoteUnits, fmt.Sprintf("slurmd/%d", i))
+		in = e.run(in, jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", fmt.Sprintf("slurmd/%d", i)))
+	}
+	last := fmt.Sprintf("slurmd/%d", n+1)
+	delete(in.Relations[0].RemoteUnits, last)
+	return in, jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", last)
+}
+
+// TestDepartureCostDoesNotGrow: a controller hook's Slurm commands do not grow with the
+// number of departed units whose nodes still run jobs: the busy ones are found with one node
+// list and one squeue, and only the newly departed node is stepped.
+func TestDepartureCostDoesNotGrow(t *testing.T) {
+	cost := map[int]int{}
+	for _, n := range []int{2, 24} {
+		e := newEnv(t)
+		in, ev := e.departStorm(n)
+		before := len(e.slurm.commands())
+		out := e.run(in, ev)
+		cost[n] = len(e.slurm.commands()) - before
+		if got := strings.Count(out.UnitStatus.Message, ","); !strings.Contains(out.UnitStatus.Message, fmt.Sprintf("removing slurmd-[1-%d] once idle", n+1)) {
+			t.Errorf("%d busy departures: status %q (%d commas)", n+1, out.UnitStatus.Message, got)
 		}
-	})
-	defer e.slurm.Before(nil)
-	var sightings []int // squeue calls made when a status-set counted the node draining
-	_, _, err := e.runTools(in, departed, func(args []string) bool {
-		if args[0] == "status-set" && slices.ContainsFunc(args, func(a string) bool { return strings.Contains(a, "1 draining") }) {
-			sightings = append(sightings, squeues)
+	}
+	if cost[24] != cost[2] {
+		t.Errorf("Slurm commands of the last departure: %d with 3 busy departed nodes, %d with 25: want the same", cost[2], cost[24])
+	}
+}
+
+// TestStepsPerPassAreBounded: nodes of departed units that are all idle but not deleted (their
+// units could not) are deleted at most maxSteps per pass; every pass deletes more until none
+// is left.
+func TestStepsPerPassAreBounded(t *testing.T) {
+	e := newEnv(t)
+	n := 2*maxSteps + 3
+	in, ev := e.departStorm(n - 1)
+	out := e.run(in, ev)
+	e.slurm.EndJobs()
+	left := func() int {
+		st, _ := e.c.loadState()
+		return len(st.Pending)
+	}
+	for pass := 1; left() > 0; pass++ {
+		before := left()
+		out = e.run(out, jujutest.Hook(juju.UpdateStatus))
+		if deleted := before - left(); deleted == 0 || deleted > maxSteps {
+			t.Fatalf("pass %d deleted %d nodes, want 1 to %d", pass, deleted, maxSteps)
 		}
-		return false
-	})
+		if pass > n {
+			t.Fatal("no end")
+		}
+	}
+	for i := 1; i <= n; i++ {
+		if e.slurm.hasNode(fmt.Sprintf("slurmd-%d", i)) {
+			t.Errorf("slurmd-%d left", i)
+		}
+	}
+}
+
+// TestIdleNodeIsItsUnitsFirst: a departed unit's node that its unit drained and whose last job
+// ended less than unitGrace ago is left to the unit (which deletes it within a fraction of a
+// second): a pass does not step it; after the grace the controller deletes it. A node the
+// controller drained itself (its unit did not) is deleted at once.
+func TestIdleNodeIsItsUnitsFirst(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		byUnit      bool // the unit drained its node
+		after       time.Duration
+		wantDeleted bool
+	}{
+		{"drained by its unit, within the grace", true, 2 * time.Second, false},
+		{"drained by its unit, after the grace", true, unitGrace + time.Second, true},
+		{"drained by the controller", false, 2 * time.Second, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			in, departed := e.departedWithJob(tt.byUnit)
+			out := e.run(in, departed)
+			e.slurm.EndJobs()
+			e.c.Now = func() time.Time { return fakeLastBusy().Add(tt.after) }
+			e.run(out, jujutest.Hook(juju.UpdateStatus))
+			if deleted := !e.slurm.hasNode("slurmd-1"); deleted != tt.wantDeleted {
+				t.Errorf("slurmd-1 deleted: %v, want %v (%v)", deleted, tt.wantDeleted, e.slurm.commands())
+			}
+		})
+	}
+}
+
+// TestManyNodesGoneCostOneLogLine: a pass that finds many departed units' nodes gone (their
+// units deleted them once their jobs ended) logs them in one line: every juju-log is a tool
+// call the hook waits for.
+func TestManyNodesGoneCostOneLogLine(t *testing.T) {
+	e := newEnv(t)
+	in, ev := e.departStorm(23)
+	out := e.run(in, ev)
+	e.slurm.EndJobs()
+	for i := 1; i <= 24; i++ {
+		e.slurm.Run(context.Background(), []string{"scontrol", "delete", fmt.Sprintf("nodename=slurmd-%d", i)}, []string{"SLURM_CONF=" + confPath})
+	}
+	_, calls, err := e.runTools(out, jujutest.Hook(juju.UpdateStatus), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sightings) == 0 || sightings[0] != 1 {
-		t.Errorf("status counted the node draining after %v squeue calls, want after the first pass (1)", sightings)
+	if n := len(only(calls, []string{"juju-log"})); n != 1 {
+		t.Errorf("%d juju-log calls for 24 nodes gone, want 1: %v", n, calls)
 	}
-	if squeues < 3 {
-		t.Errorf("%d passes, want the wait to go on after the status was set", squeues)
+	if st, _ := e.c.loadState(); len(st.Pending) != 0 {
+		t.Errorf("pending %v", st.Pending)
 	}
 }

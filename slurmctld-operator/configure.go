@@ -55,6 +55,10 @@ func (h *hook) ensureController(ctx context.Context) error {
 	if err := h.ensureGresConf(ctx); err != nil {
 		return err
 	}
+	cgroupChanged, err := h.ensureCgroupConf(ctx, feat)
+	if err != nil {
+		return err
+	}
 	prevExtra := h.st.ExtraKeys
 	changed, err := h.changeConf(ctx, func(ctx context.Context) (bool, error) {
 		confChanged, err := h.writeSlurmConf(ctx, feat)
@@ -78,7 +82,7 @@ func (h *hook) ensureController(ctx context.Context) error {
 	}
 	h.st.ConfRefused = ""
 	if h.running(ctx) {
-		if err := h.apply(ctx, changed); err != nil {
+		if err := h.apply(ctx, changed || cgroupChanged); err != nil {
 			return err
 		}
 	} else if err := h.startSlurmctld(ctx); err != nil {
@@ -498,6 +502,8 @@ func (h *hook) publish(ctx context.Context, rel juju.RelationID) error {
 		ClusterName:  h.cfg.ClusterName,
 		GresTypes:    h.gresRunning(),
 	}
+	// The version slurmd units check theirs against (none while unknown).
+	bag.SlurmVersion, _ = slurm.ParseVersion(h.st.SlurmVersion)
 	data, err := bag.Encode()
 	if err != nil {
 		return fmt.Errorf("cannot publish controller data on %s: %w", rel, err)

@@ -10,12 +10,14 @@ import (
 )
 
 // Scale from zero (docs/autoscaling.md). A NodeSet partition whose application has no unit has
-// no node. Slurm 22.05 accepts a job for it and holds it (Reason=PartitionConfig); 24.11
+// no node. Slurm 22.05 accepts a job for it and holds it (Reason=PartitionConfig); 24.11.5
 // rejects it ("Requested node configuration is not available"): it checks a job against the
-// partition's configured nodes. FUTURE node records carrying the NodeSet's feature give it
-// configured nodes that are never up and never scheduled: the job is accepted, waits, and runs
-// on the first dynamic node of the application that registers. Which versions need them is
-// slurm.Features.FutureNodes (from 23.02; proven on 22.05.8 and 24.11.5 only).
+// partition's configured nodes; Slurm fixed that in 24.11.6 and 25.05.1, and 26.05 holds it
+// again. FUTURE node records carrying the NodeSet's feature give it configured nodes that are
+// never up and never scheduled: the job is accepted, waits, and runs on the first dynamic node
+// of the application that registers. Which versions need them is slurm.Features.FutureNodes
+// (23.02 to 24.11.5, and 25.05.0; proven on 22.05.8, 24.11.5 and 26.05.5): on the others
+// nothing is written.
 
 // defaultFutureNodes mirrors the future-nodes default in charmcraft.yaml.
 const defaultFutureNodes = "nodes=8 cpus=1 memory=1"

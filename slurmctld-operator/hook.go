@@ -10,6 +10,7 @@ import (
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/charm"
+	"github.com/charmed-slurm/operators/libs/hostlist"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
@@ -75,13 +76,20 @@ func (c *Charm) lifecycle() charm.Lifecycle[charmState] {
 
 // handle runs fn as a hook of the charm's lifecycle, with the configuration and leadership
 // read; when fn succeeds, the record of what the hook wrote to Juju replaces the saved one.
+// Whatever fn's outcome, the removals it leaves under way go to the waiter (watch).
 func (c *Charm) handle(fn func(ctx context.Context, h *hook) error) juju.Handler {
 	return c.lifecycle().Handler(func(ctx context.Context, k *charm.Hook[charmState]) error {
 		h, err := c.begin(ctx, k)
 		if err != nil {
 			return err
 		}
-		if err := fn(ctx, h); err != nil {
+		if k.HookContext.Event.Kind == juju.UpgradeCharm {
+			// The waiter runs the old charm's code: end it; watch starts the new one.
+			_ = c.endWaiter(ctx, k.HookContext)
+		}
+		err = fn(ctx, h)
+		c.watch(ctx, h)
+		if err != nil {
 			return err
 		}
 		h.st.Published = h.pub
@@ -143,10 +151,6 @@ func (h *hook) configureHook() bool {
 func (h *hook) logf(ctx context.Context, level juju.LogLevel, format string, args ...any) {
 	h.k.Logf(ctx, level, format, args...)
 }
-
-// save keeps the state now (progress in the middle of a long wait); the lifecycle saves it
-// at the end of the hook anyway.
-func (h *hook) save(ctx context.Context) error { return h.k.Checkpoint(ctx) }
 
 // running reports whether slurmctld runs.
 func (h *hook) running(ctx context.Context) bool {
@@ -257,7 +261,7 @@ func (h *hook) status(ctx context.Context) (juju.StatusCode, string) {
 	}
 	msg += ")"
 	if pend := sortedKeys(h.st.Pending); len(pend) > 0 {
-		msg += "; removing " + strings.Join(pend, ",") + " once idle"
+		msg += "; removing " + hostlist.CompressSorted(pend) + " once idle"
 	}
 	if len(h.st.Apps) == 0 {
 		msg += "; waiting for a slurmd application"

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/charmed-slurm/operators/libs/charm"
@@ -14,7 +17,17 @@ import (
 	"github.com/charmed-slurm/operators/libs/service/auto"
 )
 
+// pollInterval is the pause between checks of the charm's bounded waits and of its waiter.
+const pollInterval = time.Second
+
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == waiterCommand {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		c := &Charm{Settings: charm.Settings{PollInterval: pollInterval}, Slurm: command.Exec{}}
+		code := c.runWaiter(ctx, os.Getenv, exec.LookPath, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
 	charm.Main(func(ev juju.Event) (juju.Handler, func(), error) {
 		mgr := auto.Detect(os.LookupEnv) // connects on first use
 		stateFilePath := ""
@@ -23,7 +36,7 @@ func main() {
 			stateFilePath = filepath.Join(ev.CharmDir, stateFileName)
 		}
 		c := &Charm{
-			Settings:     charm.Settings{Root: "/", PollInterval: time.Second},
+			Settings:     charm.Settings{Root: "/", PollInterval: pollInterval},
 			StateFile:    stateFilePath,
 			Slurm:        command.Exec{},
 			Services:     mgr,
@@ -31,9 +44,10 @@ func main() {
 			Hostname:     os.Hostname,
 			LookPath:     defaultLookPath(exec.LookPath),
 			Rand:         rand.Reader,
-			DepartWait:   10 * time.Second,
-			RemoveWait:   3 * time.Minute,
 			DeleteWait:   time.Minute,
+		}
+		if ev.CharmDir != "" {
+			c.Waiter = &procWaiter{Dir: ev.CharmDir, Exe: filepath.Join(ev.CharmDir, "dispatch"), Env: waiterEnv(os.Environ()), LookPath: exec.LookPath}
 		}
 		return c.Router().Dispatch, mgr.Close, nil
 	})

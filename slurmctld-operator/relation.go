@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/hostlist"
 	"github.com/charmed-slurm/operators/libs/juju"
-	"github.com/charmed-slurm/operators/libs/poll"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
@@ -132,8 +132,10 @@ func (h *hook) slurmdReady(ctx context.Context, ev slurmd.SlurmdReady) error {
 	return nil
 }
 
-// slurmdDeparted records the departed unit's node and reconciles for a short while: the unit
-// drains and deletes its own node; this is the safety net for when it could not.
+// slurmdDeparted records the departed unit's node and makes one pass of the removals of
+// departed units' nodes: the unit drains and deletes its own node; this is the safety net
+// for when it could not. A node with jobs stays pending: the removal waiter (waiter.go) or
+// update-status finishes it, never a wait in this hook.
 func (h *hook) slurmdDeparted(ctx context.Context, ev slurmd.SlurmdDeparted) error {
 	if h.st.Pending == nil {
 		h.st.Pending = map[string]pendingNode{}
@@ -141,11 +143,13 @@ func (h *hook) slurmdDeparted(ctx context.Context, ev slurmd.SlurmdDeparted) err
 	h.st.Pending[ev.Node] = pendingNode{Unit: ev.Unit, App: ev.App}
 	h.st.Reboots.drop(ev.Node) // a rolling reboot no longer waits for it
 	h.logf(ctx, juju.LevelInfo, "unit %s left: its node %s is removed once it has no job", ev.Unit, ev.Node)
-	return h.reconcileNodes(ctx, h.c.DepartWait)
+	h.reconcileNodes(ctx)
+	return nil
 }
 
 // slurmdDisconnected starts removing a slurmd application's partition: State=INACTIVE now (no
-// new jobs), removal once no job of the partition is left (job records included).
+// new jobs), removal once no job of the partition is left (job records included): in this
+// hook when none is, else when the removal waiter or update-status finds none.
 func (h *hook) slurmdDisconnected(ctx context.Context, ev slurmd.SlurmdDisconnected) error {
 	apps, err := h.goneApps(ctx, ev.App)
 	if err != nil {
@@ -173,7 +177,7 @@ func (h *hook) slurmdDisconnected(ctx context.Context, ev slurmd.SlurmdDisconnec
 			return fmt.Errorf("cannot deactivate partition %s: %w", app, err)
 		}
 	}
-	return h.finishRemovals(ctx, h.c.RemoveWait)
+	return h.finishRemovals(ctx)
 }
 
 // goneApps are the applications whose relation broke: app when known, else every application
@@ -210,63 +214,44 @@ func (h *hook) goneApps(ctx context.Context, app string) ([]string, error) {
 	return gone, nil
 }
 
-// reconcileNodes advances the removals of departed units' nodes (drain → wait for their
-// jobs → delete, slurm.Remover's Step, the Removal kept in the state), checking again every
-// poll interval for at most budget (one pass when budget is zero). A node with running jobs
-// is never deleted; it stays pending. When more passes follow, the unit status is set after
-// each (status-set takes effect at once, while the hook's other writes wait for its end), so
-// that the node counts show the drain as it starts, not when the wait ends.
-func (h *hook) reconcileNodes(ctx context.Context, budget time.Duration) error {
-	return h.passes(ctx, budget, func(ctx context.Context) (bool, error) {
-		h.reconcilePass(ctx)
-		if len(h.st.Pending) == 0 {
-			return true, nil
-		}
-		if budget > 0 {
-			return false, h.setStatus(ctx)
-		}
-		return false, nil
-	})
-}
+// maxSteps bounds the node removals one pass steps (besides those it skips as still busy): a
+// hook's cost must not grow with the number of units leaving at once. What is left goes to the
+// next pass (the removal waiter's wake, another hook, update-status).
+const maxSteps = 8
 
-// passes runs pass at once, then every poll interval until it reports done or fails, for
-// at most budget: no wait begins that would end past it (a budget shorter than the
-// interval gives one pass). Passes run on ctx, so the budget never cuts one short; the
-// budget's end is no error. Each pass after the first reads the node list again.
-func (h *hook) passes(ctx context.Context, budget time.Duration, pass func(ctx context.Context) (bool, error)) error {
-	every := h.c.poll()
-	wctx, cancel := context.WithTimeout(ctx, budget-every)
-	defer cancel()
-	first := true
-	err := poll.Until(wctx, every, func(context.Context) (bool, error) {
-		if !first {
-			h.forgetNodes()
-		}
-		first = false
-		return pass(ctx)
-	})
-	if wctx.Err() != nil && ctx.Err() == nil {
-		return nil
-	}
-	return err
-}
-
-// reconcilePass makes one Step of every pending node's removal. A node the hook's node list
-// lacks is gone already (its unit deleted it) and needs no Step: node names are unit names,
-// never used again.
-func (h *hook) reconcilePass(ctx context.Context) {
+// reconcileNodes makes one pass over the pending node removals (drain → wait for its jobs →
+// delete, slurm.Remover's Step, the Removal kept in the state); it never waits. A node with
+// running jobs is never deleted; it stays pending. A node the hook's node list lacks is gone
+// already (its unit deleted it) and needs no Step: node names are unit names, never used
+// again. A drained node the list shows busy and squeue shows jobs on (one squeue for all such
+// nodes) needs no Step either: it can only wait. At most maxSteps nodes are stepped.
+func (h *hook) reconcileNodes(ctx context.Context) {
 	if len(h.st.Pending) == 0 {
 		return
 	}
 	m := h.c.remover()
 	nodes, listErr := h.nodeList(ctx) // on error, each Step finds out for itself
+	occupied := h.occupied(ctx, nodes)
+	steps := 0
+	// One log line for the nodes gone in this pass: a juju-log per node would cost a tool
+	// call each, after a busy scale-in's jobs end as many as units left.
+	var gone []string
+	defer func() {
+		if len(gone) > 0 {
+			h.logf(ctx, juju.LevelInfo, "deleted: the nodes %s of departed units", hostlist.CompressSorted(gone))
+		}
+	}()
 	for _, node := range sortedKeys(h.st.Pending) {
 		p := h.st.Pending[node]
 		if listErr == nil && !slices.ContainsFunc(nodes, func(n slurm.Node) bool { return n.Name == node }) {
-			h.logf(ctx, juju.LevelInfo, "node %s of departed unit %s is deleted", node, p.Unit)
+			gone = append(gone, node)
 			delete(h.st.Pending, node)
 			continue
 		}
+		if occupied[node] || h.unitsTurn(ctx, nodes, node, p) || steps == maxSteps {
+			continue
+		}
+		steps++
 		r := &p.Removal
 		if r.Node == "" {
 			*r = slurm.Removal{Node: node, Reason: "unit " + p.Unit + " removed"}
@@ -287,12 +272,62 @@ func (h *hook) reconcilePass(ctx context.Context) {
 		case err != nil:
 			h.logf(ctx, juju.LevelWarning, "cannot remove node %s of departed unit %s yet: %v", node, p.Unit, err)
 		case done:
-			h.logf(ctx, juju.LevelInfo, "node %s of departed unit %s is deleted", node, p.Unit)
+			gone = append(gone, node)
 			delete(h.st.Pending, node)
 			continue
 		}
 		h.st.Pending[node] = p
 	}
+}
+
+// unitsTurn reports whether pending node (p) is still its departing unit's to delete: the
+// unit drained it (not this controller), it waits for its jobs, none is left, and the last
+// ended less than unitGrace ago. The unit deletes it within a fraction of a second of that;
+// the controller, the safety net, steps it after the grace (a pass that raced the unit would
+// cost several Slurm commands for each such node).
+func (h *hook) unitsTurn(ctx context.Context, nodes []slurm.Node, node string, p pendingNode) bool {
+	r := p.Removal
+	if r.Phase != slurm.RemovalWait || r.Drained {
+		return false
+	}
+	i := slices.IndexFunc(nodes, func(n slurm.Node) bool { return n.Name == node })
+	if i < 0 || nodes[i].State.Busy() {
+		return false
+	}
+	last, ok, err := nodes[i].LastBusy(time.Local)
+	return err == nil && ok && h.c.now().Sub(last) < unitGrace
+}
+
+// occupied are the pending nodes, waiting for their jobs (drained, counted), that nodes shows
+// busy and that one squeue over all of them shows jobs on: a Step could only find them
+// waiting. On a failure to list their jobs none is (each Step finds out for itself).
+func (h *hook) occupied(ctx context.Context, nodes []slurm.Node) map[string]bool {
+	var waiting []string
+	for _, n := range nodes {
+		if p, ok := h.st.Pending[n.Name]; ok && p.Removal.Phase == slurm.RemovalWait && p.Removal.Counted && n.State.Busy() {
+			waiting = append(waiting, n.Name)
+		}
+	}
+	if len(waiting) == 0 {
+		return nil
+	}
+	jobs, err := h.c.client().JobsOnNodes(ctx, waiting)
+	if err != nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, j := range jobs {
+		names, err := hostlist.Expand(j.Nodes)
+		if err != nil {
+			continue
+		}
+		for _, n := range names {
+			if slices.Contains(waiting, n) {
+				out[n] = true
+			}
+		}
+	}
+	return out
 }
 
 // partitionJobs lists every job record slurmctld still holds in partition, in all states:
@@ -305,20 +340,9 @@ func (c *Charm) partitionJobs(ctx context.Context, partition string) ([]slurm.Jo
 	return jobs, nil
 }
 
-// finishRemovals removes the partitions being removed whose jobs are all gone, checking
-// again every poll interval for at most budget (one pass when zero), reconfiguring once
-// after a pass that removed one. The wait is visible in the status.
-func (h *hook) finishRemovals(ctx context.Context, budget time.Duration) error {
-	if len(h.st.Removing) == 0 {
-		return nil
-	}
-	return h.passes(ctx, budget, func(ctx context.Context) (bool, error) { return h.removalPass(ctx, budget > 0) })
-}
-
-// removalPass makes one pass over the partitions being removed and reports whether the
-// wait is over (none left, or only pending jobs that never end by themselves). When more
-// passes may follow, it shows the progress and keeps it in the state before the wait.
-func (h *hook) removalPass(ctx context.Context, more bool) (bool, error) {
+// finishRemovals makes one pass over the partitions being removed: each whose jobs are all
+// gone is removed, with one reconfigure after the pass if any was; it never waits.
+func (h *hook) finishRemovals(ctx context.Context) error {
 	removed := false
 	for _, app := range sortedKeys(h.st.Removing) {
 		done, err := h.finishRemoval(ctx, app)
@@ -328,31 +352,9 @@ func (h *hook) removalPass(ctx context.Context, more bool) (bool, error) {
 		removed = removed || done
 	}
 	if removed && h.running(ctx) {
-		if err := h.reconfigure(ctx); err != nil {
-			return false, err
-		}
+		return h.reconfigure(ctx)
 	}
-	if len(h.st.Removing) == 0 || h.onlyPendingLeft() || !more {
-		return true, nil
-	}
-	if err := h.setStatus(ctx); err != nil {
-		return false, err
-	}
-	// Keep the progress (partitions removed, the status) before a wait that may be long;
-	// otherwise the lifecycle writes the state once.
-	return false, h.save(ctx)
-}
-
-// onlyPendingLeft reports whether every partition being removed waits only for pending jobs,
-// which never end by themselves (settle-jobs settles them): waiting longer in the hook is
-// pointless and would hold the action back.
-func (h *hook) onlyPendingLeft() bool {
-	for _, r := range h.st.Removing {
-		if r.Jobs < 0 || r.Jobs > len(r.Pending) {
-			return false
-		}
-	}
-	return true
+	return nil
 }
 
 // finishRemoval removes app's partition if no job of it is left, deleting the app's remaining
@@ -428,10 +430,8 @@ func (h *hook) finishRemoval(ctx context.Context, app string) (bool, error) {
 // list (hook.nodeList) serves them all and the status, unless one of them changes Slurm.
 func (c *Charm) updateStatus(ctx context.Context, h *hook) error {
 	if h.leader {
-		if err := h.reconcileNodes(ctx, 0); err != nil {
-			return err
-		}
-		if err := h.finishRemovals(ctx, 0); err != nil {
+		h.reconcileNodes(ctx)
+		if err := h.finishRemovals(ctx); err != nil {
 			return err
 		}
 		if h.running(ctx) {

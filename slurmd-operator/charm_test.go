@@ -652,9 +652,11 @@ func TestDepartControllerUnreachable(t *testing.T) {
 				e.slurm.startJobs(node, 1, -1)
 			}
 			if when == "while waiting" {
+				before := len(e.slurm.callLog())
 				go func() {
-					// The controller goes away while the job runs.
-					for len(e.slurm.callLog()) < 30 {
+					// The controller goes away while the job runs: once the departure has
+					// checked the node's jobs.
+					for !slices.ContainsFunc(e.slurm.callLog()[before:], func(c string) bool { return strings.HasPrefix(c, "squeue") }) {
 						time.Sleep(time.Millisecond)
 					}
 					e.slurm.SetUnreachable(true)
@@ -816,11 +818,10 @@ func TestVersionShown(t *testing.T) {
 // again) and a node-config it did not apply.
 func TestFailedHookKeepsHostRecord(t *testing.T) {
 	saved := State{
-		NodeConfig:   "Weight=2",
-		Applied:      &Applied{Controllers: []string{"10.0.0.1:6817"}, Conf: "CPUs=2", KeyHash: "h1"},
-		Published:    &Published{Relation: relID, Data: map[string]string{"version": "1"}},
-		StatusCache:  charm.StatusCache{Unit: "active: node slurmd-3 idle", App: "active: partition slurmd"},
-		VersionShown: "22.05.8",
+		NodeConfig:  "Weight=2",
+		Applied:     &Applied{Controllers: []string{"10.0.0.1:6817"}, Conf: "CPUs=2", KeyHash: "h1"},
+		Published:   &Published{Relation: relID, Data: map[string]string{"version": "1"}},
+		StatusCache: charm.StatusCache{Unit: "active: node slurmd-3 idle", App: "active: partition slurmd", Version: "22.05.8"},
 	}
 	cur := State{
 		NodeConfig:     "Weight=3",
@@ -830,8 +831,7 @@ func TestFailedHookKeepsHostRecord(t *testing.T) {
 		Departed:       true,
 		Facts:          &Facts{Version: "24.11.5"},
 		Published:      &Published{Relation: relID, Data: map[string]string{"version": "2"}},
-		StatusCache:    charm.StatusCache{Unit: "maintenance: restarting slurmd", App: "blocked: partition-config"},
-		VersionShown:   "24.11.5",
+		StatusCache:    charm.StatusCache{Unit: "maintenance: restarting slurmd", App: "blocked: partition-config", Version: "24.11.5"},
 	}
 	want := State{
 		NodeConfig:     saved.NodeConfig,
@@ -842,7 +842,6 @@ func TestFailedHookKeepsHostRecord(t *testing.T) {
 		Facts:          cur.Facts,
 		Published:      saved.Published,
 		StatusCache:    saved.StatusCache,
-		VersionShown:   saved.VersionShown,
 	}
 	c := &Charm{}
 	if d := cmp.Diff(want, c.lifecycle().Failed(saved, cur)); d != "" {

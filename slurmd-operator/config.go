@@ -1,16 +1,15 @@
 package main
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
-	"github.com/charmed-slurm/operators/libs/juju"
-	"github.com/charmed-slurm/operators/libs/slurm"
+	"github.com/charmed-slurm/operators/libs/gres"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
-// config is the application's configuration (charmcraft.yaml config.options).
+// config is the application's configuration (charmcraft.yaml config.options), kept in the
+// state and read again on config-changed and upgrade-charm (charm.ReadConfig).
 type config struct {
 	DefaultNodeState  string `json:"default-node-state"`
 	DefaultNodeReason string `json:"default-node-reason"`
@@ -18,24 +17,8 @@ type config struct {
 	GenericResources  string `json:"generic-resources"`
 }
 
-// readConfig sets h.cfg: read with config-get on config-changed, upgrade-charm (the kept copy
-// is the previous charm's) and when the state keeps none, and kept in the state; every other
-// hook uses the kept copy (Juju runs config-changed after every change).
-func (h *hook) readConfig(ctx context.Context) error {
-	switch kind := h.hc.Event.Kind; {
-	case h.st.Config == nil, kind == juju.ConfigChanged, kind == juju.UpgradeCharm:
-		var cfg config
-		if err := h.hc.Config.Decode(ctx, &cfg); err != nil {
-			return fmt.Errorf("cannot read config: %w", err)
-		}
-		h.st.Config = &cfg
-	}
-	h.cfg = *h.st.Config
-	return nil
-}
-
 // validate checks every option and returns the first problem, naming the option; keys is the
-// slurm.conf key set of the machine's Slurm release (see hook.confKeys).
+// slurm.conf key set of the machine's Slurm release (hook.confKeys).
 func (cfg config) validate(keys *slurmconf.Keys, app string) error {
 	switch cfg.DefaultNodeState {
 	case "", "idle", "down":
@@ -72,17 +55,6 @@ func (cfg config) computeData(keys *slurmconf.Keys, app string) (slurmd.ComputeD
 	return d, nil
 }
 
-// confKeys is the slurm.conf key set of this machine's Slurm release, known from the facts
-// cached in the state; 22.05's until they are (as slurm.FeaturesOf treats an unknown version).
-func (h *hook) confKeys() *slurmconf.Keys {
-	if f := h.st.Facts; f != nil {
-		if v, err := slurm.ParseVersion(f.Version); err == nil {
-			return slurmconf.KeysOf(v.Major, v.Minor)
-		}
-	}
-	return slurmconf.KeysOf(22, 5)
-}
-
 // nodeState is default-node-state with its default.
 func (cfg config) nodeState() string {
 	if cfg.DefaultNodeState == "" {
@@ -97,4 +69,13 @@ func (cfg config) nodeReason() string {
 		return cfg.DefaultNodeReason
 	}
 	return "default-node-state is down"
+}
+
+// parseGenericResources reads the generic-resources option; errors name the option.
+func parseGenericResources(s string) (gres.Set, error) {
+	set, err := gres.ParseDeclaration(s)
+	if err != nil {
+		return nil, fmt.Errorf("generic-resources: %w", err)
+	}
+	return set, nil
 }

@@ -37,6 +37,9 @@ type host struct {
 	failApt bool
 	machine string
 	mungeUp func() bool
+	// version, when set, is the Slurm release `slurmd -V` prints ("26.05.5"; the recorded
+	// 22.05.8 otherwise).
+	version string
 	// tmpDisk is the disk space slurmd finds (MB): a --conf with a larger TmpDisk registers
 	// INVALID_REG, drained with reason "Low TmpDisk", as on real Slurm.
 	tmpDisk int
@@ -128,9 +131,11 @@ func (h *host) slurmdStarted(argv []string) (bool, error) {
 func (h *host) Run(ctx context.Context, argv []string, env []string) (slurm.Output, error) {
 	h.mu.Lock()
 	h.calls = append(h.calls, strings.Join(argv, " "))
-	failApt, machine, mungeUp := h.failApt, h.machine, h.mungeUp
+	failApt, machine, mungeUp, version := h.failApt, h.machine, h.mungeUp, h.version
 	h.mu.Unlock()
 	switch {
+	case slices.Equal(argv, []string{"slurmd", "-V"}) && version != "":
+		return slurm.Output{Stdout: []byte("slurm-wlm " + version + "\n")}, nil
 	case argv[0] == munge.ClientPath && (mungeUp == nil || !mungeUp()):
 		return slurm.Output{Stderr: []byte("munge: Error: Failed to access \"/run/munge/munge.socket.2\": No such file or directory\n"), ExitCode: 1}, nil
 	case argv[0] == "apt-get" && failApt:

@@ -13,7 +13,6 @@ import (
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/juju/jujutest"
 	"github.com/charmed-slurm/operators/libs/slurm"
-	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
 func TestNodeConfigBadInput(t *testing.T) {
@@ -28,6 +27,8 @@ func TestNodeConfigBadInput(t *testing.T) {
 		{"State", map[string]any{"parameters": "State=idle"}, `parameters: key "State" is managed by the charm and cannot be set`},
 		{"Reason", map[string]any{"parameters": `Reason="a b"`}, `parameters: key "Reason" is managed by the charm and cannot be set`},
 		{"Port", map[string]any{"parameters": "Port=6818"}, `parameters: key "Port" is managed by the charm and cannot be set`},
+		// Slurm 26.05's gres.conf lines of a dynamic node: a second source of the node's GRES.
+		{"GresConf", map[string]any{"parameters": "GresConf=Name=gpu"}, `parameters: key "GresConf" is managed by the charm and cannot be set`},
 		{"unknown key", map[string]any{"parameters": "Wieght=10"}, `parameters: unknown node key "Wieght" (did you mean "Weight"?)`},
 		{"not a number", map[string]any{"parameters": "RealMemory=lots"}, `parameters: key "RealMemory": value "lots" is not a whole number`},
 		{"Weight out of range", map[string]any{"parameters": "Weight=4294967296"}, `parameters: key "Weight": value 4294967296 is out of range (at most 4294967295)`},
@@ -159,7 +160,7 @@ func TestNodeConfigTimeout(t *testing.T) {
 				e.slurm.update(node, "state=drain", "reason=admin")
 			}
 			before := e.savedState()
-			a := e.action(map[string]any{"parameters": "Weight=10", "timeout": "300ms"})
+			a := e.action(map[string]any{"parameters": "Weight=10", "timeout": "2s"})
 			if !a.Failed || !strings.Contains(a.Message, "2 jobs still running on slurmd-3") {
 				t.Errorf("action failed=%v %q, want a timeout naming 2 jobs", a.Failed, a.Message)
 			}
@@ -191,67 +192,6 @@ func TestNodeConfigBeforeJoin(t *testing.T) {
 	if cmd := strings.Join(e.svc.Command(SlurmdService), " "); !strings.Contains(cmd, "Weight=5 Feature=slurmd") {
 		t.Errorf("slurmd command %q lacks the saved node-config", cmd)
 	}
-}
-
-func TestBuildConf(t *testing.T) {
-	mi, err := slurm.ParseMachineInfo([]byte("NodeName=h CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=8000\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name, nodeConfig, want string
-	}{
-		{"baseline", "", "CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=8000 Feature=app"},
-		{"override and add", "RealMemory=4000 Weight=3", "CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=4000 Weight=3 Feature=app"},
-		{"features merged", "Feature=gpu,app,,x", "CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=8000 Feature=app,gpu,x"},
-		{"quoted", `Gres="gpu:1"`, "CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=8000 Gres=gpu:1 Feature=app"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p, err := slurmconf.ParseParams(tt.nodeConfig)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := buildConf(mi, "app", p); got != tt.want {
-				t.Errorf("buildConf = %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
-func FuzzParseNodeConfig(f *testing.F) {
-	for _, s := range []string{"", "Weight=10", "Features=a,b RealMemory=100", "Features=a|b", `Features="a b"`, "NodeName=x", `Reason="a b"`, "Port=1", "Wieght=1", "CPUs=-1", `Gres="gpu:2" TmpDisk=5`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		p, err := ParseNodeConfig(slurmconf.KeysOf(22, 5), s)
-		if err != nil {
-			return
-		}
-		for _, k := range []string{"NodeName", "NodeAddr", "NodeHostname", "State", "Reason", "Port"} {
-			if p.Has(k) {
-				t.Fatalf("ParseNodeConfig(%q) accepted %s", s, k)
-			}
-		}
-		for _, kv := range p {
-			if len(kv.Value) > slurmconf.MaxValueLen {
-				t.Fatalf("ParseNodeConfig(%q) accepted a %d-character value for %s", s, len(kv.Value), kv.Key)
-			}
-			if strings.EqualFold(kv.Key, "Feature") || strings.EqualFold(kv.Key, "Features") {
-				if strings.ContainsAny(kv.Value, "|&()[]*! \t\"$`;=") {
-					t.Fatalf("ParseNodeConfig(%q) accepted features %q, which --constraint cannot select", s, kv.Value)
-				}
-			}
-		}
-		// What is accepted renders to a line that parses back to the same parameters.
-		again, err := ParseNodeConfig(slurmconf.KeysOf(22, 5), p.String())
-		if err != nil {
-			t.Fatalf("ParseNodeConfig(%q) = %q, which does not parse again: %v", s, p.String(), err)
-		}
-		if again.String() != p.String() {
-			t.Fatalf("round trip %q → %q", p.String(), again.String())
-		}
-	})
 }
 
 // TestConfigKeysPerRelease checks that partition-config and node-config are validated against
@@ -471,7 +411,8 @@ func (e *env) marker() string {
 }
 
 // TestNodeConfigStagedRebootFailed: RebootProgram deleted the record for the staged
-// node-config but the machine did not reboot: update-status registers the node with it.
+// node-config but the machine did not reboot: once it is still up RebootGrace later,
+// update-status registers the node with it (not before: the machine may be going down).
 func TestNodeConfigStagedRebootFailed(t *testing.T) {
 	e := newEnv(t)
 	e.join()
@@ -481,7 +422,23 @@ func TestNodeConfigStagedRebootFailed(t *testing.T) {
 	if out, err := e.slurm.Cluster.Run(context.Background(), []string{"scontrol", "delete", "nodename=" + node}, []string{"SLURM_CONF=" + filepath.Join(e.slurm.root, SpoolConf)}); err != nil || out.ExitCode != 0 {
 		t.Fatalf("scontrol delete: %v %s", err, out.Stderr)
 	}
-	if err := os.WriteFile(filepath.Join(e.root, StagedMarker), []byte("deleted\n"), 0o644); err != nil {
+	marker := filepath.Join(e.root, StagedMarker)
+	if err := os.WriteFile(marker, []byte("deleted\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Right after RebootProgram the machine is going down: update-status registers nothing.
+	if err := e.run(jujutest.Hook(juju.UpdateStatus)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.slurm.Node(node); ok {
+		t.Errorf("update-status registered the node while its reboot was under way")
+	}
+	if st := e.savedState(); st.StagedNodeConfig != "Weight=7" || e.marker() != "deleted\n" {
+		t.Errorf("staged %q, marker %q after update-status within the grace", st.StagedNodeConfig, e.marker())
+	}
+	// Still up a minute later: the reboot did not happen.
+	then := time.Now().Add(-DefaultRebootGrace)
+	if err := os.Chtimes(marker, then, then); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.run(jujutest.Hook(juju.UpdateStatus)); err != nil {

@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
+	"time"
 
-	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/atomicfile"
-	"github.com/charmed-slurm/operators/libs/juju"
-	"github.com/charmed-slurm/operators/libs/service"
-	"github.com/charmed-slurm/operators/libs/slurm"
+	"github.com/charmed-slurm/operators/libs/charm"
 )
 
 // RebootProgram is the program slurmd runs for `scontrol reboot` (slurmctld's RebootProgram
@@ -67,10 +66,9 @@ exec systemctl reboot
 // registered with a new boot time it had not asked for.
 const unexpectedReboot = "Node unexpectedly rebooted"
 
-// installRebootProgram writes RebootProgram (mode 0755) for this node unless it is there
-// already.
-func (h *hook) installRebootProgram(ctx context.Context) error {
-	p, script := h.c.Path(RebootProgram), rebootScript(h.node)
+// installRebootProgram writes RebootProgram (mode 0755) for node unless it is there already.
+func (c *Charm) installRebootProgram(ctx context.Context, node string) error {
+	p, script := c.Path(RebootProgram), rebootScript(node)
 	if data, err := os.ReadFile(p); err == nil && string(data) == script {
 		return nil
 	}
@@ -81,109 +79,54 @@ func (h *hook) installRebootProgram(ctx context.Context) error {
 	return nil
 }
 
-// stop runs when the machine shuts down or reboots (Juju >= 2.8), and last when the unit is
-// removed. A removal is recognised from what only a removal produces: the unit's own
-// relation-departed or relation-broken, which ran depart before. A bare stop leaves the node's
-// record and its state alone (slurmd is enabled at boot; start repairs what changed while the
-// machine was down); after a departure it stops munged.
-func (h *hook) stop(ctx context.Context) error {
-	if !h.st.Departed {
-		if h.st.Applied == nil {
-			return nil
-		}
-		h.logf(ctx, juju.LevelInfo, "stop without departure (machine shutdown or reboot): node %s kept", h.node)
-		return h.setStatus(ctx, juju.StatusMaintenance, "node "+h.node+": machine going down")
+// reconfReason is the reason a re-registration drains (or, in RebootProgram, downs) node with.
+func reconfReason(node string) string { return "reconfiguring node " + node }
+
+// stagedMarker is StagedMarker below the charm's root.
+type stagedMarker struct{ c *Charm }
+
+// set says a node-config is staged.
+func (m stagedMarker) set(ctx context.Context) error {
+	if err := atomicfile.Write(ctx, m.c.Path(StagedMarker), []byte(markerStaged+"\n"), atomicfile.Options{Mode: 0o644, MkdirMode: 0o755}); err != nil {
+		return fmt.Errorf("cannot stage the node-config: %w", err)
 	}
-	err := h.c.Services.Stop(ctx, h.c.munged().Service())
-	if err == nil || errors.Is(err, service.ErrUnknownService) {
-		return nil
-	}
-	if !h.mungeAnswers(ctx) {
-		h.logf(ctx, juju.LevelWarning, "cannot stop munged, which does not answer: %v", err)
-		return nil
-	}
-	return fmt.Errorf("cannot stop munged: %w", err)
+	return nil
 }
 
-// start runs after install and whenever the machine has booted again. A node that was
-// running before is checked and repaired against the controller's current data (auth key,
-// munged, --conf-server, slurmd running and registered) as a relation hook would apply it,
-// and a node Slurm set DOWN for its unexpected reboot is resumed; an administrator's drain or
-// down, with its reason, is kept.
-func (h *hook) start(ctx context.Context) error {
-	if err := h.installRebootProgram(ctx); err != nil {
-		return err
+// clear removes the marker: nothing is staged.
+func (m stagedMarker) clear() error {
+	if err := os.Remove(m.c.Path(StagedMarker)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("cannot remove %s: %w", StagedMarker, err)
 	}
-	if h.st.Applied == nil || h.st.Departed {
-		return h.updateStatus(ctx)
-	}
-	h.logf(ctx, juju.LevelInfo, "start with node %s configured (install's first start, or the machine booted again): checking it", h.node)
-	if h.st.StagedNodeConfig != "" && h.recordDeleted() {
-		// Slurm rebooted the node for its staged node-config: slurmd did not start at boot
-		// and the record is gone; this is the boot's one registration.
-		if err := h.registerStaged(ctx); err != nil {
-			return err
-		}
-	}
-	if err := h.reapply(ctx); err != nil {
-		return err
-	}
-	if h.st.StagedNodeConfig != "" {
-		// Still staged: the record was not deleted before this boot.
-		if err := h.applyStaged(ctx); err != nil {
-			return err
-		}
-		if err := h.updateStatus(ctx); err != nil {
-			return err
-		}
-	}
-	return h.resumeRebooted(ctx)
+	return nil
 }
 
-// reapply applies the controller's current data to slurmd as a relation hook would; without
-// the relation or its data it only reports the status.
-func (h *hook) reapply(ctx context.Context) error {
-	id, err := h.relationID(ctx)
-	if err != nil || id == "" {
-		return errors.Join(err, h.updateStatus(ctx))
+// recordDeleted reports whether RebootProgram deleted the node's record for the staged
+// node-config before the machine rebooted.
+func (m stagedMarker) recordDeleted() bool {
+	_, ok := m.deletedAt()
+	return ok
+}
+
+// deletedAt is when RebootProgram deleted the node's record (the marker's time), if it did.
+func (m stagedMarker) deletedAt() (time.Time, bool) {
+	p := m.c.Path(StagedMarker)
+	data, err := os.ReadFile(p)
+	if err != nil || strings.TrimSpace(string(data)) != markerDeleted {
+		return time.Time{}, false
 	}
-	data, err := slurmd.Provider{HookContext: h.hc}.Controller(ctx, id)
+	fi, err := os.Stat(p)
 	if err != nil {
-		h.logf(ctx, juju.LevelWarning, "cannot read the controller's data: %v", err)
-		return h.updateStatus(ctx)
+		return time.Time{}, false
 	}
-	return h.ready(ctx, data)
+	return fi.ModTime(), true
 }
 
-// resumeRebooted resumes the node when Slurm set it DOWN only because it rebooted unasked
-// (ReturnToService=2 returns it by itself on most versions; this covers the others). A drain
-// or an administrator's down is left alone.
-func (h *hook) resumeRebooted(ctx context.Context) error {
-	n, err := h.showNode(ctx)
-	if err != nil || !n.State.Down() || n.State.Drain() || !strings.HasPrefix(n.Reason, unexpectedReboot) {
-		return nil
-	}
-	cl, err := h.c.ctl()
-	if err != nil {
-		return nil
-	}
-	if err := cl.Resume(ctx, h.node); err != nil {
-		return fmt.Errorf("cannot resume node %s after its reboot: %w", h.node, err)
-	}
-	h.logf(ctx, juju.LevelInfo, "node %s resumed after an unexpected reboot", h.node)
-	if n, err = h.showNode(ctx); err != nil {
-		return nil
-	}
-	return h.nodeStatus(ctx, n)
-}
-
-// rebootState describes a reboot Slurm has under way on node n, or "".
-func rebootState(n slurm.Node) string {
-	switch {
-	case n.State.Has(slurm.FlagRebootIssued):
-		return "rebooting"
-	case n.State.Has(slurm.FlagRebootRequested):
-		return "reboot requested"
-	}
-	return ""
+// rebootFailed reports whether RebootProgram deleted the node's record for a reboot that
+// did not happen: the marker says so and the machine is still up RebootGrace after it
+// (a hook that starts while the machine goes down must not take the reboot under way for a
+// failed one and register the node).
+func (m stagedMarker) rebootFailed() bool {
+	at, ok := m.deletedAt()
+	return ok && m.c.Now().Sub(at) >= charm.Or(m.c.RebootGrace, DefaultRebootGrace)
 }

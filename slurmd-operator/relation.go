@@ -13,6 +13,31 @@ import (
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
+// relation handles the slurmctld relation's hooks and secret-changed: the node first (slurmd
+// starts as early as the data allows), then the partition.
+func (h *hook) relation(ctx context.Context) error {
+	ev := h.hc.Event
+	if ev.Kind == juju.RelationCreated {
+		h.st.Departed = false
+	}
+	if ev.Kind == juju.RelationBroken {
+		h.st.Published, h.st.Controller = nil, nil
+	}
+	l := slurmctldRelation{h}
+	if err := l.event(ctx); err != nil {
+		return err
+	}
+	switch ev.Kind {
+	case juju.RelationCreated, juju.RelationJoined, juju.RelationChanged:
+		return l.publish(ctx)
+	}
+	return nil
+}
+
+// slurmctldRelation is the slurmctld relation seen from this unit: the controller's data (which
+// makes the registrar join, or the removal depart) and the partition the leader publishes.
+type slurmctldRelation struct{ h *hook }
+
 // publish writes the application's ComputeData when this unit leads and the partition-config
 // is valid. An invalid one leaves the databag untouched and sets the application status to
 // blocked (the unit status follows from cfgErr).
@@ -20,7 +45,8 @@ import (
 // What it last published and the application status it set are kept in the state: when
 // neither would change, the hook skips the leadership check and the writes. leader-elected
 // always writes (a new leader cannot trust what it wrote in an earlier term).
-func (h *hook) publish(ctx context.Context) error {
+func (l slurmctldRelation) publish(ctx context.Context) error {
+	h := l.h
 	ev := h.hc.Event
 	force := ev.Kind == juju.LeaderElected
 	data, cerr := h.cfg.computeData(h.confKeys(), ev.App)
@@ -39,7 +65,7 @@ func (h *hook) publish(ctx context.Context) error {
 		if cerr != nil {
 			return nil
 		}
-		if p := h.st.Published; p != nil && maps.Equal(p.Data, bag) && h.samePublishedRelation(p.Relation) {
+		if p := h.st.Published; p != nil && maps.Equal(p.Data, bag) && l.samePublishedRelation(p.Relation) {
 			return nil
 		}
 	}
@@ -70,38 +96,28 @@ func (h *hook) publish(ctx context.Context) error {
 // samePublishedRelation reports whether rel, where the data was last published, is the
 // current relation as far as this hook knows without asking: on a hook of the slurmctld
 // relation, the event's; otherwise rel (st.Published is cleared when the relation breaks).
-func (h *hook) samePublishedRelation(rel juju.RelationID) bool {
-	ev := h.hc.Event
+func (l slurmctldRelation) samePublishedRelation(rel juju.RelationID) bool {
+	ev := l.h.hc.Event
 	if ev.Kind.IsRelation() && ev.Endpoint == slurmd.ProviderEndpoint {
 		return ev.Relation == rel && ev.Kind != juju.RelationBroken
 	}
 	return true
 }
 
-// relation handles the slurmctld relation's hooks and secret-changed.
-func (h *hook) relation(ctx context.Context) error {
-	ev := h.hc.Event
-	if ev.Kind == juju.RelationCreated {
-		h.st.Departed = false
-	}
-	if ev.Kind == juju.RelationBroken {
-		h.st.Published, h.st.Controller = nil, nil
-	}
-	// The node first (slurmd starts as early as the data allows), then the partition.
-	if err := h.controllerEvent(ctx); err != nil {
-		return err
-	}
-	switch ev.Kind {
-	case juju.RelationCreated, juju.RelationJoined, juju.RelationChanged:
-		return h.publish(ctx)
-	}
-	return nil
-}
-
-// controllerEvent acts on the controller's side of the relation: its data, or its departure.
-func (h *hook) controllerEvent(ctx context.Context) error {
-	pev, err := h.provider().Event(ctx)
+// event acts on the controller's side of the relation: its data (the registrar joins), or
+// its departure (the node leaves).
+func (l slurmctldRelation) event(ctx context.Context) error {
+	h := l.h
+	var reg registrar = newRegistrar(h)
+	rm := removal{h}
+	pev, err := l.provider().Event(ctx)
 	switch pev := pev.(type) {
+	case slurmd.SlurmctldReady:
+		if h.hc.Event.Kind.IsRelation() {
+			b := pev.Data.Bag()
+			h.st.Controller = &LastController{Relation: pev.Relation, Controllers: b.Controllers, AuthSecretID: b.AuthSecretID, ClusterName: b.ClusterName, GresTypes: b.GresTypes}
+		}
+		return reg.join(ctx, pev.Data)
 	case slurmd.SlurmctldConnected:
 		if err != nil {
 			var de *slurmd.DataError
@@ -109,24 +125,35 @@ func (h *hook) controllerEvent(ctx context.Context) error {
 				return err
 			}
 			h.logf(ctx, juju.LevelWarning, "bad controller data: %v", err)
-			return h.setStatus(ctx, juju.StatusBlocked, "slurmctld relation: "+err.Error())
+			return h.report(ctx, observed{dataErr: err})
 		}
 		if h.st.Applied != nil {
-			return h.updateStatus(ctx)
+			return h.refresh(ctx)
 		}
-		return h.setStatus(ctx, juju.StatusWaiting, "waiting for slurmctld data")
-	case slurmd.SlurmctldReady:
-		if h.hc.Event.Kind.IsRelation() {
-			b := pev.Data.Bag()
-			h.st.Controller = &LastController{Relation: pev.Relation, Controllers: b.Controllers, AuthSecretID: b.AuthSecretID, ClusterName: b.ClusterName, GresTypes: b.GresTypes}
-		}
-		return h.ready(ctx, pev.Data)
+		return h.report(ctx, observed{dataPending: true})
 	case slurmd.SlurmctldDeparted:
-		return h.depart(ctx)
+		return rm.depart(ctx)
 	case slurmd.SlurmctldDisconnected:
-		return h.disconnected(ctx)
+		return rm.disconnected(ctx)
 	}
 	return err
+}
+
+// reapply applies the controller's current data to slurmd as a relation hook would; without
+// the relation or its data it only reports the status.
+func (l slurmctldRelation) reapply(ctx context.Context) error {
+	h := l.h
+	id, err := h.relationID(ctx)
+	if err != nil || id == "" {
+		return errors.Join(err, h.refresh(ctx))
+	}
+	data, err := slurmd.Provider{HookContext: h.hc}.Controller(ctx, id)
+	if err != nil {
+		h.logf(ctx, juju.LevelWarning, "cannot read the controller's data: %v", err)
+		return h.refresh(ctx)
+	}
+	reg := newRegistrar(h)
+	return reg.join(ctx, data)
 }
 
 // partitionSummary is the application status of a published partition: its name and the
@@ -141,27 +168,29 @@ func partitionSummary(d slurmd.ComputeData) string {
 }
 
 // provider is the relation's slurmd side with what this unit kept (providerCache).
-func (h *hook) provider() slurmd.Provider {
-	return slurmd.Provider{HookContext: h.hc, Cache: providerCache{h}}
+func (l slurmctldRelation) provider() slurmd.Provider {
+	return slurmd.Provider{HookContext: l.h.hc, Cache: providerCache{st: l.h.st, c: l.h.c}}
 }
 
 // providerCache spares hook-tool calls with the charm state: the key installed from the
 // relation's secret (no secret-get on a relation hook while the secret and the key file are
 // unchanged), the controller data of the last relation hook (secret-changed reads only the
 // secret).
-type providerCache struct{ h *hook }
+type providerCache struct {
+	st *State
+	c  *Charm
+}
 
 func (p providerCache) InstalledKey(secretID string) ([]byte, string, bool) {
-	h := p.h
-	a := h.st.Applied
-	if a == nil || a.SecretID == "" || a.SecretID != secretID || h.st.Facts == nil {
+	a := p.st.Applied
+	if a == nil || a.SecretID == "" || a.SecretID != secretID || p.st.Facts == nil {
 		return nil, "", false
 	}
-	v, err := slurm.ParseVersion(h.st.Facts.Version)
+	v, err := slurm.ParseVersion(p.st.Facts.Version)
 	if err != nil {
 		return nil, "", false
 	}
-	key, err := os.ReadFile(h.c.Path(slurm.FeaturesOf(v).AuthKeyFile))
+	key, err := os.ReadFile(p.c.Path(slurm.FeaturesOf(v).AuthKeyFile))
 	if err != nil || authkey.Hash(key) != a.KeyHash {
 		return nil, "", false
 	}
@@ -169,7 +198,7 @@ func (p providerCache) InstalledKey(secretID string) ([]byte, string, bool) {
 }
 
 func (p providerCache) LastController() (juju.RelationID, slurmd.ControllerBag, bool) {
-	l := p.h.st.Controller
+	l := p.st.Controller
 	if l == nil {
 		return "", slurmd.ControllerBag{}, false
 	}

@@ -2,12 +2,13 @@ package main
 
 import (
 	"github.com/charmed-slurm/operators/libs/charm"
+	"github.com/charmed-slurm/operators/libs/gres"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
-// State is what the charm remembers between hooks on this unit (Charm.StateFile), saved by
-// the kit's lifecycle (Charm.lifecycle).
+// State is what the charm remembers between hooks on this unit (StateName in the charm
+// directory), saved by the kit's lifecycle (Charm.lifecycle).
 type State struct {
 	// Config is the configuration as config-get last gave it: read on config-changed (Juju
 	// runs it after install, upgrade-charm, every change and an agent restart), on
@@ -43,13 +44,15 @@ type State struct {
 	// GresWaiting are the GRES names the node should run with that the controller does not
 	// manage yet: slurmd was not (re)started with them.
 	GresWaiting []string `json:"gres-waiting,omitempty"`
-	// VersionShown is the version last given to application-version-set.
-	VersionShown string `json:"version-shown,omitempty"`
+	// VersionRefused says why the controller's Slurm does not accept this machine's
+	// (slurm.CheckNodeVersion): slurmd was not (re)started for it.
+	VersionRefused string `json:"version-refused,omitempty"`
 	// Published is the ComputeData this unit last published as leader, and where; a hook
 	// whose data is the same skips the write.
 	Published *Published `json:"published,omitempty"`
 	// StatusCache holds the statuses this unit last set ("unit-status", "app-status":
-	// "code: message"); the same status is not set again.
+	// "code: message") and the version it showed ("version-shown"); the same is not set
+	// again.
 	charm.StatusCache
 }
 
@@ -97,4 +100,12 @@ type LastController struct {
 	AuthSecretID string          `json:"auth-secret-id"`
 	ClusterName  string          `json:"cluster-name,omitempty"`
 	GresTypes    []string        `json:"gres-types,omitempty"`
+}
+
+// GresFacts are the generic resources detected on this machine (State.Gres).
+type GresFacts struct {
+	// Detected are the GPUs found, grouped by model (gres.Detection.Resources).
+	Detected gres.Set `json:"detected,omitempty"`
+	// Notes say what detection left out or could not tell (no nvidia-smi: GPUs untyped).
+	Notes []string `json:"notes,omitempty"`
 }

@@ -1,111 +1,119 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 
-	"github.com/charmed-slurm/operators/libs/charm"
+	"github.com/charmed-slurm/operators/libs/gres"
 	"github.com/charmed-slurm/operators/libs/juju"
-	"github.com/charmed-slurm/operators/libs/munge"
-	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
-// updateStatus reports the node's state, applies a default-node-state still pending and
-// publishes the partition (leader).
-func (h *hook) updateStatus(ctx context.Context) error {
-	if h.hc.Event.Kind == juju.UpdateStatus {
-		if err := h.publish(ctx); err != nil {
-			return err
-		}
-	}
-	if h.st.Departed {
-		return h.setStatus(ctx, juju.StatusMaintenance, "node "+h.node+" removed")
-	}
-	if h.hc.Event.Kind == juju.UpdateStatus && h.st.Applied != nil && h.st.StagedNodeConfig != "" && h.recordDeleted() {
-		// RebootProgram deleted the record, but the machine did not go down (its reboot
-		// failed): the node registers with the staged node-config now.
-		h.logf(ctx, juju.LevelWarning, "node %s's record was deleted for a reboot that did not happen", h.node)
-		if err := h.registerStaged(ctx); err != nil {
-			return err
-		}
-	}
-	if h.st.Applied == nil {
-		id, err := h.relationID(ctx)
-		if err != nil {
-			return err
-		}
-		if id == "" {
-			return h.setStatus(ctx, juju.StatusBlocked, "waiting for slurmctld relation")
-		}
-		if len(h.st.GresWaiting) > 0 {
-			return h.setStatus(ctx, juju.StatusWaiting, unmanagedStatus(h.st.GresWaiting))
-		}
-		return h.setStatus(ctx, juju.StatusWaiting, "waiting for slurmctld data")
-	}
-	// This host's own daemons first: with munged down no Slurm command can authenticate, and
-	// the controller would be blamed for it.
-	if down := h.daemonsDown(ctx); down != "" {
-		return h.setStatus(ctx, juju.StatusBlocked, fmt.Sprintf("node %s: %s", h.node, down))
-	}
-	n, err := h.showNode(ctx)
-	if errors.Is(err, errNoConf) {
-		return h.setStatus(ctx, juju.StatusWaiting, fmt.Sprintf("waiting for slurmd on %s to fetch its configuration", h.node))
-	}
-	if err != nil {
-		if unreachable(err) {
-			return h.setStatus(ctx, juju.StatusWaiting, fmt.Sprintf("node %s: controller unreachable", h.node))
-		}
-		if errors.Is(err, slurm.ErrUnknownNode) {
-			return h.setStatus(ctx, juju.StatusWaiting, fmt.Sprintf("waiting for node %s to register", h.node))
-		}
-		h.logf(ctx, juju.LevelWarning, "cannot show node %s: %v", h.node, err)
-		return h.setStatus(ctx, juju.StatusWaiting, fmt.Sprintf("node %s: cannot read its state", h.node))
-	}
-	return h.reportNode(ctx, n)
+// observed is what a hook saw of the node and of the controller's side: with the charm's
+// state, all that the unit's status is made of (unitStatus). A hook fills in what it looked
+// at; the zero value says nothing was seen beyond the state.
+type observed struct {
+	// goingDown: a stop without departure, the machine shuts down or reboots.
+	goingDown bool
+	// dataErr is why the controller's relation data is refused.
+	dataErr error
+	// dataPending: the controller is related, its data not complete yet, and slurmd was
+	// never started with any.
+	dataPending bool
+	// installed: install ran; relations come after it (waiting, not yet blocked).
+	installed bool
+	// noRelation: there is no slurmctld relation (none yet, or it broke).
+	noRelation bool
+	// noController: the controller's data names no controller address.
+	noController bool
+	// left is why a departure left the node for the controller to delete (an
+	// unreachable controller, a dead munged), if it did.
+	left error
+	// gresHeld: slurmd was not (re)started, its Gres= naming resources the controller does
+	// not manage (State.GresWaiting).
+	gresHeld bool
+	// daemonsDown says which of this host's daemons are down ("slurmd and munged down").
+	daemonsDown string
+	// unregistered: the slurmd just started did not register in time.
+	unregistered bool
+	// node is the node's record, when read; nodeErr why it could not be read.
+	node    *slurm.Node
+	nodeErr error
 }
 
-// reportNode applies a default-node-state still pending to the registered node n, then
-// shows the node's state.
-func (h *hook) reportNode(ctx context.Context, n slurm.Node) error {
-	if !h.st.DefaultPending {
-		return h.nodeStatus(ctx, n)
+// unitStatus is the unit's status from its state, the configuration's problem (cfgErr, shown
+// as blocked above all) and what the hook observed: the one place that words the status
+// (hook.report sets it; hook.progress shows a step under way).
+func unitStatus(st *State, cfgErr error, node string, o observed) (juju.StatusCode, string) {
+	switch {
+	case cfgErr != nil:
+		return juju.StatusBlocked, cfgErr.Error()
+	case o.goingDown:
+		return juju.StatusMaintenance, "node " + node + ": machine going down"
+	case o.dataErr != nil:
+		return juju.StatusBlocked, "slurmctld relation: " + o.dataErr.Error()
+	case o.dataPending:
+		return juju.StatusWaiting, "waiting for slurmctld data"
+	case st.Departed && o.noRelation:
+		return juju.StatusBlocked, "waiting for slurmctld relation"
+	case st.Departed && o.left != nil && unreachable(o.left):
+		return juju.StatusMaintenance, fmt.Sprintf("node %s left drained: controller unreachable", node)
+	case st.Departed && o.left != nil:
+		return juju.StatusMaintenance, fmt.Sprintf("node %s left for the controller to delete: %v", node, o.left)
+	case st.Departed:
+		return juju.StatusMaintenance, "node " + node + " removed"
+	case o.installed:
+		return juju.StatusWaiting, "waiting for slurmctld relation"
+	case o.noRelation:
+		return juju.StatusBlocked, "waiting for slurmctld relation"
+	case o.noController:
+		return juju.StatusWaiting, "waiting for slurmctld: no controller address"
+	case st.Applied == nil && st.VersionRefused != "":
+		return juju.StatusBlocked, st.VersionRefused
+	case o.gresHeld, st.Applied == nil && len(st.GresWaiting) > 0:
+		return juju.StatusWaiting, unmanagedStatus(st.GresWaiting)
+	case st.Applied == nil:
+		return juju.StatusWaiting, "waiting for slurmctld data"
+	case o.daemonsDown != "":
+		return juju.StatusBlocked, fmt.Sprintf("node %s: %s", node, o.daemonsDown)
+	case o.node != nil:
+		return nodeStatus(st, *o.node)
+	case o.unregistered, errors.Is(o.nodeErr, slurm.ErrUnknownNode):
+		return juju.StatusWaiting, fmt.Sprintf("waiting for node %s to register", node)
+	case errors.Is(o.nodeErr, errNoConf):
+		return juju.StatusWaiting, fmt.Sprintf("waiting for slurmd on %s to fetch its configuration", node)
+	case unreachable(o.nodeErr):
+		return juju.StatusWaiting, fmt.Sprintf("node %s: controller unreachable", node)
 	}
-	if err := h.applyDefaultState(ctx); err != nil {
-		return err
-	}
-	h.st.DefaultPending = false
-	n, err := h.showNode(ctx)
-	if err != nil {
-		return h.setStatus(ctx, juju.StatusWaiting, fmt.Sprintf("node %s: %v", h.node, err))
-	}
-	return h.nodeStatus(ctx, n)
+	return juju.StatusWaiting, fmt.Sprintf("node %s: cannot read its state", node)
 }
 
-// nodeStatus shows the node's state: "node slurmd-3 idle", "node slurmd-3 drained: reason".
-func (h *hook) nodeStatus(ctx context.Context, n slurm.Node) error {
+// nodeStatus shows the node's state: "node slurmd-3 idle", "node slurmd-3 drained: reason",
+// with the resources it runs with, the resources it waits for and a node-config staged.
+func nodeStatus(st *State, n slurm.Node) (juju.StatusCode, string) {
 	code := juju.StatusActive
 	if n.State.NotResponding() {
 		code = juju.StatusWaiting
 	}
 	msg := "node " + n.Name + " " + describeState(n)
-	if a := h.st.Applied; a != nil {
+	if a := st.Applied; a != nil {
 		if g := gresSummary(appliedGres(a.Conf)); g != "" {
 			msg += ", " + g
 		}
 	}
-	if len(h.st.GresWaiting) > 0 {
+	if len(st.GresWaiting) > 0 {
 		// A resource added since slurmd started: the node re-registers with it later.
-		code, msg = juju.StatusWaiting, msg+"; "+unmanagedStatus(h.st.GresWaiting)
+		code, msg = juju.StatusWaiting, msg+"; "+unmanagedStatus(st.GresWaiting)
 	}
-	if h.st.StagedNodeConfig != "" {
+	if st.StagedNodeConfig != "" {
 		msg += "; node-config staged for the next reboot"
 	}
-	return h.setStatus(ctx, code, msg)
+	if st.VersionRefused != "" {
+		// The controller's Slurm changed under a running node: it runs on, untouched.
+		code, msg = juju.StatusBlocked, msg+"; "+st.VersionRefused
+	}
+	return code, msg
 }
 
 // describeState is the node's state as sinfo words it, lower case, with the reason.
@@ -134,65 +142,31 @@ func describeState(n slurm.Node) string {
 	return s
 }
 
-// daemonsDown checks this host's own daemons: munged (when this Slurm version authenticates
-// with munge) must answer `munge -n`, and slurmd's service must be active; with the service
-// manager unreachable, a live slurmd must hold its pid file. It says what is down ("slurmd
-// and munged down (service manager unreachable)"), or "" when both run.
-func (h *hook) daemonsDown(ctx context.Context) string {
-	var down []string
-	st, err := h.c.Services.Status(ctx, SlurmdService)
-	supervisorDown := err != nil && !errors.Is(err, service.ErrUnknownService)
-	if supervisorDown {
-		h.logf(ctx, juju.LevelWarning, "cannot ask the service manager about slurmd: %v", err)
+// rebootState describes a reboot Slurm has under way on node n, or "".
+func rebootState(n slurm.Node) string {
+	switch {
+	case n.State.Has(slurm.FlagRebootIssued):
+		return "rebooting"
+	case n.State.Has(slurm.FlagRebootRequested):
+		return "reboot requested"
 	}
-	if (err == nil && st.State != service.StateActive) || errors.Is(err, service.ErrUnknownService) || (supervisorDown && !h.slurmdRunning()) {
-		down = append(down, "slurmd")
-	}
-	if v, ferr := h.version(ctx); ferr == nil && slurm.FeaturesOf(v).Munge && !h.mungeAnswers(ctx) {
-		down = append(down, "munged")
-	}
-	if len(down) == 0 {
-		return ""
-	}
-	msg := strings.Join(down, " and ") + " down"
-	if supervisorDown {
-		msg += " (service manager unreachable)"
-	}
-	return msg
+	return ""
 }
 
-// slurmdRunning reports whether a slurmd process holds slurmd's pid file on this host.
-func (h *hook) slurmdRunning() bool {
-	data, err := os.ReadFile(h.c.Path(SlurmdPidFile))
-	if err != nil {
-		return false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil || pid <= 0 {
-		return false
-	}
-	comm, err := os.ReadFile(h.c.Path(fmt.Sprintf("/proc/%d/comm", pid)))
-	return err == nil && strings.TrimSpace(string(comm)) == "slurmd"
+// unmanagedStatus is the waiting status of a node held back by unmanagedGres.
+func unmanagedStatus(missing []string) string {
+	return "waiting for slurmctld to manage GRES " + strings.Join(missing, ",")
 }
 
-// mungeAnswers reports whether munged encodes a credential (`munge -n`) within ProbeTimeout.
-func (h *hook) mungeAnswers(ctx context.Context) bool {
-	ctx, cancel := context.WithTimeout(ctx, charm.Or(h.c.ProbeTimeout, DefaultProbeTimeout))
-	defer cancel()
-	out, err := h.c.Slurm.Run(ctx, []string{munge.ClientPath, "-n"}, nil)
-	return err == nil && out.ExitCode == 0
-}
-
-// showVersion shows this machine's Slurm version in juju status's Version column, once per
-// version; setStatus calls it, so the version follows the facts (read again by upgrade-charm).
-func (h *hook) showVersion(ctx context.Context) error {
-	f := h.st.Facts
-	if f == nil || f.Version == "" || h.st.VersionShown == f.Version {
-		return nil
+// gresSummary describes g for a status: "2× gpu:tesla_t4, 1× fpga"; "" for none.
+func gresSummary(g gres.Set) string {
+	parts := make([]string, 0, len(g))
+	for _, r := range g {
+		name := r.Name
+		if r.Type != "" {
+			name += ":" + r.Type
+		}
+		parts = append(parts, gres.FormatCount(r.Count)+"× "+name)
 	}
-	if err := h.hc.Status.SetVersion(ctx, f.Version); err != nil {
-		return fmt.Errorf("cannot set the application version: %w", err)
-	}
-	h.st.VersionShown = f.Version
-	return nil
+	return strings.Join(parts, ", ")
 }

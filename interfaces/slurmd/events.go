@@ -152,7 +152,7 @@ func (p Provider) resolve(ctx context.Context, cb ControllerBag) (ControllerData
 }
 
 func data(cb ControllerBag, key []byte, keyID string) ControllerData {
-	return ControllerData{AuthKey: key, AuthKeyID: keyID, Controllers: cb.Controllers, ClusterName: cb.ClusterName, GresTypes: cb.GresTypes, AuthSecretID: cb.AuthSecretID}
+	return ControllerData{AuthKey: key, AuthKeyID: keyID, Controllers: cb.Controllers, ClusterName: cb.ClusterName, GresTypes: cb.GresTypes, AuthSecretID: cb.AuthSecretID, SlurmVersion: cb.SlurmVersion}
 }
 
 // PublishCompute writes ComputeData to the application databag of relation id (leader only).

@@ -11,7 +11,9 @@
 //     it owns and grants to the relation ("auth_secret_id"), whose content is the auth key
 //     ({"key": base64, "keyid": "N"}), and the generic resource names the running slurmctld
 //     manages ("gres_types", a JSON list: its GresTypes; absent from a controller that manages
-//     none). The key itself never appears in relation data.
+//     none), and the Slurm version slurmctld runs ("slurm_version", "26.05.5"; absent from a
+//     controller that does not say), which a slurmd unit checks its own against before it
+//     starts (slurm.CheckNodeVersion). The key itself never appears in relation data.
 //
 // No node's own resources travel in the relation: a node's Gres= is in its slurmd --conf and
 // its device files in its own gres.conf. gres_types are application-level names only.
@@ -44,6 +46,7 @@ import (
 	"strings"
 
 	"github.com/charmed-slurm/operators/libs/gres"
+	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
@@ -59,6 +62,7 @@ const (
 	KeyNodeSet      = "nodeset"
 	KeyPartition    = "partition"
 	KeyGresTypes    = "gres_types"
+	KeySlurmVersion = "slurm_version"
 )
 
 // Secret content keys of the auth key secret.
@@ -104,11 +108,13 @@ type ControllerData struct {
 	GresTypes []string
 	// AuthSecretID is the secret the key was read from (the databag's auth_secret_id).
 	AuthSecretID string
+	// SlurmVersion is the Slurm release slurmctld runs; zero when the controller does not say.
+	SlurmVersion slurm.Version
 }
 
 // Bag is d as it travels in the databag (the key stays in its secret).
 func (d ControllerData) Bag() ControllerBag {
-	return ControllerBag{Controllers: d.Controllers, AuthSecretID: d.AuthSecretID, ClusterName: d.ClusterName, GresTypes: d.GresTypes}
+	return ControllerBag{Controllers: d.Controllers, AuthSecretID: d.AuthSecretID, ClusterName: d.ClusterName, GresTypes: d.GresTypes, SlurmVersion: d.SlurmVersion}
 }
 
 // ControllerBag is ControllerData as it travels in the databag: the key stays in the secret.
@@ -118,6 +124,8 @@ type ControllerBag struct {
 	ClusterName  string
 	// GresTypes: see ControllerData; nil or empty is not written.
 	GresTypes []string
+	// SlurmVersion: see ControllerData; the zero Version is not written.
+	SlurmVersion slurm.Version
 }
 
 // Encode renders the databag.
@@ -140,6 +148,9 @@ func (b ControllerBag) Encode() (map[string]string, error) {
 	}
 	if err := encodeGresTypes(bag, b.GresTypes); err != nil {
 		return nil, err
+	}
+	if !b.SlurmVersion.IsZero() {
+		bag[KeySlurmVersion] = b.SlurmVersion.String()
 	}
 	return bag, nil
 }
@@ -226,7 +237,22 @@ func DecodeControllerBag(bag map[string]string) (ControllerBag, error) {
 	if err != nil {
 		return ControllerBag{}, err
 	}
-	return ControllerBag{Controllers: ctl, AuthSecretID: id, ClusterName: bag[KeyClusterName], GresTypes: gt}, nil
+	var sv slurm.Version
+	if raw, ok := bag[KeySlurmVersion]; ok {
+		// A bare version as Version.String writes it ("26.05.5"), nothing else.
+		if sv, err = slurm.ParseVersion(raw); err != nil || strings.ContainsAny(raw, " \t\n") || sv.String() != raw {
+			return ControllerBag{}, &DataError{Field: KeySlurmVersion, Msg: fmt.Sprintf("not a Slurm version such as 26.05.5: %q", short(raw))}
+		}
+	}
+	return ControllerBag{Controllers: ctl, AuthSecretID: id, ClusterName: bag[KeyClusterName], GresTypes: gt, SlurmVersion: sv}, nil
+}
+
+// short is s cut to 40 characters, for messages.
+func short(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
 }
 
 // DecodeAuthSecret reads the auth key secret's content.

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
@@ -20,6 +21,7 @@ func TestControllerBagRoundTrip(t *testing.T) {
 		Controllers:  []string{"10.0.0.1:6817", "[fd00::2]:6817"},
 		AuthSecretID: "secret:cu0abc",
 		ClusterName:  "hpc",
+		SlurmVersion: slurm.Version{Major: 26, Minor: 5, Micro: 5},
 	}
 	bag, err := in.Encode()
 	if err != nil {
@@ -30,6 +32,7 @@ func TestControllerBagRoundTrip(t *testing.T) {
 		"controllers":    `["10.0.0.1:6817","[fd00::2]:6817"]`,
 		"auth_secret_id": "secret:cu0abc",
 		"cluster_name":   "hpc",
+		"slurm_version":  "26.05.5",
 	}
 	if d := cmp.Diff(want, bag); d != "" {
 		t.Errorf("encoded bag (-want +got):\n%s", d)
@@ -70,6 +73,10 @@ func TestDecodeControllerBagErrors(t *testing.T) {
 		{"controller bad port", with("controllers", `["a:99999"]`), "controllers", "invalid port"},
 		{"no secret", with("auth_secret_id", "<delete>"), "auth_secret_id", "missing"},
 		{"secret with spaces", with("auth_secret_id", "secret: x"), "auth_secret_id", "not a secret id"},
+		{"slurm version with a prefix", with("slurm_version", "slurm 26.05.5"), "slurm_version", "not a Slurm version"},
+		{"slurm version not canonical", with("slurm_version", "26.5.5"), "slurm_version", "not a Slurm version"},
+		{"slurm version garbage", with("slurm_version", "latest"), "slurm_version", "not a Slurm version"},
+		{"slurm version empty", with("slurm_version", ""), "slurm_version", "not a Slurm version"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -198,13 +205,13 @@ func TestNodeName(t *testing.T) {
 // FuzzDecode feeds arbitrary databags to both decoders: they must not panic, and whatever they
 // accept must encode back to a bag that decodes to the same value.
 func FuzzDecode(f *testing.F) {
-	f.Add("1", `["a:6817"]`, "secret:x", "NodeSet=a Feature=a", "PartitionName=a Nodes=a MaxTime=1", "")
-	f.Add("1", `[""]`, "", "NodeSet=a", `PartitionName=a Nodes=a Reason="x`, "[]")
-	f.Add("2", `{}`, "s", "", "", `["gpu"]`)
-	f.Add("1", `["a:6817"]`, "secret:x", "NodeSet=a Feature=a", "PartitionName=a Nodes=a", `["gpu","fpga"]`)
-	f.Add("1", `["a:6817"]`, "secret:x", "NodeSet=a Feature=a", "PartitionName=a Nodes=a", `["x",1]`)
-	f.Fuzz(func(t *testing.T, version, controllers, secret, nodeset, partition, gresTypes string) {
-		cb, err := slurmd.DecodeControllerBag(map[string]string{"version": version, "controllers": controllers, "auth_secret_id": secret, "gres_types": gresTypes})
+	f.Add("1", `["a:6817"]`, "secret:x", "NodeSet=a Feature=a", "PartitionName=a Nodes=a MaxTime=1", "", "26.05.5")
+	f.Add("1", `[""]`, "", "NodeSet=a", `PartitionName=a Nodes=a Reason="x`, "[]", "")
+	f.Add("2", `{}`, "s", "", "", `["gpu"]`, "x")
+	f.Add("1", `["a:6817"]`, "secret:x", "NodeSet=a Feature=a", "PartitionName=a Nodes=a", `["gpu","fpga"]`, "22.05.8")
+	f.Add("1", `["a:6817"]`, "secret:x", "NodeSet=a Feature=a", "PartitionName=a Nodes=a", `["x",1]`, "26.5")
+	f.Fuzz(func(t *testing.T, version, controllers, secret, nodeset, partition, gresTypes, slurmVersion string) {
+		cb, err := slurmd.DecodeControllerBag(map[string]string{"version": version, "controllers": controllers, "auth_secret_id": secret, "gres_types": gresTypes, "slurm_version": slurmVersion})
 		if err == nil {
 			bag, err := cb.Encode()
 			if err != nil {

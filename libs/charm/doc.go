@@ -29,12 +29,35 @@
 //		return h.SetUnitStatus(ctx, juju.StatusActive, "started")
 //	}))
 //
+// The state file is StateName in the unit's charm directory (JUJU_CHARM_DIR): private to the
+// unit, also where several units share a file system, and kept by Juju across hooks and
+// upgrades. StateFile overrides it (tests); there is no other rule.
+//
+// # One handler shape
+//
+// [Handlers] gives every hook and action of a charm the one shape of a [Func]: a method of
+// the charm's hook value (func (h *hook) start(ctx context.Context) error), routed as a
+// method expression. Begin builds the hook value from the kit's [Hook] (the configuration
+// read with [ReadConfig], what the charm derives from it); End records, after a success only,
+// what the hook wrote to Juju.
+//
+//	hs := charm.Handlers[state, *hook]{Lifecycle: lc, Begin: newHook}
+//	r.Handle(juju.Start, hs.Handle((*hook).start))
+//
+// # Configuration and versions
+//
+// [ReadConfig] keeps the configuration in the state: config-get runs on config-changed,
+// upgrade-charm and when no copy is kept, and every other hook uses the copy. [ConfKeys] is
+// the slurm.conf key set of the Slurm release a charm found (22.05's while it is unknown), for
+// validating what an operator writes into slurm.conf.
+//
 // # The status cache
 //
 // Embed [StatusCache] in the state: [Hook.SetUnitStatus] and [Hook.SetAppStatus] then skip a
 // status-set whose status this unit set last (hooks run every few minutes; each status-set
-// is a round trip to the controller). The cache is saved with the state, so it follows the
-// same commit rule: after a failed hook the status is set again.
+// is a round trip to the controller), and [Hook.SetVersion] an application-version-set of
+// the version shown last. The cache is saved with the state, so it follows the same commit
+// rule: after a failed hook the status is set again.
 //
 // # Settings and paths
 //

@@ -14,11 +14,14 @@ import (
 	"github.com/charmed-slurm/operators/libs/juju"
 )
 
-// StatusCache records the statuses this unit set last ("code: message"). Embed it in a
-// charm's state to let Hook skip setting the same status again.
+// StatusCache records what this unit last showed in juju status: the statuses ("code:
+// message") and the workload version. Embed it in a charm's state to let Hook skip setting
+// the same again.
 type StatusCache struct {
 	Unit string `json:"unit-status,omitempty"`
 	App  string `json:"app-status,omitempty"`
+	// Version is the version last given to application-version-set.
+	Version string `json:"version-shown,omitempty"`
 }
 
 // Statuses returns the cache; it is how Hook finds a StatusCache embedded in a state.
@@ -147,6 +150,25 @@ func (h *Hook[S]) SetUnitStatus(ctx context.Context, code juju.StatusCode, msg s
 // last; force sets it anyway (a new leader cannot trust what it set in an earlier term).
 func (h *Hook[S]) SetAppStatus(ctx context.Context, code juju.StatusCode, msg string, force bool) error {
 	return h.setCached(ctx, code, msg, force, func(c *StatusCache) *string { return &c.App }, h.Status.SetApp)
+}
+
+// SetVersion shows version in juju status's Version column (application-version-set),
+// unless it is empty or this unit showed it last (with a StatusCache in the state).
+func (h *Hook[S]) SetVersion(ctx context.Context, version string) error {
+	if version == "" {
+		return nil
+	}
+	c, ok := any(&h.State).(interface{ Statuses() *StatusCache })
+	if ok && c.Statuses().Version == version {
+		return nil
+	}
+	if err := h.Status.SetVersion(ctx, version); err != nil {
+		return fmt.Errorf("cannot set the application version: %w", err)
+	}
+	if ok {
+		c.Statuses().Version = version
+	}
+	return nil
 }
 
 // setCached sets a status with set unless the cache entry (field of the state's

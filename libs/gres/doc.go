@@ -17,7 +17,7 @@
 // device file are not used (jobs could not open them). Every such choice is
 // recorded in [Detection.Notes].
 //
-//	d := gres.Detector{Runner: slurm.ExecRunner{}, Root: "/"}
+//	d := gres.Detector{Runner: command.Exec{}, Root: "/"}
 //	det, err := d.Detect(ctx)
 //	res := det.Resources()                 // one Resource per GPU model
 //	conf := "Gres=" + res.String()         // for slurmd --conf

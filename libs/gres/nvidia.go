@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmed-slurm/operators/libs/slurm"
+	"github.com/charmed-slurm/operators/libs/command"
 )
 
 // NvidiaSMIQuery returns the nvidia-smi command line Detect runs: its
@@ -77,7 +77,7 @@ func (d Detection) Resources() Set {
 type Detector struct {
 	// Runner runs nvidia-smi (NvidiaSMIQuery). Nil means nvidia-smi is not
 	// asked: GPUs come from device files only, untyped.
-	Runner slurm.Runner
+	Runner command.Runner
 	// Root is where the node's file system is: device files are looked
 	// for in Root/dev. Empty means "/".
 	Root string

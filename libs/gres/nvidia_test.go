@@ -11,9 +11,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/charmed-slurm/operators/libs/command"
+	"github.com/charmed-slurm/operators/libs/command/commandtest"
 	"github.com/charmed-slurm/operators/libs/gres"
-	"github.com/charmed-slurm/operators/libs/slurm"
-	"github.com/charmed-slurm/operators/libs/slurm/slurmtest"
 )
 
 // smiT4x2 is nvidia-smi's answer to NvidiaSMIQuery on a machine with two
@@ -96,14 +96,14 @@ func TestDetect(t *testing.T) {
 		t.Fatalf("this machine's /dev/null is not a character device: %v", err)
 	}
 	two := map[string]string{"nvidia0": "c", "nvidia1": "c", "nvidiactl": "c", "nvidia-uvm": "c", "nvidia7": "f", "nvidia8": "d", "null": "c"}
-	smi := func(stdout string, code int) *slurmtest.Runner {
-		r := &slurmtest.Runner{}
-		r.Expect(slurmtest.Case{Argv: gres.NvidiaSMIQuery(), Output: slurm.Output{Stdout: []byte(stdout), ExitCode: code}})
+	smi := func(stdout string, code int) *commandtest.Runner {
+		r := &commandtest.Runner{}
+		r.Expect(commandtest.Case{Argv: gres.NvidiaSMIQuery(), Output: command.Output{Stdout: []byte(stdout), ExitCode: code}})
 		return r
 	}
-	failing := func(code int, stderr string) *slurmtest.Runner {
-		r := &slurmtest.Runner{}
-		r.Expect(slurmtest.Case{Argv: gres.NvidiaSMIQuery(), Output: slurm.Output{Stderr: []byte(stderr), ExitCode: code}})
+	failing := func(code int, stderr string) *commandtest.Runner {
+		r := &commandtest.Runner{}
+		r.Expect(commandtest.Case{Argv: gres.NvidiaSMIQuery(), Output: command.Output{Stderr: []byte(stderr), ExitCode: code}})
 		return r
 	}
 	t4 := func(minor int, uuid string) gres.Device {
@@ -112,17 +112,17 @@ func TestDetect(t *testing.T) {
 	tests := []struct {
 		name    string
 		entries map[string]string
-		runner  slurm.Runner // nil: no nvidia-smi asked
+		runner  command.Runner // nil: no nvidia-smi asked
 		want    gres.Detection
 		err     string
 	}{
-		{name: "nothing there", entries: map[string]string{"null": "c"}, runner: &slurmtest.Runner{}},
-		{name: "no dev at all", runner: &slurmtest.Runner{}},
+		{name: "nothing there", entries: map[string]string{"null": "c"}, runner: &commandtest.Runner{}},
+		{name: "no dev at all", runner: &commandtest.Runner{}},
 		{name: "files and nvidia-smi", entries: two, runner: smi(smiT4x2, 0), want: gres.Detection{GPUs: []gres.Device{
 			t4(0, "GPU-9f6c3f4e-1c1b-4a7e-a8b4-2d8e0a6b1c01"), t4(1, "GPU-0b0f6a7d-5e2c-4a0a-9a55-8f1d7c3e2b02")}}},
-		{name: "nvidia-smi missing: untyped from files", entries: two, runner: &slurmtest.Runner{}, want: gres.Detection{
+		{name: "nvidia-smi missing: untyped from files", entries: two, runner: &commandtest.Runner{}, want: gres.Detection{
 			GPUs:  []gres.Device{{Minor: 0, File: "/dev/nvidia0"}, {Minor: 1, File: "/dev/nvidia1"}},
-			Notes: []string{`nvidia-smi not available (slurmtest: unexpected command ["nvidia-smi" "--query-gpu=minor_number,name,uuid" "--format=csv,noheader"]): GPU model unknown, GPUs untyped`}}},
+			Notes: []string{`nvidia-smi not available (commandtest: unexpected command ["nvidia-smi" "--query-gpu=minor_number,name,uuid" "--format=csv,noheader"]): GPU model unknown, GPUs untyped`}}},
 		{name: "nvidia-smi not asked", entries: two, want: gres.Detection{
 			GPUs:  []gres.Device{{Minor: 0, File: "/dev/nvidia0"}, {Minor: 1, File: "/dev/nvidia1"}},
 			Notes: []string{"nvidia-smi not asked: GPU model unknown, GPUs untyped"}}},
@@ -171,8 +171,8 @@ func TestDetectCancelled(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	r := &slurmtest.Runner{}
-	r.Expect(slurmtest.Case{Argv: gres.NvidiaSMIQuery(), Err: context.Canceled})
+	r := &commandtest.Runner{}
+	r.Expect(commandtest.Case{Argv: gres.NvidiaSMIQuery(), Err: context.Canceled})
 	root := devTree(t, map[string]string{"nvidia0": "c"})
 	if _, err := (gres.Detector{Runner: r, Root: root}).Detect(ctx); !errors.Is(err, context.Canceled) {
 		t.Errorf("Detect with a cancelled context: %v, want context.Canceled", err)
@@ -214,9 +214,9 @@ func TestDetectionResources(t *testing.T) {
 // context ends.
 type hungRunner struct{}
 
-func (hungRunner) Run(ctx context.Context, argv []string, env []string) (slurm.Output, error) {
+func (hungRunner) Run(ctx context.Context, argv []string, env []string) (command.Output, error) {
 	<-ctx.Done()
-	return slurm.Output{}, ctx.Err()
+	return command.Output{}, ctx.Err()
 }
 
 // TestDetectHungNvidiaSMI: a hung nvidia-smi is cut at Timeout and counts as not answering

@@ -123,9 +123,25 @@ func (s Set) ConfLines(node string) []string {
 // Conf returns a gres.conf file for node: a comment line, then ConfLines.
 // A set without device files gives a file with the comment only (a node
 // must still have the file when the controller's gres.conf includes it).
-func (s Set) Conf(node string) []byte {
+func (s Set) Conf(node string) []byte { return s.ConfWith(node, ConfOptions{}) }
+
+// ConfOptions are the settings of a node's gres.conf besides its resources.
+type ConfOptions struct {
+	// AutoDetectOff adds "AutoDetect=off" (before the resources' lines): slurmd
+	// detects no GPU by itself. Slurm 26.05's dynamic nodes (slurmd -Z) detect
+	// GPUs unless their --conf names one, gres.conf has a gpu line for the
+	// node or says AutoDetect=off.
+	AutoDetectOff bool
+}
+
+// ConfWith is Conf with the settings of o.
+func (s Set) ConfWith(node string, o ConfOptions) []byte {
 	var b strings.Builder
 	b.WriteString("# Generic resources of this node, written by the slurmd charm.\n")
+	if o.AutoDetectOff {
+		b.WriteString("# slurmd detects no GPU itself: the charm's detection and node-config say what the node has.\n")
+		b.WriteString("AutoDetect=off\n")
+	}
 	for _, l := range s.ConfLines(node) {
 		b.WriteString(l + "\n")
 	}

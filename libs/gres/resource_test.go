@@ -100,6 +100,16 @@ func TestSetRendering(t *testing.T) {
 	if got := string(gres.Set(nil).Conf("cpu-0")); got != "# Generic resources of this node, written by the slurmd charm.\n" {
 		t.Errorf("empty Conf = %q", got)
 	}
+	// AutoDetectOff (Slurm 26.05's dynamic nodes): the setting before the lines, also with none.
+	off := gres.ConfOptions{AutoDetectOff: true}
+	const head = "# Generic resources of this node, written by the slurmd charm.\n" +
+		"# slurmd detects no GPU itself: the charm's detection and node-config say what the node has.\nAutoDetect=off\n"
+	if d := cmp.Diff(head+strings.Join(wantLines, "\n")+"\n", string(set.ConfWith("gpu-0", off))); d != "" {
+		t.Errorf("ConfWith AutoDetectOff (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(head, string(gres.Set(nil).ConfWith("cpu-0", off))); d != "" {
+		t.Errorf("empty ConfWith AutoDetectOff (-want +got):\n%s", d)
+	}
 	if d := cmp.Diff([]string{"gpu", "fpga", "bandwidth"}, set.Names()); d != "" {
 		t.Errorf("Names (-want +got):\n%s", d)
 	}

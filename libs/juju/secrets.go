@@ -199,11 +199,12 @@ func (c Secrets) info(ctx context.Context, args ...string) (SecretInfo, error) {
 	if len(out) != 1 {
 		return SecretInfo{}, fmt.Errorf("cannot decode output of secret-info-get: want one secret, got %d", len(out))
 	}
-	for id, info := range out {
+	var info SecretInfo
+	for id, i := range out { // the one entry
+		info = i
 		info.ID = NormalizeSecretID(id)
-		return info, nil
 	}
-	panic("unreachable")
+	return info, nil
 }
 
 // IDs lists the secrets this unit's application (or unit) owns, as

@@ -335,10 +335,25 @@ func (c *Client) UpdatePartitionState(ctx context.Context, partition, state stri
 // SUSPENDED) as the controller sees them, with `squeue -h -w NODE`. An unknown node gives
 // ErrUnknownNode.
 func (c *Client) JobsOnNode(ctx context.Context, node string) ([]Job, error) {
-	if err := checkName("node", node); err != nil {
-		return nil, err
+	return c.JobsOnNodes(ctx, []string{node})
+}
+
+// JobsOnNodes is JobsOnNode for several nodes in one squeue (`-w a,b,c`): every job that
+// occupies any of them (a job's Nodes may name others too). An unknown node among them gives
+// ErrUnknownNode, as squeue fails for the whole list (Slurm 22.05: "Invalid node name X").
+func (c *Client) JobsOnNodes(ctx context.Context, nodes []string) ([]Job, error) {
+	if len(nodes) == 0 {
+		return nil, errors.New("cannot list the jobs on nodes: no node given")
 	}
-	out, err := c.run(ctx, true, "squeue", "-h", "-w", node, "-t", strings.Join(activeJobStates, ","), "-o", squeueFormat)
+	for _, n := range nodes {
+		if err := checkName("node", n); err != nil {
+			return nil, err
+		}
+		if strings.Contains(n, ",") {
+			return nil, fmt.Errorf("invalid node name %q: contains ','", n)
+		}
+	}
+	out, err := c.run(ctx, true, "squeue", "-h", "-w", strings.Join(nodes, ","), "-t", strings.Join(activeJobStates, ","), "-o", squeueFormat)
 	if err != nil {
 		return nil, err
 	}

@@ -381,3 +381,42 @@ func TestPartitionJobRecords(t *testing.T) {
 		t.Errorf("bad partition name: %v, calls %v", err, r.Calls())
 	}
 }
+
+// TestJobsOnNodes: one squeue over a list of nodes gives the jobs on any of them; an unknown
+// node anywhere in the list is ErrUnknownNode for the whole list (as real 22.05 answers);
+// names that would change the argument are refused before anything runs.
+func TestJobsOnNodes(t *testing.T) {
+	c := slurmtest.NewCluster()
+	for _, n := range []string{"a-0", "a-1", "a-2"} {
+		c.AddNode(n)
+	}
+	j0, j2 := c.StartJob("a-0"), c.StartJob("a-2")
+	cl := &slurm.Client{Runner: c, Conf: conf}
+	ctx := context.Background()
+	jobs, err := cl.JobsOnNodes(ctx, []string{"a-0", "a-1", "a-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, j := range jobs {
+		got = append(got, j.ID+"@"+j.Nodes)
+	}
+	if d := cmp.Diff([]string{j0 + "@a-0", j2 + "@a-2"}, got); d != "" {
+		t.Errorf("jobs (-want +got):\n%s", d)
+	}
+	if jobs, err := cl.JobsOnNodes(ctx, []string{"a-1"}); err != nil || len(jobs) != 0 {
+		t.Errorf("a node without jobs: %v %v", jobs, err)
+	}
+	if _, err := cl.JobsOnNodes(ctx, []string{"a-0", "nosuch-3"}); !errors.Is(err, slurm.ErrUnknownNode) {
+		t.Errorf("a list with an unknown node: %v, want ErrUnknownNode", err)
+	}
+	n := len(c.Calls())
+	for _, bad := range [][]string{nil, {"a-0,a-1"}, {"-a"}, {"a b"}} {
+		if _, err := cl.JobsOnNodes(ctx, bad); err == nil {
+			t.Errorf("JobsOnNodes(%q) succeeded", bad)
+		}
+	}
+	if len(c.Calls()) != n {
+		t.Errorf("bad names ran commands: %v", c.Calls()[n:])
+	}
+}

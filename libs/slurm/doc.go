@@ -28,7 +28,9 @@
 // Removing a dynamic node safely is one protocol, [Remover] over a [Removal]: drain the
 // node with a reason, wait until no job runs or completes on it (progress reported
 // through Remover.Progress), stop its slurmd (Remover.Stop: a running dynamic slurmd
-// re-creates its node), delete the record. A node with running jobs is never deleted:
+// re-creates its node), delete the record; with Remover.DeleteFirst (auth/slurm, where the
+// node's client commands authenticate through its slurmd) the record is deleted before slurmd
+// stops, and Remover.Committing runs before either. A node with running jobs is never deleted:
 // the jobs are waited for, or, only when asked (CancelJobs), cancelled through
 // [Client.CancelJobs]; RefuseJobs fails at once with a *[BusyError].
 //

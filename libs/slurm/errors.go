@@ -16,7 +16,8 @@ var (
 	// ErrUnknownPartition: `Invalid partition name specified`.
 	ErrUnknownPartition = errors.New("unknown partition")
 	// ErrInvalidNodeState: the state change is not valid from the node's current state,
-	// e.g. resuming an idle node (`Invalid node state specified`).
+	// e.g. resuming an idle node (`Invalid node state specified`; 26.05: `Invalid node state
+	// transition`).
 	ErrInvalidNodeState = errors.New("invalid node state transition")
 	// ErrControllerUnreachable: slurmctld could not be contacted (`Unable to contact slurm
 	// controller`, connection refused, `Zero Bytes were transmitted or received`, or
@@ -46,7 +47,8 @@ func (e *CommandError) Error() string {
 func (e *CommandError) Unwrap() error { return e.Kind }
 
 // classify maps Slurm's error messages to an error kind. The messages are those printed
-// by Slurm 22.05 (recorded in slurmtest/real/*.stderr); later versions keep them.
+// by Slurm 22.05 (recorded in slurmtest/real/*.stderr); 24.11 keeps them; 26.05 words a
+// refused state change "Invalid node state transition" (slurmtest/real-26.05).
 func classify(msg string) error {
 	m := strings.ToLower(msg)
 	switch {
@@ -58,7 +60,8 @@ func classify(msg string) error {
 	case strings.Contains(m, "invalid partition name"),
 		strings.Contains(m, "partition ") && strings.Contains(m, " not found"):
 		return ErrUnknownPartition
-	case strings.Contains(m, "invalid node state specified"):
+	case strings.Contains(m, "invalid node state specified"),
+		strings.Contains(m, "invalid node state transition"):
 		return ErrInvalidNodeState
 	case strings.Contains(m, "unable to contact slurm controller"),
 		strings.Contains(m, "connection refused"),

@@ -36,7 +36,10 @@ func (m MachineInfo) String() string {
 	return strings.Join(words, " ")
 }
 
-// ParseMachineInfo parses `slurmd -C` output.
+// ParseMachineInfo parses `slurmd -C` output. Besides the NodeName= and UpTime= lines it
+// ignores the lines of GPU detection that Slurm 26.05 prints on a machine where it finds
+// GPUs ("Found gpu:tesla_t4:2 with Autodetect=nvml (...)", one per detection method), whose
+// result is the NodeName line's Gres=.
 func ParseMachineInfo(data []byte) (MachineInfo, error) {
 	var m MachineInfo
 	found := false
@@ -45,11 +48,11 @@ func ParseMachineInfo(data []byte) (MachineInfo, error) {
 	for sc.Scan() {
 		lineNo++
 		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "UpTime=") {
+		if line == "" || strings.HasPrefix(line, "UpTime=") || strings.HasPrefix(line, "Found ") {
 			continue
 		}
 		if !strings.HasPrefix(line, "NodeName=") {
-			return MachineInfo{}, fmt.Errorf("cannot parse slurmd -C line %d %q: want NodeName= or UpTime= lines", lineNo, line)
+			return MachineInfo{}, fmt.Errorf("cannot parse slurmd -C line %d %q: want NodeName=, UpTime= or Found lines", lineNo, line)
 		}
 		if found {
 			return MachineInfo{}, fmt.Errorf("cannot parse slurmd -C line %d: second NodeName= line", lineNo)

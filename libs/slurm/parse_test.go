@@ -173,20 +173,29 @@ func TestParseMachineInfo(t *testing.T) {
 }
 
 func TestVersionFeatures(t *testing.T) {
+	munge := slurm.Features{AuthType: "auth/munge", CredType: "cred/munge", Munge: true, AuthKeyFile: "/etc/munge/munge.key"}
+	authSlurm := slurm.Features{AuthType: "auth/slurm", CredType: "cred/slurm", AuthKeyFile: "/etc/slurm/slurm.key"}
+	with := func(f slurm.Features, set func(*slurm.Features)) slurm.Features { set(&f); return f }
+	from2405 := func(f *slurm.Features) {
+		f.FutureNodes, f.ListJobs, f.CgroupDisabled, f.ReconfigureReexecs = true, true, true, true
+	}
 	for _, tt := range []struct {
 		in      string
 		want    slurm.Version
-		auth    string
-		key     string
-		list    bool
-		future  bool
+		feat    slurm.Features
 		wantErr bool
 	}{
-		{in: "slurm-wlm 22.05.8\n", want: slurm.Version{22, 5, 8}, auth: "auth/munge", key: "/etc/munge/munge.key"},
-		{in: "slurm 23.02.7", want: slurm.Version{23, 2, 7}, auth: "auth/munge", key: "/etc/munge/munge.key", future: true},
-		{in: "slurm 23.11.0-0rc1", want: slurm.Version{23, 11, 0}, auth: "auth/slurm", key: "/etc/slurm/slurm.key", future: true},
-		{in: "24.05.1", want: slurm.Version{24, 5, 1}, auth: "auth/slurm", key: "/etc/slurm/slurm.key", list: true, future: true},
-		{in: "slurm 25.11", want: slurm.Version{25, 11, 0}, auth: "auth/slurm", key: "/etc/slurm/slurm.key", list: true, future: true},
+		{in: "slurm-wlm 22.05.8\n", want: slurm.Version{22, 5, 8}, feat: munge},
+		{in: "slurm 23.02.7", want: slurm.Version{23, 2, 7}, feat: with(munge, func(f *slurm.Features) { f.FutureNodes = true })},
+		{in: "slurm 23.11.0-0rc1", want: slurm.Version{23, 11, 0}, feat: with(authSlurm, func(f *slurm.Features) { f.FutureNodes, f.ReconfigureReexecs = true, true })},
+		{in: "24.05.1", want: slurm.Version{24, 5, 1}, feat: with(authSlurm, from2405)},
+		{in: "slurm-wlm 24.11.5", want: slurm.Version{24, 11, 5}, feat: with(authSlurm, from2405)},
+		// Slurm holds jobs sent to an empty partition again from 24.11.6 and 25.05.1.
+		{in: "slurm 24.11.6", want: slurm.Version{24, 11, 6}, feat: with(authSlurm, func(f *slurm.Features) { from2405(f); f.FutureNodes = false })},
+		{in: "slurm 25.05.0", want: slurm.Version{25, 5, 0}, feat: with(authSlurm, from2405)},
+		{in: "slurm 25.05.1", want: slurm.Version{25, 5, 1}, feat: with(authSlurm, func(f *slurm.Features) { from2405(f); f.FutureNodes = false })},
+		{in: "slurm 25.11", want: slurm.Version{25, 11, 0}, feat: with(authSlurm, func(f *slurm.Features) { from2405(f); f.FutureNodes = false })},
+		{in: "slurm-wlm 26.05.5", want: slurm.Version{26, 5, 5}, feat: with(authSlurm, func(f *slurm.Features) { from2405(f); f.FutureNodes = false; f.GPUAutoDetect = true })},
 		{in: "", wantErr: true},
 		{in: "munge 0.5.15", wantErr: true},
 		{in: "slurm x.y.z", wantErr: true},
@@ -203,9 +212,8 @@ func TestVersionFeatures(t *testing.T) {
 			if v != tt.want {
 				t.Errorf("version %v, want %v", v, tt.want)
 			}
-			f := slurm.FeaturesOf(v)
-			if f.AuthType != tt.auth || f.AuthKeyFile != tt.key || f.ListJobs != tt.list || f.FutureNodes != tt.future || f.Munge != (tt.auth == "auth/munge") {
-				t.Errorf("features %+v", f)
+			if d := cmp.Diff(tt.feat, slurm.FeaturesOf(v)); d != "" {
+				t.Errorf("features (-want +got):\n%s", d)
 			}
 		})
 	}

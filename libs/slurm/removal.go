@@ -23,8 +23,9 @@ const (
 	DefaultStuckFor = 10 * time.Second
 )
 
-// RemovalPhase is where a node's removal stands. The phases run in this order; a removal
-// whose node turns out unknown skips to RemovalDone.
+// RemovalPhase is where a node's removal stands. The phases run in this order (with
+// Remover.DeleteFirst, RemovalDelete before RemovalStop); a removal whose node turns out
+// unknown stops the daemon and skips to RemovalDone.
 type RemovalPhase string
 
 const (
@@ -33,7 +34,7 @@ const (
 	// RemovalWait: waiting until no job runs or completes on the node.
 	RemovalWait RemovalPhase = "wait"
 	// RemovalStop: the node's daemon is stopped (Remover.Stop), so that it cannot
-	// re-create the node record.
+	// re-create the node record (with Remover.DeleteFirst: once the record is deleted).
 	RemovalStop RemovalPhase = "stop"
 	// RemovalDelete: `scontrol delete`, retried while Slurm answers busy.
 	RemovalDelete RemovalPhase = "delete"
@@ -143,9 +144,20 @@ func JobIDs(jobs []Job) []string {
 type Remover struct {
 	// Client runs the Slurm commands (required).
 	Client *Client
-	// Stop stops the node's daemon; it runs once, before the delete (or when the node
-	// turns out unknown). Nil: nothing to stop (the daemon runs elsewhere or is gone).
+	// Stop stops the node's daemon; it runs once, before the delete (after it with
+	// DeleteFirst, or when the node turns out unknown). Nil: nothing to stop (the daemon
+	// runs elsewhere or is gone).
 	Stop func(ctx context.Context, node string) error
+	// DeleteFirst deletes the node's record before its daemon stops: under auth/slurm
+	// (23.11 and later) a client command on the node authenticates through the socket its
+	// slurmd serves, so the node cannot delete its own record once slurmd is stopped; a
+	// slurmd whose record is deleted does not register it again (24.11).
+	DeleteFirst bool
+	// Committing, when set, runs once the node has no job, before its daemon is stopped or
+	// its record deleted: the last moment the removal can be given up (Abort). A caller
+	// keeps there what it needs to finish an interrupted removal. An error leaves the
+	// removal where it was.
+	Committing func(ctx context.Context, node string) error
 	// Progress is told the number of jobs on the node whenever it changes (the first
 	// count included).
 	Progress func(node string, jobs int)
@@ -155,6 +167,12 @@ type Remover struct {
 	// Interval is the pause between steps in Remove; zero means Client.PollInterval, or
 	// DefaultPollInterval.
 	Interval time.Duration
+	// MaxInterval, when above Interval, lets the pause grow while Remove waits for jobs:
+	// doubling from Interval after each check that finds the node still running jobs, up to
+	// MaxInterval, and back to Interval once the removal moves on. A node's jobs end in
+	// minutes or hours, and many nodes waiting at once must not keep the controller busy
+	// answering squeue (32 units polling every 100 ms starved a 2-core controller).
+	MaxInterval time.Duration
 	// UnreachableFor bounds how long Remove retries an unreachable controller; zero means
 	// DefaultUnreachableFor, negative no retry.
 	UnreachableFor time.Duration
@@ -234,18 +252,27 @@ func (m *Remover) Step(ctx context.Context, r *Removal) (bool, error) {
 				return false, nil // a job still completing
 			}
 			r.IdleBusySince = time.Time{}
+			if err := m.commit(ctx, r); err != nil {
+				return false, err
+			}
 			r.Phase = RemovalStop
+			if m.DeleteFirst {
+				r.Phase = RemovalDelete
+			}
 		case RemovalStop:
 			if err := m.stop(ctx, r); err != nil {
 				return false, err
 			}
 			r.Phase = RemovalDelete
+			if m.DeleteFirst {
+				r.Phase = RemovalDone
+			}
 		case RemovalDelete:
 			if r.Stuck && !r.Downed {
 				err := c.UpdateNode(ctx, r.Node, NodeUpdate{State: "down", Reason: r.stuckReason()})
 				switch {
 				case errors.Is(err, ErrUnknownNode):
-					r.Phase = RemovalDone
+					r.Phase = m.deleted()
 					continue
 				case err != nil:
 					return false, err
@@ -255,7 +282,7 @@ func (m *Remover) Step(ctx context.Context, r *Removal) (bool, error) {
 			err := c.DeleteNode(ctx, r.Node)
 			switch {
 			case err == nil, errors.Is(err, ErrUnknownNode):
-				r.Phase = RemovalDone
+				r.Phase = m.deleted()
 			case errors.Is(err, ErrNodeBusy):
 				return false, m.busyDelete(ctx, r)
 			default:
@@ -340,16 +367,33 @@ func (m *Remover) jobs(ctx context.Context, r *Removal, jobs []Job) error {
 	return nil
 }
 
-// gone ends a removal whose node is unknown: the daemon is still stopped (a running
-// dynamic slurmd would register the node again).
+// deleted is the phase after the node's record is gone: its daemon's stop with DeleteFirst,
+// else the end.
+func (m *Remover) deleted() RemovalPhase {
+	if m.DeleteFirst {
+		return RemovalStop
+	}
+	return RemovalDone
+}
+
+// gone ends a removal (draining or waiting) whose node is unknown: the daemon is still
+// stopped (a running dynamic slurmd would register the node again).
 func (m *Remover) gone(ctx context.Context, r *Removal) (bool, error) {
-	if r.Phase != RemovalDelete {
-		if err := m.stop(ctx, r); err != nil {
-			return false, err
-		}
+	if err := m.commit(ctx, r); err != nil {
+		return false, err
+	}
+	if err := m.stop(ctx, r); err != nil {
+		return false, err
 	}
 	r.Phase = RemovalDone
 	return true, nil
+}
+
+func (m *Remover) commit(ctx context.Context, r *Removal) error {
+	if m.Committing == nil {
+		return nil
+	}
+	return m.Committing(ctx, r.Node)
 }
 
 func (m *Remover) stop(ctx context.Context, r *Removal) error {
@@ -369,6 +413,7 @@ func (m *Remover) stop(ctx context.Context, r *Removal) error {
 // (ErrControllerUnreachable), a busy node (ErrNodeBusy) and the context's end apart.
 func (m *Remover) Remove(ctx context.Context, r *Removal) error {
 	var downSince, busySince time.Time
+	pause := m.interval()
 	fail := func(err error) error {
 		return &RemovalError{Node: r.Node, Phase: r.Phase, Jobs: r.JobCount, Err: err}
 	}
@@ -400,10 +445,20 @@ func (m *Remover) Remove(ctx context.Context, r *Removal) error {
 				}
 			}
 		}
-		if err := poll.Sleep(ctx, m.interval()); err != nil {
+		if err := poll.Sleep(ctx, pause); err != nil {
 			return fail(err)
 		}
+		pause = m.nextPause(pause, r)
 	}
+}
+
+// nextPause is Remove's pause after prev: longer while r waits for jobs (MaxInterval),
+// Interval otherwise.
+func (m *Remover) nextPause(prev time.Duration, r *Removal) time.Duration {
+	if r.Phase != RemovalWait || m.MaxInterval <= m.interval() {
+		return m.interval()
+	}
+	return min(2*prev, m.MaxInterval)
 }
 
 // Abort undoes a removal that is given up before its node was stopped: a node this removal

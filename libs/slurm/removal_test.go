@@ -146,6 +146,88 @@ func TestRemove(t *testing.T) {
 	}
 }
 
+// TestRemoveOrder: Committing runs once the node has no job, before anything is stopped or
+// deleted; the daemon stops before the delete, or after it with DeleteFirst (auth/slurm: the
+// node's client commands need its slurmd); a node found unknown still has its daemon stopped.
+func TestRemoveOrder(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name        string
+		deleteFirst bool
+		noNode      bool
+		want        []string
+	}{
+		{name: "stop, then delete", want: []string{"committing", "stop", "scontrol delete"}},
+		{name: "delete first", deleteFirst: true, want: []string{"committing", "scontrol delete", "stop"}},
+		{name: "unknown node", noNode: true, want: []string{"committing", "stop"}},
+		{name: "unknown node, delete first", deleteFirst: true, noNode: true, want: []string{"committing", "stop"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := slurmtest.NewCluster()
+			if !tt.noNode {
+				c.AddNode("node1")
+				c.StartJob("node1")
+			}
+			var order []string
+			ctx := guard(t, c, 200, func(argv []string) {
+				if argv[0] == "squeue" {
+					c.EndJob("1")
+				}
+				if len(argv) > 1 && argv[1] == "delete" {
+					order = append(order, "scontrol delete")
+				}
+			})
+			m := &slurm.Remover{
+				Client:      &slurm.Client{Runner: c, Conf: "/etc/slurm/slurm.conf"},
+				Interval:    time.Millisecond,
+				DeleteFirst: tt.deleteFirst,
+				Stop: func(context.Context, string) error {
+					order = append(order, "stop")
+					return nil
+				},
+				Committing: func(context.Context, string) error {
+					order = append(order, "committing")
+					return nil
+				},
+			}
+			if err := m.Remove(ctx, &slurm.Removal{Node: "node1", Reason: "unit slurmd/1 removed"}); err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.want, order); d != "" {
+				t.Errorf("order (-want +got):\n%s", d)
+			}
+			if _, ok := c.Node("node1"); ok {
+				t.Error("node1 not deleted")
+			}
+		})
+	}
+}
+
+// TestRemoveCommittingFails: a Committing that fails leaves the removal waiting, nothing
+// stopped or deleted, and a Remove gives up with its error; Abort still resumes the node.
+func TestRemoveCommittingFails(t *testing.T) {
+	t.Parallel()
+	c, ctx, m, stopped := guardedNode1(t, func(*slurmtest.Cluster) func([]string) { return nil })
+	boom := errors.New("cannot save")
+	m.Committing = func(context.Context, string) error { return boom }
+	r := &slurm.Removal{Node: "node1", Reason: "reconfiguring node1"}
+	err := m.Remove(ctx, r)
+	var re *slurm.RemovalError
+	if !errors.Is(err, boom) || !errors.As(err, &re) || re.Phase != slurm.RemovalWait {
+		t.Fatalf("Remove: %v, want the Committing error in the wait phase", err)
+	}
+	if len(*stopped) != 0 {
+		t.Errorf("stopped %q", *stopped)
+	}
+	if err := m.Abort(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := c.Node("node1"); !ok || n.State.Drain() {
+		t.Errorf("node1 after Abort: %+v (known %v)", n, ok)
+	}
+}
+
 // TestRemoveRetriesAreBounded: an unreachable controller is retried for UnreachableFor, a
 // delete that Slurm keeps refusing as busy (here a job starts on the node right after the
 // wait saw none) for BusyFor: 5 s of the fake clock, a handful of steps. Then the removal
@@ -434,5 +516,37 @@ func TestStepStuckNodeAcrossHooks(t *testing.T) {
 	}
 	if len(c.NodeNames()) != 0 {
 		t.Errorf("stuck node not removed after StuckFor: %v", c.NodeNames())
+	}
+}
+
+// TestRemoveWaitBacksOff: with MaxInterval, the checks of a node's jobs grow apart while the
+// jobs run (Interval doubling up to MaxInterval), so that many waiting removals do not flood
+// the controller; without it they stay Interval apart.
+func TestRemoveWaitBacksOff(t *testing.T) {
+	t.Parallel()
+	checks := func(max time.Duration) int {
+		c := slurmtest.NewCluster()
+		c.AddNode("node1")
+		c.StartJob("node1")
+		n := 0
+		c.Before(func(argv []string) {
+			if argv[0] == "squeue" {
+				n++
+			}
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+		defer cancel()
+		var stopped []string
+		m := newRemover(c, &stopped)
+		m.MaxInterval = max
+		_ = m.Remove(ctx, &slurm.Removal{Node: "node1", Reason: "r"})
+		return n
+	}
+	// 1, 2, 4, ..., 64 ms, then 64 ms apart: at most 13 checks in 400 ms.
+	if got := checks(64 * time.Millisecond); got > 13 {
+		t.Errorf("%d checks of the jobs in 400 ms with MaxInterval 64 ms, want at most 13", got)
+	}
+	if got := checks(0); got <= 13 {
+		t.Errorf("%d checks of the jobs in 400 ms at a 1 ms interval, want the wait not to back off", got)
 	}
 }

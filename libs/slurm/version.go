@@ -73,10 +73,30 @@ type Features struct {
 	ListJobs bool
 	// FutureNodes reports whether a NodeSet partition with no node needs FUTURE node records
 	// carrying the NodeSet's feature for slurmctld to accept and hold a job sent to it: 22.05
-	// holds such a job (Reason=PartitionConfig), 24.11 rejects it ("Requested node
-	// configuration is not available"; both seen on real Slurm). Set from 23.02, the first
-	// release after 22.05: the records are harmless where not needed.
+	// holds such a job (Reason=PartitionConfig), 24.11.5 rejects it ("Requested node
+	// configuration is not available"), 26.05.5 holds it again (all three seen on real Slurm).
+	// Slurm fixed the rejection in 24.11.6 and 25.05.1 ("Fix allowing job submission to empty
+	// partitions when EnforcePartLimits=NO", the default). Set from 23.02, the first release
+	// after 22.05, to 24.11.5 and on 25.05.0.
 	FutureNodes bool
+	// CgroupDisabled reports whether cgroup.conf takes CgroupPlugin=disabled (24.05, "disable
+	// any interaction of Slurm with cgroups"): the charms track processes with
+	// proctrack/linuxproc and run no task plugin, so they say so, and slurmd starts on any
+	// cgroup layout. Without it slurmd autodetects its cgroup plugin: 26.05's cgroup/v2 refuses
+	// a hybrid hierarchy ("Hybrid mode is not supported"), as in a systemd 258+ container on a
+	// cgroup v1 host (seen on Debian 14 machines here).
+	CgroupDisabled bool
+	// GPUAutoDetect reports whether `slurmd -Z` detects GPUs by itself when its --conf names
+	// no GPU and gres.conf has no gpu line for the node (26.05, doc/html/dynamic_nodes.shtml
+	// "Automatic GPU Detection": AutoDetect=full by default), unless gres.conf says
+	// AutoDetect=off. The slurmd charm's own detection and node-config's Gres= are the
+	// node's only source of GRES: a node's gres.conf says AutoDetect=off where this is set.
+	GPUAutoDetect bool
+	// ReconfigureReexecs reports whether a reconfigure (scontrol reconfigure, SIGHUP) starts a
+	// new slurmctld (and slurmd) process that takes over from the old one (23.11: slurmctld's
+	// _try_to_reconfig), rather than re-reading the files in the running process: see
+	// [ReconfigureKeepsPID].
+	ReconfigureReexecs bool
 }
 
 // FeaturesOf returns the choices for Slurm version v. A zero Version is treated as the
@@ -95,6 +115,31 @@ func FeaturesOf(v Version) Features {
 		f.AuthKeyFile = "/etc/slurm/slurm.key"
 	}
 	f.ListJobs = v.AtLeast(24, 5)
-	f.FutureNodes = v.AtLeast(23, 2)
+	f.FutureNodes = v.AtLeast(23, 2) && !emptyPartitionsHold(v)
+	f.CgroupDisabled = v.AtLeast(24, 5)
+	f.GPUAutoDetect = v.AtLeast(26, 5)
+	f.ReconfigureReexecs = v.AtLeast(23, 11)
 	return f
+}
+
+// emptyPartitionsHold reports whether v has Slurm's fix that holds a job sent to a partition
+// with no node again (24.11.6, 25.05.1; every later release).
+func emptyPartitionsHold(v Version) bool {
+	switch {
+	case v.Major == 24 && v.Minor == 11:
+		return v.Micro >= 6
+	case v.Major == 25 && v.Minor == 5:
+		return v.Micro >= 1
+	}
+	return v.AtLeast(25, 6)
+}
+
+// ReconfigureKeepsPID reports whether a daemon of these features keeps its process ID
+// through a reconfigure, as supervised: attached (-D, as the charms run slurmctld and slurmd
+// under Pebble and under systemd with Type=simple) it re-executes itself in place; detached or
+// under `--systemd` (Debian's packaged units, Type=notify) it forks the new process, which
+// tells systemd its new main PID (seen on 24.11 and 26.05). Before 23.11 a reconfigure never
+// started a process. A PID that changed is then a restart only where this is true.
+func (f Features) ReconfigureKeepsPID(attached bool) bool {
+	return !f.ReconfigureReexecs || attached
 }

@@ -30,31 +30,73 @@ var keys2205 = &Keys{
 // PreemptParameters and SuspendExcStates are new. Every key of 24.11's slurm.conf(5) that its
 // parser accepts is in the set (swept once by hand against the manual).
 var keys2411 = &Keys{
-	release: "24.11",
-	partition: newSpec("partition", "PartitionName",
-		append(slices.Clone(partitionKeys2205), "ExclusiveTopo", "MaxCPUsPerSocket", "PowerDownOnIdle"),
-		map[string]string{"Shared": "OverSubscribe"}),
-	node: newSpec("node", "NodeName", append(slices.Clone(nodeKeys2205), "RestrictedCoresPerGPU"),
-		map[string]string{"Feature": "Features", "Procs": "CPUs"}),
-	global: newSpec("global", "", append(slices.DeleteFunc(slices.Clone(globalKeys2205),
-		func(k string) bool { return k == "SlurmctldPlugstack" }),
-		"DataParserParameters", "HashPlugin", "MaxBatchRequeue", "PreemptParameters", "SuspendExcStates"), nil),
+	release:   "24.11",
+	partition: newSpec("partition", "PartitionName", partitionKeys2411, map[string]string{"Shared": "OverSubscribe"}),
+	node:      newSpec("node", "NodeName", nodeKeys2411, map[string]string{"Feature": "Features", "Procs": "CPUs"}),
+	global:    newSpec("global", "", globalKeys2411, nil),
 	nodeSet:   nodeSetSpec,
 	downNodes: downNodesSpec,
-	values: func() map[string]valueKind {
+	values:    partitionValues2411,
+}
+
+var (
+	partitionKeys2411 = append(slices.Clone(partitionKeys2205), "ExclusiveTopo", "MaxCPUsPerSocket", "PowerDownOnIdle")
+	nodeKeys2411      = append(slices.Clone(nodeKeys2205), "RestrictedCoresPerGPU")
+	globalKeys2411    = append(slices.DeleteFunc(slices.Clone(globalKeys2205),
+		func(k string) bool { return k == "SlurmctldPlugstack" }),
+		"DataParserParameters", "HashPlugin", "MaxBatchRequeue", "PreemptParameters", "SuspendExcStates")
+	partitionValues2411 = func() map[string]valueKind {
 		v := maps.Clone(partitionValues)
 		v["maxcpuspersocket"] = kindUint32
 		v["powerdownonidle"] = kindBool
 		v["exclusivetopo"] = kindBool
 		return v
+	}()
+)
+
+// keys2605 is the key set of Slurm 26.05 (Debian 14's 26.05.5), proven against its parser by
+// the oracle tests run inside a Debian 14 machine (tests/machines). Against 24.11, read from
+// the parser's own tables (src/common/read_config.c, 24.11.5 against 26.05) and the release
+// notes of 25.05, 25.11 and 26.05: partitions gain Exclusive (NO, NODE, USER or TOPO, which
+// replaces ExclusiveUser and ExclusiveTopo; both are still read) and Topology (25.05's
+// multiple topologies); nodes gain Parameters (25.11), Topology (25.11), SuspendTime (26.05)
+// and GresConf (26.05: gres.conf lines of a dynamic node); 25.05 to 26.05 bring the global
+// keys below (OpenMetrics: MetricsType, MetricsParameters, MetricsAuthUsers; NamespaceType,
+// which replaces JobContainerType, still read; TLS certificates: CertgenType,
+// CertgenParameters; HTTP on the daemons' ports; script timeouts). 26.05's parser no longer
+// reads AccountingStorageLoc and FrontendName (neither is in any set here: FrontendName lines
+// are kept opaque by [Doc]); 26.05's new PowerAction lines are not supported.
+var keys2605 = &Keys{
+	release: "26.05",
+	partition: newSpec("partition", "PartitionName", append(slices.Clone(partitionKeys2411), "Exclusive", "Topology"),
+		map[string]string{"Shared": "OverSubscribe"}),
+	node: newSpec("node", "NodeName", append(slices.Clone(nodeKeys2411), "GresConf", "Parameters", "SuspendTime", "Topology"),
+		map[string]string{"Feature": "Features", "Procs": "CPUs"}),
+	global: newSpec("global", "", append(slices.Clone(globalKeys2411),
+		"CertgenParameters", "CertgenType", "CliFilterParameters", "EpilogTimeout", "HealthCheckTimeout",
+		"HttpParserType", "JobCompPassScript", "LicenseParameters", "MetricsAuthUsers",
+		"MetricsParameters", "MetricsType", "NamespaceType", "PrologTimeout",
+		"SlurmctldHttpAuthParameters", "SlurmdHttpAuthParameters", "UrlParserType"), nil),
+	nodeSet:   nodeSetSpec,
+	downNodes: downNodesSpec,
+	values: func() map[string]valueKind {
+		v := maps.Clone(partitionValues2411)
+		v["exclusive"] = kindExclusive
+		v["topology"] = kindName
+		return v
 	}(),
 }
 
-// KeysOf returns the key set for Slurm major.minor: 24.11's from 23.02 on (the release that
-// brought the first of its changes), 22.05's before. Only 22.05 and 24.11 are proven against
-// a real parser; other releases get the nearest set by that rule.
+// KeysOf returns the key set for Slurm major.minor: 26.05's from 26.05 on, 24.11's from 23.02
+// (the release that brought the first of its changes), 22.05's before. Only 22.05, 24.11 and
+// 26.05 are proven against a real parser; a release between two proven ones gets the older
+// set, which its parser also reads (no key of it was removed up to 26.05): the keys it added
+// since are refused by name, never accepted for Slurm to refuse.
 func KeysOf(major, minor int) *Keys {
-	if major > 23 || major == 23 && minor >= 2 {
+	switch {
+	case major > 26 || major == 26 && minor >= 5:
+		return keys2605
+	case major > 23 || major == 23 && minor >= 2:
 		return keys2411
 	}
 	return keys2205

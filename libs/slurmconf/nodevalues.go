@@ -21,18 +21,24 @@ const (
 	nodeGres                             // Gres: checked in full by the caller (libs/gres); one word here
 	nodeTRESWeights                      // TRESWeights: TRES=weight[,...]
 	nodeAddress                          // BcastAddr: a host name or address
-	nodeManaged                          // set by the charm: NodeName, NodeAddr, NodeHostname, Port, State, Reason
+	nodeSuspendTime                      // SuspendTime (26.05): seconds, INFINITE or -1
+	nodeOptions                          // Parameters (25.11): comma-separated SlurmdParameters options
+	nodeTopology                         // Topology (25.11): topology:switch, comma-separated
+	nodeManaged                          // set by the charm: NodeName, NodeAddr, NodeHostname, Port, State, Reason, GresConf
 )
 
 // nodeValues maps every lower-case node key of every supported release to the kind of its
 // value ([ValidateNodeValues]; which keys a release accepts is [Keys.ValidateNodeParams]).
 var nodeValues = map[string]nodeValueKind{
-	"nodename":              nodeManaged,
-	"nodeaddr":              nodeManaged,
-	"nodehostname":          nodeManaged,
-	"port":                  nodeManaged,
-	"state":                 nodeManaged,
-	"reason":                nodeManaged,
+	"nodename":     nodeManaged,
+	"nodeaddr":     nodeManaged,
+	"nodehostname": nodeManaged,
+	"port":         nodeManaged,
+	"state":        nodeManaged,
+	"reason":       nodeManaged,
+	// gres.conf lines of a dynamic node (26.05): the slurmd charm owns the node's gres.conf
+	// (its detection, generic-resources, node-config's Gres=).
+	"gresconf":              nodeManaged,
 	"bcastaddr":             nodeAddress,
 	"boards":                nodeCount16,
 	"corespeccount":         nodeCount16,
@@ -53,6 +59,9 @@ var nodeValues = map[string]nodeValueKind{
 	"tmpdisk":               nodeCount32,
 	"tresweights":           nodeTRESWeights,
 	"weight":                nodeCount32,
+	"suspendtime":           nodeSuspendTime,
+	"parameters":            nodeOptions,
+	"topology":              nodeTopology,
 }
 
 // FeatureRule says which feature names a node may carry: the names a job can select with
@@ -112,6 +121,15 @@ func checkNodeValue(kind nodeValueKind, v string) error {
 			return fmt.Errorf("value %q: want a host name or address", short(v))
 		}
 		return nil
+	case nodeSuspendTime:
+		if err := checkValue(kindSuspendTime, v); err != nil {
+			return fmt.Errorf("value %q: want seconds, INFINITE or -1", short(v))
+		}
+		return nil
+	case nodeOptions:
+		return checkWords(v, "=", "want options such as l3cache_as_socket, separated by commas")
+	case nodeTopology:
+		return checkWords(v, ":", "want topology:switch names such as default:s1, separated by commas")
 	}
 	return errors.New("no rule for this key")
 }
@@ -139,6 +157,17 @@ func checkFeatures(v string) error {
 		}
 		if strings.ContainsFunc(f, func(r rune) bool { return !isNameRune(r) }) {
 			return fmt.Errorf("%q is not a feature name a job can select with --constraint (%s)", short(f), FeatureRule)
+		}
+	}
+	return nil
+}
+
+// checkWords accepts a comma-separated list of non-empty words of name runes and the runes
+// of extra.
+func checkWords(v, extra, want string) error {
+	for _, w := range strings.Split(v, ",") {
+		if w == "" || strings.ContainsFunc(w, func(r rune) bool { return !isNameRune(r) && !strings.ContainsRune(extra, r) }) {
+			return fmt.Errorf("value %q: %s", short(v), want)
 		}
 	}
 	return nil

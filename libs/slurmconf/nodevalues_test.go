@@ -23,6 +23,10 @@ func TestValidateNodeValues(t *testing.T) {
 		{name: "tres weights", params: "TRESWeights=CPU=1.0,Mem=0.25G"},
 		{name: "cpu bind", params: "CpuBind=core"},
 		{name: "bcast", params: "BcastAddr=10.0.0.1"},
+		{name: "suspend time (26.05)", params: "SuspendTime=600"},
+		{name: "suspend time infinite", params: "SuspendTime=INFINITE"},
+		{name: "parameters (25.11)", params: "Parameters=l3cache_as_socket,numa_node_as_socket"},
+		{name: "topology (25.11)", params: "Topology=default:s1"},
 		{name: "unknown key left to the key set", params: "Wieght=10"},
 
 		{name: "managed NodeName", params: "NodeName=x", wantErr: `key "NodeName" is managed by the charm and cannot be set`},
@@ -47,6 +51,10 @@ func TestValidateNodeValues(t *testing.T) {
 		{name: "cpu list", params: "CPUSpecList=0-", wantErr: `key "CPUSpecList": value "0-": want CPU ids and ranges`},
 		{name: "gres with space", params: `Gres="gpu:1 x"`, wantErr: `key "Gres": value "gpu:1 x": want a generic resource list`},
 		{name: "cpu bind", params: "CpuBind=sideways", wantErr: `key "CpuBind": want one of`},
+		{name: "managed GresConf (26.05)", params: "GresConf=Name=gpu", wantErr: `key "GresConf" is managed by the charm and cannot be set`},
+		{name: "suspend time", params: "SuspendTime=soon", wantErr: `key "SuspendTime": value "soon": want seconds, INFINITE or -1`},
+		{name: "parameters", params: "Parameters=a;b", wantErr: `key "Parameters": value "a;b": want options`},
+		{name: "topology", params: "Topology=a:b,,c", wantErr: `key "Topology": value "a:b,,c": want topology:switch names`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

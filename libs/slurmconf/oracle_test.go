@@ -53,7 +53,7 @@ func slurmKeys(t *testing.T, bin string) *slurmconf.Keys {
 }
 
 // allReleases are the key sets this package knows, one per proven release.
-var allReleases = []*slurmconf.Keys{slurmconf.KeysOf(22, 5), slurmconf.KeysOf(24, 11)}
+var allReleases = []*slurmconf.Keys{slurmconf.KeysOf(22, 5), slurmconf.KeysOf(24, 11), slurmconf.KeysOf(26, 5)}
 
 // union is every key list(k) gives for a known release, each once, sorted.
 func union(list func(*slurmconf.Keys) []string) []string {
@@ -107,8 +107,8 @@ func TestKeysAgainstSlurm(t *testing.T) {
 		probes = append(probes, probe{line, true})
 	}
 	for _, line := range []string{
-		"PartitionName=p Nodes=n1 AllowUsers=a", "PartitionName=p Nodes=n1 Topology=x", "NodeName=n2 Topology=x", "MetricsType=x", "NodeName=n2 Extra=x", "NodeName=n2 Comment=x",
-		"NodeName=n2 Parameters=x", "NodeSet=s Features=f", "NodeSet=s Weight=1", "DownNodes=n1 CPUs=1",
+		"PartitionName=p Nodes=n1 AllowUsers=a", "NodeName=n2 Extra=x", "NodeName=n2 Comment=x",
+		"NodeSet=s Features=f", "NodeSet=s Weight=1", "DownNodes=n1 CPUs=1",
 	} {
 		probes = append(probes, probe{line, false})
 	}

@@ -33,6 +33,7 @@ const (
 	kindName                           // one name (QOS, Alternate partition)
 	kindHostlist                       // a host list expression, or ALL
 	kindTRESWeights                    // TRES=weight[,...]
+	kindExclusive                      // Exclusive (26.05): NO, NONE, NODE, USER or TOPO
 	kindManaged                        // set by the charms, never by an operator
 )
 
@@ -174,6 +175,12 @@ func checkValue(kind valueKind, v string) error {
 		return nil
 	case kindTRESWeights:
 		return checkTRESWeights(v)
+	case kindExclusive:
+		switch strings.ToLower(v) {
+		case "no", "none", "node", "user", "topo":
+			return nil
+		}
+		return errors.New("want NO, NODE, USER or TOPO")
 	}
 	return errors.New("no rule for this key")
 }

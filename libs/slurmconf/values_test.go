@@ -32,6 +32,7 @@ var valueCorpus = map[string][]string{
 	"DenyAccounts":         {"guest", "a,b"},
 	"DenyQos":              {"low", "a b"},
 	"DisableRootJobs":      {"YES", "NO", "perhaps"},
+	"Exclusive":            {"NO", "NONE", "NODE", "USER", "topo", "YES", "NODE,USER", ""},
 	"ExclusiveTopo":        {"YES", "NO", "maybe", "2"},
 	"ExclusiveUser":        {"YES", "1", "2"},
 	"GraceTime":            {"60", "0", "abc", "-1", "4294967295", "4294967296"},
@@ -60,6 +61,7 @@ var valueCorpus = map[string][]string{
 	"SuspendTime":          {"600", "INFINITE", "-1", "99999999999", "abc"},
 	"SuspendTimeout":       {"30", "-1", "x"},
 	"TRESBillingWeights":   {"CPU=1.0,Mem=0.25G", "CPU=2,GRES/gpu=4.0", "abc", "CPU=x"},
+	"Topology":             {"default", "fabric1", "two,names"},
 }
 
 // stricter lists the values Slurm 22.05 reads without a word of error but
@@ -72,15 +74,16 @@ var stricter = map[string]bool{
 	"AllowQos=x;y": true, "Alternate=two,names": true, "DenyQos=a b": true, "QOS=a,b": true,
 	"TRESBillingWeights=abc": true, "TRESBillingWeights=CPU=x": true,
 	"MaxNodes=0x10": true, "OverTimeLimit=abc": true, "SelectTypeParameters=CR_Core_bogus": true,
-	"SuspendTime=abc": true, "MaxTime=1-": true,
+	"SuspendTime=abc": true, "MaxTime=1-": true, "Topology=two,names": true,
 }
 
 // stricterFrom lists, per release, the values that release reads without an
 // error while ValidatePartitionValues refuses them, besides those of
-// stricter: 24.11 reads any PreemptMode when it parses slurm.conf (and
-// checks it only later, in slurmctld).
+// stricter: 24.11 and 26.05 read any PreemptMode when they parse slurm.conf
+// (and check it only later, in slurmctld).
 var stricterFrom = map[string]map[string]bool{
 	"24.11": {"PreemptMode=foo": true, "PreemptMode=CANCEL,REQUEUE": true, "PreemptMode=GANG,WITHIN": true},
+	"26.05": {"PreemptMode=foo": true, "PreemptMode=CANCEL,REQUEUE": true, "PreemptMode=GANG,WITHIN": true},
 }
 
 // slurmVerdict is what the real parser makes of text: refused (non-zero exit),

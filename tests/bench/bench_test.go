@@ -80,44 +80,6 @@ func TestDurations(t *testing.T) {
 	}
 }
 
-func TestCountControllerLog(t *testing.T) {
-	t.Parallel()
-	log := `[2026-11-22T22:19:00.101] slurmctld version 22.05.8 started on cluster bench
-[2026-11-22T22:19:01.000] _slurm_rpc_reconfigure_controller: completed usec=1234
-[2026-11-22T22:19:05.000] node slurmd-1 registered
-[2026-11-22T22:20:00.101] slurmctld version 22.05.8 started on cluster bench
-[2026-11-22T22:20:01.000] _slurm_rpc_reconfigure_controller: completed usec=999
-[2026-11-22T22:20:02.000] _slurm_rpc_reconfigure_controller: completed usec=999
-`
-	before := bench.CountControllerLog([]byte(log[:strings.Index(log, "[2026-11-22T22:20:00")]))
-	after := bench.CountControllerLog([]byte(log))
-	if d := cmp.Diff(bench.ControllerEvents{Reconfigures: 1, Starts: 1}, before); d != "" {
-		t.Errorf("before (-want +got):\n%s", d)
-	}
-	if d := cmp.Diff(bench.ControllerEvents{Reconfigures: 2, Starts: 1}, after.Sub(before)); d != "" {
-		t.Errorf("during (-want +got):\n%s", d)
-	}
-	if d := cmp.Diff(bench.ControllerEvents{}, bench.CountControllerLog(nil)); d != "" {
-		t.Error(d)
-	}
-}
-
-func FuzzCountControllerLog(f *testing.F) {
-	f.Add([]byte("slurmctld version 22.05.8 started\n_slurm_rpc_reconfigure_controller: completed usec=1\n"))
-	f.Add([]byte(""))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		ev := bench.CountControllerLog(data)
-		if ev.Reconfigures < 0 || ev.Starts < 0 || ev.Reconfigures > len(data) || ev.Starts > len(data) {
-			t.Fatalf("impossible counts %+v for %d bytes", ev, len(data))
-		}
-		// Appending a start line adds exactly one start.
-		more := bench.CountControllerLog(append(append([]byte(nil), data...), "\nslurmctld version 1\n"...))
-		if more.Starts != ev.Starts+1 {
-			t.Fatalf("starts %d after appending a start line to %q, want %d", more.Starts, data, ev.Starts+1)
-		}
-	})
-}
-
 func sampleReport() *bench.Report {
 	r := &bench.Report{
 		Started: time.Date(2026, 11, 22, 22, 0, 0, 0, time.UTC),

@@ -8,11 +8,19 @@
 //   - join_s, host_create_s, join_ratio: add-unit until the node is IDLE through the whole
 //     operator path on the local model, host creation measured apart ([OperatorBench]).
 //   - scale_out_s with reconfigures and slurmctld_restarts counted from slurmctld.log
-//     ([CountControllerLog]) and the slurmctld PID.
+//     (slurm.ParseControllerLog) and the slurmctld PID.
 //   - leave_idle_s, leave_after_job_s: remove-unit until the node record is gone.
 //   - hook_ms, hook_cpu_ms, hook_rss_kib: each operator binary run for its common hooks with
 //     the hook tools answered by a fast fake ([FakeTool]) and Slurm's commands replaced by
 //     trivial stubs, and interpreter_floor_ms (python3) run the same way ([HookBench]).
+//
+// Part "busy" (figures "busy.<n>.…" and "busy.partition.…", [model.HookRuns] over the model's
+// progress lines): n units (32) whose nodes each run a held job are removed at once; the
+// controller's hooks and juju-exec runs until the model settles after the jobs' release
+// (ctl_hook_max_ms, target ≤ 1 s: the controller never waits in a hook), release → node
+// records gone, and the lag of the controller's status (its removal waiter); then
+// remove-application of one-unit applications with a held job: the last job record gone → the
+// partition gone (removed_after_records_s).
 //
 // On systemd machines (tests/hosts Machine: Debian images booted by systemd-nspawn), parts
 // "trixie" and "bookworm" (figures named "<suite>.…"):

@@ -20,16 +20,6 @@ import (
 	"github.com/charmed-slurm/operators/tests/model"
 )
 
-// machineBase is the model base of a machine suite ("trixie" → debian@13).
-func machineBase(suite string) (string, bool) {
-	for _, b := range []string{model.BaseTrixie, model.BaseBookworm} {
-		if s, _ := model.ImageSuite(b); s == suite {
-			return b, true
-		}
-	}
-	return "", false
-}
-
 // MachineRaw is Slurm's own limit on systemd machines booted from one image, measured as
 // RawCluster measures it on Pebble hosts: a controller machine runs slurmctld under systemd
 // on RawConf with the auth the image's Slurm uses (auth/slurm with /etc/slurm/slurm.key from
@@ -224,7 +214,7 @@ func runMachines(ctx context.Context, opts *RunOptions, rep *Report, root, scrat
 // Every machine and namespace it made is gone when it returns, also on ctx's end: the model is
 // closed and both networks with it (hosts.Network.Close stops each machine by its nspawn PID).
 func runSuite(ctx context.Context, opts *RunOptions, rep *Report, root, scratch, suite string, join, scale, reboot bool) (err error) {
-	base, ok := machineBase(suite)
+	base, ok := model.SuiteBase(suite)
 	if !ok {
 		return fmt.Errorf("no base for suite %q", suite)
 	}

@@ -115,13 +115,13 @@ func (c *opCluster) machineScale(ctx context.Context, opts *RunOptions, rep *Rep
 
 // machineCtlEvents reads the reconfigures and starts in the slurmctld.log of the controller's
 // machine.
-func (c *opCluster) machineCtlEvents() ControllerEvents {
+func (c *opCluster) machineCtlEvents() slurm.ControllerEvents {
 	m, err := c.machine("slurmctld/0")
 	if err != nil {
-		return ControllerEvents{}
+		return slurm.ControllerEvents{}
 	}
 	log, _ := os.ReadFile(m.Path("/var/log/slurm/slurmctld.log"))
-	return CountControllerLog(log)
+	return slurm.ParseControllerLog(log)
 }
 
 // deriveMachineScale adds, for each suite prefix whose machine scale ran at two sizes or

@@ -238,14 +238,14 @@ func (c *opCluster) waitGone(ctx context.Context, node string) error {
 // ctlEvents reads what the controller's own files say: the reconfigures and starts in its
 // slurmctld.log, and the main slurmctld's PID from its PID file (the PID inside the controller
 // host's PID namespace; slurmctld's helper slurmscriptd has the same name, so no pidof).
-func (c *opCluster) ctlEvents() (ControllerEvents, string) {
+func (c *opCluster) ctlEvents() (slurm.ControllerEvents, string) {
 	return controllerEvents(c.ctl)
 }
 
-func controllerEvents(ctl *hosts.Host) (ControllerEvents, string) {
+func controllerEvents(ctl *hosts.Host) (slurm.ControllerEvents, string) {
 	log, _ := os.ReadFile(ctl.Path("/var/log/slurm/slurmctld.log"))
 	pid, _ := os.ReadFile(ctl.ProcPath(ControllerPIDFile))
-	return CountControllerLog(log), strings.TrimSpace(string(pid))
+	return slurm.ParseControllerLog(log), strings.TrimSpace(string(pid))
 }
 
 // buildModelParts builds juju-local and, beside it, the hook tools (jujuc, model.ToolsBeside), and
@@ -278,7 +278,9 @@ func runOperators(ctx context.Context, opts *RunOptions, rep *Report, root, scra
 			err = cerr
 		}
 	}()
-	c, stop, err := startModel(ctx, n, tools, "bench", time.Minute, false, func(string) model.Provisioner { return &model.HostMachines{Network: n} })
+	c, stop, err := startModel(ctx, n, tools, "bench", time.Minute, false, func(dir string) model.Provisioner {
+		return &model.HostMachines{Network: n, Binds: []string{dir, filepath.Dir(tools)}}
+	})
 	if err != nil {
 		return err
 	}
@@ -311,6 +313,12 @@ func runOperators(ctx context.Context, opts *RunOptions, rep *Report, root, scra
 	}
 	if opts.part("autoscale") && len(errs) == 0 {
 		if err := c.autoscaleBurst(ctx, opts, rep, root, scratch, tools, slurmdCharm); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if opts.part("busy") && len(errs) == 0 {
+		// Last: it sets the controller's MinJobAge.
+		if err := c.busy(ctx, opts, rep, slurmdCharm); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -19,9 +19,9 @@ import (
 
 // RunOptions configure Run.
 type RunOptions struct {
-	// Parts to run: "raw", "hooks", "join", "scale", "leave", "autoscale", and on systemd
-	// machines, for each Debian release machines boot (hoststest.Suites: "bookworm",
-	// "trixie", ...), "<suite>" (raw and operator joins interleaved, idle leaves) and
+	// Parts to run: "raw", "hooks", "join", "scale", "leave", "autoscale", "busy", and on
+	// systemd machines, for each Debian release machines boot (hoststest.Suites: "bookworm",
+	// "trixie", "forky"), "<suite>" (raw and operator joins interleaved, idle leaves) and
 	// "<suite>-scale" (MachineScales), and "reboot" (on machines of RebootOn); empty means
 	// all.
 	Parts []string
@@ -42,6 +42,8 @@ type RunOptions struct {
 	// MachineScales are the numbers of units added at once on new machines by each
 	// "<suite>-scale" part (default 8, 32).
 	MachineScales []int
+	// BusyUnits is the number of busy units part "busy" removes at once (default 32).
+	BusyUnits int
 	// Command is the command line recorded in the report.
 	Command string
 	// Progress receives progress lines; nil discards them.
@@ -58,7 +60,7 @@ func (o *RunOptions) progress(format string, args ...any) {
 // the machine parts follow hoststest.Suites, so a new Debian release there is measured
 // here too.
 func Parts() []string {
-	parts := []string{"hooks", "raw", "join", "leave", "scale", "autoscale"}
+	parts := []string{"hooks", "raw", "join", "leave", "scale", "autoscale", "busy"}
 	for _, s := range hoststest.Suites {
 		parts = append(parts, s, s+"-scale")
 	}
@@ -93,6 +95,9 @@ func Run(ctx context.Context, opts RunOptions) (*Report, error) {
 	}
 	if len(opts.MachineScales) == 0 {
 		opts.MachineScales = []int{8, 32}
+	}
+	if opts.BusyUnits <= 0 {
+		opts.BusyUnits = 32
 	}
 	if opts.MachineSamples <= 0 {
 		opts.MachineSamples = opts.Samples
@@ -151,7 +156,7 @@ func Run(ctx context.Context, opts RunOptions) (*Report, error) {
 			fail("raw", err)
 		}
 	}
-	if opts.part("join") || opts.part("scale") || opts.part("leave") || opts.part("autoscale") {
+	if opts.part("join") || opts.part("scale") || opts.part("leave") || opts.part("autoscale") || opts.part("busy") {
 		if err := runOperators(ctx, &opts, rep, root, scratch, raw); err != nil {
 			fail("operators", err)
 		}

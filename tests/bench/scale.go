@@ -22,7 +22,7 @@ const ControllerPIDFile = "/run/slurmctld.pid"
 // phase is what one scale step cost, read before and after it.
 type phase struct {
 	t0                time.Time
-	ev                ControllerEvents
+	ev                slurm.ControllerEvents
 	pid               string
 	ctlCPU            time.Duration // slurmctld's own CPU (its /proc stat)
 	selfCPU, childCPU time.Duration // the model (this process) and everything it ran
@@ -59,10 +59,13 @@ func ctlHookLine(line string) bool {
 }
 
 // end adds the figures of a phase that handled n units, named prefix.*.
-func (c *opCluster) end(rep *Report, p phase, prefix string, n int) (hooks int, restarts int, ev ControllerEvents) {
+func (c *opCluster) end(rep *Report, p phase, prefix string, n int) (hooks int, restarts int, ev slurm.ControllerEvents) {
 	after, pid := c.ctlEvents()
 	ev = after.Sub(p.ev)
 	restarts = ev.Starts
+	// The charm runs slurmctld attached (-D) under Pebble and under systemd alike: a
+	// reconfigure keeps its PID on every release (slurm.Features.ReconfigureKeepsPID), so a new
+	// PID the log does not explain is a restart.
 	if pid != p.pid && restarts == 0 {
 		restarts = 1
 	}

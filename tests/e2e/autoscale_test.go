@@ -15,8 +15,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/charmed-slurm/operators/tests/model"
 )
 
 // autoscaler is a running slurm-autoscaler command acting on the cluster's model through the
@@ -283,7 +281,12 @@ func (c *cluster) submitHeld(record, where string) (one, two string) {
 // once a node is idle it hands the held jobs back to Slurm's main scheduler, they complete, and
 // the application goes back to 0 units.
 func TestAutoscaleFromZero(t *testing.T) {
-	c := newCluster(t, 1)
+	autoscaleFromZero(t, newCluster(t, 1), "squeue-pending-no-nodes")
+}
+
+// autoscaleFromZero is TestAutoscaleFromZero on cluster c (one slurmd unit) whose Slurm holds
+// a job sent to a partition with no node; record names squeue's output of the held jobs.
+func autoscaleFromZero(t *testing.T, c *cluster, record string) {
 	if err := c.m.RemoveUnit(c.bg(), "slurmd/0"); err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +299,7 @@ func TestAutoscaleFromZero(t *testing.T) {
 	} else {
 		t.Logf("partition with no node: %s", p)
 	}
-	one, two := c.submitHeld("squeue-pending-no-nodes", "no node in its partition")
+	one, two := c.submitHeld(record, "no node in its partition")
 
 	watch := c.watchUnits("slurmd")
 	as := c.startAutoscaler("--app", "slurmd:min=0,max=2,idle=5s,out=2,in=2,register-timeout=3m")
@@ -387,8 +390,29 @@ func TestAutoscaleRetriesAFailedAddUnit(t *testing.T) {
 	}
 }
 
-// TestAutoscaleFromZeroTrixie: scale from zero on Slurm 24.11 (Debian 13 machines, auth/slurm).
-// Unlike 22.05, 24.11 rejects a job for a NodeSet partition with no node ("Requested node
+// TestAutoscaleFromZeroMachines: scale from zero on Debian 13 and 14 machines (auth/slurm).
+// Slurm 26.05 holds a job sent to a partition with no node by itself, as 22.05 does (Slurm
+// fixed 24.11's rejection in 24.11.6 and 25.05.1): the slurmctld charm writes no FUTURE record
+// there, and the scenario is TestAutoscaleFromZero's. 24.11.5 rejects such a job:
+// autoscaleFromZeroFuture.
+func TestAutoscaleFromZeroMachines(t *testing.T) {
+	onReleases(t, []release{trixie, forky}, func(t *testing.T, r release) {
+		if !r.holdsEmpty {
+			autoscaleFromZeroFuture(t, r)
+			return
+		}
+		c := newClusterOn(t, r.base, 1)
+		c.checkRelease(r)
+		partFile := filepath.Join(filepath.Dir(ctlConf), "partition-slurmd.conf")
+		if part := c.exec("slurmctld/0", "cat", partFile); strings.Contains(part, "FUTURE") {
+			t.Errorf("%s on Slurm %s, which holds jobs without them, has FUTURE records:\n%s", partFile, r.slurm, part)
+		}
+		autoscaleFromZero(t, c, "squeue-pending-no-nodes-"+r.slurm)
+	})
+}
+
+// autoscaleFromZeroFuture: scale from zero on Slurm 24.11.5 (Debian 13 machines, auth/slurm).
+// Unlike 22.05, it rejects a job for a NodeSet partition with no node ("Requested node
 // configuration is not available"): shown with the slurmctld charm's future-nodes=none. With
 // its default, the charm writes FUTURE node records carrying the NodeSet's feature into the
 // partition file: the same jobs are accepted and held, the autoscaler adds units for them, they
@@ -397,15 +421,15 @@ func TestAutoscaleRetriesAFailedAddUnit(t *testing.T) {
 //
 // max-node-count=2 (MaxNodeCount) is what the application's max needs: the 8 FUTURE records do
 // not take the place of dynamic nodes.
-func TestAutoscaleFromZeroTrixie(t *testing.T) {
-	c := newClusterOn(t, model.BaseTrixie, 1, map[string]string{"max-node-count": "2"})
-	if v := c.slurm("scontrol", "-V"); !strings.Contains(v, " 24.11.") {
-		t.Fatalf("scontrol -V = %q, want Slurm 24.11", v)
+func autoscaleFromZeroFuture(t *testing.T, r release) {
+	c := newClusterOn(t, r.base, 1, map[string]string{"max-node-count": "2"})
+	if v := c.slurm("scontrol", "-V"); !strings.Contains(v, " "+r.slurm+".") {
+		t.Fatalf("scontrol -V = %q, want Slurm %s", v, r.slurm)
 	}
 	const record = "NodeName=slurmd-future[1-8] State=FUTURE Feature=slurmd CPUs=1 RealMemory=1"
 	partFile := filepath.Join(filepath.Dir(ctlConf), "partition-slurmd.conf")
 	if part := c.exec("slurmctld/0", "cat", partFile); !strings.Contains(part, record+"\n") {
-		t.Fatalf("%s on Slurm 24.11 lacks %q:\n%s", partFile, record, part)
+		t.Fatalf("%s on Slurm %s lacks %q:\n%s", partFile, r.slurm, record, part)
 	}
 	if conf := c.exec("slurmctld/0", "cat", ctlConf); !strings.Contains(conf, "MaxNodeCount=10\n") {
 		t.Errorf("slurm.conf with max-node-count 2 and 8 FUTURE records lacks MaxNodeCount=10")
@@ -432,7 +456,7 @@ func TestAutoscaleFromZeroTrixie(t *testing.T) {
 	}
 	sbatch := []string{"env", "SLURM_CONF=" + ctlConf, "sbatch", "--parsable", "-p", "slurmd", "-N1", "-o", "/dev/null", "--wrap", "sleep 1"}
 	if out, code, stderr := c.tryExec("slurmctld/0", sbatch...); code == 0 || !strings.Contains(stderr, "Requested node configuration is not available") {
-		t.Fatalf("Slurm 24.11, no node and no FUTURE record: sbatch exited %d (%s%s), want the rejection 22.05 does not make", code, out, stderr)
+		t.Fatalf("Slurm %s, no node and no FUTURE record: sbatch exited %d (%s%s), want the rejection 22.05 does not make", r.slurm, code, out, stderr)
 	}
 
 	// With the charm's records (its default): accepted and held.
@@ -440,7 +464,7 @@ func TestAutoscaleFromZeroTrixie(t *testing.T) {
 	if part := c.exec("slurmctld/0", "cat", partFile); !strings.Contains(part, record+"\n") {
 		t.Fatalf("future-nodes back to its default: %s lacks %q:\n%s", partFile, record, part)
 	}
-	one, two := c.submitHeld("squeue-pending-future-24.11", "only FUTURE records in its partition (Slurm 24.11)")
+	one, two := c.submitHeld("squeue-pending-future-"+r.slurm, "only FUTURE records in its partition (Slurm "+r.slurm+")")
 	if nodes := c.nodeNames(); len(nodes) != 0 {
 		t.Errorf("node records %v listed with no unit: the FUTURE records count as nodes", nodes)
 	}

@@ -5,7 +5,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -27,18 +30,26 @@ func TestGres(t *testing.T) {
 	gresScenario(t, "")
 }
 
-// TestGresTrixie is TestGres on Debian 13 machines (Slurm 24.11, systemd), the fake GPUs
-// mounted inside each machine's own /dev.
-func TestGresTrixie(t *testing.T) {
+// TestGresMachines is TestGres on Debian 13 and 14 machines (Slurm 24.11 and 26.05, systemd),
+// the fake GPUs mounted inside each machine's own /dev. On the CPU-only application's machine
+// slurmd's own GPU detection would find two GPUs (Slurm's fake_gpus.conf): Slurm 26.05's
+// slurmd -Z detects GPUs by itself, and the charms' detection and node-config must stay the
+// one source of a node's GRES: the CPU-only node registers none (no phantom GPUs), the GPU
+// node its own two, in its first record, as on 24.11.
+func TestGresMachines(t *testing.T) {
 	t.Parallel()
-	gresScenario(t, model.BaseTrixie)
+	onReleases(t, []release{trixie, forky}, func(t *testing.T, r release) {
+		gresScenario(t, r.base)
+	})
 }
 
 // gpuMachines gives the machines of the applications in gpus fake GPUs before their units'
-// install hook.
+// install hook, and the machines (not Pebble hosts) of the applications in slurmSees that many
+// GPUs only Slurm's own detection sees.
 type gpuMachines struct {
 	*model.BaseMachines
-	gpus map[string]hosts.FakeGPUs
+	gpus      map[string]hosts.FakeGPUs
+	slurmSees map[string]int
 }
 
 func (p *gpuMachines) NewMachine(ctx context.Context, id, unit string) (model.Machine, error) {
@@ -51,6 +62,11 @@ func (p *gpuMachines) NewMachineBase(ctx context.Context, id, unit, base string)
 		return nil, err
 	}
 	app, _, _ := strings.Cut(unit, "/")
+	if mach := p.Network.Machine(m.Hostname()); mach != nil && p.slurmSees[app] > 0 {
+		if err := slurmSeesGPUs(mach, p.slurmSees[app]); err != nil {
+			return nil, fmt.Errorf("cannot give %s GPUs for Slurm's detection: %w", unit, err)
+		}
+	}
 	g, ok := p.gpus[app]
 	if !ok {
 		return m, nil
@@ -68,9 +84,39 @@ func (p *gpuMachines) NewMachineBase(ctx context.Context, id, unit, base string)
 	return m, nil
 }
 
+// slurmSeesGPUs makes slurmd's own GPU detection (Slurm 26.05's on dynamic nodes, unless
+// gres.conf says AutoDetect=off) find n Tesla T4s on mach, through fake_gpus.conf: the hook
+// of Slurm's own test suite, beside slurm.conf (for a configless slurmd, in its cache).
+// Nothing else of the machine sees them. Every GPU plugin reads the file first, gpu/generic
+// of AutoDetect=off too, so on a machine with gres.conf lines of its own it also changes them
+// (their cores: Gres=gpu:tesla_t4:2(S:0)), which no real machine's AutoDetect=off does: it is
+// for machines that the charm finds without GPUs.
+func slurmSeesGPUs(mach *hosts.Machine, n int) error {
+	dir := mach.Path(slurmdConfCache)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "fake_gpus.conf"), fakeGPUsConf(n), 0o644)
+}
+
+// slurmdConfCache is where a configless slurmd keeps the files it fetched (SlurmdSpoolDir's
+// conf-cache), and reads fake_gpus.conf.
+const slurmdConfCache = "/var/spool/slurmd/conf-cache"
+
+// fakeGPUsConf is a fake_gpus.conf of n Tesla T4s, each bound to every CPU of the machine:
+// <type>|<cpu count>|<cpu range>|<links>|<device file>|<unique id>|<flags>.
+func fakeGPUsConf(n int) []byte {
+	cpus := runtime.NumCPU()
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "tesla_t4|%d|0-%d|(null)|/dev/nvidia%d|(null)|nvidia_gpu_env\n", cpus, cpus-1, i)
+	}
+	return []byte(b.String())
+}
+
 func gresScenario(t *testing.T, base string) {
 	c := newClusterWith(t, base, func(bm *model.BaseMachines) model.Provisioner {
-		return &gpuMachines{BaseMachines: bm, gpus: map[string]hosts.FakeGPUs{"gpu": {Model: "Tesla T4", Count: 2}}}
+		return &gpuMachines{BaseMachines: bm, gpus: map[string]hosts.FakeGPUs{"gpu": {Model: "Tesla T4", Count: 2}}, slurmSees: map[string]int{"cpu": 2}}
 	}, 0)
 
 	// Every record the controller shows of gpu-0, from before the unit exists: the first

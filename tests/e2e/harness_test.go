@@ -11,9 +11,11 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/tests/charmpack"
 	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
 	"github.com/charmed-slurm/operators/tests/model"
@@ -65,8 +67,35 @@ const ctlConf = "/etc/slurm/slurm.conf"
 
 // cluster is a local model on real hosts running the two charms.
 type cluster struct {
-	t *testing.T
-	m *model.Model
+	t     *testing.T
+	m     *model.Model
+	trace *trace
+}
+
+// trace keeps the model's progress lines with their times.
+type trace struct {
+	mu    sync.Mutex
+	lines []model.TimedLine
+}
+
+func (tr *trace) log(line string) {
+	tr.mu.Lock()
+	tr.lines = append(tr.lines, model.TimedLine{At: time.Now(), Text: line})
+	tr.mu.Unlock()
+}
+
+// hookRuns are the hooks (and juju-exec commands) unit ran that started after t0.
+func (c *cluster) hookRuns(unit string, t0 time.Time) []model.HookRun {
+	c.trace.mu.Lock()
+	lines := append([]model.TimedLine(nil), c.trace.lines...)
+	c.trace.mu.Unlock()
+	var out []model.HookRun
+	for _, r := range model.HookRuns(lines) {
+		if r.Unit == unit && !r.Start.Before(t0) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // newCluster deploys slurmctld (with ctlConfig, if given) and n units of slurmd (application "slurmd"), integrates them and
@@ -88,15 +117,42 @@ func newClusterOn(t *testing.T, base string, n int, ctlConfig ...map[string]stri
 // (base "") come from a BaseMachines too.
 func newClusterWith(t *testing.T, base string, wrap func(*model.BaseMachines) model.Provisioner, n int, ctlConfig ...map[string]string) *cluster {
 	t.Helper()
+	var cfg map[string]string
+	if len(ctlConfig) > 0 {
+		cfg = ctlConfig[0]
+	}
+	return newClusterFrom(t, clusterOptions{base: base, wrap: wrap, units: n, ctlConfig: cfg})
+}
+
+// clusterOptions are newClusterFrom's: newClusterWith's arguments, and the update-status
+// interval (5 s when zero).
+type clusterOptions struct {
+	base         string
+	wrap         func(*model.BaseMachines) model.Provisioner
+	units        int
+	ctlConfig    map[string]string
+	updateStatus time.Duration
+}
+
+// newClusterFrom deploys slurmctld and o.units units of slurmd as newClusterWith does.
+func newClusterFrom(t *testing.T, o clusterOptions) *cluster {
+	t.Helper()
+	base, wrap, n := o.base, o.wrap, o.units
+	if o.updateStatus == 0 {
+		o.updateStatus = 5 * time.Second
+	}
 	net := hoststest.New(t)
 	dir, err := os.MkdirTemp("", "e2e")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) }) // runs after the model's close below
-	var machines model.Provisioner = &model.HostMachines{Network: net}
+	// What the units' hosts and machines share with the test: the model's directory and the
+	// tools (every other path under /tmp is theirs).
+	binds := []string{dir, filepath.Dir(toolsBin)}
+	var machines model.Provisioner = &model.HostMachines{Network: net, Binds: binds}
 	if base != "" || wrap != nil {
-		bm := &model.BaseMachines{Network: net, Default: base, Binds: []string{dir, filepath.Dir(toolsBin)}}
+		bm := &model.BaseMachines{Network: net, Default: base, Binds: binds}
 		if base != "" {
 			suite, ok := model.ImageSuite(base)
 			if !ok {
@@ -109,15 +165,17 @@ func newClusterWith(t *testing.T, base string, wrap func(*model.BaseMachines) mo
 			machines = wrap(bm)
 		}
 	}
+	tr := &trace{}
 	m, err := model.New(context.Background(), model.Options{
 		Dir: dir, Name: "e2e", Tools: jujucBin, Referee: model.RefereeBeside(toolsBin),
 		Machines:             machines,
-		UpdateStatusInterval: 5 * time.Second,
+		UpdateStatusInterval: o.updateStatus,
+		Log:                  tr.log,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{t: t, m: m}
+	c := &cluster{t: t, m: m, trace: tr}
 	t.Cleanup(func() {
 		if t.Failed() {
 			c.dumpDebug()
@@ -126,11 +184,7 @@ func newClusterWith(t *testing.T, base string, wrap func(*model.BaseMachines) mo
 			t.Errorf("cannot close model: %v", err)
 		}
 	})
-	var cfg map[string]string
-	if len(ctlConfig) > 0 {
-		cfg = ctlConfig[0]
-	}
-	c.deploy(slurmctldPath, "slurmctld", 1, cfg)
+	c.deploy(slurmctldPath, "slurmctld", 1, o.ctlConfig)
 	if n > 0 {
 		c.deploy(slurmdPath, "slurmd", n, nil)
 		c.integrate("slurmctld", "slurmd")
@@ -238,6 +292,28 @@ func (c *cluster) nodes() map[string]string {
 	return got
 }
 
+// waitIdleNodes waits (30 s at most) until the controller counts n IDLE nodes, in any partition.
+func (c *cluster) waitIdleNodes(n int) {
+	c.t.Helper()
+	c.eventually(30*time.Second, fmt.Sprintf("%d idle nodes", n), func() (bool, string) {
+		idle, seen := c.idleNodes()
+		return idle == n, seen
+	})
+}
+
+// idleNodes counts the IDLE nodes sinfo shows.
+func (c *cluster) idleNodes() (int, string) {
+	c.t.Helper()
+	n := c.nodes()
+	idle := 0
+	for _, v := range n {
+		if strings.HasPrefix(v, "idle ") {
+			idle++
+		}
+	}
+	return idle, fmt.Sprint(n)
+}
+
 var (
 	nodeNameRE = regexp.MustCompile(`^NodeName=(\S+)`)
 	jobStateRE = regexp.MustCompile(`JobState=(\S+)`)
@@ -277,27 +353,25 @@ func (c *cluster) eventually(d time.Duration, what string, cond func() (bool, st
 	}
 }
 
-// ctlLogPath is slurmctld's log on the controller host.
-const ctlLogPath = "/var/log/slurm/slurmctld.log"
+// ctlLogPath is slurmctld's log on the controller host; ctlWaiterLog the controller charm's
+// removal waiter's.
+const (
+	ctlLogPath   = "/var/log/slurm/slurmctld.log"
+	ctlWaiterLog = "/var/lib/juju/agents/unit-slurmctld-0/charm/.slurmctld-waiter.log"
+)
 
-// reconfigures counts the reconfigure requests slurmctld has handled, and starts the times it
-// started (not counting the re-executions of a 24.11 reconfigure), from its own log. A log
-// that records no start fails the test: the counts would otherwise compare equal whatever
+// reconfigures counts the reconfigures slurmctld has applied, and starts the times it
+// started other than for a reconfigure (slurm.ParseControllerLog: from 23.11 a reconfigure
+// starts a new process, with the same PID as the charm runs it, attached), from its own log. A
+// log that records no start fails the test: the counts would otherwise compare equal whatever
 // slurmctld did.
 func (c *cluster) reconfigures() (reconfigures, starts int) {
 	c.t.Helper()
-	log := c.exec("slurmctld/0", "cat", ctlLogPath)
-	starts = strings.Count(log, "slurmctld version ")
-	if starts == 0 {
+	ev := slurm.ParseControllerLog([]byte(c.exec("slurmctld/0", "cat", ctlLogPath)))
+	if ev.Starts == 0 {
 		c.t.Fatalf("%s on slurmctld/0 records no start of slurmctld", ctlLogPath)
 	}
-	reconfigures = strings.Count(log, "_slurm_rpc_reconfigure_controller: completed")
-	if sighup := strings.Count(log, "Reconfigure signal (SIGHUP) received"); reconfigures == 0 && sighup > 0 {
-		// Slurm 24.05 and later reconfigure by re-executing slurmctld in place (same PID):
-		// each reconfigure logs the SIGHUP it turns into and a start, and no "completed".
-		reconfigures, starts = sighup, starts-sighup
-	}
-	return reconfigures, starts
+	return ev.Reconfigures, ev.Starts
 }
 
 // ctlPID is the main slurmctld's PID on the controller host (its pid file: slurmctld also forks
@@ -341,6 +415,10 @@ func (c *cluster) dumpDebug() {
 	}
 	ctx, cancel := c.ctx(time.Minute)
 	defer cancel()
+	var wlog bytes.Buffer
+	if _, err := c.m.Exec(ctx, "slurmctld/0", []string{"cat", ctlWaiterLog}, &wlog, io.Discard); err == nil && wlog.Len() > 0 {
+		c.t.Log("removal waiter's log:\n" + wlog.String())
+	}
 	var out bytes.Buffer
 	if _, err := c.m.Exec(ctx, "slurmctld/0", []string{"cat", ctlLogPath}, &out, io.Discard); err != nil {
 		c.t.Logf("no slurmctld.log: %v", err)

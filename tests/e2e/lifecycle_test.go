@@ -44,16 +44,7 @@ func nodeLifecycle(t *testing.T, c *cluster) {
 	}
 	cancel()
 	c.waitActive()
-	c.eventually(30*time.Second, "5 idle nodes", func() (bool, string) {
-		n := c.nodes()
-		idle := 0
-		for _, v := range n {
-			if strings.HasPrefix(v, "idle ") {
-				idle++
-			}
-		}
-		return idle == 5, fmt.Sprint(n)
-	})
+	c.waitIdleNodes(5)
 	reconf1, starts1 := c.reconfigures()
 	if reconf1 != reconf0 || starts1 != starts0 || c.ctlPID() != pid0 {
 		t.Errorf("add-unit ×3: reconfigures %d → %d, slurmctld starts %d → %d, pid %s → %s; want no change",
@@ -101,9 +92,9 @@ func nodeLifecycle(t *testing.T, c *cluster) {
 		}
 		return true, ""
 	})
-	// The controller sees the deletion in its relation-departed while that still waits for
-	// the node (DepartWait, 10 s), else at its next update-status (every 5 s here): no hook
-	// of a departed unit reaches it any more. Logged, not asserted.
+	// No hook of a departed unit reaches the controller any more: its removal waiter sees the
+	// node gone and wakes it (juju-exec), or its next update-status does (every 5 s here).
+	// Logged, not asserted.
 	deleted := time.Now()
 	c.eventually(30*time.Second, "slurmctld's status without slurmd-4", func() (bool, string) {
 		_, msg := c.unitStatus("slurmctld/0")

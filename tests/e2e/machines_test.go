@@ -7,16 +7,83 @@ import (
 	"github.com/charmed-slurm/operators/tests/model"
 )
 
-// The lifecycle tests again with every unit on a systemd machine (systemd-nspawn, booted from
-// the Debian images of scripts/images.sh): the charms find no Pebble there and drive systemd
-// over D-Bus, with the image's Slurm and munge.
+// The scenarios again with every unit on a systemd machine (systemd-nspawn, booted from the
+// Debian images of scripts/images.sh): the charms find no Pebble there and drive systemd over
+// D-Bus, with the image's Slurm and munge. Each Test...Machines runs its scenario once per
+// release, as a parallel subtest named after the release's suite (TestNodeLifecycleMachines/forky).
 
-func TestNodeLifecycleBookworm(t *testing.T) {
+// release is a Debian release machines run, with what its Slurm must show.
+type release struct {
+	base  string // model base
+	suite string // image suite, the subtest's name
+	slurm string // Slurm's major.minor, as in `scontrol -V`
+	// key is the auth key file the charms write: munge.key before Slurm 23.11, slurm.key
+	// (auth/slurm, no munged) after.
+	key string
+	// holdsEmpty: Slurm accepts and holds a job sent to a NodeSet partition with no node
+	// (22.05, 26.05; 24.11.5 rejects it).
+	holdsEmpty bool
+}
+
+// The releases machines run, oldest first.
+var (
+	bookworm = release{model.BaseBookworm, "bookworm", "22.05", "/etc/munge/munge.key", true}
+	trixie   = release{model.BaseTrixie, "trixie", "24.11", "/etc/slurm/slurm.key", false}
+	forky    = release{model.BaseForky, "forky", "26.05", "/etc/slurm/slurm.key", true}
+)
+
+// authSlurm reports whether the release's Slurm runs auth/slurm (slurm.key, no munged).
+func (r release) authSlurm() bool { return strings.HasSuffix(r.key, "slurm.key") }
+
+// onReleases runs scenario as a parallel subtest per release.
+func onReleases(t *testing.T, rs []release, scenario func(t *testing.T, r release)) {
+	for _, r := range rs {
+		t.Run(r.suite, func(t *testing.T) {
+			t.Parallel()
+			scenario(t, r)
+		})
+	}
+}
+
+// checkRelease fails the test unless the cluster runs r's Slurm with r's auth: slurm.key on
+// every machine and no munged under auth/slurm (AuthType and CredType in slurm.conf).
+func (c *cluster) checkRelease(r release, units ...string) {
+	c.t.Helper()
+	if v := c.slurm("scontrol", "-V"); !strings.Contains(v, " "+r.slurm+".") {
+		c.t.Errorf("scontrol -V = %q, want Slurm %s", v, r.slurm)
+	}
+	for _, unit := range units {
+		c.exec(unit, "test", "-s", r.key)
+		if !r.authSlurm() {
+			continue
+		}
+		if out, _, _ := c.tryExec(unit, "systemctl", "is-active", "munge.service"); strings.TrimSpace(out) == "active" {
+			c.t.Errorf("%s: munged runs under auth/slurm", unit)
+		}
+	}
+	if !r.authSlurm() {
+		return
+	}
+	conf := c.exec("slurmctld/0", "cat", ctlConf)
+	for _, want := range []string{"AuthType=auth/slurm", "CredType=cred/slurm"} {
+		if !strings.Contains(conf, want) {
+			c.t.Errorf("slurm.conf lacks %s", want)
+		}
+	}
+}
+
+// TestNodeLifecycleMachines is the node lifecycle on systemd machines of every release, after
+// checking that the services run under systemd with the charms' drop-ins and that the charms
+// chose the release's auth.
+func TestNodeLifecycleMachines(t *testing.T) {
 	t.Parallel()
-	c := newClusterOn(t, model.BaseBookworm, 2)
-	c.checkSystemd("slurmctld/0", "slurmctld")
-	c.checkSystemd("slurmd/0", "slurmd")
-	nodeLifecycle(t, c)
+	onReleases(t, []release{bookworm, trixie, forky}, func(t *testing.T, r release) {
+		c := newClusterOn(t, r.base, 2)
+		c.checkSystemd("slurmctld/0", "slurmctld")
+		c.checkSystemd("slurmd/0", "slurmd")
+		c.checkRelease(r, "slurmctld/0", "slurmd/0")
+		nodeLifecycle(t, c)
+	})
 }
 
 // checkSystemd fails the test unless service runs as a systemd unit on unit's machine, with the
@@ -37,48 +104,17 @@ func (c *cluster) checkSystemd(unit, service string) {
 	}
 }
 
-// TestNodeLifecycleTrixie is the node lifecycle on Debian 13 machines with Slurm 24.11, after
-// checking that the charms chose auth/slurm: slurm.key on every machine and no munged.
-func TestNodeLifecycleTrixie(t *testing.T) {
+func TestPartitionsMachines(t *testing.T) {
 	t.Parallel()
-	c := newClusterOn(t, model.BaseTrixie, 2)
-	c.checkSystemd("slurmctld/0", "slurmctld")
-	c.checkSystemd("slurmd/0", "slurmd")
-	if v := c.slurm("scontrol", "-V"); !strings.Contains(v, " 24.11.") {
-		t.Errorf("scontrol -V = %q, want Slurm 24.11", v)
-	}
-	for _, unit := range []string{"slurmctld/0", "slurmd/0"} {
-		c.exec(unit, "test", "-s", "/etc/slurm/slurm.key")
-		if out, _, _ := c.tryExec(unit, "systemctl", "is-active", "munge.service"); strings.TrimSpace(out) == "active" {
-			t.Errorf("%s: munged runs under auth/slurm", unit)
-		}
-	}
-	conf := c.exec("slurmctld/0", "cat", ctlConf)
-	for _, want := range []string{"AuthType=auth/slurm", "CredType=cred/slurm"} {
-		if !strings.Contains(conf, want) {
-			t.Errorf("slurm.conf lacks %s", want)
-		}
-	}
-	nodeLifecycle(t, c)
+	onReleases(t, []release{bookworm, trixie, forky}, func(t *testing.T, r release) {
+		partitions(t, newClusterOn(t, r.base, 1, partitionsConfig))
+	})
 }
 
-func TestPartitionsBookworm(t *testing.T) {
+// TestRotateAuthKeyMachines rotates munge.key (Slurm 22.05) or slurm.key (auth/slurm).
+func TestRotateAuthKeyMachines(t *testing.T) {
 	t.Parallel()
-	partitions(t, newClusterOn(t, model.BaseBookworm, 1, partitionsConfig))
-}
-
-func TestPartitionsTrixie(t *testing.T) {
-	t.Parallel()
-	partitions(t, newClusterOn(t, model.BaseTrixie, 1, partitionsConfig))
-}
-
-func TestRotateAuthKeyBookworm(t *testing.T) {
-	t.Parallel()
-	rotateAuthKey(t, newClusterOn(t, model.BaseBookworm, 2), "/etc/munge/munge.key")
-}
-
-// TestRotateAuthKeyTrixie rotates slurm.key (auth/slurm, Slurm 24.11).
-func TestRotateAuthKeyTrixie(t *testing.T) {
-	t.Parallel()
-	rotateAuthKey(t, newClusterOn(t, model.BaseTrixie, 2), "/etc/slurm/slurm.key")
+	onReleases(t, []release{bookworm, trixie, forky}, func(t *testing.T, r release) {
+		rotateAuthKey(t, newClusterOn(t, r.base, 2), r.key)
+	})
 }

@@ -173,14 +173,11 @@ func (c *cluster) logged(unit, text string) int {
 	return n
 }
 
-func TestRebootBookworm(t *testing.T) {
+func TestRebootMachines(t *testing.T) {
 	t.Parallel()
-	rebootScenarios(t, newClusterOn(t, model.BaseBookworm, 3))
-}
-
-func TestRebootTrixie(t *testing.T) {
-	t.Parallel()
-	rebootScenarios(t, newClusterOn(t, model.BaseTrixie, 3))
+	onReleases(t, []release{bookworm, trixie, forky}, func(t *testing.T, r release) {
+		rebootScenarios(t, newClusterOn(t, r.base, 3))
+	})
 }
 
 // rebootScenarios runs the cases (0) to (3), then an unexpected reboot with a job, on a
@@ -284,19 +281,16 @@ func rebootScenarios(t *testing.T, c *cluster) {
 	c.slurm("scancel", job)
 }
 
-// TestRollingRebootBookworm (4): a rolling rebuild of a 4-node partition with max-unavailable=1
+// TestRollingRebootMachines (4): a rolling rebuild of a 4-node partition with max-unavailable=1
 // while jobs keep arriving: a new node-config staged on every node (node-config on-reboot=true,
 // which leaves the running node alone), then the reboot action: no job is killed, never more
 // than one node is unavailable at a time (sampled), every node has rebooted at the end, is
 // IDLE and is on the new configuration.
-func TestRollingRebootBookworm(t *testing.T) {
+func TestRollingRebootMachines(t *testing.T) {
 	t.Parallel()
-	rollingReboot(t, newClusterOn(t, model.BaseBookworm, 4))
-}
-
-func TestRollingRebootTrixie(t *testing.T) {
-	t.Parallel()
-	rollingReboot(t, newClusterOn(t, model.BaseTrixie, 4))
+	onReleases(t, []release{bookworm, trixie, forky}, func(t *testing.T, r release) {
+		rollingReboot(t, newClusterOn(t, r.base, 4))
+	})
 }
 
 func rollingReboot(t *testing.T, c *cluster) {

@@ -1,5 +1,5 @@
 // Package hosts gives tests real hosts on one machine: each host is a Linux
-// network namespace plus its own UTS (hostname), mount and PID namespaces,
+// network namespace plus its own UTS (hostname), IPC, mount and PID namespaces,
 // with Pebble running inside as the host's service supervisor. A process in a
 // host sees only that host's processes (its /proc is the host's own: `pgrep
 // slurmd` lists the host's slurmd only) and its working directory is the
@@ -15,12 +15,17 @@
 // directory under the network's Dir, seeded with the owner and mode of the
 // real directory): /etc/slurm, /etc/munge, /etc/default, /var/spool/slurmd,
 // /var/spool/slurmctld, /var/lib/slurm, /var/log/slurm, /var/lib/munge,
-// /var/log/munge, /var/lib/juju, /var/lib/pebble and /root. /etc/hosts (localhost and
-// the host's own name and address) and /etc/resolv.conf (no nameserver) are
-// the host's own files, /run is a private tmpfs (mode 0755) holding
-// /run/munge (owned by the munge user when it exists), and the hostname is the
-// host's name. (*Host).Path maps a path inside the host to the host-side file,
-// so a test can read and write a host's files directly.
+// /var/log/munge, /var/lib/juju, /var/lib/pebble, /root, /tmp and /var/tmp. /etc/hosts
+// (localhost and the host's own name and address) and /etc/resolv.conf (no nameserver)
+// are the host's own files, /run is a private tmpfs (mode 0755) holding
+// /run/munge (owned by the munge user when it exists), /dev/shm a private tmpfs
+// (mode 1777), SysV IPC and POSIX message queues are the host's own (IPC
+// namespace), and the hostname is the host's name. (*Host).Path maps a path
+// inside the host to the host-side file, so a test can read and write a host's
+// files directly. Paths of the test machine that lie in a private directory
+// (the local model's directory under /tmp, say) are out of a host's sight unless
+// HostOptions.Binds names them. What hosts still share, and why, is in
+// docs/hosts.md of the repository.
 //
 // Usage:
 //

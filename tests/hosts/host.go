@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,7 +25,14 @@ var PrivateDirs = []string{
 	"/var/spool/slurmd", "/var/spool/slurmctld", "/var/lib/slurm", "/var/log/slurm",
 	"/var/lib/munge", "/var/log/munge", "/var/lib/juju", "/var/lib/pebble",
 	"/root", // the working directory of Command: files a job or a test writes there stay in the host
+	// Scratch space of jobs and daemons (Open MPI's session directory, Slurm's PMIx directories
+	// under /tmp): hosts sharing them collide on names made of a user and job id alone.
+	"/tmp", "/var/tmp",
 }
+
+// TmpfsDirs are the host's private tmpfs mounts, empty when the host starts: /run (the runtime
+// state of its daemons, holding /run/munge) and /dev/shm (POSIX shared memory).
+var TmpfsDirs = []string{"/run", "/dev/shm"}
 
 // PebbleDir is the value of PEBBLE inside every host.
 const PebbleDir = "/var/lib/pebble/default"
@@ -36,6 +45,12 @@ type HostOptions struct {
 	// Name is the hostname: a lower-case DNS label of at most 32 characters,
 	// unique in the network.
 	Name string
+	// Binds are paths of the test machine (directories or files) the host sees at the same
+	// path although they lie in one of its private directories (PrivateDirs): the local
+	// model's directory and hook tools under /tmp, for example. Every other path outside the
+	// private directories is the test machine's anyway. A bind cannot be a private directory
+	// itself nor lie in a private tmpfs (TmpfsDirs).
+	Binds []string
 }
 
 // Host is one machine of a Network.
@@ -49,6 +64,8 @@ type Host struct {
 	Dir string
 	// NetNS is the name of the host's network namespace (/run/netns/<NetNS>).
 	NetNS string
+	// Binds are the paths of the test machine shown inside the host (HostOptions.Binds).
+	Binds []string
 
 	holder    *child // unshare, anchoring the UTS, mount and PID namespaces; its inner process is the host's PID 1
 	pebble    *child // nsenter; its inner process is Pebble
@@ -85,6 +102,11 @@ func (n *Network) AddHost(ctx context.Context, opts HostOptions) (h *Host, err e
 	if !hostnameRE.MatchString(name) {
 		return nil, fmt.Errorf("cannot add host: invalid name %q (want a lower-case DNS label of at most 32 characters)", name)
 	}
+	for _, b := range opts.Binds {
+		if err := checkBind(b); err != nil {
+			return nil, fmt.Errorf("cannot add host %q: %w", name, err)
+		}
+	}
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
@@ -105,6 +127,7 @@ func (n *Network) AddHost(ctx context.Context, opts HostOptions) (h *Host, err e
 		Addr:  hostAddr(n.Subnet, i),
 		Dir:   filepath.Join(n.Dir, name),
 		NetNS: n.Prefix + "-" + name,
+		Binds: slices.Clone(opts.Binds),
 		grace: n.opts.StopTimeout,
 	}
 	// Close waits for hosts being added; the host joins n.hosts only once
@@ -211,7 +234,7 @@ func (h *Host) Command(ctx context.Context, argv []string) *exec.Cmd {
 func (h *Host) CommandIn(ctx context.Context, dir string, argv []string) *exec.Cmd {
 	// The directory is opened by nsenter before it enters the namespaces: name it through
 	// /proc/<pid>/root.
-	args := append([]string{"-t", strconv.Itoa(h.PID()), "--net", "--uts", "--mount", "--pid",
+	args := append([]string{"-t", strconv.Itoa(h.PID()), "--net", "--uts", "--ipc", "--mount", "--pid",
 		"--wd=" + h.ProcPath(dir), "--"}, argv...)
 	cmd := exec.CommandContext(ctx, "nsenter", args...)
 	cmd.Env = []string{"PATH=" + DefaultPath, "HOME=/root", "LANG=C.UTF-8", "PEBBLE=" + PebbleDir}
@@ -268,7 +291,13 @@ func (h *Host) makeDirs() error {
 		if err := os.Chown(hd, int(sys.Uid), int(sys.Gid)); err != nil {
 			return err
 		}
-		if err := os.Chmod(hd, st.Mode().Perm()); err != nil {
+		// The sticky bit too: /tmp and /var/tmp are 1777.
+		if err := os.Chmod(hd, st.Mode()&(fs.ModePerm|fs.ModeSticky|fs.ModeSetgid)); err != nil {
+			return err
+		}
+	}
+	for _, k := range h.shown() {
+		if err := makeMountpoint(k, h.Path(k)); err != nil {
 			return err
 		}
 	}
@@ -296,7 +325,7 @@ const hostInit = `trap 'exit 0' TERM; while :; do sleep infinity & wait $!; done
 // the kernel kills every process of the host's PID namespace.
 func (h *Host) startHolder(ctx context.Context, timeout time.Duration) error {
 	cmd := exec.Command("nsenter", "--net=/run/netns/"+h.NetNS, "--",
-		"unshare", "--uts", "--mount", "--propagation", "private",
+		"unshare", "--uts", "--ipc", "--mount", "--propagation", "private",
 		"--pid", "--fork", "--kill-child", "--mount-proc", "--",
 		"/bin/sh", "-c", hostInit)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
@@ -317,17 +346,38 @@ func (h *Host) startHolder(ctx context.Context, timeout time.Duration) error {
 }
 
 // setup sets the hostname and makes the private mounts inside the host.
+//
+// The sources of the private mounts lie in the host's directory (Dir), which itself may lie in
+// one of the private directories (under /tmp, as hoststest makes it): once that directory is
+// covered inside the host, what lay in it is out of the host's sight. So each path the host
+// must still see there (Dir itself, for the mounts AddFakeGPUs makes later, and Binds) is
+// first bound inside the host-side copy of the directory that will cover it, at the same
+// path, and that copy is mounted last, recursively, with those binds in it.
 func (h *Host) setup(ctx context.Context) error {
 	pid := strconv.Itoa(h.PID())
+	mount := func(args ...string) []string {
+		return append([]string{"nsenter", "-t", pid, "--mount", "--", "mount"}, args...)
+	}
 	steps := [][]string{{"nsenter", "-t", pid, "--uts", "--", "hostname", h.Name}}
+	for _, k := range h.shown() {
+		steps = append(steps, mount("--bind", k, h.Path(k)))
+	}
+	// Recursively: with the binds just made in them.
+	last := privateDirOf(h.Dir)
 	for _, d := range PrivateDirs {
-		steps = append(steps, []string{"nsenter", "-t", pid, "--mount", "--", "mount", "--bind", h.Path(d), d})
+		if d != last {
+			steps = append(steps, mount("--rbind", h.Path(d), d))
+		}
 	}
 	for _, f := range []string{"/etc/hosts", "/etc/resolv.conf"} {
-		steps = append(steps, []string{"nsenter", "-t", pid, "--mount", "--", "mount", "--bind", h.Path(f), f})
+		steps = append(steps, mount("--bind", h.Path(f), f))
+	}
+	if last != "" {
+		steps = append(steps, mount("--rbind", h.Path(last), last))
 	}
 	// Last: the tmpfs hides the root's /run (and so any source under it).
-	steps = append(steps, []string{"nsenter", "-t", pid, "--mount", "--", "mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", "/run"})
+	steps = append(steps, mount("-t", "tmpfs", "-o", "mode=0755", "tmpfs", "/run"),
+		mount("-t", "tmpfs", "-o", "mode=1777,nosuid,nodev", "tmpfs", "/dev/shm"))
 	for _, argv := range steps {
 		if err := run(ctx, argv); err != nil {
 			return fmt.Errorf("cannot set up host: %w", err)
@@ -347,6 +397,67 @@ func (h *Host) setup(ctx context.Context) error {
 	return nil
 }
 
+// shown lists the paths of the test machine that lie in one of the host's private directories
+// and that the host must still see at the same path: its own directory and its binds.
+func (h *Host) shown() []string {
+	var paths []string
+	for _, p := range append([]string{h.Dir}, h.Binds...) {
+		if privateDirOf(p) != "" {
+			paths = append(paths, p)
+		}
+	}
+	return paths
+}
+
+// privateDirOf is the private directory (PrivateDirs) that path lies in, or "".
+func privateDirOf(path string) string {
+	for _, d := range PrivateDirs {
+		if strings.HasPrefix(path, d+"/") {
+			return d
+		}
+	}
+	return ""
+}
+
+// checkBind returns an error unless path can be shown inside a host (HostOptions.Binds).
+func checkBind(path string) error {
+	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
+		return fmt.Errorf("bind %q is not a clean absolute path", path)
+	}
+	if slices.Contains(PrivateDirs, path) {
+		return fmt.Errorf("bind %q is one of the host's private directories", path)
+	}
+	for _, d := range TmpfsDirs {
+		if path == d || strings.HasPrefix(path, d+"/") {
+			return fmt.Errorf("bind %q lies in the host's private tmpfs %s", path, d)
+		}
+	}
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("bind %q: %w", path, err)
+	}
+	return nil
+}
+
+// makeMountpoint creates at target what a bind of src needs: a directory, or an empty file
+// when src is not a directory.
+func makeMountpoint(src, target string) error {
+	st, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if st.IsDir() {
+		return os.MkdirAll(target, 0o755)
+	}
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
 // startPebble starts `pebble run --hold` inside the host and waits for its
 // socket to answer.
 func (h *Host) startPebble(ctx context.Context, bin string, timeout time.Duration) error {
@@ -359,7 +470,7 @@ func (h *Host) startPebble(ctx context.Context, bin string, timeout time.Duratio
 		return err
 	}
 	defer log.Close()
-	cmd := exec.Command("nsenter", "-t", strconv.Itoa(h.PID()), "--net", "--uts", "--mount", "--pid", "--",
+	cmd := exec.Command("nsenter", "-t", strconv.Itoa(h.PID()), "--net", "--uts", "--ipc", "--mount", "--pid", "--",
 		bin, "run", "--hold", "--create-dirs")
 	cmd.Env = []string{"PATH=" + DefaultPath, "HOME=/root", "LANG=C.UTF-8", "PEBBLE=" + PebbleDir}
 	cmd.Stdout, cmd.Stderr = log, log

@@ -154,6 +154,95 @@ func TestTwoHosts(t *testing.T) {
 		}
 	})
 
+	t.Run("private scratch space and IPC", func(t *testing.T) {
+		// What a job or a daemon writes to /tmp, /var/tmp or /dev/shm stays in its host, as
+		// on separate machines: names made of a user and a job id alone (Slurm's PMIx
+		// directories, Open MPI's session directory) no longer collide.
+		name := fmt.Sprintf("hosts-test-%d", os.Getpid())
+		for _, dir := range []string{"/tmp", "/var/tmp", "/dev/shm"} {
+			file := dir + "/" + name
+			run(t, a, "sh", "-c", "echo alpha > "+file)
+			if got := run(t, a, "cat", file); got != "alpha" {
+				t.Errorf("alpha reads %q from its %s", got, file)
+			}
+			if got := run(t, a, "stat", "-c", "%U %a", dir); got != "root 1777" {
+				t.Errorf("%s on alpha: %q, want root 1777", dir, got)
+			}
+			if _, err := b.Run(context.Background(), "test", "-e", file); err == nil {
+				t.Errorf("beta sees alpha's %s", file)
+			}
+			if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the test machine's %s: %v, want not to exist", file, err)
+				os.Remove(file)
+			}
+		}
+		if got := run(t, a, "stat", "-f", "-c", "%T", "/dev/shm"); got != "tmpfs" {
+			t.Errorf("/dev/shm on alpha is %q, want tmpfs", got)
+		}
+		// /tmp and /var/tmp are the host's directories on disk (Path reaches them).
+		if _, err := os.Stat(a.Path("/tmp/" + name)); err != nil {
+			t.Errorf("alpha's /tmp/%s is not in its directory: %v", name, err)
+		}
+		// SysV IPC: a shared memory segment made on alpha is alpha's own.
+		out := run(t, a, "ipcmk", "-M", "4096")
+		id := strings.TrimSpace(strings.TrimPrefix(out, "Shared memory id:"))
+		if _, err := strconv.Atoi(id); err != nil {
+			t.Fatalf("ipcmk on alpha said %q", out)
+		}
+		if got := run(t, a, "ipcs", "-m", "-i", id); !strings.Contains(got, "shmid="+id) {
+			t.Errorf("alpha does not see its segment %s: %q", id, got)
+		}
+		if out, err := b.Run(context.Background(), "ipcs", "-m"); err != nil || strings.Contains(string(out), "4096") {
+			t.Errorf("beta's ipcs -m (%v):\n%s\nwant no segment of alpha's", err, out)
+		}
+		run(t, a, "ipcrm", "-m", id)
+	})
+
+	t.Run("binds", func(t *testing.T) {
+		// A host shows the test machine's paths it is given, although they lie in its
+		// private /tmp; the rest of its /tmp stays its own.
+		dir := t.TempDir()
+		file := filepath.Join(t.TempDir(), "file")
+		for _, f := range []string{filepath.Join(dir, "in-dir"), file} {
+			if err := os.WriteFile(f, []byte("shared\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		g, err := n.AddHost(ctx, hosts.HostOptions{Name: "gamma", Binds: []string{dir, file}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{filepath.Join(dir, "in-dir"), file} {
+			if got := run(t, g, "cat", f); got != "shared" {
+				t.Errorf("gamma reads %q from %s", got, f)
+			}
+		}
+		run(t, g, "touch", filepath.Join(dir, "from-gamma"))
+		if _, err := os.Stat(filepath.Join(dir, "from-gamma")); err != nil {
+			t.Errorf("a file gamma wrote in the bound directory: %v", err)
+		}
+		run(t, g, "touch", "/tmp/gamma-own")
+		if _, err := os.Stat("/tmp/gamma-own"); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("gamma's /tmp/gamma-own on the test machine: %v", err)
+			os.Remove("/tmp/gamma-own")
+		}
+		for _, tt := range []struct{ bind, want string }{
+			{"/tmp", "one of the host's private directories"},
+			{"/run/netns", "private tmpfs /run"},
+			{"/dev/shm/x", "private tmpfs /dev/shm"},
+			{"tmp/x", "not a clean absolute path"},
+			{"/tmp/../etc", "not a clean absolute path"},
+			{filepath.Join(dir, "missing"), "no such file"},
+		} {
+			_, err := n.AddHost(ctx, hosts.HostOptions{Name: "delta", Binds: []string{tt.bind}})
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), tt.bind) {
+				t.Errorf("bind %q: %v, want an error naming it: %s", tt.bind, err, tt.want)
+			}
+		}
+	})
+
 	t.Run("pebble", func(t *testing.T) {
 		c, err := client.New(&client.Config{Socket: a.PebbleSocket()})
 		if err != nil {

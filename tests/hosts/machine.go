@@ -62,6 +62,7 @@ type Machine struct {
 
 	grace       time.Duration
 	bootTimeout time.Duration
+	systemd     int // the image's systemd version (ImageSystemd)
 	holder      *child
 	nsCreated   bool
 
@@ -88,6 +89,10 @@ func (n *Network) AddMachine(ctx context.Context, opts MachineOptions) (m *Machi
 		return nil, fmt.Errorf("cannot add machine %q: image %q has no sbin/init (build it with scripts/images.sh)", name, opts.Image)
 	}
 	image, err := filepath.Abs(opts.Image)
+	if err != nil {
+		return nil, fmt.Errorf("cannot add machine %q: %w", name, err)
+	}
+	systemd, err := ImageSystemd(image)
 	if err != nil {
 		return nil, fmt.Errorf("cannot add machine %q: %w", name, err)
 	}
@@ -129,6 +134,7 @@ func (n *Network) AddMachine(ctx context.Context, opts MachineOptions) (m *Machi
 		Binds:       opts.Binds,
 		grace:       n.opts.StopTimeout,
 		bootTimeout: opts.BootTimeout,
+		systemd:     systemd,
 	}
 	// The name stays reserved for as long as the machine exists, so AddHost refuses it too.
 	n.reserved[name] = true
@@ -331,7 +337,7 @@ func (m *Machine) startLocked() error {
 	defer log.Close()
 	argv := m.nspawnArgv()
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = []string{"PATH=" + DefaultPath, "LANG=C.UTF-8"}
+	cmd.Env = nspawnEnv(m.systemd)
 	cmd.Stdout, cmd.Stderr = log, log
 	// The test process dying asks the machine for a clean shutdown; the crash sweep kills
 	// what is left in its network namespace.

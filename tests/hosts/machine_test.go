@@ -28,7 +28,7 @@ import (
 // the machine can continue it: without the machine's care the command is a zombie nobody reaps
 // and the machine's PID 1 never exits (the reboot hangs until the nsenter is killed).
 func TestMachineRebootUnderCommand(t *testing.T) {
-	for _, suite := range []string{"bookworm", "trixie"} {
+	for _, suite := range hoststest.Suites {
 		t.Run(suite, func(t *testing.T) {
 			t.Parallel()
 			n := hoststest.New(t)
@@ -108,7 +108,8 @@ func TestMachineService(t *testing.T) {
 }
 
 // TestMachineLifecycle boots a machine of each image and checks what a cloud machine gives:
-// systemd as PID 1 with the image's Slurm, the network's address, a file that survives a
+// systemd as PID 1 with the image's Slurm (Debian 14's systemd 262 on a unified cgroup
+// hierarchy: it refuses the host's legacy one), the network's address, a file that survives a
 // reboot with a new boot id, a power-off that keeps the disk, and another boot.
 func TestMachineLifecycle(t *testing.T) {
 	for _, tc := range []struct {
@@ -116,6 +117,7 @@ func TestMachineLifecycle(t *testing.T) {
 	}{
 		{"bookworm", "slurm-wlm 22.05", "systemd 252"},
 		{"trixie", "slurm-wlm 24.11", "systemd 257"},
+		{"forky", "slurm-wlm 26.05", "systemd 262"},
 	} {
 		t.Run(tc.suite, func(t *testing.T) {
 			t.Parallel()

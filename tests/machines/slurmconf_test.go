@@ -13,15 +13,29 @@ import (
 	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
 )
 
-// TestSlurmconfOracleTrixie runs libs/slurmconf's oracle tests (its key set and value rules
-// read by the real Slurm parser, `scontrol show hostnames`) inside a Debian 13 machine, so the
-// key set of Slurm 24.11 is proven against 24.11's own parser, as the host's Slurm 22.05
-// proves 22.05's in `go test ./libs/slurmconf`. It fails when any of them skips or does not
-// pick 24.11's key set.
-func TestSlurmconfOracleTrixie(t *testing.T) {
+// TestSlurmconfOracleMachines runs libs/slurmconf's oracle tests (its key set and value rules
+// read by the real Slurm parser, `scontrol show hostnames`) inside a Debian 13 and a Debian 14
+// machine, so the key sets of Slurm 24.11 and 26.05 are proven against their own parsers, as
+// the host's Slurm 22.05 proves 22.05's in `go test ./libs/slurmconf`. It fails when any of
+// them skips or does not pick the release's key set.
+func TestSlurmconfOracleMachines(t *testing.T) {
 	root, data := testBinary(t, "./libs/slurmconf")
+	for _, tc := range []struct{ suite, release string }{
+		{"trixie", "24.11"},
+		{"forky", "26.05"},
+	} {
+		t.Run(tc.suite, func(t *testing.T) {
+			t.Parallel()
+			slurmconfOracle(t, root, data, tc.suite, tc.release)
+		})
+	}
+}
+
+// slurmconfOracle runs the slurmconf test binary data's oracle tests in a machine of suite,
+// whose Slurm must be release.
+func slurmconfOracle(t *testing.T, root string, data []byte, suite, release string) {
 	n := hoststest.New(t)
-	m := hoststest.AddMachine(t, n, "conf", "trixie")
+	m := hoststest.AddMachine(t, n, "conf", suite)
 	dir := m.Path("/root/slurmconf")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -40,25 +54,26 @@ func TestSlurmconfOracleTrixie(t *testing.T) {
 		"-test.run=AgainstSlurm$", "-test.v", "-test.count=1"})
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("the slurmconf oracle tests failed on trixie: %v:\n%s", err, out)
+		t.Fatalf("the slurmconf oracle tests failed on %s: %v:\n%s", suite, err, out)
 	}
 	for _, want := range []string{"TestKeysAgainstSlurm", "TestPartitionValuesAgainstSlurm", "TestDocsAgainstSlurm"} {
 		if !strings.Contains(string(out), "--- PASS: "+want+" ") {
-			t.Errorf("%s did not pass on trixie", want)
+			t.Errorf("%s did not pass on %s", want, suite)
 		}
 	}
 	if strings.Contains(string(out), "--- SKIP") {
-		t.Errorf("some slurmconf oracle tests skipped on trixie")
+		t.Errorf("some slurmconf oracle tests skipped on %s", suite)
 	}
-	release := regexp.MustCompile(`Slurm 24\.11\.\d+: key set of 24\.11`).FindString(string(out))
-	if release == "" {
-		t.Errorf("the oracle tests did not run Slurm 24.11 with its key set")
+	re := regexp.MustCompile(`Slurm ` + regexp.QuoteMeta(release) + `\.\d+: key set of ` + regexp.QuoteMeta(release))
+	found := re.FindString(string(out))
+	if found == "" {
+		t.Errorf("the oracle tests did not run Slurm %s with its key set", release)
 	}
 	if t.Failed() {
 		t.Logf("output:\n%s", out)
 		return
 	}
-	t.Logf("%s: %d subtests passed", release, strings.Count(string(out), "--- PASS:"))
+	t.Logf("%s: %d subtests passed", found, strings.Count(string(out), "--- PASS:"))
 }
 
 // testBinary builds the test binary of pkg (a package path from the repository root),

@@ -11,8 +11,8 @@ import (
 )
 
 // TestSystemdBackend runs libs/service/systemd's Real tests (real D-Bus, real unit files and
-// drop-ins, real munged; no daemon-reload where none is needed) inside a booted machine of each image: Debian 12 (systemd 252) and
-// Debian 13 (systemd 257).
+// drop-ins, real munged; no daemon-reload where none is needed) inside a booted machine of each
+// image: Debian 12 (systemd 252), Debian 13 (systemd 257) and Debian 14 (systemd 262).
 func TestSystemdBackend(t *testing.T) {
 	_, data := testBinary(t, "./libs/service/systemd")
 	for _, suite := range hoststest.Suites {

@@ -31,7 +31,8 @@ type Hook struct {
 	Due time.Time `json:"due,omitzero"`
 }
 
-// Name is the hook's name (JUJU_HOOK_NAME), e.g. "slurmd-relation-joined", or the action's.
+// Name is the hook's name (JUJU_HOOK_NAME), e.g. "slurmd-relation-joined", or the action's;
+// "run-commands" for a juju-exec context, which has no hook name.
 func (h Hook) Name() string {
 	switch {
 	case h.Kind == "action":
@@ -410,6 +411,10 @@ type agent struct {
 	// booted is the machine's boot number the boot watcher has recorded (Rebootable machines),
 	// under m.mu.
 	booted int
+	// exec is the unit's run socket (juju-exec) and execQueue the commands waiting for their
+	// turn; both under m.mu.
+	exec      *execListener
+	execQueue []*execRequest
 }
 
 func newAgent(m *Model, unit, machineID string) *agent {
@@ -450,6 +455,21 @@ func (a *agent) run(ctx context.Context) {
 			m.mu.Unlock()
 			a.finish(ctx)
 			return
+		}
+		if _, found := nextAction(m.state, a.unit); !found {
+			if r := a.nextExec(u); r != nil {
+				if a.machineDown() {
+					a.execQueue = append([]*execRequest{r}, a.execQueue...)
+					m.mu.Unlock()
+					if !pauseForBoot(ctx) {
+						return
+					}
+					continue
+				}
+				a.runExec(ctx, u, r)
+				m.mu.Unlock()
+				continue
+			}
 		}
 		var hook Hook
 		var ok bool
@@ -513,10 +533,8 @@ func (a *agent) run(ctx context.Context) {
 				}
 			}
 			m.mu.Unlock()
-			select {
-			case <-ctx.Done():
+			if !pauseForBoot(ctx) {
 				return
-			case <-time.After(bootPoll):
 			}
 			continue
 		}
@@ -608,6 +626,9 @@ func (a *agent) run(ctx context.Context) {
 			m.progress("%s: hook %q cut off by the machine's shutdown; it runs again after the boot: %v", a.unit, hook.Name(), err)
 		case err != nil && hook.Kind != "action":
 			m.progress("%s: hook failed: %q: %v", a.unit, hook.Name(), err)
+		case err == nil && hook.Kind != "action":
+			// Juju's uniter logs the same line when a hook succeeds (operation/runhook.go).
+			m.progress("%s: ran %q hook (via hook dispatching script: dispatch)", a.unit, hook.Name())
 		}
 	}
 }
@@ -633,6 +654,7 @@ func (a *agent) finish(ctx context.Context) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	a.closeExec()
 	u := m.state.Units[a.unit]
 	delete(m.state.Units, a.unit)
 	delete(m.state.Machines, a.machineID)
@@ -693,6 +715,9 @@ func (a *agent) provision(ctx context.Context) error {
 	if err := linkUnitTools(m.toolsDir, mach.Path(toolsIn)); err != nil {
 		return fmt.Errorf("cannot install hook tools on machine %s: %w", a.machineID, err)
 	}
+	if err := a.listenExec(); err != nil {
+		return fmt.Errorf("cannot serve juju-exec on machine %s: %w", a.machineID, err)
+	}
 	m.mu.Lock()
 	u.Ready = true
 	u.Agent = StatusInfo{Status: "idle", Since: time.Now()}
@@ -715,8 +740,8 @@ func (a *agent) env(hc *hookContext) []string {
 	m := a.m
 	h := hc.hook
 	hookName := h.Name()
-	if h.Kind == "action" {
-		hookName = "" // actions have no hook name: Juju exports it empty
+	if h.Kind == "action" || h.Kind == runCommandsKind {
+		hookName = "" // actions and juju-exec have no hook name: Juju exports it empty
 	}
 	env := map[string]string{
 		"PATH":                      a.toolsDir + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -764,6 +789,9 @@ func (a *agent) env(hc *hookContext) []string {
 		env["JUJU_ACTION_NAME"] = h.ActionName
 		env["JUJU_ACTION_UUID"] = h.ActionID
 		env["JUJU_ACTION_TAG"] = "action-" + h.ActionID
+	}
+	if h.Kind == runCommandsKind {
+		delete(env, "JUJU_DISPATCH_PATH") // set by Juju's runner for hooks and actions only
 	}
 	out := make([]string, 0, len(env))
 	for _, k := range sortedKeys(env) {

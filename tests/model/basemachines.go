@@ -31,9 +31,13 @@ type Based interface {
 
 // Debian bases and the image suites scripts/images.sh builds for them.
 const (
-	BaseBookworm = "debian@12"
-	BaseTrixie   = "debian@13"
+	BaseBookworm = "debian@12" // bookworm: Slurm 22.05, systemd 252
+	BaseTrixie   = "debian@13" // trixie: Slurm 24.11, systemd 257
+	BaseForky    = "debian@14" // forky (testing): Slurm 26.05, systemd 262
 )
+
+// MachineBases are the bases machines can have (each with an image suite), oldest first.
+func MachineBases() []string { return []string{BaseBookworm, BaseTrixie, BaseForky} }
 
 // BaseMachines provisions each unit on a tests/hosts Network: on a machine booted by
 // systemd-nspawn from the Debian image of its application's base (systemd as PID 1, the
@@ -47,8 +51,8 @@ type BaseMachines struct {
 	Images map[string]string
 	// Default is the base of units deployed without one; "" puts them on Pebble hosts.
 	Default string
-	// Binds are the paths the machines share with the model's process, at the same paths: the
-	// model's Dir (its agent socket) and the directory of its hook tools binary.
+	// Binds are the paths the machines and hosts share with the model's process, at the same
+	// paths: the model's Dir (its agent socket) and the directory of its hook tools binary.
 	Binds []string
 	// Prefix starts every host and machine name; default "juju".
 	Prefix string
@@ -88,7 +92,7 @@ func (p *BaseMachines) NewMachineBase(ctx context.Context, id, unit, base string
 	name := fmt.Sprintf("%s-%s", prefix, id)
 	img, ok := p.Images[base]
 	if !ok {
-		return nil, fmt.Errorf("no image for base %q (have %s)", base, strings.Join(p.Bases(), ", "))
+		return nil, fmt.Errorf("no image for base %q%s (have %s)", base, buildHint(base), strings.Join(p.Bases(), ", "))
 	}
 	mach, err := p.Network.AddMachine(ctx, hosts.MachineOptions{Name: name, Image: img, Binds: p.Binds})
 	if err != nil {
@@ -99,7 +103,7 @@ func (p *BaseMachines) NewMachineBase(ctx context.Context, id, unit, base string
 
 // hostMachines is the HostMachines that makes the Pebble hosts and closes the network.
 func (p *BaseMachines) hostMachines() *HostMachines {
-	return &HostMachines{Network: p.Network, Prefix: p.Prefix, CloseNetwork: p.CloseNetwork}
+	return &HostMachines{Network: p.Network, Binds: p.Binds, Prefix: p.Prefix, CloseNetwork: p.CloseNetwork}
 }
 
 // Close implements Provisioner.
@@ -139,9 +143,19 @@ func checkBase(p Provisioner, base string) error {
 		return fmt.Errorf("base %q: this model's machines have no choice of base", base)
 	}
 	if !slices.Contains(bp.Bases(), base) {
-		return fmt.Errorf("base %q is not available (have %s)", base, strings.Join(bp.Bases(), ", "))
+		return fmt.Errorf("base %q is not available%s (have %s)", base, buildHint(base), strings.Join(bp.Bases(), ", "))
 	}
 	return nil
+}
+
+// buildHint says how to build the machine image of base when it is one of MachineBases:
+// ": its machine image is not built (run \"scripts/images.sh trixie\" ...)"; else "".
+func buildHint(base string) string {
+	suite, ok := ImageSuite(base)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf(": its machine image is not built (run %q in the repository, or \"make images\" for every base)", "scripts/images.sh "+suite)
 }
 
 // newMachine provisions the machine of a unit, on its application's base when the provisioner
@@ -186,6 +200,18 @@ func ImageSuite(base string) (string, bool) {
 		return "bookworm", true
 	case BaseTrixie:
 		return "trixie", true
+	case BaseForky:
+		return "forky", true
+	}
+	return "", false
+}
+
+// SuiteBase is the base of machines booted from suite's image: ImageSuite's inverse.
+func SuiteBase(suite string) (string, bool) {
+	for _, b := range MachineBases() {
+		if s, _ := ImageSuite(b); s == suite {
+			return b, true
+		}
 	}
 	return "", false
 }

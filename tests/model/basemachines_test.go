@@ -57,6 +57,12 @@ func TestDeployBase(t *testing.T) {
 	if _, err := m.Deploy(ctx, model.DeployOptions{Charm: charmDir, Name: "bad", Base: "ubuntu@26.04"}); err == nil || !strings.Contains(err.Error(), "ubuntu@26.04") {
 		t.Errorf("deploy on an unknown base: got %v, want an error naming it", err)
 	}
+	// A base of ours whose image was never built (this provisioner offers debian@12 and
+	// debian@13 only): the error names the command that builds it.
+	_, err := m.Deploy(ctx, model.DeployOptions{Charm: charmDir, Name: "unbuilt", Base: model.BaseForky})
+	if want := `base "debian@14" is not available: its machine image is not built (run "scripts/images.sh forky" in the repository`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("deploy on a base with no image: got %v, want an error saying %s", err, want)
+	}
 	waitIdle(t, m)
 	if d := cmp.Diff(map[string]string{"old/0": model.BaseBookworm, "new/0": model.BaseTrixie, "plain/0": ""}, prov.placed); d != "" {
 		t.Errorf("bases the units were placed on (-want +got):\n%s", d)

@@ -174,7 +174,9 @@ func (m *Model) ListenCLI(path string) error {
 // DestroyRequested is closed when the destroy verb has run: the daemon should Close and exit.
 func (m *Model) DestroyRequested() <-chan struct{} { return m.destroyReq }
 
-// parseKV parses key=value arguments.
+// parseKV parses key=value arguments (the CLI's config and action parameters, the hook tools'
+// settings). A value may be empty: relation-set, leader-set and state-set delete the key then
+// (applySettings).
 func parseKV(args []string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, a := range args {
@@ -224,7 +226,7 @@ var verbs = []*Verb{
 			fs.String("machines", "auto", "hosts (netns hosts with Pebble; needs root), local (plain processes) or auto")
 			fs.String("pebble", "", "pebble binary for hosts (default: build/bin/pebble of the repository, or PATH)")
 			fs.String("model", "local", "model name")
-			fs.String("base", "", "base of units deployed without --base: debian@12 or debian@13 (systemd machines), or empty for Pebble hosts")
+			fs.String("base", "", "base of units deployed without --base: debian@12, debian@13 or debian@14 (systemd machines), or empty for Pebble hosts")
 		},
 	},
 	{
@@ -253,7 +255,7 @@ var verbs = []*Verb{
 			fs.IntP("num-units", "n", 1, "number of units")
 			fs.StringArray("config", nil, "option value, key=value (repeatable)")
 			fs.Bool("wait", false, "print progress until the model is idle")
-			fs.String("base", "", "machines of this base: debian@12 or debian@13 (systemd machines; default: the model's)")
+			fs.String("base", "", "machines of this base: debian@12, debian@13 or debian@14 (systemd machines; default: the model's)")
 		},
 		run: func(c *cliCall) error {
 			if err := c.want(1, 2); err != nil {

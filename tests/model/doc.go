@@ -108,7 +108,7 @@
 //	m, err := model.New(ctx, model.Options{
 //		Dir:      dir,                             // keep it short: unix socket paths
 //		Tools:    model.ToolsBeside(cli),          // cli from model.BuildBinaries
-//		Machines: &model.HostMachines{Network: n}, // n from hoststest.New(t)
+//		Machines: &model.HostMachines{Network: n, Binds: []string{dir, filepath.Dir(cli)}}, // n from hoststest.New(t); Binds: see HostMachines
 //	})
 //	defer m.Close()
 //	m.Deploy(ctx, model.DeployOptions{Charm: "slurmctld.charm"})

@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,5 +155,35 @@ func FuzzActionParams(f *testing.F) {
 	f.Fuzz(func(t *testing.T, key, value, typ string) {
 		spec := Action{Params: map[string]Param{key: {Type: typ}}}
 		actionParams(spec, map[string]string{key: value})
+	})
+}
+
+// FuzzParseKV: every argument is a key=value with a key, or the whole list is refused as a
+// usage error; the last value of a key wins, and an empty value is kept (the hook tools delete
+// the key with it).
+func FuzzParseKV(f *testing.F) {
+	for _, s := range []string{"a=1", "a=", "a=1 b=2=3", "=1", "a", "a=1 a=2"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		args := strings.Fields(s)
+		kv, err := parseKV(args)
+		if err != nil {
+			if _, ok := err.(*usageError); !ok {
+				t.Fatalf("parseKV(%q): %v is no usage error", args, err)
+			}
+			return
+		}
+		want := map[string]string{}
+		for _, a := range args {
+			k, v, ok := strings.Cut(a, "=")
+			if !ok || k == "" {
+				t.Fatalf("parseKV(%q) accepted %q", args, a)
+			}
+			want[k] = v
+		}
+		if !maps.Equal(want, kv) {
+			t.Fatalf("parseKV(%q) = %q, want %q", args, kv, want)
+		}
 	})
 }

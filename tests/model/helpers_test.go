@@ -71,15 +71,15 @@ func setup(m *testing.M) (int, error) {
 // name, and each host's Pebble socket path must fit a unix socket address (108 bytes).
 var machineKinds = []struct {
 	name string
-	new  func(t *testing.T) model.Provisioner
+	new  func(t *testing.T, dir string) model.Provisioner // dir: the model's
 }{
-	{"hosts", func(t *testing.T) model.Provisioner {
-		return &model.HostMachines{Network: hoststest.New(t)}
+	{"hosts", func(t *testing.T, dir string) model.Provisioner {
+		return &model.HostMachines{Network: hoststest.New(t), Binds: []string{dir, filepath.Dir(toolsBin)}}
 	}},
-	{"local", func(t *testing.T) model.Provisioner { return nil }},
+	{"local", func(t *testing.T, dir string) model.Provisioner { return nil }},
 }
 
-func forEachMachines(t *testing.T, fn func(t *testing.T, prov func(t *testing.T) model.Provisioner)) {
+func forEachMachines(t *testing.T, fn func(t *testing.T, prov func(t *testing.T, dir string) model.Provisioner)) {
 	for _, k := range machineKinds {
 		t.Run(k.name, func(t *testing.T) { fn(t, k.new) })
 	}

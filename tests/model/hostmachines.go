@@ -10,10 +10,15 @@ import (
 )
 
 // HostMachines provisions every machine as a real host of a tests/hosts Network: its own
-// network, UTS and mount namespaces, Pebble as its supervisor, private /var/lib/juju.
+// network, UTS, IPC, mount and PID namespaces, Pebble as its supervisor, private /var/lib/juju
+// and /tmp.
 type HostMachines struct {
 	// Network holds the hosts.
 	Network *hosts.Network
+	// Binds are the paths the hosts share with the model's process although they lie in a
+	// host's private directories (its /tmp: hosts.HostOptions.Binds): the model's Dir (its
+	// agent socket and tools links) and the directory of its hook tools binary.
+	Binds []string
 	// Prefix starts every host name; default "juju".
 	Prefix string
 	// CloseNetwork makes Close close Network (when the provisioner owns it).
@@ -27,7 +32,7 @@ func (p *HostMachines) NewMachine(ctx context.Context, id, unit string) (Machine
 		prefix = "juju"
 	}
 	name := fmt.Sprintf("%s-%s", prefix, id)
-	h, err := p.Network.AddHost(ctx, hosts.HostOptions{Name: name})
+	h, err := p.Network.AddHost(ctx, hosts.HostOptions{Name: name, Binds: p.Binds})
 	if err != nil {
 		return nil, err
 	}

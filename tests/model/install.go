@@ -51,15 +51,24 @@ func installCharm(src, dst string) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	for _, rel := range manifest {
-		if err := deployEntry(filepath.Join(src, rel), filepath.Join(dst, rel)); err != nil {
-			return err
-		}
+	if err := copyCharm(src, dst, manifest); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(manifestPath), 0o755); err != nil {
 		return err
 	}
 	return writeNew(manifestPath, strings.NewReader(strings.Join(manifest, "\n")+"\n"), os.O_TRUNC, 0o644)
+}
+
+// copyCharm writes the entries of manifest (paths below src) at the same paths below dst,
+// over what is there; an executable is never written in this process (see deployEntry).
+func copyCharm(src, dst string, manifest []string) error {
+	for _, rel := range manifest {
+		if err := deployEntry(filepath.Join(src, rel), filepath.Join(dst, rel)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // charmManifest lists the paths below src, relative to it, parents before children.
@@ -143,8 +152,9 @@ func writeNew(dst string, r io.Reader, flag int, mode fs.FileMode) error {
 	return os.Chmod(dst, mode)
 }
 
-// installToolLinks makes dir hold one symbolic link to bin per hook tool name (ToolNames),
-// replacing what dir held.
+// installToolLinks makes dir hold one symbolic link to bin per hook tool name (ToolNames) and
+// one named juju-exec, replacing what dir held. Juju puts juju-exec in /usr/bin, which is on
+// every hook's PATH too; the model's hosts share /usr, so it goes beside the hook tools.
 func installToolLinks(bin, dir string) error {
 	if err := os.RemoveAll(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -152,7 +162,7 @@ func installToolLinks(bin, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	for _, name := range ToolNames() {
+	for _, name := range append(ToolNames(), JujuExec) {
 		if err := os.Symlink(bin, filepath.Join(dir, name)); err != nil {
 			return err
 		}

@@ -177,7 +177,7 @@ func TestLinkUnitTools(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, name := range ToolNames() {
+	for _, name := range append(ToolNames(), JujuExec) {
 		got, err := os.Readlink(filepath.Join(link, name))
 		if err != nil {
 			t.Fatal(err)

@@ -15,8 +15,8 @@ import (
 )
 
 func TestDeployOrder(t *testing.T) {
-	forEachMachines(t, func(t *testing.T, prov func(*testing.T) model.Provisioner) {
-		m := newModel(t, modelOptions{prov: prov})
+	forEachMachines(t, func(t *testing.T, prov func(*testing.T, string) model.Provisioner) {
+		m := newModel(t, modelOptions{provIn: prov})
 		deploy(t, m, "alpha", 2, nil)
 		waitIdle(t, m)
 		h := hooks(m)
@@ -91,8 +91,8 @@ func TestDeployOrder(t *testing.T) {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func TestIntegrate(t *testing.T) {
-	forEachMachines(t, func(t *testing.T, prov func(*testing.T) model.Provisioner) {
-		m := newModel(t, modelOptions{prov: prov})
+	forEachMachines(t, func(t *testing.T, prov func(*testing.T, string) model.Provisioner) {
+		m := newModel(t, modelOptions{provIn: prov})
 		ctx := context.Background()
 		deploy(t, m, "alpha", 1, nil)
 		deploy(t, m, "beta", 1, map[string]string{"greeting": "hi"})
@@ -209,9 +209,9 @@ func TestSecrets(t *testing.T) {
 }
 
 func TestHookFailure(t *testing.T) {
-	forEachMachines(t, func(t *testing.T, prov func(*testing.T) model.Provisioner) {
+	forEachMachines(t, func(t *testing.T, prov func(*testing.T, string) model.Provisioner) {
 		// Automatic retries off: the unit stays in error until resolved.
-		m := newModel(t, modelOptions{prov: prov, hookRetry: -1})
+		m := newModel(t, modelOptions{provIn: prov, hookRetry: -1})
 		ctx := context.Background()
 		deploy(t, m, "alpha", 1, nil)
 		deploy(t, m, "beta", 1, map[string]string{"fail-hooks": "sink-relation-changed"})
@@ -262,8 +262,8 @@ func TestHookFailure(t *testing.T) {
 }
 
 func TestRemoveUnit(t *testing.T) {
-	forEachMachines(t, func(t *testing.T, prov func(*testing.T) model.Provisioner) {
-		m := newModel(t, modelOptions{prov: prov})
+	forEachMachines(t, func(t *testing.T, prov func(*testing.T, string) model.Provisioner) {
+		m := newModel(t, modelOptions{provIn: prov})
 		ctx := context.Background()
 		deploy(t, m, "alpha", 2, nil)
 		deploy(t, m, "beta", 1, nil)
@@ -321,8 +321,8 @@ func indexLast(rs []record, hook string) int {
 }
 
 func TestRemoveApp(t *testing.T) {
-	forEachMachines(t, func(t *testing.T, prov func(*testing.T) model.Provisioner) {
-		m := newModel(t, modelOptions{prov: prov})
+	forEachMachines(t, func(t *testing.T, prov func(*testing.T, string) model.Provisioner) {
+		m := newModel(t, modelOptions{provIn: prov})
 		ctx := context.Background()
 		deploy(t, m, "alpha", 2, nil)
 		deploy(t, m, "beta", 1, nil)

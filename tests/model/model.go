@@ -204,6 +204,9 @@ func (m *Model) Close() error {
 	var errs []error
 	for _, a := range agents {
 		<-a.done
+		m.mu.Lock()
+		a.closeExec()
+		m.mu.Unlock()
 		if a.machine != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			if err := a.machine.Destroy(ctx); err != nil {
@@ -339,7 +342,12 @@ func (m *Model) stageCharm(path string) (string, *Charm, error) {
 		return "", nil, err
 	}
 	if fi.IsDir() {
-		err = os.CopyFS(filepath.Join(stage, "charm"), os.DirFS(src))
+		// Not os.CopyFS: an executable written by this process cannot be run while a child
+		// forked meanwhile holds its descriptor ("text file busy", hosts.CopyExecutable).
+		var manifest []string
+		if manifest, err = charmManifest(src); err == nil {
+			err = copyCharm(src, filepath.Join(stage, "charm"), manifest)
+		}
 	} else {
 		err = ExtractCharm(src, filepath.Join(stage, "charm"))
 	}

@@ -38,6 +38,17 @@ const (
 // bootPoll is how often an agent looks for a new boot of its machine.
 const bootPoll = 200 * time.Millisecond
 
+// pauseForBoot waits bootPoll, while an agent's machine is down; it reports false when ctx
+// ended first.
+func pauseForBoot(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(bootPoll):
+		return true
+	}
+}
+
 // Reboot reboots the machine of target (a machine id or a unit name) as Juju >= 2.8 sees a
 // machine reboot: the unit runs stop as the machine goes down (after the hook it is running,
 // if any), the machine reboots, and the unit runs start then config-changed once it has booted

@@ -28,7 +28,7 @@ func (t *toolCall) leaderSet() error {
 	if err != nil {
 		return err
 	}
-	kv, err := parseSettings(args)
+	kv, err := parseKV(args)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (t *toolCall) stateSet() error {
 	if err != nil {
 		return err
 	}
-	kv, err := parseSettings(args)
+	kv, err := parseKV(args)
 	if err != nil {
 		return err
 	}

@@ -179,19 +179,6 @@ func (t *toolCall) relationGet() error {
 	return t.out(data)
 }
 
-// parseSettings parses key=value arguments; an empty value deletes the key.
-func parseSettings(args []string) (map[string]string, error) {
-	out := map[string]string{}
-	for _, a := range args {
-		k, v, ok := strings.Cut(a, "=")
-		if !ok || k == "" {
-			return nil, &usageError{fmt.Sprintf("expected \"key=value\", got %q", a)}
-		}
-		out[k] = v
-	}
-	return out, nil
-}
-
 func (t *toolCall) relationSet() error {
 	rel := t.fs.StringP("relation", "r", "", "relation id")
 	app := t.fs.Bool("app", false, "set the application databag")
@@ -219,7 +206,7 @@ func (t *toolCall) relationSet() error {
 			}
 		}
 	}
-	kv, err := parseSettings(args)
+	kv, err := parseKV(args)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"net/rpc"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -101,12 +102,30 @@ func (r *toolReplayer) judge(call *model.ToolCall) (diff string) {
 		ActionMessage  string
 		State          written
 	}
-	juju := result{string(resp.Stdout), string(resp.Stderr), resp.Code, logs, r.cur.failed, r.cur.message, project(s)}
-	mdl := result{call.Stdout, call.Stderr, call.Code, modelLogs(call.Log), call.ActionFailed[1], call.ActionMessage[1], project(call.After)}
+	name := filepath.Base(call.Argv[0])
+	juju := result{unordered(name, string(resp.Stdout)), string(resp.Stderr), resp.Code, logs, r.cur.failed, r.cur.message, project(s)}
+	mdl := result{unordered(name, call.Stdout), call.Stderr, call.Code, modelLogs(call.Log), call.ActionFailed[1], call.ActionMessage[1], project(call.After)}
 	if d := cmp.Diff(juju, mdl, cmpopts.EquateEmpty()); d != "" {
 		return describe(call, "(-juju +model):\n"+d)
 	}
 	return ""
+}
+
+// unordered sorts the output of a tool whose list Juju prints in map order (secret-ids ranges
+// over a map of secret metadata), so that only what is listed is compared.
+func unordered(tool, stdout string) string {
+	if tool != "secret-ids" {
+		return stdout
+	}
+	var ids []string
+	if err := json.Unmarshal([]byte(stdout), &ids); err == nil {
+		slices.Sort(ids)
+		data, _ := json.Marshal(ids)
+		return string(data) + "\n"
+	}
+	lines := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
+	slices.Sort(lines)
+	return strings.Join(lines, "\n") + "\n"
 }
 
 func describe(call *model.ToolCall, what string) string {

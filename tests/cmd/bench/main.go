@@ -1,6 +1,6 @@
 // Command bench runs the benchmarks of `make bench` (package tests/bench; docs/benchmarks.md).
 //
-//	go run ./tests/cmd/bench [-out build] [-only hooks,raw,join,leave,scale,autoscale,bookworm,bookworm-scale,trixie,trixie-scale,reboot] [-samples 15] [-hook-runs 20] [-scale 8,32,128,256] [-machine-samples 15] [-machine-scale 8,32] [-reboot-on trixie]
+//	go run ./tests/cmd/bench [-out build] [-only hooks,raw,join,leave,scale,autoscale,busy,bookworm,bookworm-scale,trixie,trixie-scale,forky,forky-scale,reboot] [-samples 15] [-hook-runs 20] [-scale 8,32,128,256] [-busy-units 32] [-machine-samples 15] [-machine-scale 8,32] [-reboot-on trixie]
 //
 // It prints one `name=value unit` line per figure and writes <out>/bench.json, <out>/bench.md
 // (a table with each figure's spread), <out>/bench-join.svg (join latency against cluster
@@ -10,7 +10,8 @@
 // named after it (bookworm, trixie) measures joins and leaves on systemd machines of that
 // release beside the raw slurmd -Z join on the same kind of machine, and <suite>-scale the
 // -machine-scale sizes of units added at once on new machines; reboot measures
-// reboot-to-IDLE beside the machine's own boot time. It needs root and
+// reboot-to-IDLE beside the machine's own boot time; busy the controller's hooks while busy
+// units are removed and a removed partition waits for its job records. It needs root and
 // network namespaces for every figure except hooks. Run it from the repository root.
 package main
 
@@ -57,6 +58,7 @@ func run() int {
 	flag.StringVar(&opts.RebootOn, "reboot-on", "trixie", "machines of the reboot part: trixie or bookworm")
 	scales := flag.String("scale", "8,32,128,256", "comma-separated numbers of units added at once (then removed), one size after the other")
 	machineScales := flag.String("machine-scale", "8,32", "comma-separated numbers of units added at once on new machines by each <suite>-scale part")
+	flag.IntVar(&opts.BusyUnits, "busy-units", 32, "units removed at once while their jobs run (part busy)")
 	timeout := flag.Duration("timeout", 60*time.Minute, "bound on the whole run")
 	flag.Parse()
 	var err error

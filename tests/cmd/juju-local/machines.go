@@ -11,7 +11,7 @@ import (
 )
 
 // baseMachines is the provisioner of a model on real hosts: Pebble hosts for units with no
-// base, systemd-nspawn machines for debian@12 and debian@13 from the images under
+// base, systemd-nspawn machines for debian@12, debian@13 and debian@14 from the images under
 // build/images of the repository (the default base's image is built when missing).
 func baseMachines(n *hosts.Network, dir, self, defaultBase string) (*model.BaseMachines, error) {
 	dir, err := filepath.Abs(dir)
@@ -20,7 +20,7 @@ func baseMachines(n *hosts.Network, dir, self, defaultBase string) (*model.BaseM
 	}
 	images := map[string]string{}
 	root := findAbove(filepath.Join("scripts", "images.sh"))
-	for _, base := range []string{model.BaseBookworm, model.BaseTrixie} {
+	for _, base := range model.MachineBases() {
 		suite, _ := model.ImageSuite(base)
 		if root == "" {
 			continue
@@ -39,7 +39,7 @@ func baseMachines(n *hosts.Network, dir, self, defaultBase string) (*model.BaseM
 		}
 	}
 	if _, ok := images[defaultBase]; defaultBase != "" && !ok {
-		return nil, fmt.Errorf("no image for base %q (build it with scripts/images.sh from the repository)", defaultBase)
+		return nil, fmt.Errorf("no image for base %q (build it with scripts/images.sh in the repository, or make images)", defaultBase)
 	}
 	return &model.BaseMachines{
 		Network: n, Images: images, Default: defaultBase, CloseNetwork: true,

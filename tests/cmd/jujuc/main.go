@@ -5,6 +5,9 @@
 // prints what the model answers and exits with the tool's exit code. Files named by --file
 // (and key#file=path secret values) are read here, inside the unit's host, and sent as input.
 //
+// Under the name juju-exec it is the machine's juju-exec (exec.go): it asks a unit's agent,
+// through the run socket in the unit's agent directory, to run commands in a hook context.
+//
 // It imports only the standard library and tests/model/wire: a hook starts it for every tool
 // call, so its start-up is part of every hook's time (the juju-local CLI is three times its
 // size).
@@ -15,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -22,7 +26,11 @@ import (
 )
 
 func main() {
-	os.Exit(runTool(filepath.Base(os.Args[0]), os.Args[1:]))
+	name := filepath.Base(os.Args[0])
+	if name == "juju-exec" {
+		os.Exit(jujuExec(os.Args[1:], execEnv{Getenv: os.Getenv, DataDir: dataDir(os.Args[0], exec.LookPath), Stdout: os.Stdout, Stderr: os.Stderr}))
+	}
+	os.Exit(runTool(name, os.Args[1:]))
 }
 
 // runTool is the hook tool client.

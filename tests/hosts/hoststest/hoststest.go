@@ -120,9 +120,9 @@ func probe() string {
 		return fmt.Sprintf("network namespaces (ip netns add failed: %v: %s)", err, out)
 	}
 	defer exec.Command("ip", "netns", "delete", name).Run()
-	if out, err := exec.Command("nsenter", "--net=/run/netns/"+name, "--", "unshare", "--uts", "--mount", "--propagation", "private",
+	if out, err := exec.Command("nsenter", "--net=/run/netns/"+name, "--", "unshare", "--uts", "--ipc", "--mount", "--propagation", "private",
 		"--pid", "--fork", "--kill-child", "--mount-proc", "--", "true").CombinedOutput(); err != nil {
-		return fmt.Sprintf("UTS, mount and PID namespaces (unshare failed: %v: %s)", err, out)
+		return fmt.Sprintf("UTS, IPC, mount and PID namespaces (unshare failed: %v: %s)", err, out)
 	}
 	return ""
 }

@@ -12,9 +12,9 @@ import (
 	"github.com/charmed-slurm/operators/tests/hosts"
 )
 
-// Suites are the Debian releases machines boot: Debian 12 (Slurm 22.05, systemd 252) and
-// Debian 13 (Slurm 24.11, systemd 257).
-var Suites = []string{"bookworm", "trixie"}
+// Suites are the Debian releases machines boot: Debian 12 (Slurm 22.05, systemd 252),
+// Debian 13 (Slurm 24.11, systemd 257) and Debian 14 (Slurm 26.05, systemd 262).
+var Suites = []string{"bookworm", "trixie", "forky"}
 
 // Image returns the root directory of suite's machine image, build/images/<suite>/root under
 // the repository root, running scripts/images.sh to build it (or to check that the cached one

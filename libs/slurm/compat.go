@@ -1,0 +1,73 @@
+package slurm
+
+import "fmt"
+
+// releaseIndex numbers Slurm's major releases in order (23.02 is 0; 20.02, 20.11, 21.08, 22.05
+// before it; from 23.11 one every six months, .05 and .11) and reports whether v is one.
+func releaseIndex(v Version) (int, bool) {
+	switch {
+	case v.Major == 20 && v.Minor == 2:
+		return -4, true
+	case v.Major == 20 && v.Minor == 11:
+		return -3, true
+	case v.Major == 21 && v.Minor == 8:
+		return -2, true
+	case v.Major == 22 && v.Minor == 5:
+		return -1, true
+	case v.Major == 23 && v.Minor == 2:
+		return 0, true
+	case v.Major >= 23 && (v.Minor == 5 && v.Major > 23 || v.Minor == 11):
+		i := (v.Major - 23) * 2
+		if v.Minor == 11 {
+			i++
+		}
+		return i, true
+	}
+	return 0, false
+}
+
+// olderReleasesSupported is how many major releases before its own a slurmctld of release v
+// accepts daemons of: two until 24.05, three from 24.11 ("Slurm can be upgraded from version
+// 23.02, 23.11 or 24.05 to version 24.11"; 26.05: "from 25.11, 25.05, and 24.11").
+func olderReleasesSupported(v Version) int {
+	if v.AtLeast(24, 11) {
+		return 3
+	}
+	return 2
+}
+
+// VersionMismatchError reports a slurmd whose Slurm a controller does not accept.
+type VersionMismatchError struct {
+	Controller, Node Version
+	// Newer is set when the node's release is newer than the controller's (else it is too old).
+	Newer bool
+}
+
+func (e *VersionMismatchError) Error() string {
+	if e.Newer {
+		return fmt.Sprintf("slurmd %s is newer than slurmctld %s: Slurm accepts no daemon newer than its controller; upgrade slurmctld first", e.Node, e.Controller)
+	}
+	return fmt.Sprintf("slurmd %s is too old for slurmctld %s (it accepts slurmd of its own release and the %d before it): upgrade slurmd",
+		e.Node, e.Controller, olderReleasesSupported(e.Controller))
+}
+
+// CheckNodeVersion returns nil when a slurmctld of version ctl accepts a slurmd of version
+// node: the same major release, or an older one within Slurm's upgrade window (the two
+// releases before the controller's until 24.05, three from 24.11). Otherwise a
+// *VersionMismatchError names both: a slurmd newer than its controller (an upgrade in the
+// wrong order), or too old. A zero version (unknown) is never refused; a release this package
+// does not know is compared by major.minor alone.
+func CheckNodeVersion(ctl, node Version) error {
+	if ctl.IsZero() || node.IsZero() {
+		return nil
+	}
+	if node.Major > ctl.Major || node.Major == ctl.Major && node.Minor > ctl.Minor {
+		return &VersionMismatchError{Controller: ctl, Node: node, Newer: true}
+	}
+	ci, ok1 := releaseIndex(ctl)
+	ni, ok2 := releaseIndex(node)
+	if ok1 && ok2 && ci-ni > olderReleasesSupported(ctl) {
+		return &VersionMismatchError{Controller: ctl, Node: node}
+	}
+	return nil
+}
