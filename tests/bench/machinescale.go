@@ -75,26 +75,10 @@ func (c *opCluster) machineScale(ctx context.Context, opts *RunOptions, rep *Rep
 
 	opts.progress("%sscale: removing the %d units at once", prefix, n)
 	t0 = time.Now()
-	rctx, rcancel := context.WithTimeout(ctx, scaleBound(n))
-	defer rcancel()
-	for _, u := range units {
-		if err := c.m.RemoveUnit(rctx, u); err != nil {
-			return err
-		}
+	gerr, err := c.removeAtOnce(ctx, units, scaleBound(n))
+	if err != nil {
+		return err
 	}
-	gerr := Poll(rctx, 100*time.Millisecond, func() (bool, string) {
-		nodes, err := c.sc.Nodes(rctx)
-		if err != nil {
-			return false, err.Error()
-		}
-		left := 0
-		for _, nd := range nodes {
-			if slices.ContainsFunc(units, func(u string) bool { return slurmd.NodeName(u) == nd.Name }) {
-				left++
-			}
-		}
-		return left == 0, fmt.Sprintf("%d/%d nodes left", left, n)
-	})
 	gone := time.Since(t0)
 	settleErr = c.wait(ctx, scaleBound(n), nil)
 	settle := time.Since(t0)
