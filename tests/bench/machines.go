@@ -71,6 +71,13 @@ func NewMachineRaw(ctx context.Context, n *hosts.Network, image string) (*Machin
 	if err := writeMachineFile(ctl, ControllerConf, conf, 0o644); err != nil {
 		return nil, err
 	}
+	if r.feat.CgroupDisabled {
+		// As the slurmctld charm serves it (slurmctld-operator/cgroup.go): without it 26.05's
+		// slurmd autodetects cgroup/v2 and exits on these machines' hybrid hierarchy.
+		if err := writeMachineFile(ctl, RawCgroupConf, "CgroupPlugin=disabled\n", 0o644); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(ctl.Path("/var/spool/slurmctld"), 0o755); err != nil {
 		return nil, err
 	}
