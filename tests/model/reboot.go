@@ -188,9 +188,12 @@ func (a *agent) recordBoot(ctx context.Context, mach Rebootable, boot int, reboo
 		m.progress("%s: cannot read the boot id: %v", a.unit, err)
 	}
 	// The agent's service starts with the boot; without it the unit runs no hook (the machine
-	// counts as down) until the next boot.
+	// counts as down) until the next boot. Under Juju it is up before any unit is assigned
+	// to the machine: the bench counts a new machine as provisioned at this line.
 	if err := mach.StartAgent(ctx); err != nil && ctx.Err() == nil {
 		m.progress("%s: %v", a.unit, err)
+	} else if err == nil {
+		m.progress("%s: agent of machine %s started", a.unit, a.machineID)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
