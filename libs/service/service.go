@@ -5,8 +5,9 @@
 //
 //   - package service/pebble: Pebble layers, one per service, over Pebble's API. Used on the
 //     local model's hosts and in Kubernetes sidecars.
-//   - package service/systemd: systemd over D-Bus, with the service's environment in
-//     /etc/default/<name> and its command line and restart policy in a unit drop-in.
+//   - package service/systemd: systemd over D-Bus, with the service's environment and its
+//     command's arguments in /etc/default/<name> and its command path and restart policy in
+//     a unit drop-in (a new command line needs no daemon-reload).
 //
 // [Detect] picks the backend at start-up: a Pebble socket ($PEBBLE_SOCKET, else
 // $PEBBLE/.pebble.socket, else /var/lib/pebble/default/.pebble.socket) means Pebble,
