@@ -19,6 +19,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/charmed-slurm/operators/interfaces/cosagent"
 	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/juju"
@@ -116,6 +117,7 @@ func (c *Charm) Router() *juju.Router {
 	r.Handle(juju.UpdateStatus, c.handle(c.updateStatus))
 	for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted, juju.RelationBroken} {
 		r.HandleRelation("slurmd", k, c.handle(c.slurmdRelation))
+		r.HandleRelation(cosagent.Endpoint, k, c.handle(c.cosAgentRelation))
 	}
 	r.Handle(juju.Stop, c.endWaiter)
 	r.Handle(juju.Remove, c.endWaiter)

@@ -18,6 +18,7 @@ type Config struct {
 	MaxNodeCount        int    `json:"max-node-count"`
 	SlurmConfParameters string `json:"slurm-conf-parameters"`
 	FutureNodes         string `json:"future-nodes"`
+	AlertThresholds     string `json:"alert-thresholds"`
 }
 
 // defaultConfig mirrors the defaults in charmcraft.yaml, used for options config-get leaves null.
@@ -100,6 +101,9 @@ func (cfg Config) Validate(keys *slurmconf.Keys) (slurmconf.Params, error) {
 	}
 	if _, err := parseFutureNodes(cfg.FutureNodes); err != nil {
 		return nil, &ConfigError{"future-nodes", err.Error()}
+	}
+	if _, err := parseAlertThresholds(cfg.AlertThresholds); err != nil {
+		return nil, &ConfigError{"alert-thresholds", err.Error()}
 	}
 	extra, err := slurmconf.ParseParams(cfg.SlurmConfParameters)
 	if err != nil {

@@ -31,12 +31,18 @@ const startWait = 30 * time.Second
 func (c *Charm) configure(ctx context.Context, h *hook) error {
 	if h.cfgErr != nil || h.clusterNameError() != nil || !h.leader {
 		// Nothing is changed: a running slurmctld keeps its configuration.
+		if err := h.publishCOS(ctx); err != nil {
+			return err
+		}
 		return h.setStatus(ctx)
 	}
 	if err := h.ensureController(ctx); err != nil {
 		return err
 	}
 	if err := h.publishAll(ctx); err != nil {
+		return err
+	}
+	if err := h.publishCOS(ctx); err != nil {
 		return err
 	}
 	return h.setStatus(ctx)

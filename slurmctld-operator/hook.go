@@ -68,7 +68,7 @@ func (c *Charm) lifecycle() charm.Lifecycle[charmState] {
 	return charm.Lifecycle[charmState]{
 		StateFile: c.statePath(),
 		Failed: func(saved, cur charmState) charmState {
-			cur.Published, cur.StatusCache = saved.Published, saved.StatusCache
+			cur.Published, cur.StatusCache, cur.COS = saved.Published, saved.StatusCache, saved.COS
 			return cur
 		},
 	}
@@ -266,7 +266,7 @@ func (h *hook) status(ctx context.Context) (juju.StatusCode, string) {
 	if len(h.st.Apps) == 0 {
 		msg += "; waiting for a slurmd application"
 	}
-	msg += h.rebootStatus()
+	msg += h.rebootStatus() + h.cosStatus()
 	return juju.StatusActive, msg
 }
 

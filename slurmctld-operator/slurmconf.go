@@ -103,6 +103,7 @@ func (h *hook) writeSlurmConf(ctx context.Context, feat slurm.Features) (bool, e
 		created = true
 	}
 	managed := h.managedValues(feat, host, addr)
+	defaults := append(slices.Clone(defaultKeys), metricsDefaults(feat)...)
 	prevExtra := h.st.ExtraKeys
 	changed, err := slurmconf.Edit(ctx, path, func(d *slurmconf.Doc) error {
 		for _, p := range managed {
@@ -110,7 +111,7 @@ func (h *hook) writeSlurmConf(ctx context.Context, feat slurm.Features) (bool, e
 				return err
 			}
 		}
-		for _, p := range defaultKeys {
+		for _, p := range defaults {
 			_, present := d.Get(p.Key)
 			if !present || (hasFold(prevExtra, p.Key) && !h.extra.Has(p.Key)) {
 				if err := d.Set(p.Key, p.Value); err != nil {
@@ -119,7 +120,7 @@ func (h *hook) writeSlurmConf(ctx context.Context, feat slurm.Features) (bool, e
 			}
 		}
 		for _, k := range prevExtra {
-			if !h.extra.Has(k) && !defaultKeys.Has(k) {
+			if !h.extra.Has(k) && !defaults.Has(k) {
 				d.Delete(k)
 			}
 		}

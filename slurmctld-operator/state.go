@@ -67,6 +67,9 @@ type charmState struct {
 	Removing map[string]removal `json:"removing,omitempty"`
 	// Reboots is the rolling reboot under way (reboot action), or nil.
 	Reboots *rebootPlan `json:"reboots,omitempty"`
+	// COS records the cos-agent relations and what this unit last wrote to them (cos.go);
+	// like Published, it is dropped when a hook fails.
+	COS cosRecord `json:"cos,omitzero"`
 	// Published is what this unit, as leader, last wrote to Juju in hooks that succeeded;
 	// see published.
 	Published *published `json:"published,omitempty"`
