@@ -28,6 +28,8 @@ var (
 	jujucBin      string
 	slurmctldPath string
 	slurmdPath    string
+	// cosStandinPath is the cos_agent requirer stand-in (tests/standins/cosagent).
+	cosStandinPath string
 )
 
 func TestMain(m *testing.M) {
@@ -54,7 +56,8 @@ func setup(m *testing.M) (int, error) {
 	ctx := context.Background()
 	slurmctldPath = filepath.Join(tmp, "slurmctld.charm")
 	slurmdPath = filepath.Join(tmp, "slurmd.charm")
-	for dir, out := range map[string]string{"slurmctld-operator": slurmctldPath, "slurmd-operator": slurmdPath} {
+	cosStandinPath = filepath.Join(tmp, "cos-agent-standin.charm")
+	for dir, out := range map[string]string{"slurmctld-operator": slurmctldPath, "slurmd-operator": slurmdPath, "tests/standins/cosagent": cosStandinPath} {
 		if err := charmpack.Pack(ctx, charmpack.Options{Dir: filepath.Join(root, dir), Out: out}); err != nil {
 			return 0, err
 		}
