@@ -183,6 +183,18 @@ func Decode(bag map[string]string) (Data, error) {
 	if err := d.check(); err != nil {
 		return Data{}, err
 	}
+	d.AlertRules.normalize()
+	d.LogRules.normalize()
+	if len(d.LogFiles) == 0 {
+		d.LogFiles = nil
+	}
+	for i := range d.ScrapeJobs {
+		for j := range d.ScrapeJobs[i].StaticConfigs {
+			if sc := &d.ScrapeJobs[i].StaticConfigs[j]; len(sc.Labels) == 0 {
+				sc.Labels = nil
+			}
+		}
+	}
 	return d, nil
 }
 

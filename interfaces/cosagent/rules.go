@@ -68,7 +68,27 @@ func ParseRules(data []byte) (RuleFile, error) {
 	if err := f.Check(); err != nil {
 		return RuleFile{}, err
 	}
+	f.normalize()
 	return f, nil
+}
+
+// normalize gives empty lists and maps one form (nil), as a round trip through JSON or YAML
+// leaves them.
+func (f *RuleFile) normalize() {
+	if len(f.Groups) == 0 {
+		f.Groups = nil
+	}
+	for i := range f.Groups {
+		for j := range f.Groups[i].Rules {
+			r := &f.Groups[i].Rules[j]
+			if len(r.Labels) == 0 {
+				r.Labels = nil
+			}
+			if len(r.Annotations) == 0 {
+				r.Annotations = nil
+			}
+		}
+	}
 }
 
 // YAML renders f as a rule file Prometheus (and promtool check rules) reads.
