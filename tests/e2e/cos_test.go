@@ -351,20 +351,9 @@ func (p *prom) alerts(name string) []alert {
 	return out
 }
 
-// eventually polls cond every 2 s until it holds or d passes.
+// eventually polls cond every 2 s (each poll runs commands on the machine) until it holds or
+// d passes.
 func (p *prom) eventually(d time.Duration, what string, cond func() (bool, string)) {
 	p.c.t.Helper()
-	deadline := time.Now().Add(d)
-	var last string
-	for {
-		ok, seen := cond()
-		if ok {
-			return
-		}
-		last = seen
-		if time.Now().After(deadline) {
-			p.c.t.Fatalf("timed out waiting for %s; last seen: %s", what, last)
-		}
-		time.Sleep(2 * time.Second)
-	}
+	p.c.eventuallyEvery(d, 2*time.Second, what, cond)
 }

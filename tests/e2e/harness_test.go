@@ -339,8 +339,14 @@ func (c *cluster) nodeNames() []string {
 // eventually polls cond until it holds or d passes; cond describes what it last saw.
 func (c *cluster) eventually(d time.Duration, what string, cond func() (bool, string)) {
 	c.t.Helper()
+	c.eventuallyEvery(d, 100*time.Millisecond, what, cond)
+}
+
+// eventuallyEvery is eventually polling every interval.
+func (c *cluster) eventuallyEvery(d, interval time.Duration, what string, cond func() (bool, string)) {
+	c.t.Helper()
 	deadline := time.Now().Add(d)
-	tick := time.NewTicker(100 * time.Millisecond)
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	var last string
 	for {
