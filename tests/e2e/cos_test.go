@@ -357,3 +357,29 @@ func (p *prom) eventually(d time.Duration, what string, cond func() (bool, strin
 	p.c.t.Helper()
 	p.c.eventuallyEvery(d, 2*time.Second, what, cond)
 }
+
+// TestObservabilityOldSlurmMachines relates slurmctld on Slurm 24.11 (Debian 13), which
+// serves no metrics, to a cos_agent requirer: the relation carries the rules, dashboards and
+// log but no scrape job, slurm.conf no MetricsType, and the unit status says why.
+func TestObservabilityOldSlurmMachines(t *testing.T) {
+	t.Parallel()
+	c := newClusterFrom(t, clusterOptions{base: trixie.base})
+	c.deploy(cosStandinPath, "cos", 1, nil)
+	c.integrate("slurmctld", "cos")
+	c.waitActive()
+	c.waitIdle()
+	d := c.cosData("slurmctld/0")
+	if len(d.ScrapeJobs) != 0 || len(d.AlertRules.Groups) == 0 || len(d.Dashboards) != 3 || len(d.LogFiles) != 1 {
+		t.Errorf("cos_agent data on 24.11: %d scrape jobs, %d rule groups, %d dashboards, log files %v; want 0, some, 3, slurmctld.log",
+			len(d.ScrapeJobs), len(d.AlertRules.Groups), len(d.Dashboards), d.LogFiles)
+	}
+	if _, msg := c.unitStatus("slurmctld/0"); !strings.Contains(msg, "no metrics for cos-agent: Slurm 24.11.") {
+		t.Errorf("slurmctld/0 status %q, want the note that Slurm 24.11 serves no metrics", msg)
+	}
+	if _, msg := c.unitStatus("cos/0"); !strings.Contains(msg, "slurmctld/0: 0 scrape jobs, 5 alert rules, 3 dashboards, 1 log files") {
+		t.Errorf("cos/0 status %q", msg)
+	}
+	if conf := c.exec("slurmctld/0", "cat", ctlConf); strings.Contains(conf, "MetricsType") {
+		t.Errorf("slurm.conf on 24.11 has MetricsType:\n%s", conf)
+	}
+}
