@@ -103,12 +103,13 @@ type cosRecord struct {
 }
 
 // publishCOS writes this unit's cos_agent data to each cos-agent relation unless it wrote
-// the same before. It runs on every cos-agent relation hook (which lists the relations again)
-// and on the configure hooks (after slurmctld is started or reconfigured: the scrape jobs, and
-// alert-thresholds, may change).
+// the same before. It runs on every cos-agent relation hook and on the configure hooks (after
+// slurmctld is started or reconfigured: the scrape jobs, and alert-thresholds, may change);
+// the relation hooks and upgrade-charm (whose state may predate the record) list the
+// relations again.
 func (h *hook) publishCOS(ctx context.Context) error {
 	rec := &h.st.COS
-	if h.hc.Event.Endpoint == cosagent.Endpoint {
+	if h.hc.Event.Endpoint == cosagent.Endpoint || h.hc.Event.Kind == juju.UpgradeCharm {
 		ids, err := (cosagent.Provider{HookContext: h.hc}).Relations(ctx)
 		if err != nil {
 			return err

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"maps"
+	"os"
 	"strings"
 	"testing"
 
@@ -185,5 +186,40 @@ func TestAlertThresholds(t *testing.T) {
 	st = e.run(st, jujutest.Hook(juju.ConfigChanged))
 	if st.UnitStatus.Code != juju.StatusBlocked || !strings.HasPrefix(st.UnitStatus.Message, "alert-thresholds: ") {
 		t.Errorf("status %+v, want blocked naming alert-thresholds", st.UnitStatus)
+	}
+}
+
+// TestCOSAgentUnchangedWritesNothing: a configure hook with the same data runs no cos-agent
+// tool; upgrade-charm lists the relations again and writes what changed (a state with no
+// record of them too); config-changed with new thresholds writes.
+func TestCOSAgentUnchangedWritesNothing(t *testing.T) {
+	e := newEnv(t)
+	e.slurm.version = "slurm-wlm 26.05.5"
+	st := e.run(cosState(e), jujutest.RelationHook(juju.RelationJoined, "cos-agent:9", "grafana-agent/0"))
+	first := st.Relations[len(st.Relations)-1].LocalUnitData[cosagent.Key]
+	if first == "" {
+		t.Fatal("nothing published on relation-joined")
+	}
+	st.Relations[len(st.Relations)-1].LocalUnitData = map[string]string{} // as if written by no one
+	st = e.run(st, jujutest.Hook(juju.ConfigChanged))
+	if got := st.Relations[len(st.Relations)-1].LocalUnitData[cosagent.Key]; got != "" {
+		t.Errorf("config-changed with unchanged data wrote it again")
+	}
+	// A state with no record of the relation: upgrade-charm finds it and writes.
+	state, err := e.c.loadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	state.COS = cosRecord{}
+	data, err := json.Marshal(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.c.statePath(), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st = e.run(st, jujutest.Hook(juju.UpgradeCharm))
+	if got := st.Relations[len(st.Relations)-1].LocalUnitData[cosagent.Key]; got != first {
+		t.Errorf("upgrade-charm wrote %q, want the data of relation-joined", got)
 	}
 }
