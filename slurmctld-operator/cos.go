@@ -23,8 +23,7 @@ import (
 
 // Observability through COS (the cos-agent endpoint, interface cos_agent): on Slurm 25.11 and
 // later slurmctld serves OpenMetrics itself (MetricsType=metrics/openmetrics, a default the
-// charm writes there); every unit that runs slurmctld publishes scrape jobs for its own
-// controller's endpoints, and every unit the alert rules (cos/prometheus_alert_rules), the
+// charm writes there); every controller unit publishes scrape jobs for its own endpoints, and every unit the alert rules (cos/prometheus_alert_rules), the
 // Grafana dashboards (cos/grafana_dashboards) and slurmctld's log file. On older Slurm the
 // relation carries the rules, dashboards and log file but no scrape job, and the unit status
 // says that metrics need Slurm 25.11.
@@ -145,8 +144,8 @@ func (h *hook) publishCOS(ctx context.Context) error {
 	return nil
 }
 
-// cosData is what this unit publishes: rules and dashboards always, scrape jobs when its
-// slurmctld runs and serves OpenMetrics.
+// cosData is what this unit publishes: rules and dashboards always, scrape jobs when it is a
+// controller whose Slurm serves OpenMetrics.
 func (h *hook) cosData(ctx context.Context) (cosagent.Data, error) {
 	ev := h.hc.Event
 	thresholds, err := parseAlertThresholds(h.cfg.AlertThresholds)
@@ -162,7 +161,7 @@ func (h *hook) cosData(ctx context.Context) (cosagent.Data, error) {
 		return cosagent.Data{}, err
 	}
 	d := cosagent.Data{AlertRules: rules, Dashboards: dashboards, LogFiles: []string{slurmctldLog}}
-	if !h.metricsServed(ctx) {
+	if !h.openMetrics() || !h.controller() {
 		return d, nil
 	}
 	addr, err := h.ingress(ctx)
@@ -173,10 +172,11 @@ func (h *hook) cosData(ctx context.Context) (cosagent.Data, error) {
 	return d, nil
 }
 
-// metricsServed reports whether this unit's slurmctld runs and serves OpenMetrics (its Slurm
-// version as cached in the state).
-func (h *hook) metricsServed(ctx context.Context) bool {
-	return h.openMetrics() && h.running(ctx)
+// controller reports whether this unit is one of the cluster's controllers: the leader, once
+// it has started slurmctld (with high availability, every unit that runs one). Its scrape
+// jobs stay while slurmctld is down, so that the scrapes fail and SlurmControllerDown fires.
+func (h *hook) controller() bool {
+	return h.leader && h.st.ClusterName != ""
 }
 
 // openMetrics reports whether the installed Slurm serves OpenMetrics; false while the version

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"os"
@@ -221,5 +222,39 @@ func TestCOSAgentUnchangedWritesNothing(t *testing.T) {
 	st = e.run(st, jujutest.Hook(juju.UpgradeCharm))
 	if got := st.Relations[len(st.Relations)-1].LocalUnitData[cosagent.Key]; got != first {
 		t.Errorf("upgrade-charm wrote %q, want the data of relation-joined", got)
+	}
+}
+
+// TestCOSAgentJobsStayWhileSlurmctldIsDown: the scrape jobs of a controller whose slurmctld is
+// stopped stay (the scrapes fail and SlurmControllerDown fires); a standby unit, which runs no
+// slurmctld, publishes rules and dashboards but no scrape job.
+func TestCOSAgentJobsStayWhileSlurmctldIsDown(t *testing.T) {
+	e := newEnv(t)
+	e.slurm.version = "slurm-wlm 26.05.5"
+	st := cosState(e)
+	if err := e.svc.Stop(context.Background(), svcSlurmctld); err != nil {
+		t.Fatal(err)
+	}
+	st = e.run(st, jujutest.RelationHook(juju.RelationJoined, "cos-agent:9", "grafana-agent/0"))
+	d, err := cosagent.Decode(st.Relations[len(st.Relations)-1].LocalUnitData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.ScrapeJobs) != len(metricsPaths) {
+		t.Errorf("%d scrape jobs with slurmctld stopped, want %d", len(d.ScrapeJobs), len(metricsPaths))
+	}
+
+	standby := newEnv(t)
+	standby.slurm.version = "slurm-wlm 26.05.5"
+	in := baseState()
+	in.Unit, in.Leader = "slurmctld/1", false
+	in.Relations = []jujutest.Relation{{ID: "cos-agent:9", RemoteApp: "grafana-agent", RemoteUnits: map[string]map[string]string{"grafana-agent/1": {}}}}
+	out := standby.run(in, jujutest.RelationHook(juju.RelationJoined, "cos-agent:9", "grafana-agent/1"))
+	d, err = cosagent.Decode(out.Relations[0].LocalUnitData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.ScrapeJobs) != 0 || len(d.AlertRules.Groups) == 0 || len(d.Dashboards) == 0 {
+		t.Errorf("standby publishes %d scrape jobs, %d rule groups, %d dashboards; want 0, some, some", len(d.ScrapeJobs), len(d.AlertRules.Groups), len(d.Dashboards))
 	}
 }
