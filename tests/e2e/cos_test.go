@@ -54,6 +54,15 @@ func TestObservabilityMachines(t *testing.T) {
 		t.Errorf("slurm.conf lacks MetricsType=metrics/openmetrics:\n%s", conf)
 	}
 	d := c.cosData("slurmctld/0")
+	// The slurmd units send their log; each log named is the daemon's real one.
+	c.integrate("slurmd", "cos")
+	c.waitIdle()
+	for unit, log := range map[string]string{"slurmctld/0": "/var/log/slurm/slurmctld.log", "slurmd/0": "/var/log/slurm/slurmd.log", "slurmd/1": "/var/log/slurm/slurmd.log"} {
+		if got := c.cosData(unit).LogFiles; !slices.Equal(got, []string{log}) {
+			t.Errorf("%s sends log files %v, want %s", unit, got, log)
+		}
+		c.exec(unit, "test", "-s", log)
+	}
 	p := c.startPrometheus("cos/0", map[string]cosagent.Data{"slurmctld/0": d})
 
 	p.eventually(time.Minute, "every target up", func() (bool, string) {
