@@ -203,13 +203,36 @@ func scrapeJobs(app, target, cluster string) []cosagent.ScrapeJob {
 	return jobs
 }
 
-// cosStatus is the unit status's note on COS: on Slurm older than 25.11 with a cos-agent
-// relation, that no metrics come.
+// cosStatus is the unit status's note on COS with a cos-agent relation: on Slurm older than
+// 25.11 that no metrics come; when slurm-conf-parameters hides jobs (PrivateData) and lets no
+// scrape through, that Slurm refuses the scrapes.
 func (h *hook) cosStatus() string {
-	if len(h.st.COS.Relations) == 0 || h.st.SlurmVersion == "" || h.openMetrics() {
+	if len(h.st.COS.Relations) == 0 || h.st.SlurmVersion == "" {
 		return ""
 	}
-	return fmt.Sprintf("; no metrics for cos-agent: Slurm %s serves none (25.11 or later does)", h.st.SlurmVersion)
+	if !h.openMetrics() {
+		return fmt.Sprintf("; no metrics for cos-agent: Slurm %s serves none (25.11 or later does)", h.st.SlurmVersion)
+	}
+	if metricsRefused(h.extra) {
+		return "; metrics for cos-agent refused: PrivateData hides jobs, set MetricsParameters=ignore_private_data in slurm-conf-parameters"
+	}
+	return ""
+}
+
+// metricsRefused reports whether slurm.conf parameters make slurmctld answer the scrapes 401
+// (seen on 26.05.5): PrivateData with jobs (or all) and neither
+// MetricsParameters=ignore_private_data nor MetricsAuthUsers.
+func metricsRefused(p slurmconf.Params) bool {
+	private, _ := p.Get("PrivateData")
+	hidden := false
+	for _, v := range strings.Split(strings.ToLower(private), ",") {
+		hidden = hidden || v == "jobs" || v == "all"
+	}
+	if !hidden || p.Has("MetricsAuthUsers") {
+		return false
+	}
+	params, _ := p.Get("MetricsParameters")
+	return !slices.Contains(strings.Split(strings.ToLower(params), ","), "ignore_private_data")
 }
 
 // loadAlertRules reads every rule file of fsys's alert rules directory into one rule file for

@@ -13,6 +13,7 @@ import (
 	"github.com/charmed-slurm/operators/interfaces/cosagent"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/juju/jujutest"
+	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
 // TestShippedRulesAndDashboards checks the rule files and dashboards the charm ships: they
@@ -256,5 +257,37 @@ func TestCOSAgentJobsStayWhileSlurmctldIsDown(t *testing.T) {
 	}
 	if len(d.ScrapeJobs) != 0 || len(d.AlertRules.Groups) == 0 || len(d.Dashboards) == 0 {
 		t.Errorf("standby publishes %d scrape jobs, %d rule groups, %d dashboards; want 0, some, some", len(d.ScrapeJobs), len(d.AlertRules.Groups), len(d.Dashboards))
+	}
+}
+
+func TestMetricsRefused(t *testing.T) {
+	for _, tt := range []struct {
+		params string
+		want   bool
+	}{
+		{"", false},
+		{"PrivateData=accounts,users", false},
+		{"PrivateData=accounts,jobs", true},
+		{"PrivateData=ALL", true},
+		{"PrivateData=jobs MetricsParameters=ignore_private_data", false},
+		{"PrivateData=jobs MetricsAuthUsers=root", false},
+		{"PrivateData=jobs MetricsParameters=other", true},
+	} {
+		p, err := slurmconf.ParseParams(tt.params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := metricsRefused(p); got != tt.want {
+			t.Errorf("metricsRefused(%q) = %v, want %v", tt.params, got, tt.want)
+		}
+	}
+	e := newEnv(t)
+	e.slurm.version = "slurm-wlm 26.05.5"
+	st := cosState(e)
+	st.Config["slurm-conf-parameters"] = "PrivateData=jobs"
+	st = e.run(st, jujutest.RelationHook(juju.RelationJoined, "cos-agent:9", "grafana-agent/0"))
+	st = e.run(st, jujutest.Hook(juju.ConfigChanged))
+	if want := "set MetricsParameters=ignore_private_data in slurm-conf-parameters"; !strings.HasSuffix(st.UnitStatus.Message, want) {
+		t.Errorf("status %q, want it to end %q", st.UnitStatus.Message, want)
 	}
 }
