@@ -1,28 +1,13 @@
-// Command slurmctld-operator is the slurmctld charm: the Slurm controller of a cluster whose
-// compute nodes are dynamic nodes (slurmd -Z).
-//
-// Juju runs the binary as the charm's dispatch program once per hook or action. It installs
-// Slurm when missing, owns the cluster's auth key (a Juju secret labelled "auth-key", granted
-// to every slurmd relation), writes /etc/slurm/slurm.conf (configless, MaxNodeCount, TreeWidth)
-// with one include per related slurmd application (/etc/slurm/partition-<app>.conf, its NodeSet
-// and PartitionName), runs munged and slurmctld through the host's service manager (Pebble or
-// systemd) and reconfigures slurmctld only when a partition changes. Adding or removing compute
-// units never touches slurm.conf: departed nodes are drained and deleted once idle, by the
-// departing unit itself and, as a safety net, by this charm's reconcile on relation-departed
-// and update-status. No hook waits for Slurm: what one pass leaves (a node still running jobs,
-// a removed partition still holding job records) is watched by the removal waiter
-// (waiter.go), which wakes the charm through juju-exec. See README.md for the operator's view.
 package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
 
-	"github.com/charmed-slurm/operators/interfaces/cosagent"
 	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/command"
-	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
@@ -47,15 +32,19 @@ const (
 // svcSlurmctld is slurmctld's service name (munged's is Charm.MungeService).
 const svcSlurmctld = "slurmctld"
 
+// StateName is the charm's state file in the unit's charm directory: private to the unit
+// (also when several units share a file system) and kept by Juju across hooks and upgrades.
+const StateName = ".slurmctld-operator-state.json"
+
 // Charm holds the dependencies of every handler. Tests fill it with fakes.
 type Charm struct {
 	// Settings are the kit's shared tunables: Root (the file system root for every file
 	// the charm writes), PollInterval (the pause between checks in bounded waits; 2 s when
 	// zero), MungeTimeout (the bound on a (re)started munged answering `munge -n`; 10 s when
-	// zero) and LookupUser (file owners; nil uses os/user).
+	// zero), LookupUser (file owners; nil uses os/user) and Clock (time.Now when nil).
 	charm.Settings
-	// StateFile is the charm state's path (in the unit's charm directory); empty means
-	// /var/lib/slurmctld-operator/state.json below Root.
+	// StateFile is the charm state's path in tests; empty (production) means StateName in
+	// the unit's charm directory (JUJU_CHARM_DIR).
 	StateFile string
 	// Slurm runs Slurm's commands (scontrol, squeue, scancel) and apt-get.
 	Slurm command.Runner
@@ -75,12 +64,30 @@ type Charm struct {
 	// Waiter keeps the removal waiter (waiter.go) in step with the removals the leader's
 	// hooks leave under way; nil: no waiter, they finish on update-status.
 	Waiter Waiter
-	// Now is the clock (time.Now when nil).
-	Now func() time.Time
 	// StuckFor is how long a departed unit's node may stay busy with no job before it is
 	// set DOWN to be deleted (Slurm 22.05 bug 16434); zero means slurm.DefaultStuckFor.
 	StuckFor time.Duration
 }
+
+// Waiter keeps the removal waiter in step with the removals the hooks leave under way.
+type Waiter interface {
+	// Watch records w as what to watch and makes sure a waiter runs while w is not empty;
+	// an empty w lets a running waiter end.
+	Watch(ctx context.Context, w watchList) error
+	// Stop ends a running waiter and returns once it is gone.
+	Stop(ctx context.Context) error
+}
+
+// watchList is what the waiter watches: the leader's pending node removals and partitions
+// being removed, from the charm state at the end of each hook.
+type watchList struct {
+	// Nodes are departed units' nodes, deleted once no job runs on them.
+	Nodes []string `json:"nodes,omitempty"`
+	// Partitions are removed applications' partitions, removed once no job record is left.
+	Partitions []string `json:"partitions,omitempty"`
+}
+
+func (w watchList) empty() bool { return len(w.Nodes) == 0 && len(w.Partitions) == 0 }
 
 // defaultPoll is the pause between checks when Settings.PollInterval is zero.
 const defaultPoll = 2 * time.Second
@@ -91,14 +98,6 @@ func (c *Charm) client() *slurm.Client {
 	return &slurm.Client{Runner: c.Slurm, Conf: confPath, PollInterval: c.PollInterval}
 }
 
-// now is the charm's clock.
-func (c *Charm) now() time.Time {
-	if c.Now != nil {
-		return c.Now()
-	}
-	return time.Now()
-}
-
 // poll is the pause between checks in the charm's bounded waits.
 func (c *Charm) poll() time.Duration { return c.Poll(defaultPoll) }
 
@@ -107,39 +106,15 @@ func (c *Charm) remover() *slurm.Remover {
 	return &slurm.Remover{Client: c.client(), Interval: c.poll(), StuckFor: c.StuckFor, Now: c.Now}
 }
 
-// Router routes every hook and action the charm handles.
-func (c *Charm) Router() *juju.Router {
-	r := juju.NewRouter()
-	r.Handle(juju.Install, c.handle(c.install))
-	for _, k := range []juju.Kind{juju.LeaderElected, juju.LeaderSettingsChanged, juju.ConfigChanged, juju.Start, juju.UpgradeCharm} {
-		r.Handle(k, c.handle(c.configure))
-	}
-	r.Handle(juju.UpdateStatus, c.handle(c.updateStatus))
-	for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted, juju.RelationBroken} {
-		r.HandleRelation("slurmd", k, c.handle(c.slurmdRelation))
-		r.HandleRelation(cosagent.Endpoint, k, c.handle(c.cosAgentRelation))
-	}
-	r.Handle(juju.Stop, c.endWaiter)
-	r.Handle(juju.Remove, c.endWaiter)
-	r.HandleAction("show-current-config", c.showCurrentConfig)
-	r.HandleAction("set-node-state", c.handle(thenStatus(c.setNodeState)))
-	r.HandleAction("drain", c.handle(thenStatus(c.drain)))
-	r.HandleAction("resume", c.handle(thenStatus(c.resume)))
-	r.HandleAction("delete-node", c.handle(thenStatus(c.deleteNode)))
-	r.HandleAction("rotate-auth-key", c.handle(c.rotateAuthKey))
-	r.HandleAction("settle-jobs", c.handle(c.settleJobs))
-	r.HandleAction("reboot", c.handle(c.rebootAction))
-	return r
+// running reports whether slurmctld runs.
+func (c *Charm) running(ctx context.Context) bool {
+	st, err := c.Services.Status(ctx, svcSlurmctld)
+	return err == nil && st.State == service.StateActive
 }
 
-// thenStatus runs action, which changes nodes in Slurm, then sets the unit status again:
-// its node counts are out of date now, and no hook may come to refresh them before the next
-// update-status.
-func thenStatus(action func(context.Context, *juju.HookContext) error) func(context.Context, *hook) error {
-	return func(ctx context.Context, h *hook) error {
-		if err := action(ctx, h.hc); err != nil {
-			return err
-		}
-		return h.setStatus(ctx)
+func (c *Charm) restart(ctx context.Context, name string) error {
+	if err := c.Services.Restart(ctx, name); err != nil {
+		return fmt.Errorf("cannot restart %s: %w", name, err)
 	}
+	return nil
 }

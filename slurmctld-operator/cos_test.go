@@ -217,7 +217,7 @@ func TestCOSAgentUnchangedWritesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(e.c.statePath(), data, 0o600); err != nil {
+	if err := os.WriteFile(e.c.StateFile, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	st = e.run(st, jujutest.Hook(juju.UpgradeCharm))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"maps"
 	"reflect"
 	"slices"
@@ -10,38 +11,22 @@ import (
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
-// stateFile is the charm's state below Charm.Root when Charm.StateFile is not set.
-const stateFile = "/var/lib/slurmctld-operator/state.json"
-
-// stateFileName is the state's name in the unit's charm directory (where Juju keeps per-unit
-// charm data; the ops framework keeps .unit-state.db there too).
-const stateFileName = ".slurmctld-operator-state.json"
-
-// statePath is where the state lives.
-func (c *Charm) statePath() string {
-	if c.StateFile != "" {
-		return c.StateFile
-	}
-	return c.Path(stateFile)
-}
-
 // charmState is what the charm remembers between hooks. It is written atomically once, at
 // the end of every hook that changed it (Charm.lifecycle).
 type charmState struct {
 	// Config is the configuration as config-get last gave it (config-changed reads it, and
 	// upgrade-charm, or any hook when there is none yet); other hooks validate this copy
 	// instead of reading it again (Juju runs config-changed after every change).
-	Config *Config `json:"config,omitempty"`
+	Config *config `json:"config,omitempty"`
 	// ClusterName is the ClusterName slurmctld was first started with; it cannot change.
 	ClusterName string `json:"cluster-name,omitempty"`
 	// SecretID is the auth key secret (leader only).
 	SecretID string `json:"secret-id,omitempty"`
 	// SlurmVersion caches `slurmctld -V` (read again on upgrade-charm).
 	SlurmVersion string `json:"slurm-version,omitempty"`
-	// VersionShown is the version last given to application-version-set.
-	VersionShown string `json:"version-shown,omitempty"`
-	// StatusCache is the unit status this unit last set ("unit-status": "code: message");
-	// the same status is not set again.
+	// StatusCache is the unit status this unit last set ("unit-status": "code: message")
+	// and the version last given to application-version-set ("version-shown"): neither is
+	// set again unchanged.
 	charm.StatusCache
 	// KeyID is the id of the auth key written to this host.
 	KeyID string `json:"key-id,omitempty"`
@@ -73,6 +58,8 @@ type charmState struct {
 	// Published is what this unit, as leader, last wrote to Juju in hooks that succeeded;
 	// see published.
 	Published *published `json:"published,omitempty"`
+	// LoginHosts are the login units (sackd relations) by unit name, which /etc/hosts lists.
+	LoginHosts map[string]loginHost `json:"login-hosts,omitempty"`
 }
 
 // published records what the leader wrote to Juju (ports, relation data, secret grants) and
@@ -101,9 +88,12 @@ type published struct {
 	RelationsKnown bool `json:"relations-known,omitempty"`
 	// Relations are the slurmd relations with what was written to each.
 	Relations map[juju.RelationID]*publishedRel `json:"relations,omitempty"`
+	// LoginKnown and Login are the same for the sackd relations (login applications).
+	LoginKnown bool                              `json:"login-known,omitempty"`
+	Login      map[juju.RelationID]*publishedRel `json:"login,omitempty"`
 }
 
-// publishedRel is what was written to one slurmd relation.
+// publishedRel is what was written to one relation (slurmd or sackd).
 type publishedRel struct {
 	// Data is the ControllerData databag written; nil when none yet.
 	Data map[string]string `json:"data,omitempty"`
@@ -117,24 +107,36 @@ func (p *published) clone() *published {
 		return &published{}
 	}
 	q := *p
-	q.Relations = make(map[juju.RelationID]*publishedRel, len(p.Relations))
-	for id, r := range p.Relations {
-		rc := *r
-		rc.Data = maps.Clone(r.Data)
-		q.Relations[id] = &rc
-	}
+	q.Relations, q.Login = cloneRels(p.Relations), cloneRels(p.Login)
 	return &q
 }
 
-// relation returns the record of relation id, adding an empty one.
-func (p *published) relation(id juju.RelationID) *publishedRel {
-	if p.Relations == nil {
-		p.Relations = map[juju.RelationID]*publishedRel{}
+// cloneRels is a deep copy of rels; nil when there are none.
+func cloneRels(rels map[juju.RelationID]*publishedRel) map[juju.RelationID]*publishedRel {
+	if len(rels) == 0 {
+		return nil
 	}
-	r := p.Relations[id]
+	q := make(map[juju.RelationID]*publishedRel, len(rels))
+	for id, r := range rels {
+		rc := *r
+		rc.Data = maps.Clone(r.Data)
+		q[id] = &rc
+	}
+	return q
+}
+
+// relation returns the record of slurmd relation id, adding an empty one.
+func (p *published) relation(id juju.RelationID) *publishedRel { return record(&p.Relations, id) }
+
+// record returns the record of relation id in *rels, adding an empty one.
+func record(rels *map[juju.RelationID]*publishedRel, id juju.RelationID) *publishedRel {
+	if *rels == nil {
+		*rels = map[juju.RelationID]*publishedRel{}
+	}
+	r := (*rels)[id]
 	if r == nil {
 		r = &publishedRel{}
-		p.Relations[id] = r
+		(*rels)[id] = r
 	}
 	return r
 }
@@ -162,6 +164,39 @@ type removal struct {
 	Pending []string `json:"pending,omitempty"`
 }
 
+// cosRecord is what a unit knows of its cos-agent relations: their ids (as the last
+// cos-agent relation hook listed them) and a digest of the data it last wrote to them, so
+// that a hook whose data is unchanged writes nothing and runs no hook tool for it.
+type cosRecord struct {
+	Relations []juju.RelationID `json:"relations,omitempty"`
+	Digest    string            `json:"digest,omitempty"`
+}
+
+// rebootPlan is a rolling reboot under way: Slurm has been asked to reboot the Asked nodes
+// (scontrol reboot ASAP nextstate=resume) and the Queued ones wait until fewer than Max
+// nodes of the plan are unavailable. update-status (and every reboot action) moves it on.
+type rebootPlan struct {
+	Reason string   `json:"reason"`
+	Max    int      `json:"max-unavailable"`
+	Queued []string `json:"queued,omitempty"`
+	// Asked maps each node asked to reboot to its BootTime when asked: the node is back once
+	// Slurm shows a new boot time and neither a reboot under way nor DOWN.
+	Asked map[string]string `json:"asked,omitempty"`
+	// Done counts the nodes back after their reboot.
+	Done int `json:"done,omitempty"`
+}
+
+// drop takes node out of the plan: its unit left (a node Slurm does not know while it
+// reboots is away, not gone: with a staged node-config its record is deleted before the
+// reboot and created anew after it).
+func (r *rebootPlan) drop(node string) {
+	if r == nil {
+		return
+	}
+	delete(r.Asked, node)
+	r.Queued = slices.DeleteFunc(r.Queued, func(n string) bool { return n == node })
+}
+
 func (s *charmState) addApp(app string) {
 	if !slices.Contains(s.Apps, app) {
 		s.Apps = append(s.Apps, app)
@@ -179,4 +214,9 @@ func (s *charmState) setProblem(app, msg string) {
 		s.Problems = map[string]string{}
 	}
 	s.Problems[app] = msg
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	return slices.Sorted(maps.Keys(m))
 }

@@ -56,6 +56,12 @@ type Spec struct {
 	// KillDelay is how long to wait after SIGTERM before SIGKILL on stop; zero keeps the
 	// backend's default.
 	KillDelay time.Duration
+	// KillAll makes a stop (or restart) signal every process the service started, not only
+	// its main one: systemd's KillMode=control-group, where Debian's slurmd and sackd units
+	// say KillMode=process (which keeps slurmd's job steps across a restart, but leaves a
+	// child sackd forked to fetch the configuration running after sackd stops). Pebble
+	// signals the service's process group whatever this says.
+	KillAll bool
 }
 
 // Validate reports the first problem with s, naming the bad field.

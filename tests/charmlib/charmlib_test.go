@@ -27,7 +27,7 @@ func TestJujuReadsCharms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, dir := range []string{"slurmctld-operator", "slurmd-operator", "tests/testdata/testcharm", "tests/standins/cosagent"} {
+	for _, dir := range []string{"slurmctld-operator", "slurmd-operator", "sackd-operator", "tests/testdata/testcharm", "tests/standins/cosagent"} {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			t.Parallel()
 			src := filepath.Join(root, dir)

@@ -18,7 +18,7 @@ import (
 	"github.com/charmed-slurm/operators/tests/charmpack"
 )
 
-// TestPackOperators packs both operators as `make charms` does and checks what Juju reads from
+// TestPackOperators packs the operators as `make charms` does and checks what Juju reads from
 // the zip: the four YAML files and a static, executable dispatch.
 func TestPackOperators(t *testing.T) {
 	if testing.Short() {
@@ -29,10 +29,13 @@ func TestPackOperators(t *testing.T) {
 		relations map[string]map[string]string // provides/requires → endpoint → interface
 	}{{
 		dir: "slurmctld-operator", name: "slurmctld",
-		relations: map[string]map[string]string{"requires": {"slurmd": "slurmd"}},
+		relations: map[string]map[string]string{"requires": {"slurmd": "slurmd", "sackd": "sackd"}},
 	}, {
 		dir: "slurmd-operator", name: "slurmd",
 		relations: map[string]map[string]string{"provides": {"slurmctld": "slurmd"}},
+	}, {
+		dir: "sackd-operator", name: "sackd",
+		relations: map[string]map[string]string{"provides": {"slurmctld": "sackd"}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -28,6 +28,7 @@ var (
 	jujucBin      string
 	slurmctldPath string
 	slurmdPath    string
+	sackdPath     string
 	// cosStandinPath is the cos_agent requirer stand-in (tests/standins/cosagent).
 	cosStandinPath string
 )
@@ -56,8 +57,9 @@ func setup(m *testing.M) (int, error) {
 	ctx := context.Background()
 	slurmctldPath = filepath.Join(tmp, "slurmctld.charm")
 	slurmdPath = filepath.Join(tmp, "slurmd.charm")
+	sackdPath = filepath.Join(tmp, "sackd.charm")
 	cosStandinPath = filepath.Join(tmp, "cos-agent-standin.charm")
-	for dir, out := range map[string]string{"slurmctld-operator": slurmctldPath, "slurmd-operator": slurmdPath, "tests/standins/cosagent": cosStandinPath} {
+	for dir, out := range map[string]string{"slurmctld-operator": slurmctldPath, "slurmd-operator": slurmdPath, "sackd-operator": sackdPath, "tests/standins/cosagent": cosStandinPath} {
 		if err := charmpack.Pack(ctx, charmpack.Options{Dir: filepath.Join(root, dir), Out: out}); err != nil {
 			return 0, err
 		}

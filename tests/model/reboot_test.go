@@ -192,12 +192,25 @@ func TestRebootUnderUpdateStatus(t *testing.T) {
 		}
 	}()
 	deploy(t, m, "alpha", 1, nil)
-	waitIdle(t, m)
+	// The waits below poll the hooks the charm recorded, not m.Wait: with update-status due
+	// every 100 ms, an agent whose hooks take longer than that (on a loaded machine) is never
+	// idle, and m.Wait waits for idle.
+	waitFor := func(what string, done func() bool) {
+		t.Helper()
+		for !done() {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("%s: %v", what, ctx.Err())
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	waitFor("alpha/0's start hook", func() bool { return len(find(hooks(m)["alpha/0"], "start")) > 0 })
 
 	// updateStatusIn waits until update-status has run n times in boot.
 	updateStatusIn := func(boot string, n int) {
 		t.Helper()
-		err := m.Wait(ctx, model.WaitOptions{Until: func(*model.Status) bool {
+		waitFor(fmt.Sprintf("update-status %d times in boot %s", n, boot), func() bool {
 			got := 0
 			for _, r := range find(hooks(m)["alpha/0"], "update-status") {
 				if r.Boot == boot {
@@ -205,10 +218,7 @@ func TestRebootUnderUpdateStatus(t *testing.T) {
 				}
 			}
 			return got >= n
-		}})
-		if err != nil {
-			t.Fatalf("update-status in boot %s: %v", boot, err)
-		}
+		})
 	}
 	boot := bootID(t, m, "alpha/0")
 	for i := range 3 {

@@ -10,7 +10,7 @@
 //     Restart=on-failure, clears the packaged ConditionPathExists (a configless slurmd
 //     has no /etc/slurm/slurm.conf) and PIDFile, sets User= (root when the spec names no
 //     user, whatever the packaged unit says) and resets Group=, and sets TimeoutStopSec= when
-//     given;
+//     given and KillMode=control-group for a spec with KillAll;
 //
 // then runs daemon-reload. The argv goes into ExecStart rather than into a
 // SLURMD_OPTIONS-style variable because systemd splits an unquoted $VAR at whitespace
@@ -190,6 +190,9 @@ func DropIn(spec service.Spec) (string, error) {
 	}
 	if spec.KillDelay > 0 {
 		fmt.Fprintf(&b, "TimeoutStopSec=%dms\n", spec.KillDelay.Milliseconds())
+	}
+	if spec.KillAll {
+		b.WriteString("KillMode=control-group\n")
 	}
 	return b.String(), nil
 }

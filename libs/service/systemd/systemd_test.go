@@ -243,6 +243,25 @@ TimeoutStopSec=10000ms
 	}
 }
 
+// TestKillAll: a spec with KillAll stops every process of the unit (the packaged units say
+// KillMode=process); one without keeps the packaged mode.
+func TestKillAll(t *testing.T) {
+	for _, all := range []bool{false, true} {
+		spec := slurmdSpec()
+		spec.KillAll = all
+		dropIn, err := systemd.DropIn(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(dropIn, "\nKillMode=control-group\n"); got != all {
+			t.Errorf("KillAll=%v: drop-in says KillMode=control-group: %v:\n%s", all, got, dropIn)
+		}
+		if strings.Count(dropIn, "KillMode=") > 1 || (!all && strings.Contains(dropIn, "KillMode=")) {
+			t.Errorf("KillAll=%v: drop-in:\n%s", all, dropIn)
+		}
+	}
+}
+
 func TestLifecycle(t *testing.T) {
 	conn := newFakeConn("slurmd.service")
 	m := &systemd.Manager{Conn: conn, Root: t.TempDir()}
