@@ -11,12 +11,12 @@ import (
 )
 
 func TestCOSAgentLogs(t *testing.T) {
-	in := jujutest.State{Unit: "slurmd/0", Relations: []jujutest.Relation{{ID: "cos-agent:4", RemoteApp: "grafana-agent", RemoteUnits: map[string]map[string]string{"grafana-agent/0": {}}}}}
-	out, err := jujutest.Run(t, in, jujutest.RelationHook(juju.RelationJoined, "cos-agent:4", "grafana-agent/0"), (&Charm{}).Router().Dispatch)
-	if err != nil {
+	e := newEnv(t)
+	e.state.Relations = []jujutest.Relation{{ID: "cos-agent:4", RemoteApp: "grafana-agent", RemoteUnits: map[string]map[string]string{"grafana-agent/0": {}}}}
+	if err := e.run(jujutest.RelationHook(juju.RelationJoined, "cos-agent:4", "grafana-agent/0")); err != nil {
 		t.Fatal(err)
 	}
-	d, err := cosagent.Decode(out.Relations[0].LocalUnitData)
+	d, err := cosagent.Decode(e.state.Relations[0].LocalUnitData)
 	if err != nil {
 		t.Fatal(err)
 	}

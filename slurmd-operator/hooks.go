@@ -28,7 +28,7 @@ func (c *Charm) Router() *juju.Router {
 	r.Handle(juju.SecretChanged, hs.Handle((*hook).relation))
 	for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted, juju.RelationBroken} {
 		r.HandleRelation(slurmd.ProviderEndpoint, k, hs.Handle((*hook).relation))
-		r.HandleRelation(cosagent.Endpoint, k, cosAgentRelation)
+		r.HandleRelation(cosagent.Endpoint, k, hs.Handle((*hook).cosAgentRelation))
 	}
 	r.HandleAction("node-config", hs.Handle((*hook).nodeConfig))
 	r.HandleAction("detect-gres", hs.Handle((*hook).detectGres))
