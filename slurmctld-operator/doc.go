@@ -11,7 +11,9 @@
 // departing unit itself and, as a safety net, by this charm's reconcile on relation-departed
 // and update-status. No hook waits for Slurm: what one pass leaves (a node still running jobs,
 // a removed partition still holding job records) is watched by the removal waiter
-// (waiter.go), which wakes the charm through juju-exec. See README.md for the operator's view.
+// (waiter.go), which wakes the charm through juju-exec. Every unit offers COS its alert rules,
+// dashboards and log on cos-agent, and a controller on Slurm 25.11 or later its OpenMetrics
+// endpoints as scrape jobs (cos.go). See README.md for the operator's view.
 //
 // # Code layout
 //
@@ -24,7 +26,7 @@
 //	hooks.go              Router and the kit's handlers (finish: login nodes synced, the record
 //	                      kept); the hook handlers: install, configure (leader-elected,
 //	                      config-changed, start), upgrade-charm, update-status, the slurmd
-//	                      relation's hooks, stop and remove
+//	                      and cos-agent relations' hooks, stop and remove
 //	actions.go            show-current-config, rotate-auth-key, settle-jobs, reboot
 //	slurmd_relation.go    slurmdRelation: a slurmd application joins, brings its partition,
 //	                      loses units, leaves
@@ -42,6 +44,8 @@
 //	node_removal.go       nodeRemovals: departed units' nodes, drained and deleted once idle
 //	publish.go            publisher: ControllerData, the controllers list, the secret's grants,
 //	                      the port
+//	cos.go                cosAgent: this unit's cos_agent data (rules, dashboards, its log
+//	                      file, a controller's scrape jobs) on each cos-agent relation
 //	reboot.go             rollingReboot: the rolling reboot moved on; RebootProgram
 //	status.go             unitStatus, the one place the status is worded; report (the one
 //	                      status-set) and progress
@@ -56,6 +60,8 @@
 //	config.go             the configuration, validated
 //	charm.go              the Charm's dependencies; the Waiter it hands removals to
 //	future.go             FUTURE records (future-nodes)
+//	cosdata.go            what cos-agent carries: the shipped alert rules (alert-thresholds)
+//	                      and dashboards, the scrape jobs; MetricsType's default
 //	nodes.go              nodeCache: one hook's node list
 //
 // Every hook and action is a method of hook (charm.Func), run through the charm kit's

@@ -38,8 +38,8 @@ type hook struct {
 }
 
 // lifecycle runs the charm's hooks: the state is loaded before the handler and saved once
-// after it. A failed hook's writes to Juju are discarded by Juju, so its record of them is
-// dropped (the next hook writes again), and so is its status cache (the next hook sets the
+// after it. A failed hook's writes to Juju are discarded by Juju, so its records of them
+// (Published, COS) are dropped (the next hook writes again), and so is its status cache (the next hook sets the
 // status again); the rest of the state is still saved, as the host changes it records
 // (slurmctld started, a key installed, a partition removed) are not undone.
 func (c *Charm) lifecycle() charm.Lifecycle[charmState] {
@@ -47,7 +47,7 @@ func (c *Charm) lifecycle() charm.Lifecycle[charmState] {
 		StateFile: c.StateFile,
 		StateName: StateName,
 		Failed: func(saved, cur charmState) charmState {
-			cur.Published, cur.StatusCache = saved.Published, saved.StatusCache
+			cur.Published, cur.StatusCache, cur.COS = saved.Published, saved.StatusCache, saved.COS
 			return cur
 		},
 	}

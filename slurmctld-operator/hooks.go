@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/charmed-slurm/operators/interfaces/cosagent"
 	"github.com/charmed-slurm/operators/interfaces/sackd"
 	"github.com/charmed-slurm/operators/interfaces/slurmdbd"
 	"github.com/charmed-slurm/operators/libs/apt"
@@ -30,6 +31,7 @@ func (c *Charm) Router() *juju.Router {
 		r.HandleRelation("slurmd", k, hs.Handle((*hook).slurmdRelation))
 		r.HandleRelation(sackd.RequirerEndpoint, k, hs.Handle((*hook).sackdRelation))
 		r.HandleRelation(slurmdbd.RequirerEndpoint, k, hs.Handle((*hook).slurmdbdRelation))
+		r.HandleRelation(cosagent.Endpoint, k, hs.Handle((*hook).cosAgentRelation))
 	}
 	r.Handle(juju.Stop, c.stateless((*hook).stopWaiter))
 	r.Handle(juju.Remove, c.stateless((*hook).stopWaiter))
@@ -147,11 +149,16 @@ func (h *hook) upgradeCharm(ctx context.Context) error {
 }
 
 // configure brings the controller to its configured state: auth key, munged, slurm.conf,
-// partitions, slurmctld running, port open, ControllerData published. It runs on
+// partitions, slurmctld running, port open, ControllerData published, and the cos_agent data
+// (every unit). It runs on
 // leader-elected, config-changed, start and upgrade-charm.
 func (h *hook) configure(ctx context.Context) error {
 	if h.configProblem() != nil || !h.leader {
-		// Nothing is changed: a running slurmctld keeps its configuration.
+		// Nothing is changed: a running slurmctld keeps its configuration. A standby unit
+		// still publishes its rules, dashboards and log file to COS.
+		if err := (cosAgent{h}).publish(ctx); err != nil {
+			return err
+		}
 		return h.report(ctx)
 	}
 	if err := (slurmctldDaemon{h}).ensure(ctx); err != nil {
@@ -161,6 +168,9 @@ func (h *hook) configure(ctx context.Context) error {
 		return err
 	}
 	if err := (dbdRelation{h}).publish(ctx); err != nil {
+		return err
+	}
+	if err := (cosAgent{h}).publish(ctx); err != nil {
 		return err
 	}
 	return h.report(ctx)
@@ -200,6 +210,15 @@ func (h *hook) slurmdRelation(ctx context.Context) error {
 // and sets the status.
 func (h *hook) slurmdbdRelation(ctx context.Context) error {
 	if err := (dbdRelation{h}).handle(ctx); err != nil {
+		return err
+	}
+	return h.report(ctx)
+}
+
+// cosAgentRelation handles every hook of the cos-agent endpoint: this unit's data is
+// published (again) to every cos-agent relation (cosAgent.publish), and the status set.
+func (h *hook) cosAgentRelation(ctx context.Context) error {
+	if err := (cosAgent{h}).publish(ctx); err != nil {
 		return err
 	}
 	return h.report(ctx)

@@ -109,6 +109,7 @@ func (sc slurmConf) write(ctx context.Context, feat slurm.Features) (bool, error
 		created = true
 	}
 	managed := sc.managedValues(feat, host, addr)
+	defaults := append(slices.Clone(defaultKeys), metricsDefaults(feat)...)
 	prevExtra := h.st.ExtraKeys
 	changed, err := slurmconf.Edit(ctx, path, func(d *slurmconf.Doc) error {
 		for _, p := range managed {
@@ -116,7 +117,7 @@ func (sc slurmConf) write(ctx context.Context, feat slurm.Features) (bool, error
 				return err
 			}
 		}
-		for _, p := range defaultKeys {
+		for _, p := range defaults {
 			_, present := d.Get(p.Key)
 			if !present || (hasFold(prevExtra, p.Key) && !h.extra.Has(p.Key)) {
 				if err := d.Set(p.Key, p.Value); err != nil {
@@ -125,7 +126,7 @@ func (sc slurmConf) write(ctx context.Context, feat slurm.Features) (bool, error
 			}
 		}
 		for _, k := range prevExtra {
-			if !h.extra.Has(k) && !defaultKeys.Has(k) {
+			if !h.extra.Has(k) && !defaults.Has(k) {
 				d.Delete(k)
 			}
 		}

@@ -59,6 +59,9 @@ type charmState struct {
 	AccountingRunning string `json:"accounting-running,omitempty"`
 	// Reboots is the rolling reboot under way (reboot action), or nil.
 	Reboots *rebootPlan `json:"reboots,omitempty"`
+	// COS records the cos-agent relations and what this unit last wrote to them (cos.go);
+	// like Published, it is dropped when a hook fails.
+	COS cosRecord `json:"cos,omitzero"`
 	// Published is what this unit, as leader, last wrote to Juju in hooks that succeeded;
 	// see published.
 	Published *published `json:"published,omitempty"`
@@ -220,6 +223,14 @@ type removal struct {
 	// Pending are the ids of the partition's pending jobs: they can never run there (the
 	// partition is inactive and its nodes go) and wait for the settle-jobs action.
 	Pending []string `json:"pending,omitempty"`
+}
+
+// cosRecord is what a unit knows of its cos-agent relations: their ids (as the last
+// cos-agent relation hook listed them) and a digest of the data it last wrote to them, so
+// that a hook whose data is unchanged writes nothing and runs no hook tool for it.
+type cosRecord struct {
+	Relations []juju.RelationID `json:"relations,omitempty"`
+	Digest    string            `json:"digest,omitempty"`
 }
 
 // rebootPlan is a rolling reboot under way: Slurm has been asked to reboot the Asked nodes

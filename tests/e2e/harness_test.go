@@ -31,6 +31,8 @@ var (
 	sackdPath     string
 	slurmdbdPath  string
 	mariadbPath   string
+	// cosStandinPath is the cos_agent requirer stand-in (tests/standins/cosagent).
+	cosStandinPath string
 )
 
 func TestMain(m *testing.M) {
@@ -60,8 +62,9 @@ func setup(m *testing.M) (int, error) {
 	sackdPath = filepath.Join(tmp, "sackd.charm")
 	slurmdbdPath = filepath.Join(tmp, "slurmdbd.charm")
 	mariadbPath = filepath.Join(tmp, "mariadb.charm")
+	cosStandinPath = filepath.Join(tmp, "cos-agent-standin.charm")
 	for dir, out := range map[string]string{"slurmctld-operator": slurmctldPath, "slurmd-operator": slurmdPath, "sackd-operator": sackdPath,
-		"slurmdbd-operator": slurmdbdPath, "tests/charms/mariadb": mariadbPath} {
+		"slurmdbd-operator": slurmdbdPath, "tests/charms/mariadb": mariadbPath, "tests/standins/cosagent": cosStandinPath} {
 		if err := charmpack.Pack(ctx, charmpack.Options{Dir: filepath.Join(root, dir), Out: out}); err != nil {
 			return 0, err
 		}
@@ -343,8 +346,14 @@ func (c *cluster) nodeNames() []string {
 // eventually polls cond until it holds or d passes; cond describes what it last saw.
 func (c *cluster) eventually(d time.Duration, what string, cond func() (bool, string)) {
 	c.t.Helper()
+	c.eventuallyEvery(d, 100*time.Millisecond, what, cond)
+}
+
+// eventuallyEvery is eventually polling every interval.
+func (c *cluster) eventuallyEvery(d, interval time.Duration, what string, cond func() (bool, string)) {
+	c.t.Helper()
 	deadline := time.Now().Add(d)
-	tick := time.NewTicker(100 * time.Millisecond)
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	var last string
 	for {
