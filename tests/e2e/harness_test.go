@@ -31,7 +31,7 @@ var (
 	sackdPath     string
 	slurmdbdPath  string
 	mariadbPath   string
-	// cosStandinPath is the cos_agent requirer stand-in (tests/standins/cosagent).
+	// cosStandinPath is the cos_agent requirer stand-in (tests/charms/cos-agent).
 	cosStandinPath string
 )
 
@@ -64,7 +64,7 @@ func setup(m *testing.M) (int, error) {
 	mariadbPath = filepath.Join(tmp, "mariadb.charm")
 	cosStandinPath = filepath.Join(tmp, "cos-agent-standin.charm")
 	for dir, out := range map[string]string{"slurmctld-operator": slurmctldPath, "slurmd-operator": slurmdPath, "sackd-operator": sackdPath,
-		"slurmdbd-operator": slurmdbdPath, "tests/charms/mariadb": mariadbPath, "tests/standins/cosagent": cosStandinPath} {
+		"slurmdbd-operator": slurmdbdPath, "tests/charms/mariadb": mariadbPath, "tests/charms/cos-agent": cosStandinPath} {
 		if err := charmpack.Pack(ctx, charmpack.Options{Dir: filepath.Join(root, dir), Out: out}); err != nil {
 			return 0, err
 		}
