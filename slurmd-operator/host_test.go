@@ -127,7 +127,7 @@ func (h *host) slurmdStarted(argv []string) (bool, error) {
 	return true, os.WriteFile(path, []byte("ClusterName=test\n"), 0o644)
 }
 
-// Run implements slurm.Runner.
+// Run implements command.Runner.
 func (h *host) Run(ctx context.Context, argv []string, env []string) (slurm.Output, error) {
 	h.mu.Lock()
 	h.calls = append(h.calls, strings.Join(argv, " "))

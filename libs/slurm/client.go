@@ -22,8 +22,9 @@ const DefaultTimeout = 30 * time.Second
 
 // Client runs Slurm commands. The zero value is not usable: set Runner and Conf.
 type Client struct {
-	// Runner runs the commands (required).
-	Runner Runner
+	// Runner runs the commands (required): an argv slice plus extra KEY=value environment
+	// entries; a non-zero exit is reported through Output.ExitCode, not as an error.
+	Runner command.Runner
 	// Conf is the slurm.conf path, passed to every client command as SLURM_CONF
 	// (required for commands that talk to slurmctld: without it clients try DNS SRV).
 	Conf string

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurm/slurmtest"
 )
@@ -319,7 +320,7 @@ func TestWaitDrainedErrors(t *testing.T) {
 
 // notifyRunner signals on ran after every command.
 type notifyRunner struct {
-	slurm.Runner
+	command.Runner
 	ran chan<- struct{}
 }
 

@@ -3,7 +3,7 @@
 //
 // # Running commands
 //
-// Every command goes through a [Runner]: an argv slice plus extra environment entries,
+// Every command goes through a [command.Runner] (libs/command): an argv slice plus extra environment entries,
 // never a shell string. [ExecRunner] runs commands on this host; give it a Command
 // function to run them somewhere else, for example inside a test host's namespaces:
 //

@@ -20,7 +20,7 @@ import (
 )
 
 // Cluster is a stateful fake of a Slurm controller, for unit tests of code that drives
-// nodes through package slurm (both charms, the removal protocol). It is a slurm.Runner: it
+// nodes through package slurm (both charms, the removal protocol). It is a command.Runner: it
 // keeps nodes and their jobs, applies the commands package slurm runs (show node, update
 // drain/resume/down, delete, squeue per node, scancel, reconfigure, ping) and answers with
 // the outputs recorded from real Slurm 22.05 (Real), with the node's name put in; a
@@ -377,7 +377,7 @@ func (c *Cluster) Calls() []Call {
 	return slices.Clone(c.calls)
 }
 
-// Run implements slurm.Runner.
+// Run implements command.Runner.
 func (c *Cluster) Run(ctx context.Context, argv []string, env []string) (slurm.Output, error) {
 	c.mu.Lock()
 	before := c.before
