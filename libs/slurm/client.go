@@ -43,7 +43,7 @@ type Client struct {
 
 // exec runs argv through the Runner with the per-command timeout. A command that timed out
 // talking to the controller (needConf) is an unreachable controller.
-func (c *Client) exec(ctx context.Context, needConf bool, argv, env []string) (Output, error) {
+func (c *Client) exec(ctx context.Context, needConf bool, argv, env []string) (command.Output, error) {
 	timeout := c.Timeout
 	if timeout == 0 {
 		timeout = DefaultTimeout
