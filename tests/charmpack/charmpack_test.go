@@ -29,10 +29,10 @@ func TestPackOperators(t *testing.T) {
 		relations map[string]map[string]string // provides/requires → endpoint → interface
 	}{{
 		dir: "slurmctld-operator", name: "slurmctld",
-		relations: map[string]map[string]string{"requires": {"slurmd": "slurmd", "sackd": "sackd", "slurmdbd": "slurmdbd"}},
+		relations: map[string]map[string]string{"requires": {"slurmd": "slurmd", "sackd": "sackd", "slurmdbd": "slurmdbd"}, "provides": {"cos-agent": "cos_agent"}},
 	}, {
 		dir: "slurmd-operator", name: "slurmd",
-		relations: map[string]map[string]string{"provides": {"slurmctld": "slurmd"}},
+		relations: map[string]map[string]string{"provides": {"slurmctld": "slurmd", "cos-agent": "cos_agent"}},
 	}, {
 		dir: "sackd-operator", name: "sackd",
 		relations: map[string]map[string]string{"provides": {"slurmctld": "sackd"}},
@@ -42,6 +42,9 @@ func TestPackOperators(t *testing.T) {
 	}, {
 		dir: "tests/charms/mariadb", name: "mariadb",
 		relations: map[string]map[string]string{"provides": {"database": "mysql_client"}},
+	}, {
+		dir: "tests/charms/cos-agent", name: "cos-agent-standin",
+		relations: map[string]map[string]string{"requires": {"cos-agent": "cos_agent"}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
