@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurm/slurmtest"
 	"github.com/google/go-cmp/cmp"
@@ -49,7 +50,7 @@ func TestParseConfigErrorForms(t *testing.T) {
 	}
 	for _, tt := range tests {
 		r := &slurmtest.Runner{}
-		r.Expect(slurmtest.Case{Argv: []string{"scontrol", "show", "hostnames", "x"}, Output: slurm.Output{Stderr: []byte(tt.text), ExitCode: 1}})
+		r.Expect(slurmtest.Case{Argv: []string{"scontrol", "show", "hostnames", "x"}, Output: command.Output{Stderr: []byte(tt.text), ExitCode: 1}})
 		err := (&slurm.Client{Runner: r}).CheckConfig(context.Background(), "/x/slurm.conf")
 		var ce *slurm.ConfigError
 		if !errors.As(err, &ce) || ce.Key != tt.key || ce.Value != tt.value {
@@ -64,7 +65,7 @@ func FuzzCheckConfigOutput(f *testing.F) {
 	f.Add("garbage")
 	f.Fuzz(func(t *testing.T, text string) {
 		r := &slurmtest.Runner{}
-		r.Expect(slurmtest.Case{Argv: []string{"scontrol", "show", "hostnames", "x"}, Output: slurm.Output{Stderr: []byte(text), ExitCode: 1}})
+		r.Expect(slurmtest.Case{Argv: []string{"scontrol", "show", "hostnames", "x"}, Output: command.Output{Stderr: []byte(text), ExitCode: 1}})
 		err := (&slurm.Client{Runner: r}).CheckConfig(context.Background(), "/x/slurm.conf")
 		var ce *slurm.ConfigError
 		if !errors.As(err, &ce) {

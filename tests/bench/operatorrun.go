@@ -14,6 +14,7 @@ import (
 	"github.com/canonical/pebble/client"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/tests/charmpack"
 	"github.com/charmed-slurm/operators/tests/hosts"
@@ -197,14 +198,14 @@ func (c *opCluster) deploy(ctx context.Context, rep *Report, ctldCharm, slurmdCh
 		if err != nil {
 			return err
 		}
-		c.sc = &slurm.Client{Runner: slurm.ExecRunner{Command: m.Command}, Conf: ControllerConf}
+		c.sc = &slurm.Client{Runner: command.Exec{Command: m.Command}, Conf: ControllerConf}
 	} else {
 		h, err := c.host("slurmctld/0")
 		if err != nil {
 			return err
 		}
 		c.ctl = h
-		c.sc = &slurm.Client{Runner: slurm.ExecRunner{Command: h.Command}, Conf: ControllerConf}
+		c.sc = &slurm.Client{Runner: command.Exec{Command: h.Command}, Conf: ControllerConf}
 	}
 	if err := c.waitIdle(withTimeout(ctx, timeout), slurmd.NodeName("slurmd/0")); err != nil {
 		return fmt.Errorf("slurmd/0 never idle: %w", err)
