@@ -16,10 +16,7 @@
 // # Code layout
 //
 // Files use one another one way, from the hooks down to the pure parts: no file uses a name
-// defined in a file listed above it here (tests aside), with one exception: state.go keeps
-// the login units (charmState.LoginHosts) as sackd.go's loginHost, the record the sackd
-// relation reads a unit's databag into, so that the relation's one type stays beside its code.
-// Each job has one type, in its own file, holding the hook it works for.
+// defined in a file listed above it here (tests aside). Each job has one type, in its own file, holding the hook it works for.
 //
 //	main.go               builds a Charm from the environment (charm.Main), or runs the removal
 //	                      waiter (dispatch slurmctld-removal-waiter)

@@ -204,6 +204,13 @@ func (p *published) empty() bool {
 	return p == nil || reflect.DeepEqual(*p, published{}) || reflect.DeepEqual(*p, published{Relations: map[juju.RelationID]*publishedRel{}})
 }
 
+// loginHost is a login unit's host name and address, as its unit databag gave them.
+type loginHost struct {
+	Relation juju.RelationID `json:"relation"`
+	Hostname string          `json:"hostname"`
+	Address  string          `json:"address"`
+}
+
 // pendingNode is a node whose unit departed, with its removal as far as it went.
 type pendingNode struct {
 	Unit string `json:"unit"`

@@ -17,6 +17,7 @@ import (
 	"github.com/charmed-slurm/operators/interfaces/mysqlclient"
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/charm"
+	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/juju/jujutest"
 	"github.com/charmed-slurm/operators/libs/service/servicetest"
@@ -38,7 +39,7 @@ var authKey = bytes.Repeat([]byte{7}, 64)
 // (a candidate holding "BogusKey" is refused as slurmdbd refuses an unknown key), munge -n.
 type runner struct{ calls [][]string }
 
-func (r *runner) Run(_ context.Context, argv, env []string) (slurm.Output, error) {
+func (r *runner) Run(_ context.Context, argv, env []string) (command.Output, error) {
 	r.calls = append(r.calls, argv)
 	switch {
 	case len(argv) == 2 && argv[0] == "slurmdbd" && argv[1] == "-V":
@@ -46,7 +47,7 @@ func (r *runner) Run(_ context.Context, argv, env []string) (slurm.Output, error
 			if dir, ok := strings.CutPrefix(e, "SLURM_CONF="); ok {
 				data, err := os.ReadFile(filepath.Join(filepath.Dir(dir), "slurmdbd.conf"))
 				if err != nil {
-					return slurm.Output{}, err
+					return command.Output{}, err
 				}
 				if bytes.Contains(data, []byte("BogusKey")) {
 					c := slurmtest.Real("dbdconf-unknown-key")
@@ -57,9 +58,9 @@ func (r *runner) Run(_ context.Context, argv, env []string) (slurm.Output, error
 		}
 		return slurmtest.Real("dbdconf-ok").Output, nil
 	case len(argv) > 0 && filepath.Base(argv[0]) == "munge":
-		return slurm.Output{Stdout: []byte("MUNGE:x\n")}, nil
+		return command.Output{Stdout: []byte("MUNGE:x\n")}, nil
 	}
-	return slurm.Output{ExitCode: 127, Stderr: []byte("unexpected command")}, fmt.Errorf("unexpected command %q", argv)
+	return command.Output{ExitCode: 127, Stderr: []byte("unexpected command")}, fmt.Errorf("unexpected command %q", argv)
 }
 
 // prober is the database as a test sets it.
