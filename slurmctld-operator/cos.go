@@ -89,6 +89,10 @@ func (ca cosAgent) data(ctx context.Context) (cosagent.Data, error) {
 	if !openMetrics(h.st.SlurmVersion) || !ca.controller() {
 		return d, nil
 	}
+	if served, err := (metricsGate{h}).served(ctx); err != nil || !served {
+		// Metrics off (an older node, metricsgate.go): no scrape job for empty endpoints.
+		return d, err
+	}
 	addr, err := h.ingress(ctx)
 	if err != nil {
 		return cosagent.Data{}, err

@@ -58,6 +58,9 @@ func (c *Charm) handlers() charm.Handlers[charmState, *hook] {
 // relations follow the login units (loginNodes.sync), then the record of what the hook wrote
 // to Juju replaces the saved one (end).
 func (h *hook) finish(ctx context.Context) error {
+	if err := (metricsGate{h}).sync(ctx); err != nil {
+		return err
+	}
 	if err := (loginNodes{h}).sync(ctx); err != nil {
 		return err
 	}
@@ -145,6 +148,9 @@ func (c *Charm) makeDirs() error {
 // and configures.
 func (h *hook) upgradeCharm(ctx context.Context) error {
 	_ = h.stopWaiter(ctx)
+	if err := (metricsGate{h}).rescan(ctx); err != nil {
+		return err
+	}
 	return h.configure(ctx)
 }
 

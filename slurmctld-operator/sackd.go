@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/charmed-slurm/operators/interfaces/sackd"
+	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/etchosts"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/slurm"
@@ -63,7 +64,7 @@ func (h *hook) sackdRelation(ctx context.Context) error {
 			if h.st.LoginHosts == nil {
 				h.st.LoginHosts = map[string]loginHost{}
 			}
-			h.st.LoginHosts[ev.Unit] = loginHost{Relation: ev.Relation, Hostname: ev.Host.Hostname, Address: ev.Host.Address.String()}
+			h.st.LoginHosts[ev.Unit] = loginHost{Relation: ev.Relation, Hostname: ev.Host.Hostname, Address: ev.Host.Address.String(), Version: loginVersion(ev.Host)}
 		}
 	case sackd.SackdDeparted:
 		delete(h.st.LoginHosts, ev.Unit)
@@ -156,7 +157,7 @@ func (l loginNodes) publish(ctx context.Context) error {
 		if r.Data != nil && maps.Equal(r.Data, bag) {
 			continue
 		}
-		if err := h.hc.Relations.SetAppData(ctx, rel, bag); err != nil {
+		if err := h.hc.Relations.SetAppData(ctx, rel, slurmd.ForRelationSet(bag)); err != nil {
 			return fmt.Errorf("cannot publish the controller's data on %s: %w", rel, err)
 		}
 		r.Data = bag
@@ -181,8 +182,14 @@ func (l loginNodes) bag(ctx context.Context) (map[string]string, error) {
 		ClusterName:  h.cfg.ClusterName,
 		ConfDigest:   sackd.DigestFiles(files),
 	}
-	// The version login units check theirs against (none while unknown), as slurmd units do.
+	// The version login units check theirs against (none while unknown), as slurmd units do,
+	// and the release the configuration needs (metricsgate.go).
 	cb.SlurmVersion, _ = slurm.ParseVersion(h.st.SlurmVersion)
+	if metrics, err := confHasMetrics(files[confPath]); err != nil {
+		return nil, err
+	} else if metrics {
+		cb.ConfMinVersion = metricsRelease
+	}
 	bag, err := cb.Encode()
 	if err != nil {
 		return nil, fmt.Errorf("cannot publish the controller's data to login nodes: %w", err)

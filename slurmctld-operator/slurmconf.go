@@ -135,7 +135,11 @@ func (sc slurmConf) write(ctx context.Context, feat slurm.Features) (bool, error
 				return fmt.Errorf("slurm-conf-parameters: %w", err)
 			}
 		}
-		return sc.editAccounting(d)
+		if err := sc.editAccounting(d); err != nil {
+			return err
+		}
+		metricsGate{h}.edit(d)
+		return nil
 	}, slurmconf.EditOptions{})
 	if err != nil {
 		return false, fmt.Errorf("cannot write %s: %w", confPath, err)

@@ -24,6 +24,7 @@ func (sr slurmdRelation) handle(ctx context.Context) error {
 	h := sr.h
 	hc := h.hc
 	ev, evErr := slurmd.Requirer{HookContext: hc, Keys: charm.ConfKeys(h.st.SlurmVersion)}.Event(ctx)
+	metricsGate{h}.recordSlurmd(ctx, ev)
 	if !h.leader {
 		return nil
 	}

@@ -67,6 +67,9 @@ type charmState struct {
 	Published *published `json:"published,omitempty"`
 	// LoginHosts are the login units (sackd relations) by unit name, which /etc/hosts lists.
 	LoginHosts map[string]loginHost `json:"login-hosts,omitempty"`
+	// SlurmdReleases are the Slurm releases slurmd applications and units said they run, by
+	// application or unit name (metricsgate.go).
+	SlurmdReleases map[string]nodeRelease `json:"slurmd-releases,omitempty"`
 }
 
 // published records what the leader wrote to Juju (ports, relation data, secret grants) and
@@ -212,6 +215,9 @@ type loginHost struct {
 	Relation juju.RelationID `json:"relation"`
 	Hostname string          `json:"hostname"`
 	Address  string          `json:"address"`
+	// Version is the Slurm release the unit said its sackd runs; "" when it said none (an
+	// older charm): metricsgate.go.
+	Version string `json:"version,omitempty"`
 }
 
 // pendingNode is a node whose unit departed, with its removal as far as it went.

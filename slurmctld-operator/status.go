@@ -152,6 +152,9 @@ func rebootStatus(r *rebootPlan) string {
 // 25.11 that no metrics come; when slurm-conf-parameters (extra) hides jobs (PrivateData) and
 // lets no scrape through, that Slurm refuses the scrapes.
 func cosStatus(st *charmState, extra slurmconf.Params) string {
+	if note := metricsStatus(st); note != "" {
+		return note
+	}
 	if len(st.COS.Relations) == 0 || st.SlurmVersion == "" {
 		return ""
 	}
