@@ -68,8 +68,8 @@ func (ca cosAgent) publish(ctx context.Context) error {
 	return nil
 }
 
-// data is what this unit publishes: rules and dashboards always, scrape jobs when it is a
-// controller whose Slurm serves OpenMetrics.
+// data is what this unit publishes: rules and dashboards always, scrape jobs of its own
+// address when it is a controller whose Slurm serves OpenMetrics.
 func (ca cosAgent) data(ctx context.Context) (cosagent.Data, error) {
 	h := ca.h
 	ev := h.hc.Event
@@ -86,12 +86,21 @@ func (ca cosAgent) data(ctx context.Context) (cosagent.Data, error) {
 		return cosagent.Data{}, err
 	}
 	d := cosagent.Data{AlertRules: rules, Dashboards: dashboards, LogFiles: []string{slurmctldLog}}
-	if !openMetrics(h.st.SlurmVersion) || !ca.controller() {
-		return d, nil
-	}
-	if served, err := (metricsGate{h}).served(ctx); err != nil || !served {
-		// Metrics off (an older node, metricsgate.go): no scrape job for empty endpoints.
+	// A controller unit (one with a slurm.conf: the leader once it has started slurmctld;
+	// with high availability, every unit that runs one) whose slurm.conf turns OpenMetrics
+	// on scrapes itself; a standby, or metrics off (an older node, metricsgate.go), none.
+	// The jobs stay while slurmctld is down, so that the scrapes fail and
+	// SlurmControllerDown fires.
+	served, err := (metricsGate{h}).served(ctx)
+	if err != nil || !served {
 		return d, err
+	}
+	feat, err := h.features(ctx)
+	if err != nil {
+		return cosagent.Data{}, err
+	}
+	if !feat.OpenMetrics {
+		return d, nil
 	}
 	addr, err := h.ingress(ctx)
 	if err != nil {
@@ -99,11 +108,4 @@ func (ca cosAgent) data(ctx context.Context) (cosagent.Data, error) {
 	}
 	d.ScrapeJobs = scrapeJobs(ev.App, net.JoinHostPort(addr, strconv.Itoa(SlurmctldPort)), h.cfg.ClusterName)
 	return d, nil
-}
-
-// controller reports whether this unit is one of the cluster's controllers: the leader, once
-// it has started slurmctld (with high availability, every unit that runs one). Its scrape
-// jobs stay while slurmctld is down, so that the scrapes fail and SlurmControllerDown fires.
-func (ca cosAgent) controller() bool {
-	return ca.h.leader && ca.h.st.ClusterName != ""
 }

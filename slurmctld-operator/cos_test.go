@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -289,5 +290,60 @@ func TestMetricsRefused(t *testing.T) {
 	st = e.run(st, jujutest.Hook(juju.ConfigChanged))
 	if want := "set MetricsParameters=ignore_private_data in slurm-conf-parameters"; !strings.HasSuffix(st.UnitStatus.Message, want) {
 		t.Errorf("status %q, want it to end %q", st.UnitStatus.Message, want)
+	}
+}
+
+// TestCOSAgentScrapesEveryController: each controller unit's scrape jobs name its own
+// address, so that with two controllers (high availability: every unit that runs slurmctld
+// has a slurm.conf) both are scraped, and a collector's juju_unit label keeps them apart; a
+// unit without slurm.conf (a standby that runs no slurmctld) offers none.
+func TestCOSAgentScrapesEveryController(t *testing.T) {
+	targets := func(d cosagent.Data) []string {
+		var out []string
+		for _, j := range d.ScrapeJobs {
+			for _, sc := range j.StaticConfigs {
+				out = append(out, sc.Targets...)
+			}
+		}
+		return out
+	}
+	primary := newEnv(t)
+	primary.slurm.version = "slurm-wlm 26.05.5"
+	st := primary.run(cosState(primary), jujutest.RelationHook(juju.RelationJoined, "cos-agent:9", "grafana-agent/0"))
+	d0, err := cosagent.Decode(st.Relations[len(st.Relations)-1].LocalUnitData)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The second unit runs slurmctld with the same slurm.conf (as a backup controller does).
+	second := newEnv(t)
+	second.slurm.version = "slurm-wlm 26.05.5"
+	if err := os.MkdirAll(second.c.Path(confDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(second.c.Path(confPath), []byte(primary.read(confPath)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := baseState()
+	in.Unit, in.Leader, in.PrivateAddress = "slurmctld/1", false, "10.0.0.2"
+	in.Relations = []jujutest.Relation{{ID: "cos-agent:9", RemoteApp: "grafana-agent", RemoteUnits: map[string]map[string]string{"grafana-agent/1": {}}}}
+	out := second.run(in, jujutest.RelationHook(juju.RelationJoined, "cos-agent:9", "grafana-agent/1"))
+	d1, err := cosagent.Decode(out.Relations[0].LocalUnitData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want0 := slices.Repeat([]string{"10.0.0.1:6817"}, len(metricsPaths))
+	want1 := slices.Repeat([]string{"10.0.0.2:6817"}, len(metricsPaths))
+	if diff := cmp.Diff(want0, targets(d0)); diff != "" {
+		t.Errorf("slurmctld/0's targets (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want1, targets(d1)); diff != "" {
+		t.Errorf("slurmctld/1's targets (-want +got):\n%s", diff)
+	}
+	// Same job names from both units: each unit's collector (a subordinate) reads its own
+	// unit's jobs and labels them with juju_unit, and the rules' max by (slurm_cluster) of
+	// up counts the cluster as up while either answers.
+	if len(d0.ScrapeJobs) != len(d1.ScrapeJobs) || d0.ScrapeJobs[0].JobName != d1.ScrapeJobs[0].JobName {
+		t.Errorf("job names differ: %s, %s", d0.ScrapeJobs[0].JobName, d1.ScrapeJobs[0].JobName)
 	}
 }
