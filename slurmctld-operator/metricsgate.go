@@ -200,28 +200,13 @@ func (g metricsGate) sync(ctx context.Context) error {
 	if err != nil || served == want {
 		return err
 	}
-	feat, err := h.features(ctx)
-	if err != nil {
-		return err
-	}
-	changed, err := h.conf.change(ctx, func(ctx context.Context) (bool, error) { return slurmConf{h}.write(ctx, feat) })
-	var ce *slurm.ConfigError
-	switch {
-	case errors.As(err, &ce):
-		h.logf(ctx, juju.LevelWarning, "slurm.conf left as it was: %v", err)
-		return nil
-	case err != nil:
-		return err
-	}
 	if want {
 		h.logf(ctx, juju.LevelInfo, "every node runs Slurm %d.%02d or later: metrics on", metricsRelease.Major, metricsRelease.Minor)
 	} else {
 		h.logf(ctx, juju.LevelInfo, "metrics off (%s left out of slurm.conf): %s", strings.Join(metricsKeys, ", "), g.blocker())
 	}
-	if h.c.running(ctx) {
-		if err := (slurmctldDaemon{h}).apply(ctx, changed); err != nil {
-			return err
-		}
+	if refused, err := (slurmConf{h}).rewrite(ctx); err != nil || refused != nil {
+		return err
 	}
 	if err := (publisher{h}).all(ctx); err != nil {
 		return err

@@ -148,6 +148,27 @@ func (sc slurmConf) write(ctx context.Context, feat slurm.Features) (bool, error
 	return changed || created, nil
 }
 
+// rewrite writes slurm.conf for the state (on a candidate Slurm's parser reads first) and has
+// a running slurmctld apply it (slurmctldDaemon.apply: one restart or one reconfigure). A
+// candidate Slurm refuses changes nothing: it is logged and returned as refused, not as an
+// error.
+func (sc slurmConf) rewrite(ctx context.Context) (refused *slurm.ConfigError, err error) {
+	h := sc.h
+	feat, err := h.features(ctx)
+	if err != nil {
+		return nil, err
+	}
+	changed, err := h.conf.change(ctx, func(ctx context.Context) (bool, error) { return sc.write(ctx, feat) })
+	if errors.As(err, &refused) {
+		h.logf(ctx, juju.LevelWarning, "slurm.conf left as it was: %v", err)
+		return refused, nil
+	}
+	if err != nil || !h.c.running(ctx) {
+		return nil, err
+	}
+	return nil, slurmctldDaemon{h}.apply(ctx, changed)
+}
+
 // accountingTRES is what AccountingStorageTRES adds to Slurm's default TRES (cpu, mem, node,
 // energy, billing, fs/disk, vmem, pages): GPUs, so that sacct shows gres/gpu.
 const accountingTRES = "gres/gpu"
