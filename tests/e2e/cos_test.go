@@ -30,9 +30,10 @@ type prom struct {
 // TestObservabilityMachines relates slurmctld (Slurm 26.05) to a cos_agent requirer and runs
 // Prometheus with exactly what the relation carries: every target is up, the node and
 // partition metrics say what the cluster is, every dashboard query returns data, and each
-// alert rule but SlurmdbdMessagesQueued (no accounting here) fires when its condition is made
-// on the cluster and resolves when it is undone: a drained node, a node whose slurmd stopped,
-// a partition with a pending job and no idle node, the controller stopped.
+// alert rule fires when its condition is made on the cluster and resolves when it is undone:
+// a drained node, a node whose slurmd stopped, a partition with a pending job and no idle
+// node, the controller stopped, and (with accounting: slurmdbd and MariaDB related) slurmdbd
+// stopped while jobs finish, whose records then wait in slurmctld's queue.
 func TestObservabilityMachines(t *testing.T) {
 	t.Parallel()
 	// SlurmdTimeout=30: Slurm marks a silent node not responding within 10 s (its ping
@@ -40,7 +41,7 @@ func TestObservabilityMachines(t *testing.T) {
 	// 15 s after its condition (and the rules the relation carries say so).
 	c := newClusterFrom(t, clusterOptions{base: forky.base, units: 2, ctlConfig: map[string]string{
 		"slurm-conf-parameters": "SlurmdTimeout=30",
-		"alert-thresholds":      "controller-down=15s node-down=15s draining=15s pending=15s",
+		"alert-thresholds":      "controller-down=15s node-down=15s draining=15s pending=15s dbd-queue=15s",
 	}})
 	c.deploy(cosStandinPath, "cos", 1, nil)
 	c.integrate("slurmctld", "cos")
@@ -114,7 +115,7 @@ func TestObservabilityMachines(t *testing.T) {
 
 	for _, r := range d.AlertRules.Groups {
 		for _, rule := range r.Rules {
-			if rule.Alert != "SlurmdbdMessagesQueued" && rule.For != "15s" {
+			if rule.For != "15s" {
 				t.Errorf("alert %s: for %q, want alert-thresholds' 15s", rule.Alert, rule.For)
 			}
 		}
@@ -153,6 +154,35 @@ func TestObservabilityMachines(t *testing.T) {
 	}, func() {
 		c.exec("slurmctld/0", "systemctl", "start", "slurmctld.service")
 	}, func() string { return fmt.Sprint(p.query("up")) })
+
+	// Accounting, then slurmdbd stopped while jobs finish: their records wait in slurmctld's
+	// DBD agent queue (sdiag's "DBD Agent queue size", slurm_slurmdbd_queue_size) until
+	// slurmdbd is back and takes them.
+	c.deploy(mariadbPath, "mariadb", 1, nil)
+	c.deploy(slurmdbdPath, "slurmdbd", 1, nil)
+	c.integrate("slurmdbd", "mariadb")
+	c.integrate("slurmctld", "slurmdbd")
+	c.waitActive()
+	c.waitIdle()
+	c.waitIdleNodes(2)
+	queue := func() string {
+		return fmt.Sprint(p.query("slurm_slurmdbd_queue_size"), " ", c.slurm("squeue", "-h", "-o", "%i %T"))
+	}
+	p.eventually(time.Minute, "slurmdbd's queue empty with accounting on", func() (bool, string) {
+		v := p.query("slurm_slurmdbd_queue_size")
+		return len(v) == 1 && v[0].Value == 0, queue()
+	})
+	var recorded []string
+	p.fireAndResolve("SlurmdbdMessagesQueued", func() {
+		c.serviceCtl("slurmdbd/0", "stop", "slurmdbd")
+		for range 4 {
+			recorded = append(recorded, c.sbatch("slurmd", "--mem=64", "--wrap", "true"))
+		}
+		c.waitCompleted(recorded, 2*time.Minute)
+	}, func() {
+		c.serviceCtl("slurmdbd/0", "start", "slurmdbd")
+	}, queue)
+	c.waitAccounted(recorded, 2*time.Minute)
 }
 
 // fireAndResolve checks that alert name is not active, makes its condition (cause), waits
