@@ -256,6 +256,7 @@ func TestLoginNodeMixedReleases(t *testing.T) {
 				c.loginReady("with a newer controller")
 				c.jobsFromLogin("with a newer controller")
 				c.metricsOffFor("login application sackd", tc.login, tc.ctl)
+				c.neverRefusedConf("sackd/0", "sackd")
 				return
 			}
 			code, msg := c.unitStatus("sackd/0")

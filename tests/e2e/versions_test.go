@@ -57,6 +57,20 @@ func (c *cluster) metricsOffFor(who string, old, ctl release) {
 	})
 }
 
+// neverRefusedConf checks that daemon on unit's machine never read a configuration it could
+// not parse (as 24.11's did on 26.05's MetricsType: "Parsing error at unrecognized key", fatal):
+// the unit waited for the controller to leave such keys out before it started the daemon.
+func (c *cluster) neverRefusedConf(unit, daemon string) {
+	c.t.Helper()
+	journal := c.exec(unit, "journalctl", "--no-pager", "-o", "cat", "-u", daemon+".service")
+	if strings.Contains(journal, "unrecognized key") {
+		c.t.Errorf("%s's %s read a configuration it cannot parse:\n%s", unit, daemon, journal)
+	}
+	if !strings.Contains(c.exec(unit, "systemctl", "is-active", daemon+".service"), "active") {
+		c.t.Errorf("%s's %s is not active", unit, daemon)
+	}
+}
+
 // slurmAtLeast reports whether release ("26.05") is major.minor or later.
 func slurmAtLeast(release string, major, minor int) bool {
 	var ma, mi int
@@ -92,6 +106,7 @@ func mixedReleases(t *testing.T, ctl, app release, joins bool) {
 		c.slurm("srun", "-p", "other", "true")
 		c.slurm("srun", "-p", "slurmd", "true")
 		c.metricsOffFor("slurmd application other", app, ctl)
+		c.neverRefusedConf("other/0", "slurmd")
 		return
 	}
 	code, msg := c.unitStatus("other/0")
