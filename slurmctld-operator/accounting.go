@@ -153,7 +153,7 @@ func (r dbdRelation) apply(ctx context.Context) error {
 	case err != nil:
 		return err
 	}
-	if !h.c.running(ctx) {
+	if !(slurmctldDaemon{h}).live(ctx) {
 		return nil
 	}
 	return slurmctldDaemon{h}.apply(ctx, changed)

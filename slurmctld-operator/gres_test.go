@@ -12,6 +12,7 @@ import (
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/juju/jujutest"
+	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
@@ -80,7 +81,7 @@ func TestGresConfigBeforeFirstStart(t *testing.T) {
 	if got := e.read(gresLocalPath); strings.Contains(got, "Name=") {
 		t.Errorf("controller's gres.local.conf has lines:\n%s", got)
 	}
-	if n := e.svc.count("restart slurmctld"); n != 0 {
+	if n := e.svc.count("respawn slurmctld"); n != 0 {
 		t.Errorf("%d restarts of slurmctld on a fresh controller", n)
 	}
 
@@ -90,7 +91,7 @@ func TestGresConfigBeforeFirstStart(t *testing.T) {
 	if d := cmp.Diff([]string{"gpu"}, publishedGres(t, out, 0)); d != "" {
 		t.Errorf("published gres_types (-want +got):\n%s", d)
 	}
-	if n := e.svc.count("restart slurmctld"); n != 0 {
+	if n := e.svc.count("respawn slurmctld"); n != 0 {
 		t.Errorf("%d restarts of slurmctld for a CPU-only application", n)
 	}
 
@@ -121,17 +122,16 @@ func TestGresDeclaredNameRestartsOnce(t *testing.T) {
 	reconf := e.slurm.count("scontrol", "reconfigure")
 
 	var restartedWith string
-	e.slurm.Before(func(argv []string) {
-		if restartedWith == "" && e.svc.count("restart slurmctld") == 1 {
-			restartedWith = e.confValue("GresTypes")
-		}
+	e.svc.OnStart(func(service.Spec) (bool, error) {
+		restartedWith = e.confValue("GresTypes")
+		return true, nil
 	})
 	out.Relations[1].RemoteAppData = computeGres(t, "fpga", "fpga", "bandwidth")
 	out = e.run(out, jujutest.RelationHook(juju.RelationChanged, "slurmd:2", "fpga/0"))
 	if got := e.confValue("GresTypes"); got != "gpu,bandwidth,fpga" {
 		t.Errorf("GresTypes=%q, want gpu,bandwidth,fpga", got)
 	}
-	if n := e.svc.count("restart slurmctld"); n != 1 {
+	if n := e.svc.count("respawn slurmctld"); n != 1 {
 		t.Fatalf("%d restarts of slurmctld for new names, want 1", n)
 	}
 	if restartedWith != "gpu,bandwidth,fpga" {
@@ -145,6 +145,8 @@ func TestGresDeclaredNameRestartsOnce(t *testing.T) {
 			t.Errorf("gres_types published on %s (-want +got):\n%s", out.Relations[i].ID, d)
 		}
 	}
+	e.restartUnderWay(out, `apply GresTypes=gpu,bandwidth,fpga (was "gpu")`)
+	out = e.run(out, jujutest.Hook(juju.UpdateStatus))
 	if out.UnitStatus.Code != juju.StatusActive {
 		t.Errorf("status %+v", out.UnitStatus)
 	}
@@ -158,7 +160,7 @@ func TestGresDeclaredNameRestartsOnce(t *testing.T) {
 	out.Relations[1].RemoteAppData = computeGres(t, "fpga")
 	out = e.run(out, jujutest.RelationHook(juju.RelationChanged, "slurmd:2", "fpga/0"))
 	out = e.run(out, jujutest.Hook(juju.ConfigChanged))
-	if n := e.svc.count("restart slurmctld"); n != 1 {
+	if n := e.svc.count("respawn slurmctld"); n != 1 {
 		t.Errorf("%d restarts of slurmctld, want still 1", n)
 	}
 	if got := e.confValue("GresTypes"); got != "gpu,bandwidth,fpga" {
@@ -182,13 +184,13 @@ func TestGresRefusedPartitionAddsNoName(t *testing.T) {
 	if got := e.confValue("GresTypes"); got != "gpu" {
 		t.Errorf("GresTypes=%q after a refused partition", got)
 	}
-	if n := e.svc.count("restart slurmctld"); n != 0 {
+	if n := e.svc.count("respawn slurmctld"); n != 0 {
 		t.Errorf("%d restarts", n)
 	}
 	// A later hook does not bring the refused name back.
 	out = e.run(out, jujutest.Hook(juju.ConfigChanged))
-	if got := e.confValue("GresTypes"); got != "gpu" || e.svc.count("restart slurmctld") != 0 {
-		t.Errorf("GresTypes=%q, %d restarts after config-changed", got, e.svc.count("restart slurmctld"))
+	if got := e.confValue("GresTypes"); got != "gpu" || e.svc.count("respawn slurmctld") != 0 {
+		t.Errorf("GresTypes=%q, %d restarts after config-changed", got, e.svc.count("respawn slurmctld"))
 	}
 }
 
@@ -227,7 +229,7 @@ func TestGresUpgradeRestartsOnce(t *testing.T) {
 		}
 	}
 	out = e.run(out, jujutest.Hook(juju.UpgradeCharm))
-	if n := e.svc.count("restart slurmctld"); n != 1 {
+	if n := e.svc.count("respawn slurmctld"); n != 1 {
 		t.Errorf("%d restarts on upgrade-charm, want 1", n)
 	}
 	if got := e.confValue("GresTypes"); got != "gpu" {
@@ -240,7 +242,7 @@ func TestGresUpgradeRestartsOnce(t *testing.T) {
 		t.Errorf("published gres_types (-want +got):\n%s", d)
 	}
 	out = e.run(out, jujutest.Hook(juju.UpgradeCharm))
-	if n := e.svc.count("restart slurmctld"); n != 1 {
+	if n := e.svc.count("respawn slurmctld"); n != 1 {
 		t.Errorf("%d restarts after a second upgrade-charm, want 1", n)
 	}
 	if d := cmp.Diff([]string{"gpu"}, publishedGres(t, out, 0)); d != "" {

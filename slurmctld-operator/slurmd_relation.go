@@ -120,7 +120,7 @@ func (sr slurmdRelation) ready(ctx context.Context, ev slurmd.SlurmdReady) error
 		h.st.GresTypes = prevGres
 		return err
 	}
-	if !h.c.running(ctx) {
+	if !(slurmctldDaemon{h}).live(ctx) {
 		return nil
 	}
 	if changed {
