@@ -108,7 +108,7 @@ func TestGresConfigBeforeFirstStart(t *testing.T) {
 
 // TestGresDeclaredNameRestartsOnce: a name an application declares is added to GresTypes
 // with one slurmctld restart (not a reconfigure: Slurm ignores a GresTypes change on
-// reconfigure), and published as managed only after it; the same names again, gpu, or a
+// reconfigure), and published as managed only once slurmctld answers after it; the same names again, gpu, or a
 // second application's known names restart nothing; a name is never removed.
 func TestGresDeclaredNameRestartsOnce(t *testing.T) {
 	e := newEnv(t)
@@ -140,15 +140,21 @@ func TestGresDeclaredNameRestartsOnce(t *testing.T) {
 	if n := e.slurm.count("scontrol", "reconfigure"); n != reconf {
 		t.Errorf("%d reconfigures besides the restart (the new partition is read by the restart)", n-reconf)
 	}
+	// Published once slurmctld answers after the restart (here the next pass, update-status).
+	e.restartUnderWay(out, `apply GresTypes=gpu,bandwidth,fpga (was "gpu")`)
+	for i := range out.Relations {
+		if d := cmp.Diff([]string{"gpu"}, publishedGres(t, out, i)); d != "" {
+			t.Errorf("gres_types published on %s while slurmctld restarts (-want +got):\n%s", out.Relations[i].ID, d)
+		}
+	}
+	out = e.run(out, jujutest.Hook(juju.UpdateStatus))
+	if out.UnitStatus.Code != juju.StatusActive {
+		t.Errorf("status %+v", out.UnitStatus)
+	}
 	for i := range out.Relations {
 		if d := cmp.Diff([]string{"gpu", "bandwidth", "fpga"}, publishedGres(t, out, i)); d != "" {
 			t.Errorf("gres_types published on %s (-want +got):\n%s", out.Relations[i].ID, d)
 		}
-	}
-	e.restartUnderWay(out, `apply GresTypes=gpu,bandwidth,fpga (was "gpu")`)
-	out = e.run(out, jujutest.Hook(juju.UpdateStatus))
-	if out.UnitStatus.Code != juju.StatusActive {
-		t.Errorf("status %+v", out.UnitStatus)
 	}
 
 	// The same data again, gpu alone, a subset: nothing restarts.

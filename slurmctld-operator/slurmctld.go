@@ -195,9 +195,13 @@ func (ctl slurmctldDaemon) restart(ctx context.Context, kind restartKind, what s
 		return fmt.Errorf("cannot restart slurmctld to %s (see %s): %w", what, slurmctldLog, err)
 	}
 	now := h.c.Now()
+	before := h.st.GresRunning
+	if h.st.Restart != nil { // replaced: slurmctld has not answered since the earlier one
+		before = h.st.Restart.GresBefore
+	}
 	h.st.GresRunning = h.st.gresTypes()
 	h.st.AccountingRunning = h.st.Accounting.storage()
-	h.st.Restart = &pendingRestart{For: kind, What: what, At: now, Deadline: now.Add(startWait)}
+	h.st.Restart = &pendingRestart{For: kind, What: what, At: now, Deadline: now.Add(startWait), GresBefore: before}
 	h.nodes.forget()
 	h.logf(ctx, juju.LevelInfo, "restarting slurmctld to %s; running jobs keep running", what)
 	return nil
@@ -205,7 +209,8 @@ func (ctl slurmctldDaemon) restart(ctx context.Context, kind restartKind, what s
 
 // settle makes one pass over the restart under way, if any, and never waits. slurmctld
 // answering finishes it: logged, the reconfigure a later change asked for run, the partitions
-// checked. Without an answer once its deadline has passed, a restart that turned accounting on
+// checked, new GresTypes names published to the slurmd applications (the login applications
+// get the configuration's digest at the end of the hook, loginNodes.publish). Without an answer once its deadline has passed, a restart that turned accounting on
 // is rolled back (rollBackAccounting, again without waiting); any other is failed, shown as
 // blocked with the log to read, and still finished by a later pass that finds slurmctld
 // answering (Pebble and systemd restart a slurmctld that exits).
@@ -221,9 +226,16 @@ func (ctl slurmctldDaemon) settle(ctx context.Context) error {
 		h.nodes.forget()
 		h.logf(ctx, juju.LevelInfo, "restarted slurmctld to %s (answering %.1f s after the restart)", r.What, h.c.Now().Sub(r.At).Seconds())
 		if r.Reconfigure {
-			return ctl.reconfigure(ctx)
+			if err := ctl.reconfigure(ctx); err != nil {
+				return err
+			}
+		} else {
+			ctl.repairPartitions(ctx)
 		}
-		ctl.repairPartitions(ctx)
+		if r.GresBefore != h.st.GresRunning && h.configProblem() == nil {
+			// Only now may units start with the new names.
+			return publisher{h}.all(ctx)
+		}
 		return nil
 	}
 	if r.Failed != "" || h.c.Now().Before(r.Deadline) {

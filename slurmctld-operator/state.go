@@ -95,6 +95,9 @@ type pendingRestart struct {
 	// At is when slurmctld was restarted; Deadline when a restart it has not answered fails.
 	At       time.Time `json:"at"`
 	Deadline time.Time `json:"deadline"`
+	// GresBefore is the GresTypes value slurmctld ran with before the restart: the names
+	// published as managed until it answers (gresRunning).
+	GresBefore string `json:"gres-before,omitempty"`
 	// Reconfigure: slurm.conf changed again after the restart, which may have read the older
 	// file: slurmctld reconfigures once it answers.
 	Reconfigure bool `json:"reconfigure,omitempty"`
