@@ -208,12 +208,13 @@ func (ctl slurmctldDaemon) restart(ctx context.Context, kind restartKind, what s
 }
 
 // settle makes one pass over the restart under way, if any, and never waits. slurmctld
-// answering finishes it: logged, the reconfigure a later change asked for run, the partitions
-// checked, new GresTypes names published to the slurmd applications (the login applications
-// get the configuration's digest at the end of the hook, loginNodes.publish). Without an answer once its deadline has passed, a restart that turned accounting on
-// is rolled back (rollBackAccounting, again without waiting); any other is failed, shown as
-// blocked with the log to read, and still finished by a later pass that finds slurmctld
-// answering (Pebble and systemd restart a slurmctld that exits).
+// answering finishes it: logged, the reconfigure a later change asked for run (kept for the
+// next pass if it fails), the partitions checked, new GresTypes names published to the slurmd
+// applications (the login applications get the configuration's digest at the end of the
+// hook, loginNodes.publish). Without an answer once its deadline has passed, a restart that
+// turned accounting on is rolled back (rollBackAccounting, again without waiting); any other
+// is failed, shown as blocked with the log to read, and still finished by a later pass that
+// finds slurmctld answering (Pebble and systemd restart a slurmctld that exits).
 func (ctl slurmctldDaemon) settle(ctx context.Context) error {
 	h := ctl.h
 	r := h.st.Restart
@@ -227,6 +228,7 @@ func (ctl slurmctldDaemon) settle(ctx context.Context) error {
 		h.logf(ctx, juju.LevelInfo, "restarted slurmctld to %s (answering %.1f s after the restart)", r.What, h.c.Now().Sub(r.At).Seconds())
 		if r.Reconfigure {
 			if err := ctl.reconfigure(ctx); err != nil {
+				h.st.Restart = r
 				return err
 			}
 		} else {
