@@ -18,7 +18,7 @@ import (
 // AccountingStorageTRES=gres/gpu (unless slurm-conf-parameters sets it; slurmConf.editAccounting),
 // through the candidate check like every slurm.conf change, and slurmctld is restarted once
 // (slurmctldDaemon.restartForAccounting: Slurm loads its accounting storage plugin at start
-// only). Running and queued jobs survive the restart (they are in StateSaveLocation);
+// only; the hook does not wait for it, a later pass settles the restart). Running and queued jobs survive the restart (they are in StateSaveLocation);
 // slurmctld registers the cluster with slurmdbd and sends the records of the jobs it holds.
 // Removing the relation turns accounting off the same way. While slurmdbd or its database is
 // away slurmctld keeps scheduling and queues the records; the status shows the queue (sdiag's

@@ -10,10 +10,11 @@
 // units never touches slurm.conf: departed nodes are drained and deleted once idle, by the
 // departing unit itself and, as a safety net, by this charm's reconcile on relation-departed
 // and update-status. No hook waits for Slurm: what one pass leaves (a node still running jobs,
-// a removed partition still holding job records) is watched by the removal waiter
-// (waiter.go), which wakes the charm through juju-exec. Every unit offers COS its alert rules,
-// dashboards and log on cos-agent, and a controller on Slurm 25.11 or later its OpenMetrics
-// endpoints as scrape jobs (cos.go). See README.md for the operator's view.
+// a removed partition still holding job records, a restarted slurmctld not answering yet) is
+// watched by the waiter (waiter.go), which wakes the charm through juju-exec. Every unit
+// offers COS its alert rules, dashboards and log on cos-agent, and a controller on Slurm 25.11
+// or later its OpenMetrics endpoints as scrape jobs (cos.go). See README.md for the
+// operator's view.
 //
 // # Code layout
 //
@@ -36,7 +37,8 @@
 //	partition_removal.go  partitionRemovals: a departed application's partition, removed once
 //	                      no job record is left
 //	slurmctld.go          slurmctldDaemon: slurmctld configured, started, reconfigured or
-//	                      restarted, its partitions repaired after
+//	                      restarted (a restart is settled by a later pass), its partitions
+//	                      repaired after
 //	authkey.go            authKey: the auth key secret, the key file, munged
 //	slurmconf.go          slurmConf: slurm.conf and the partition files
 //	node_actions.go       set-node-state, drain, resume, delete-node
@@ -53,7 +55,7 @@
 //	candidate.go          confFiles: every edit made on a candidate copy Slurm's parser reads
 //	                      first
 //	gres.go               GresTypes and gres.conf
-//	waiter.go             the removal waiter: the process and the hooks' side of it
+//	waiter.go             the waiter (removals, restarts): the process and the hooks' side of it
 //	state.go              the state, and the record of what the leader wrote to Juju
 //	cgroup.go             cgroup.conf
 //	config.go             the configuration, validated

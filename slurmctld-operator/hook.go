@@ -55,7 +55,8 @@ func (c *Charm) lifecycle() charm.Lifecycle[charmState] {
 
 // begin reads the configuration and leadership for a hook. install needs neither (it
 // installs packages and creates directories); leader-elected says by itself that this unit
-// leads, so it runs no is-leader.
+// leads, so it runs no is-leader. A leader's hook (not an action) then settles the slurmctld
+// restart under way, if any (slurmctldDaemon.settle).
 func (c *Charm) begin(ctx context.Context, k *charm.Hook[charmState]) (*hook, error) {
 	hc := k.HookContext
 	h := &hook{c: c, hc: hc, k: k, st: &k.State, conf: confFiles{c: c}, nodes: nodeCache{client: c.client}}
@@ -87,12 +88,19 @@ func (c *Charm) begin(ctx context.Context, k *charm.Hook[charmState]) (*hook, er
 	default:
 		h.pub = h.st.Published.clone()
 	}
+	if h.leader && kind != juju.Action {
+		// A slurmctld restart under way is finished (or failed) before anything else: one
+		// `scontrol ping`, nothing when none is under way.
+		if err := (slurmctldDaemon{h}).settle(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return h, nil
 }
 
-// watch hands the removals the hook leaves under way to the waiter (none on a unit that does
-// not lead: its waiter, if any, ends). A waiter that cannot start is no failure of the hook:
-// the removals still finish on update-status.
+// watch hands the removals and the slurmctld restart the hook leaves under way to the waiter
+// (none on a unit that does not lead: its waiter, if any, ends). A waiter that cannot start is
+// no failure of the hook: they still finish on update-status.
 func (h *hook) watch(ctx context.Context) {
 	if h.c.Waiter == nil {
 		return
@@ -102,7 +110,7 @@ func (h *hook) watch(ctx context.Context) {
 		list = h.st.watchList()
 	}
 	if err := h.c.Waiter.Watch(ctx, list); err != nil {
-		h.logf(ctx, juju.LevelWarning, "removals continue on update-status only: %v", err)
+		h.logf(ctx, juju.LevelWarning, "removals and restarts continue on update-status only: %v", err)
 	}
 }
 

@@ -190,7 +190,7 @@ func (h *hook) updateStatus(ctx context.Context) error {
 		if err := (partitionRemovals{h}).pass(ctx); err != nil {
 			return err
 		}
-		if h.c.running(ctx) {
+		if h.st.Restart == nil && h.c.running(ctx) {
 			slurmctldDaemon{h}.repairPartitions(ctx)
 			if h.st.Reboots != nil {
 				if _, err := (rollingReboot{h}).advance(ctx); err != nil {

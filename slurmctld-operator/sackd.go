@@ -135,10 +135,12 @@ func (l loginNodes) hosts(ctx context.Context) error {
 // data there, where the record says it is not so already. It does nothing on a unit that is
 // not the leader, while the configuration is refused (the running controller keeps the
 // previous one, as the slurmd relation does), before the auth key secret and slurm.conf
-// exist, and in install and actions.
+// exist, in install and actions, and while slurmctld restarts (a login unit would fetch the
+// configuration from a slurmctld that does not answer yet; the pass that finishes the restart
+// publishes).
 func (l loginNodes) publish(ctx context.Context) error {
 	h := l.h
-	if !h.leader || h.configProblem() != nil || h.st.SecretID == "" {
+	if !h.leader || h.configProblem() != nil || h.st.SecretID == "" || h.st.Restart != nil {
 		return nil
 	}
 	rels, err := l.relations(ctx)

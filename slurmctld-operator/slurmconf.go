@@ -163,7 +163,7 @@ func (sc slurmConf) rewrite(ctx context.Context) (refused *slurm.ConfigError, er
 		h.logf(ctx, juju.LevelWarning, "slurm.conf left as it was: %v", err)
 		return refused, nil
 	}
-	if err != nil || !h.c.running(ctx) {
+	if err != nil || !(slurmctldDaemon{h}).live(ctx) {
 		return nil, err
 	}
 	return nil, slurmctldDaemon{h}.apply(ctx, changed)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/juju"
@@ -57,6 +58,8 @@ type charmState struct {
 	// AccountingRunning is the accounting storage (host:port, "" for none) slurmctld was last
 	// started or restarted with.
 	AccountingRunning string `json:"accounting-running,omitempty"`
+	// Restart is the slurmctld restart under way (slurmctld.go: no hook waits for it), or nil.
+	Restart *pendingRestart `json:"restart,omitempty"`
 	// Reboots is the rolling reboot under way (reboot action), or nil.
 	Reboots *rebootPlan `json:"reboots,omitempty"`
 	// COS records the cos-agent relations and what this unit last wrote to them (cos.go);
@@ -70,6 +73,43 @@ type charmState struct {
 	// SlurmdReleases are the Slurm releases slurmd applications and units said they run, by
 	// application or unit name (metricsgate.go).
 	SlurmdReleases map[string]nodeRelease `json:"slurmd-releases,omitempty"`
+}
+
+// restartKind is what a restart of slurmctld applies.
+type restartKind string
+
+const (
+	// restartAccountingOn and restartAccountingOff load (or drop) the accounting storage
+	// slurm.conf names: Slurm loads its accounting plugin at start only.
+	restartAccountingOn  restartKind = "accounting-on"
+	restartAccountingOff restartKind = "accounting-off"
+	// restartGres applies a GresTypes change, which a reconfigure ignores.
+	restartGres restartKind = "gres"
+	// restartRollback turns accounting off again: slurmctld did not answer with it.
+	restartRollback restartKind = "accounting-rollback"
+)
+
+// pendingRestart is a restart of slurmctld that no hook waited for: the hook that restarted
+// slurmctld returned at once, and a later pass (the waiter's wake, the leader's next hook,
+// update-status) finishes it once slurmctld answers, or fails it once Deadline has passed
+// without an answer (slurmctldDaemon.settle).
+type pendingRestart struct {
+	For restartKind `json:"for"`
+	// What is what the restart does, in words for the log and the status ("turn accounting
+	// on (slurmdbd at 10.0.0.9:6819)").
+	What string `json:"what"`
+	// At is when slurmctld was restarted; Deadline when a restart it has not answered fails.
+	At       time.Time `json:"at"`
+	Deadline time.Time `json:"deadline"`
+	// GresBefore is the GresTypes value slurmctld ran with before the restart: the names
+	// published as managed until it answers (gresRunning).
+	GresBefore string `json:"gres-before,omitempty"`
+	// Reconfigure: slurm.conf changed again after the restart, which may have read the older
+	// file: slurmctld reconfigures once it answers.
+	Reconfigure bool `json:"reconfigure,omitempty"`
+	// Failed says how the restart failed (no answer by Deadline), for the blocked status; a
+	// later pass that finds slurmctld answering still finishes it.
+	Failed string `json:"failed,omitempty"`
 }
 
 // published records what the leader wrote to Juju (ports, relation data, secret grants) and

@@ -35,8 +35,8 @@ type observer struct {
 }
 
 // unitStatus is the unit status, the one place it is worded: from the state, leadership, the
-// configuration's problem and its slurm.conf parameters (extra), then (only when it gets that
-// far) whether slurmctld runs and its node list.
+// configuration's problem and its slurm.conf parameters (extra) and the slurmctld restart
+// under way, then (only when it gets that far) whether slurmctld runs and its node list.
 func unitStatus(ctx context.Context, st *charmState, leader bool, configProblem error, extra slurmconf.Params, o observer) (juju.StatusCode, string) {
 	if configProblem != nil {
 		return juju.StatusBlocked, configProblem.Error()
@@ -49,6 +49,12 @@ func unitStatus(ctx context.Context, st *charmState, leader bool, configProblem 
 	}
 	if apps := sortedKeys(st.Problems); len(apps) > 0 {
 		return juju.StatusBlocked, fmt.Sprintf("slurmd application %s: %s", apps[0], st.Problems[apps[0]])
+	}
+	if r := st.Restart; r != nil {
+		if r.Failed != "" {
+			return juju.StatusBlocked, r.Failed
+		}
+		return juju.StatusMaintenance, "slurmctld restarting to " + r.What + "; running jobs keep running"
 	}
 	if !o.running(ctx) {
 		return juju.StatusMaintenance, "slurmctld is not running"
@@ -112,7 +118,7 @@ func unitStatus(ctx context.Context, st *charmState, leader bool, configProblem 
 }
 
 // accountingStatus is the accounting part of the unit status ("" without a slurmdbd
-// relation): off and why, waiting for slurmdbd, the restart pending, or the records queued
+// relation): off and why, waiting for slurmdbd, a restart still to make, or the records queued
 // for slurmdbd (sdiag's DBD agent queue) while slurmdbd or its database is away.
 func accountingStatus(ctx context.Context, st *charmState, o observer) string {
 	a := st.Accounting

@@ -263,14 +263,14 @@ func (r Requirer) PublishController(ctx context.Context, id juju.RelationID, bag
 }
 
 // ForRelationSet is a controller bag as relation-set must be given it: relation-set changes
-// only the keys it is given, so each optional key the bag leaves out (gres_types,
-// slurm_version, conf_min_version) is given empty, which deletes what an earlier write left.
+// only the keys it is given, so conf_min_version, when the bag leaves it out, is given empty,
+// which deletes what an earlier write left (a unit would wait on it). The other optional keys
+// keep what was written before, as they always have: gres_types names stay published while a
+// restart for new ones is under way.
 func ForRelationSet(bag map[string]string) map[string]string {
 	out := maps.Clone(bag)
-	for _, k := range []string{KeyGresTypes, KeySlurmVersion, KeyConfMinVersion} {
-		if _, ok := out[k]; !ok {
-			out[k] = ""
-		}
+	if _, ok := out[KeyConfMinVersion]; !ok {
+		out[KeyConfMinVersion] = ""
 	}
 	return out
 }

@@ -421,11 +421,11 @@ func TestUnitData(t *testing.T) {
 	}
 }
 
-// TestForRelationSet: an optional key the bag leaves out is given empty (relation-set deletes
-// it); the rest is the bag.
+// TestForRelationSet: conf_min_version, when the bag leaves it out, is given empty
+// (relation-set deletes it); the rest is the bag.
 func TestForRelationSet(t *testing.T) {
 	got := slurmd.ForRelationSet(map[string]string{"version": "1", "slurm_version": "26.05.5"})
-	want := map[string]string{"version": "1", "slurm_version": "26.05.5", "gres_types": "", "conf_min_version": ""}
+	want := map[string]string{"version": "1", "slurm_version": "26.05.5", "conf_min_version": ""}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}
