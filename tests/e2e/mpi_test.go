@@ -71,6 +71,16 @@ func ringBinary(t *testing.T) string {
 	return ringPath
 }
 
+// openMPIInitRace reports whether a launch failed by Open MPI 5.0's own race in MPI_Init: a
+// rank that left the PMIx fence early sends its first message to a rank still waiting in the
+// fence, whose ob1 PML matches it against an MPI_COMM_WORLD it has not set up yet and crashes
+// (open-mpi/ompi#12495, #13559). Seen once in a CI run on Debian 13 machines (Open MPI 5.0,
+// load 17): rank 1 died with a segmentation fault in mca_pml_ob1_recv_frag_callback_match under
+// MPI_Init, the other ranks exited 14.
+func openMPIInitRace(stderr string) bool {
+	return strings.Contains(stderr, "mca_pml_ob1_recv_frag_callback_match") && strings.Contains(stderr, "MPI_Init")
+}
+
 // ringLineRE is one rank's report (testdata/ring.c).
 var ringLineRE = regexp.MustCompile(`^rank (\d+) of (\d+) on (\S+): from rank (\d+) on (\S+), (\d+) bytes intact, sum (\d+)$`)
 
@@ -94,6 +104,11 @@ func mpiRing(t *testing.T, c *cluster, ring string) {
 
 	srun := []string{"env", "SLURM_CONF=" + ctlConf, "srun", "-p", "slurmd", "-N3", "-n3", "--ntasks-per-node=1", "--time=2"}
 	out, code, stderr := c.tryExec("slurmctld/0", append(srun, "--mpi=pmix", ring)...)
+	if code != 0 && openMPIInitRace(stderr) {
+		// Not Slurm's fault nor ours: launch once more, and only once.
+		t.Logf("Open MPI's MPI_Init race (a rank received its peer's first message before its MPI_COMM_WORLD was set up; open-mpi/ompi#13559): launching the ring once more:\n%s", stderr)
+		out, code, stderr = c.tryExec("slurmctld/0", append(srun, "--mpi=pmix", ring)...)
+	}
 	if code != 0 {
 		t.Fatalf("srun --mpi=pmix ring exited %d:\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 	}
