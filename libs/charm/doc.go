@@ -60,6 +60,12 @@
 // the version shown last. The cache is saved with the state, so it follows the same commit
 // rule: after a failed hook the status is set again.
 //
+// # The unit's relation
+//
+// [Hook.Relation] is the unit's relation on an endpoint with `limit: 1`: the event's own on
+// a relation hook of the endpoint (none on its relation-broken), else what relation-ids
+// lists, asked once per hook.
+//
 // # Settings and paths
 //
 // [Settings] holds the tunables both charms share (file system root, poll interval, munged's
