@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 
-	"github.com/charmed-slurm/operators/interfaces/sackd"
 	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/juju"
 )
@@ -18,9 +17,6 @@ type hook struct {
 	// published is the host data this hook wrote to the relation, recorded in st.Host only
 	// when the hook succeeds (Juju discards a failed hook's relation-set).
 	published *PublishedHost
-	// rel and relKnown memoize the slurmctld relation id.
-	rel      juju.RelationID
-	relKnown bool
 }
 
 // lifecycle runs the hooks: the state is loaded before the handler and saved once after it
@@ -83,27 +79,6 @@ func (h *hook) showVersion(ctx context.Context) error {
 		return h.k.SetVersion(ctx, r.Version)
 	}
 	return nil
-}
-
-// relationID returns the slurmctld relation id ("" when there is none): the event's own on a
-// relation hook ("" on relation-broken: the relation being broken is none), else one
-// relation-ids call per hook.
-func (h *hook) relationID(ctx context.Context) (juju.RelationID, error) {
-	ev := h.hc.Event
-	if ev.Kind.IsRelation() && ev.Endpoint == sackd.ProviderEndpoint {
-		if ev.Kind == juju.RelationBroken {
-			return "", nil
-		}
-		return ev.Relation, nil
-	}
-	if !h.relKnown {
-		id, err := sackd.Provider{HookContext: h.hc}.Relation(ctx)
-		if err != nil {
-			return "", err
-		}
-		h.rel, h.relKnown = id, true
-	}
-	return h.rel, nil
 }
 
 // sackd is this host's sackd.

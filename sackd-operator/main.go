@@ -10,13 +10,12 @@ import (
 )
 
 func main() {
-	charm.Main(func(ev juju.Event) (juju.Handler, func(), error) {
-		services := auto.Detect(os.LookupEnv) // connects on first use
+	charm.Main(charm.WithServices(os.LookupEnv, func(_ juju.Event, services *auto.Manager) juju.Handler {
 		c := &Charm{
 			Settings: charm.Settings{Root: "/"},
 			Slurm:    command.Exec{},
 			Services: services,
 		}
-		return c.Router().Dispatch, services.Close, nil
-	})
+		return c.Router().Dispatch
+	}))
 }

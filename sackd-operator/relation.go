@@ -97,7 +97,7 @@ func (h *hook) publishHost(ctx context.Context, id juju.RelationID, fresh bool) 
 // reapply applies the controller's data as the last relation hook would, when there is a
 // relation and its data is complete; otherwise it reports the status.
 func (h *hook) reapply(ctx context.Context) error {
-	id, err := h.relationID(ctx)
+	id, err := h.k.Relation(ctx, sackd.ProviderEndpoint)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 
+	"github.com/charmed-slurm/operators/interfaces/sackd"
 	"github.com/charmed-slurm/operators/libs/juju"
 )
 
@@ -14,7 +15,7 @@ func (h *hook) refresh(ctx context.Context) error {
 		return h.report(ctx, observed{})
 	}
 	if h.st.Applied == nil {
-		id, err := h.relationID(ctx)
+		id, err := h.k.Relation(ctx, sackd.ProviderEndpoint)
 		return h.report(ctx, observed{noRelation: err == nil && id == "", relationErr: err})
 	}
 	o := h.sackd().observe(ctx)

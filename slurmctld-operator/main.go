@@ -7,9 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/charmed-slurm/operators/libs/charm"
@@ -24,14 +22,10 @@ const pollInterval = time.Second
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == waiterCommand {
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		c := &Charm{Settings: charm.Settings{PollInterval: pollInterval}, Slurm: command.Exec{}}
-		code := c.runWaiter(ctx, os.Getenv, exec.LookPath, os.Stderr)
-		stop()
-		os.Exit(code)
+		charm.Exit(func(ctx context.Context) int { return c.runWaiter(ctx, os.Getenv, exec.LookPath, os.Stderr) })
 	}
-	charm.Main(func(ev juju.Event) (juju.Handler, func(), error) {
-		mgr := auto.Detect(os.LookupEnv) // connects on first use
+	charm.Main(charm.WithServices(os.LookupEnv, func(ev juju.Event, mgr *auto.Manager) juju.Handler {
 		c := &Charm{
 			Settings:     charm.Settings{Root: "/", PollInterval: pollInterval},
 			Slurm:        command.Exec{},
@@ -45,8 +39,8 @@ func main() {
 		if ev.CharmDir != "" {
 			c.Waiter = &procWaiter{Dir: ev.CharmDir, Exe: filepath.Join(ev.CharmDir, "dispatch"), Env: waiterEnv(os.Environ()), LookPath: exec.LookPath}
 		}
-		return c.Router().Dispatch, mgr.Close, nil
-	})
+		return c.Router().Dispatch
+	}))
 }
 
 // runWaiter is dispatch run as the waiter (dispatch slurmctld-removal-waiter, started by

@@ -27,9 +27,6 @@ type hook struct {
 	// published is what this hook wrote to the relation, recorded in st.Published only when
 	// the hook succeeds (Juju discards a failed hook's relation-set).
 	published *Published
-	// rel and relKnown memoize the slurmctld relation id.
-	rel      juju.RelationID
-	relKnown bool
 	// machine is `slurmd -C` running from the hook's start when the state holds no machine
 	// facts yet (the first hook after install); facts waits for it.
 	machine *pending[slurm.MachineInfo]
@@ -114,23 +111,6 @@ func (h *hook) showVersion(ctx context.Context) error {
 		return h.k.SetVersion(ctx, f.Version)
 	}
 	return nil
-}
-
-// relationID returns the slurmctld relation id ("" when there is none): the event's own on a
-// relation hook, else one relation-ids call per hook.
-func (h *hook) relationID(ctx context.Context) (juju.RelationID, error) {
-	ev := h.hc.Event
-	if ev.Kind.IsRelation() && ev.Endpoint == slurmd.ProviderEndpoint && ev.Kind != juju.RelationBroken && ev.Relation != "" {
-		return ev.Relation, nil
-	}
-	if !h.relKnown {
-		id, err := slurmd.Provider{HookContext: h.hc}.Relation(ctx)
-		if err != nil {
-			return "", err
-		}
-		h.rel, h.relKnown = id, true
-	}
-	return h.rel, nil
 }
 
 // readingFacts runs fn with `slurmd -C` read from the hook's start when the state holds no

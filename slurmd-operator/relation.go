@@ -88,7 +88,7 @@ func (l slurmctldRelation) publish(ctx context.Context) error {
 		h.logf(ctx, juju.LevelWarning, "not publishing the partition: %v", cerr)
 		return h.k.SetAppStatus(ctx, code, msg, force)
 	}
-	id, err := h.relationID(ctx)
+	id, err := h.k.Relation(ctx, slurmd.ProviderEndpoint)
 	if err != nil {
 		return fmt.Errorf("cannot find the slurmctld relation: %w", err)
 	}
@@ -175,7 +175,7 @@ func (l slurmctldRelation) event(ctx context.Context) error {
 // the relation or its data it only reports the status.
 func (l slurmctldRelation) reapply(ctx context.Context) error {
 	h := l.h
-	id, err := h.relationID(ctx)
+	id, err := h.k.Relation(ctx, slurmd.ProviderEndpoint)
 	if err != nil || id == "" {
 		return errors.Join(err, h.refresh(ctx))
 	}

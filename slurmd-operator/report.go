@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
@@ -19,7 +20,7 @@ func (h *hook) refresh(ctx context.Context) error {
 		return h.report(ctx, observed{})
 	}
 	if h.st.Applied == nil {
-		id, err := h.relationID(ctx)
+		id, err := h.k.Relation(ctx, slurmd.ProviderEndpoint)
 		if err != nil {
 			return err
 		}

@@ -107,20 +107,21 @@ type Charm struct {
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
-// Router routes every hook the charm handles.
+// Router routes every hook the charm handles to a method of hook (charm.Handlers).
 func (c *Charm) Router() *juju.Router {
+	hs := c.handlers()
 	r := juju.NewRouter()
-	r.Handle(juju.Install, c.handler((*hook).install))
+	r.Handle(juju.Install, hs.Handle((*hook).install))
 	for _, k := range []juju.Kind{juju.LeaderElected, juju.LeaderSettingsChanged, juju.ConfigChanged, juju.Start,
 		juju.UpgradeCharm, juju.UpdateStatus, juju.SecretChanged} {
-		r.Handle(k, c.handler((*hook).reconcile))
+		r.Handle(k, hs.Handle((*hook).reconcile))
 	}
 	for _, ep := range []string{mysqlclient.EndpointName, slurmdbd.ProviderEndpoint} {
 		for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted, juju.RelationBroken} {
-			r.HandleRelation(ep, k, c.handler((*hook).reconcile))
+			r.HandleRelation(ep, k, hs.Handle((*hook).reconcile))
 		}
 	}
-	r.Handle(juju.Stop, c.handler((*hook).stop))
+	r.Handle(juju.Stop, hs.Handle((*hook).stop))
 	return r
 }
 
@@ -154,24 +155,31 @@ type hook struct {
 	waiting string
 }
 
-func (c *Charm) handler(fn func(h *hook, ctx context.Context) error) juju.Handler {
-	return c.lifecycle().Handler(func(ctx context.Context, k *charm.Hook[State]) error {
-		h := &hook{c: c, hc: k.HookContext, k: k, st: &k.State}
-		if k.HookContext.Event.Kind != juju.Install {
-			if err := h.readConfig(ctx); err != nil {
-				return err
-			}
-			if k.HookContext.Event.Kind == juju.LeaderElected {
-				h.leader = true
-			} else {
-				var err error
-				if h.leader, err = h.hc.Leadership.IsLeader(ctx); err != nil {
-					return fmt.Errorf("cannot check leadership: %w", err)
-				}
-			}
-		}
-		return fn(h, ctx)
-	})
+// handlers runs every handler in the lifecycle with the hook value built by begin. What a
+// hook wrote to Juju is recorded as it goes and dropped by the lifecycle's Failed.
+func (c *Charm) handlers() charm.Handlers[State, *hook] {
+	return charm.Handlers[State, *hook]{Lifecycle: c.lifecycle(), Begin: c.begin}
+}
+
+// begin builds the hook value: on every hook but install, the configuration (validated) and
+// whether this unit leads.
+func (c *Charm) begin(ctx context.Context, k *charm.Hook[State]) (*hook, error) {
+	h := &hook{c: c, hc: k.HookContext, k: k, st: &k.State}
+	if k.Event.Kind == juju.Install {
+		return h, nil
+	}
+	if err := h.readConfig(ctx); err != nil {
+		return nil, err
+	}
+	if k.Event.Kind == juju.LeaderElected {
+		h.leader = true
+		return h, nil
+	}
+	var err error
+	if h.leader, err = h.hc.Leadership.IsLeader(ctx); err != nil {
+		return nil, fmt.Errorf("cannot check leadership: %w", err)
+	}
+	return h, nil
 }
 
 // logf writes to the unit's log (best effort). Never pass it credentials.

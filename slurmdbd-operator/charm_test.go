@@ -207,11 +207,25 @@ func TestServes(t *testing.T) {
 	}
 	e.checkNoPassword()
 
-	// The same hook again changes nothing: no restart.
+	if e.state.Version != "22.05.8" {
+		t.Errorf("application version %q, want 22.05.8", e.state.Version)
+	}
+
+	// The same hook again changes nothing: no restart, and neither the status nor the
+	// version shown is set again.
 	e.svc.ResetCalls()
-	e.run(jujutest.Hook(juju.UpdateStatus))
+	out, tools, err := jujutest.Tools(t, e.state, jujutest.Hook(juju.UpdateStatus), e.c.Router().Dispatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.state = out
 	if n := e.svc.Count("restart " + Service); n != 0 {
 		t.Errorf("update-status restarted slurmdbd %d times", n)
+	}
+	for _, tool := range tools {
+		if tool == "application-version-set" || tool == "status-set" {
+			t.Errorf("update-status ran %s again: %q", tool, tools)
+		}
 	}
 }
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
@@ -36,18 +36,14 @@ type ConfigError struct{ Option, Msg string }
 
 func (e *ConfigError) Error() string { return e.Option + ": " + e.Msg }
 
-// readConfig reads the configuration (config-get on config-changed, upgrade-charm, or when
-// none is kept) and validates it: a bad value sets h.cfgErr.
+// readConfig reads the configuration (charm.ReadConfig: config-get on config-changed,
+// upgrade-charm, or when none is kept) and validates it: a bad value sets h.cfgErr.
 func (h *hook) readConfig(ctx context.Context) error {
-	switch kind := h.hc.Event.Kind; {
-	case h.st.Config == nil, kind == juju.ConfigChanged, kind == juju.UpgradeCharm:
-		var cfg config
-		if err := h.hc.Config.Decode(ctx, &cfg); err != nil {
-			return fmt.Errorf("cannot read config: %w", err)
-		}
-		h.st.Config = &cfg
+	cfg, err := charm.ReadConfig(ctx, h.hc, &h.st.Config, config{})
+	if err != nil {
+		return err
 	}
-	h.cfg = *h.st.Config
+	h.cfg = cfg
 	h.extra, h.cfgErr = parseConfParameters(h.cfg.SlurmdbdConfParameters)
 	return nil
 }

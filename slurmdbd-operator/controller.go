@@ -14,7 +14,7 @@ import (
 // controller returns the related controller's data (its auth key resolved), or ok false with
 // h.problem or h.waiting set.
 func (h *hook) controller(ctx context.Context) (juju.RelationID, slurmdbd.ControllerData, bool, error) {
-	id, err := h.relation(ctx, slurmdbd.ProviderEndpoint)
+	id, err := h.k.Relation(ctx, slurmdbd.ProviderEndpoint)
 	if err != nil {
 		return "", slurmdbd.ControllerData{}, false, err
 	}

@@ -133,7 +133,7 @@ func classify(err error) error {
 // leader writes its request on the relation first when it has not yet.
 func (h *hook) database(ctx context.Context) (Target, bool, error) {
 	req := mysqlclient.Requirer{HookContext: h.hc, Database: DatabaseName}
-	id, err := h.relation(ctx, mysqlclient.EndpointName)
+	id, err := h.k.Relation(ctx, mysqlclient.EndpointName)
 	if err != nil {
 		return Target{}, false, err
 	}
@@ -194,21 +194,4 @@ func (h *hook) probe(ctx context.Context, t Target) (DBInfo, bool) {
 		h.problem = fmt.Sprintf("cannot use the database at %s: %v", t.Endpoint, dbe.Err)
 	}
 	return DBInfo{}, false
-}
-
-// relation returns this unit's relation on endpoint ep, or "" when there is none. On a
-// relation-broken hook of that endpoint the dying relation does not count.
-func (h *hook) relation(ctx context.Context, ep string) (juju.RelationID, error) {
-	ids, err := h.hc.Relations.IDs(ctx, ep)
-	if err != nil {
-		return "", fmt.Errorf("cannot list %s relations: %w", ep, err)
-	}
-	ev := h.hc.Event
-	for _, id := range ids {
-		if ev.Kind == juju.RelationBroken && ev.Relation == id {
-			continue
-		}
-		return id, nil
-	}
-	return "", nil
 }

@@ -12,14 +12,13 @@ type State struct {
 	Config *config `json:"config,omitempty"`
 	// Version is slurmdbd's version (slurmdbd -V), read at install and upgrade-charm.
 	Version string `json:"version,omitempty"`
-	// VersionShown is the version last given to application-version-set.
-	VersionShown string `json:"version-shown,omitempty"`
 	// Applied is what slurmdbd was last (re)started with; nil while it never ran.
 	Applied *Applied `json:"applied,omitempty"`
 	// Published is what the leader last wrote to the slurmctld relation.
 	Published *Published `json:"published,omitempty"`
 	// Requested is the database relation the leader wrote its request to.
 	Requested juju.RelationID `json:"requested,omitempty"`
+	// StatusCache holds the statuses and the version shown last (the kit's cache).
 	charm.StatusCache
 }
 

@@ -13,13 +13,7 @@ func (h *hook) setStatus(ctx context.Context) error {
 	if err := h.k.SetUnitStatus(ctx, code, msg); err != nil {
 		return err
 	}
-	if h.st.Version != "" && h.st.VersionShown != h.st.Version {
-		if err := h.hc.Status.SetVersion(ctx, h.st.Version); err != nil {
-			return fmt.Errorf("cannot set the application version: %w", err)
-		}
-		h.st.VersionShown = h.st.Version
-	}
-	return nil
+	return h.k.SetVersion(ctx, h.st.Version)
 }
 
 // status is the unit's status: a problem blocks (and says whether slurmdbd still runs), a

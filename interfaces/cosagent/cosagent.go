@@ -37,6 +37,8 @@ import (
 	"strings"
 
 	"github.com/ulikunitz/xz"
+
+	"github.com/charmed-slurm/operators/interfaces/databag"
 )
 
 // Endpoint is the relation endpoint's conventional name on the provider side.
@@ -57,21 +59,11 @@ const (
 
 // DataError reports a databag that cannot be decoded or data that cannot be encoded. Field
 // names the JSON field.
-type DataError struct {
-	Field string
-	Msg   string
-	Err   error
-}
+// It is [databag.Error], with relationName as its Relation.
+type DataError = databag.Error
 
-func (e *DataError) Error() string {
-	msg := fmt.Sprintf("invalid %q in cos_agent relation data: %s", e.Field, e.Msg)
-	if e.Err != nil {
-		msg += ": " + e.Err.Error()
-	}
-	return msg
-}
-
-func (e *DataError) Unwrap() error { return e.Err }
+// relationName names this relation in its DataErrors.
+const relationName = "cos_agent"
 
 // ErrNotReady reports an empty databag: the provider has not published yet.
 var ErrNotReady = errors.New("cos_agent relation data not ready")
@@ -141,7 +133,7 @@ func (d Data) Encode() (map[string]string, error) {
 		return nil, fmt.Errorf("cannot encode cos_agent data: %w", err)
 	}
 	if len(out) > maxBag {
-		return nil, &DataError{Field: Key, Msg: fmt.Sprintf("%d bytes, more than %d", len(out), maxBag)}
+		return nil, &DataError{Relation: relationName, Field: Key, Msg: fmt.Sprintf("%d bytes, more than %d", len(out), maxBag)}
 	}
 	return map[string]string{Key: string(out)}, nil
 }
@@ -153,16 +145,16 @@ func Decode(bag map[string]string) (Data, error) {
 		return Data{}, ErrNotReady
 	}
 	if len(raw) > maxBag {
-		return Data{}, &DataError{Field: Key, Msg: fmt.Sprintf("%d bytes, more than %d", len(raw), maxBag)}
+		return Data{}, &DataError{Relation: relationName, Field: Key, Msg: fmt.Sprintf("%d bytes, more than %d", len(raw), maxBag)}
 	}
 	dec := json.NewDecoder(strings.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var w wire
 	if err := dec.Decode(&w); err != nil {
-		return Data{}, &DataError{Field: Key, Msg: "not the cos_agent JSON object", Err: err}
+		return Data{}, &DataError{Relation: relationName, Field: Key, Msg: "not the cos_agent JSON object", Err: err}
 	}
 	if dec.More() {
-		return Data{}, &DataError{Field: Key, Msg: "trailing data after the JSON object"}
+		return Data{}, &DataError{Relation: relationName, Field: Key, Msg: "trailing data after the JSON object"}
 	}
 	for _, f := range []struct {
 		name string
@@ -173,7 +165,7 @@ func Decode(bag map[string]string) (Data, error) {
 		{"log_slots", w.LogSlots == nil},
 	} {
 		if f.null {
-			return Data{}, &DataError{Field: f.name, Msg: "missing (want a list)"}
+			return Data{}, &DataError{Relation: relationName, Field: f.name, Msg: "missing (want a list)"}
 		}
 	}
 	d := Data{
@@ -210,38 +202,38 @@ var (
 // check validates d as Decode and Encode both require.
 func (d Data) check() error {
 	if len(d.ScrapeJobs) > maxJobs {
-		return &DataError{Field: "metrics_scrape_jobs", Msg: fmt.Sprintf("%d jobs, more than %d", len(d.ScrapeJobs), maxJobs)}
+		return &DataError{Relation: relationName, Field: "metrics_scrape_jobs", Msg: fmt.Sprintf("%d jobs, more than %d", len(d.ScrapeJobs), maxJobs)}
 	}
 	names := map[string]bool{}
 	for i, j := range d.ScrapeJobs {
 		field := fmt.Sprintf("metrics_scrape_jobs[%d]", i)
 		if err := j.check(); err != nil {
-			return &DataError{Field: field, Msg: err.Error()}
+			return &DataError{Relation: relationName, Field: field, Msg: err.Error()}
 		}
 		if names[j.JobName] {
-			return &DataError{Field: field, Msg: fmt.Sprintf("job_name %q used twice", j.JobName)}
+			return &DataError{Relation: relationName, Field: field, Msg: fmt.Sprintf("job_name %q used twice", j.JobName)}
 		}
 		names[j.JobName] = true
 	}
 	if err := d.AlertRules.Check(); err != nil {
-		return &DataError{Field: "metrics_alert_rules", Msg: err.Error()}
+		return &DataError{Relation: relationName, Field: "metrics_alert_rules", Msg: err.Error()}
 	}
 	if err := d.LogRules.Check(); err != nil {
-		return &DataError{Field: "log_alert_rules", Msg: err.Error()}
+		return &DataError{Relation: relationName, Field: "log_alert_rules", Msg: err.Error()}
 	}
 	for i, db := range d.Dashboards {
 		if _, err := DecodeDashboard(db); err != nil {
-			return &DataError{Field: fmt.Sprintf("dashboards[%d]", i), Msg: "not a dashboard", Err: err}
+			return &DataError{Relation: relationName, Field: fmt.Sprintf("dashboards[%d]", i), Msg: "not a dashboard", Err: err}
 		}
 	}
 	for i, f := range d.LogFiles {
 		if !logFileRE.MatchString(f) || strings.Contains(f, "/../") || strings.HasSuffix(f, "/..") {
-			return &DataError{Field: fmt.Sprintf("include_log_files[%d]", i), Msg: fmt.Sprintf("%q is not an absolute path or glob", f)}
+			return &DataError{Relation: relationName, Field: fmt.Sprintf("include_log_files[%d]", i), Msg: fmt.Sprintf("%q is not an absolute path or glob", f)}
 		}
 	}
 	for i, s := range d.LogSlots {
 		if a, b, ok := strings.Cut(s, ":"); !ok || a == "" || b == "" || len(s) > 256 {
-			return &DataError{Field: fmt.Sprintf("log_slots[%d]", i), Msg: fmt.Sprintf("%q is not snap:slot", s)}
+			return &DataError{Relation: relationName, Field: fmt.Sprintf("log_slots[%d]", i), Msg: fmt.Sprintf("%q is not snap:slot", s)}
 		}
 	}
 	return nil

@@ -83,7 +83,7 @@ func (r Requirer) Response(ctx context.Context, id juju.RelationID) (Response, e
 func (r Requirer) Credentials(ctx context.Context, resp Response) (Credentials, error) {
 	content, err := r.HookContext.Secrets.Get(ctx, juju.NormalizeSecretID(resp.UserSecretID), juju.SecretGetOptions{Refresh: true})
 	if err != nil {
-		return Credentials{}, &DataError{Field: KeySecretUser, Msg: fmt.Sprintf("cannot read secret %s", resp.UserSecretID), Err: err}
+		return Credentials{}, &DataError{Relation: relationName, Field: KeySecretUser, Msg: fmt.Sprintf("cannot read secret %s", resp.UserSecretID), Err: err}
 	}
 	return DecodeCredentials(content)
 }

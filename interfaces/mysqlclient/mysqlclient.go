@@ -32,6 +32,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/charmed-slurm/operators/interfaces/databag"
 )
 
 // Databag keys.
@@ -66,21 +68,11 @@ var ErrNotReady = errors.New("database relation data not ready")
 
 // DataError reports relation data that cannot be decoded. Field names the databag key (or
 // the secret's content key).
-type DataError struct {
-	Field string
-	Msg   string
-	Err   error
-}
+// It is [databag.Error], with relationName as its Relation.
+type DataError = databag.Error
 
-func (e *DataError) Error() string {
-	msg := fmt.Sprintf("invalid %q in database relation data: %s", e.Field, e.Msg)
-	if e.Err != nil {
-		msg += ": " + e.Err.Error()
-	}
-	return msg
-}
-
-func (e *DataError) Unwrap() error { return e.Err }
+// relationName names this relation in its DataErrors.
+const relationName = "database"
 
 // MaxNameLen is MySQL's (and MariaDB's) limit on a database or user name.
 const MaxNameLen = 64
@@ -108,7 +100,7 @@ type Request struct {
 // Encode renders the requirer's databag.
 func (r Request) Encode() (map[string]string, error) {
 	if err := CheckDatabaseName(r.Database); err != nil {
-		return nil, &DataError{Field: KeyDatabase, Msg: err.Error()}
+		return nil, &DataError{Relation: relationName, Field: KeyDatabase, Msg: err.Error()}
 	}
 	secrets, err := json.Marshal(RequestedSecrets)
 	if err != nil {
@@ -129,19 +121,19 @@ func DecodeRequest(bag map[string]string) (Request, error) {
 		return Request{}, ErrNotReady
 	}
 	if err := CheckDatabaseName(name); err != nil {
-		return Request{}, &DataError{Field: KeyDatabase, Msg: err.Error()}
+		return Request{}, &DataError{Relation: relationName, Field: KeyDatabase, Msg: err.Error()}
 	}
 	raw, ok := bag[KeyRequestedSecrets]
 	if !ok {
-		return Request{}, &DataError{Field: KeyRequestedSecrets, Msg: "missing: the requirer asks for no secrets, so its password would travel in relation data"}
+		return Request{}, &DataError{Relation: relationName, Field: KeyRequestedSecrets, Msg: "missing: the requirer asks for no secrets, so its password would travel in relation data"}
 	}
 	var asked []string
 	if err := json.Unmarshal([]byte(raw), &asked); err != nil {
-		return Request{}, &DataError{Field: KeyRequestedSecrets, Msg: "not a JSON list of strings", Err: err}
+		return Request{}, &DataError{Relation: relationName, Field: KeyRequestedSecrets, Msg: "not a JSON list of strings", Err: err}
 	}
 	for _, f := range []string{SecretUsername, SecretPassword} {
 		if !slices.Contains(asked, f) {
-			return Request{}, &DataError{Field: KeyRequestedSecrets, Msg: fmt.Sprintf("%q is not asked for in a secret", f)}
+			return Request{}, &DataError{Relation: relationName, Field: KeyRequestedSecrets, Msg: fmt.Sprintf("%q is not asked for in a secret", f)}
 		}
 	}
 	return Request{Database: name}, nil
@@ -218,13 +210,13 @@ const maxVersionLen = 128
 // Encode renders the provider's databag.
 func (r Response) Encode() (map[string]string, error) {
 	if err := CheckDatabaseName(r.Database); err != nil {
-		return nil, &DataError{Field: KeyDatabase, Msg: err.Error()}
+		return nil, &DataError{Relation: relationName, Field: KeyDatabase, Msg: err.Error()}
 	}
 	if len(r.Endpoints) == 0 {
-		return nil, &DataError{Field: KeyEndpoints, Msg: "empty"}
+		return nil, &DataError{Relation: relationName, Field: KeyEndpoints, Msg: "empty"}
 	}
 	if r.UserSecretID == "" {
-		return nil, &DataError{Field: KeySecretUser, Msg: "empty"}
+		return nil, &DataError{Relation: relationName, Field: KeySecretUser, Msg: "empty"}
 	}
 	bag := map[string]string{
 		KeyDatabase:   r.Database,
@@ -251,16 +243,16 @@ func decodeField(key, v string) ([]Endpoint, error) {
 	case KeyEndpoints, KeyReadOnlyEndpoints:
 		eps, err := ParseEndpoints(v)
 		if err != nil {
-			return nil, &DataError{Field: key, Msg: err.Error()}
+			return nil, &DataError{Relation: relationName, Field: key, Msg: err.Error()}
 		}
 		return eps, nil
 	case KeyVersion:
 		if len(v) > maxVersionLen || strings.ContainsAny(v, "\n\r\x00") {
-			return nil, &DataError{Field: key, Msg: fmt.Sprintf("not a version: %q", truncate(v))}
+			return nil, &DataError{Relation: relationName, Field: key, Msg: fmt.Sprintf("not a version: %q", truncate(v))}
 		}
 	case KeySecretUser:
 		if !strings.HasPrefix(v, "secret:") || strings.ContainsAny(v, " \t\r\n") || len(v) > 256 {
-			return nil, &DataError{Field: key, Msg: fmt.Sprintf("not a secret id: %q", truncate(v))}
+			return nil, &DataError{Relation: relationName, Field: key, Msg: fmt.Sprintf("not a secret id: %q", truncate(v))}
 		}
 	}
 	return nil, nil
@@ -279,7 +271,7 @@ func truncate(s string) string {
 func DecodeResponse(database string, bag map[string]string) (Response, error) {
 	for _, k := range []string{KeyPassword, KeyURIs} {
 		if _, ok := bag[k]; ok {
-			return Response{}, &DataError{Field: k, Msg: "the provider put a credential in plain relation data; credentials are taken only from a Juju secret (secret-user)"}
+			return Response{}, &DataError{Relation: relationName, Field: k, Msg: "the provider put a credential in plain relation data; credentials are taken only from a Juju secret (secret-user)"}
 		}
 	}
 	name, ok := bag[KeyDatabase]
@@ -287,12 +279,12 @@ func DecodeResponse(database string, bag map[string]string) (Response, error) {
 		return Response{}, ErrNotReady
 	}
 	if name != database {
-		return Response{}, &DataError{Field: KeyDatabase, Msg: fmt.Sprintf("the provider created %q, not the %q asked for", truncate(name), database)}
+		return Response{}, &DataError{Relation: relationName, Field: KeyDatabase, Msg: fmt.Sprintf("the provider created %q, not the %q asked for", truncate(name), database)}
 	}
 	r := Response{Database: name}
 	raw, ok := bag[KeyEndpoints]
 	if !ok {
-		return Response{}, &DataError{Field: KeyEndpoints, Msg: "missing"}
+		return Response{}, &DataError{Relation: relationName, Field: KeyEndpoints, Msg: "missing"}
 	}
 	var err error
 	if r.Endpoints, err = decodeField(KeyEndpoints, raw); err != nil {
@@ -311,7 +303,7 @@ func DecodeResponse(database string, bag map[string]string) (Response, error) {
 	}
 	id, ok := bag[KeySecretUser]
 	if !ok {
-		return Response{}, &DataError{Field: KeySecretUser, Msg: "missing: the provider shared no credentials"}
+		return Response{}, &DataError{Relation: relationName, Field: KeySecretUser, Msg: "missing: the provider shared no credentials"}
 	}
 	if _, err := decodeField(KeySecretUser, id); err != nil {
 		return Response{}, err
@@ -348,17 +340,17 @@ const maxCredentialLen = 1024
 func DecodeCredentials(content map[string]string) (Credentials, error) {
 	user, ok := content[SecretUsername]
 	if !ok || user == "" {
-		return Credentials{}, &DataError{Field: KeySecretUser, Msg: "the secret has no \"username\""}
+		return Credentials{}, &DataError{Relation: relationName, Field: KeySecretUser, Msg: "the secret has no \"username\""}
 	}
 	if len(user) > 80 || strings.ContainsAny(user, "\x00\n\r\t '\"`\\") {
-		return Credentials{}, &DataError{Field: KeySecretUser, Msg: fmt.Sprintf("the secret's username %q is not a user name", truncate(user))}
+		return Credentials{}, &DataError{Relation: relationName, Field: KeySecretUser, Msg: fmt.Sprintf("the secret's username %q is not a user name", truncate(user))}
 	}
 	pass, ok := content[SecretPassword]
 	if !ok || pass == "" {
-		return Credentials{}, &DataError{Field: KeySecretUser, Msg: "the secret has no \"password\""}
+		return Credentials{}, &DataError{Relation: relationName, Field: KeySecretUser, Msg: "the secret has no \"password\""}
 	}
 	if len(pass) > maxCredentialLen || strings.ContainsAny(pass, "\x00\n\r") {
-		return Credentials{}, &DataError{Field: KeySecretUser, Msg: "the secret's password is over 1024 characters or holds a line break or NUL"}
+		return Credentials{}, &DataError{Relation: relationName, Field: KeySecretUser, Msg: "the secret's password is over 1024 characters or holds a line break or NUL"}
 	}
 	return Credentials{Username: user, Password: Password(pass)}, nil
 }

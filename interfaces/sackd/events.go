@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/charmed-slurm/operators/interfaces/databag"
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/juju"
 )
@@ -83,11 +84,7 @@ type Provider struct {
 
 // Relation returns the unit's relation to slurmctld, or "" when there is none.
 func (p Provider) Relation(ctx context.Context) (juju.RelationID, error) {
-	ids, err := p.HookContext.Relations.IDs(ctx, ProviderEndpoint)
-	if err != nil || len(ids) == 0 {
-		return "", err
-	}
-	return ids[0], nil
+	return p.HookContext.Relations.First(ctx, ProviderEndpoint)
 }
 
 // Controller reads the controller's data on relation id and the auth key from its secret.
@@ -104,7 +101,7 @@ func (p Provider) Controller(ctx context.Context, id juju.RelationID) (Controlle
 	}
 	key, keyID, err := slurmd.ReadAuthSecret(ctx, hc.Secrets, cb.AuthSecretID)
 	if err != nil {
-		return ControllerData{}, dataError(err)
+		return ControllerData{}, databag.Renamed(err, relationName)
 	}
 	return ControllerData{ControllerBag: cb, AuthKey: key, AuthKeyID: keyID}, nil
 }

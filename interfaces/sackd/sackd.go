@@ -44,12 +44,12 @@ package sackd
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
 
+	"github.com/charmed-slurm/operators/interfaces/databag"
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/etchosts"
 	"github.com/charmed-slurm/operators/libs/slurm"
@@ -68,31 +68,11 @@ const (
 var ErrNotReady = slurmd.ErrNotReady
 
 // DataError reports relation data that cannot be decoded. Field names the databag key.
-type DataError struct {
-	Field string
-	Msg   string
-	Err   error
-}
+// It is [databag.Error], with relationName as its Relation.
+type DataError = databag.Error
 
-func (e *DataError) Error() string {
-	msg := fmt.Sprintf("invalid %q in sackd relation data: %s", e.Field, e.Msg)
-	if e.Err != nil {
-		msg += ": " + e.Err.Error()
-	}
-	return msg
-}
-
-func (e *DataError) Unwrap() error { return e.Err }
-
-// dataError names this relation in a *slurmd.DataError from the shared decoding; other
-// errors are returned as they are.
-func dataError(err error) error {
-	var de *slurmd.DataError
-	if errors.As(err, &de) {
-		return &DataError{Field: de.Field, Msg: de.Msg, Err: de.Err}
-	}
-	return err
-}
+// relationName names this relation in its DataErrors.
+const relationName = "sackd"
 
 // ControllerBag is what the slurmctld leader publishes, as it travels: the key stays in its
 // secret.
@@ -131,7 +111,7 @@ func (b ControllerBag) shared() slurmd.ControllerBag {
 func (b ControllerBag) Encode() (map[string]string, error) {
 	bag, err := b.shared().Encode()
 	if err != nil {
-		return nil, dataError(err)
+		return nil, databag.Renamed(err, relationName)
 	}
 	if b.ConfDigest != "" {
 		if err := checkDigest(b.ConfDigest); err != nil {
@@ -146,10 +126,10 @@ func (b ControllerBag) Encode() (map[string]string, error) {
 func DecodeControllerBag(bag map[string]string) (ControllerBag, error) {
 	cb, err := slurmd.DecodeControllerBag(bag)
 	if err != nil {
-		return ControllerBag{}, dataError(err)
+		return ControllerBag{}, databag.Renamed(err, relationName)
 	}
 	if len(cb.GresTypes) > 0 {
-		return ControllerBag{}, &DataError{Field: slurmd.KeyGresTypes, Msg: "not part of the sackd relation"}
+		return ControllerBag{}, &DataError{Relation: relationName, Field: slurmd.KeyGresTypes, Msg: "not part of the sackd relation"}
 	}
 	digest, ok := bag[KeyConfDigest]
 	if ok {
@@ -164,7 +144,7 @@ func DecodeControllerBag(bag map[string]string) (ControllerBag, error) {
 func checkDigest(d string) error {
 	b, err := hex.DecodeString(d)
 	if err != nil || len(b) != sha256.Size || strings.ToLower(d) != d {
-		return &DataError{Field: KeyConfDigest, Msg: fmt.Sprintf("not a hex SHA-256: %q", short(d))}
+		return &DataError{Relation: relationName, Field: KeyConfDigest, Msg: fmt.Sprintf("not a hex SHA-256: %q", short(d))}
 	}
 	return nil
 }
@@ -201,10 +181,10 @@ type LoginHost struct {
 // an address.
 func (h LoginHost) check() error {
 	if err := etchosts.CheckName(h.Hostname); err != nil || strings.Contains(h.Hostname, ".") {
-		return &DataError{Field: KeyHostname, Msg: fmt.Sprintf("not a short host name: %q", short(h.Hostname))}
+		return &DataError{Relation: relationName, Field: KeyHostname, Msg: fmt.Sprintf("not a short host name: %q", short(h.Hostname))}
 	}
 	if !h.Address.IsValid() || h.Address.Zone() != "" {
-		return &DataError{Field: KeyAddress, Msg: fmt.Sprintf("not an IP address without zone: %q", h.Address)}
+		return &DataError{Relation: relationName, Field: KeyAddress, Msg: fmt.Sprintf("not an IP address without zone: %q", h.Address)}
 	}
 	return nil
 }
@@ -231,11 +211,11 @@ func DecodeLoginHost(bag map[string]string) (LoginHost, error) {
 	}
 	a, err := netip.ParseAddr(addr)
 	if err != nil {
-		return LoginHost{}, &DataError{Field: KeyAddress, Msg: fmt.Sprintf("not an IP address: %q", short(addr))}
+		return LoginHost{}, &DataError{Relation: relationName, Field: KeyAddress, Msg: fmt.Sprintf("not an IP address: %q", short(addr))}
 	}
 	v, err := slurmd.DecodeVersion(bag, slurmd.KeySlurmVersion)
 	if err != nil {
-		return LoginHost{}, dataError(err)
+		return LoginHost{}, databag.Renamed(err, relationName)
 	}
 	h := LoginHost{Hostname: name, Address: a, SlurmVersion: v}
 	if err := h.check(); err != nil {

@@ -98,11 +98,7 @@ type ProviderCache interface {
 
 // Relation returns the unit's relation to slurmctld, or "" when there is none.
 func (p Provider) Relation(ctx context.Context) (juju.RelationID, error) {
-	ids, err := p.HookContext.Relations.IDs(ctx, ProviderEndpoint)
-	if err != nil || len(ids) == 0 {
-		return "", err
-	}
-	return ids[0], nil
+	return p.HookContext.Relations.First(ctx, ProviderEndpoint)
 }
 
 // Controller reads and resolves the controller's data on relation id. It returns ErrNotReady
@@ -145,7 +141,7 @@ func ReadAuthSecret(ctx context.Context, secrets juju.Secrets, id string) (key [
 	// Refresh: a consumer tracks the newest revision, so a rotated key is picked up.
 	content, err := secrets.Get(ctx, juju.NormalizeSecretID(id), juju.SecretGetOptions{Refresh: true})
 	if err != nil {
-		return nil, "", &DataError{Field: KeyAuthSecretID, Msg: fmt.Sprintf("cannot read secret %s", id), Err: err}
+		return nil, "", &DataError{Relation: relationName, Field: KeyAuthSecretID, Msg: fmt.Sprintf("cannot read secret %s", id), Err: err}
 	}
 	return DecodeAuthSecret(content)
 }

@@ -45,6 +45,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/charmed-slurm/operators/interfaces/databag"
 	"github.com/charmed-slurm/operators/libs/gres"
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
@@ -81,21 +82,11 @@ const (
 var ErrNotReady = errors.New("relation data not ready")
 
 // DataError reports relation data that cannot be decoded. Field names the databag key.
-type DataError struct {
-	Field string
-	Msg   string
-	Err   error
-}
+// It is [databag.Error], with relationName as its Relation.
+type DataError = databag.Error
 
-func (e *DataError) Error() string {
-	msg := fmt.Sprintf("invalid %q in slurmd relation data: %s", e.Field, e.Msg)
-	if e.Err != nil {
-		msg += ": " + e.Err.Error()
-	}
-	return msg
-}
-
-func (e *DataError) Unwrap() error { return e.Err }
+// relationName names this relation in its DataErrors.
+const relationName = "slurmd"
 
 // ControllerData is what the slurmctld leader publishes, with the auth key resolved from its
 // secret.
@@ -144,7 +135,7 @@ func (b ControllerBag) Encode() (map[string]string, error) {
 		return nil, err
 	}
 	if b.AuthSecretID == "" {
-		return nil, &DataError{Field: KeyAuthSecretID, Msg: "empty"}
+		return nil, &DataError{Relation: relationName, Field: KeyAuthSecretID, Msg: "empty"}
 	}
 	ctl, err := json.Marshal(b.Controllers)
 	if err != nil {
@@ -181,7 +172,7 @@ func DecodeVersion(bag map[string]string, key string) (slurm.Version, error) {
 	}
 	v, err := slurm.ParseVersion(raw)
 	if err != nil || strings.ContainsAny(raw, " \t\n") || v.String() != raw {
-		return slurm.Version{}, &DataError{Field: key, Msg: fmt.Sprintf("not a Slurm version such as 26.05.5: %q", short(raw))}
+		return slurm.Version{}, &DataError{Relation: relationName, Field: key, Msg: fmt.Sprintf("not a Slurm version such as 26.05.5: %q", short(raw))}
 	}
 	return v, nil
 }
@@ -192,10 +183,10 @@ func CheckGresTypes(names []string) error {
 	seen := map[string]bool{}
 	for _, n := range names {
 		if err := gres.CheckName(n); err != nil {
-			return &DataError{Field: KeyGresTypes, Msg: err.Error()}
+			return &DataError{Relation: relationName, Field: KeyGresTypes, Msg: err.Error()}
 		}
 		if seen[n] {
-			return &DataError{Field: KeyGresTypes, Msg: fmt.Sprintf("%q listed twice", n)}
+			return &DataError{Relation: relationName, Field: KeyGresTypes, Msg: fmt.Sprintf("%q listed twice", n)}
 		}
 		seen[n] = true
 	}
@@ -227,10 +218,10 @@ func decodeGresTypes(bag map[string]string) ([]string, error) {
 	}
 	var names []string
 	if err := json.Unmarshal([]byte(raw), &names); err != nil {
-		return nil, &DataError{Field: KeyGresTypes, Msg: "not a JSON list of strings", Err: err}
+		return nil, &DataError{Relation: relationName, Field: KeyGresTypes, Msg: "not a JSON list of strings", Err: err}
 	}
 	if len(names) == 0 {
-		return nil, &DataError{Field: KeyGresTypes, Msg: "empty list (leave the key out)"}
+		return nil, &DataError{Relation: relationName, Field: KeyGresTypes, Msg: "empty list (leave the key out)"}
 	}
 	if err := CheckGresTypes(names); err != nil {
 		return nil, err
@@ -248,21 +239,21 @@ func DecodeControllerBag(bag map[string]string) (ControllerBag, error) {
 	}
 	raw, ok := bag[KeyControllers]
 	if !ok || raw == "" {
-		return ControllerBag{}, &DataError{Field: KeyControllers, Msg: "missing"}
+		return ControllerBag{}, &DataError{Relation: relationName, Field: KeyControllers, Msg: "missing"}
 	}
 	var ctl []string
 	if err := json.Unmarshal([]byte(raw), &ctl); err != nil {
-		return ControllerBag{}, &DataError{Field: KeyControllers, Msg: "not a JSON list of strings", Err: err}
+		return ControllerBag{}, &DataError{Relation: relationName, Field: KeyControllers, Msg: "not a JSON list of strings", Err: err}
 	}
 	if err := checkControllers(ctl); err != nil {
 		return ControllerBag{}, err
 	}
 	id := bag[KeyAuthSecretID]
 	if id == "" {
-		return ControllerBag{}, &DataError{Field: KeyAuthSecretID, Msg: "missing"}
+		return ControllerBag{}, &DataError{Relation: relationName, Field: KeyAuthSecretID, Msg: "missing"}
 	}
 	if strings.ContainsAny(id, " \t\r\n") {
-		return ControllerBag{}, &DataError{Field: KeyAuthSecretID, Msg: fmt.Sprintf("not a secret id: %q", id)}
+		return ControllerBag{}, &DataError{Relation: relationName, Field: KeyAuthSecretID, Msg: fmt.Sprintf("not a secret id: %q", id)}
 	}
 	gt, err := decodeGresTypes(bag)
 	if err != nil {
@@ -291,18 +282,18 @@ func short(s string) string {
 func DecodeAuthSecret(content map[string]string) (key []byte, keyID string, err error) {
 	enc, ok := content[SecretKey]
 	if !ok || enc == "" {
-		return nil, "", &DataError{Field: KeyAuthSecretID, Msg: "secret has no \"key\""}
+		return nil, "", &DataError{Relation: relationName, Field: KeyAuthSecretID, Msg: "secret has no \"key\""}
 	}
 	key, err = base64.StdEncoding.DecodeString(enc)
 	if err != nil {
-		return nil, "", &DataError{Field: KeyAuthSecretID, Msg: "secret \"key\" is not base64", Err: err}
+		return nil, "", &DataError{Relation: relationName, Field: KeyAuthSecretID, Msg: "secret \"key\" is not base64", Err: err}
 	}
 	if len(key) < 32 {
-		return nil, "", &DataError{Field: KeyAuthSecretID, Msg: fmt.Sprintf("secret \"key\" is %d bytes, want at least 32", len(key))}
+		return nil, "", &DataError{Relation: relationName, Field: KeyAuthSecretID, Msg: fmt.Sprintf("secret \"key\" is %d bytes, want at least 32", len(key))}
 	}
 	keyID = content[SecretKeyID]
 	if keyID == "" {
-		return nil, "", &DataError{Field: KeyAuthSecretID, Msg: "secret has no \"keyid\""}
+		return nil, "", &DataError{Relation: relationName, Field: KeyAuthSecretID, Msg: "secret has no \"keyid\""}
 	}
 	return key, keyID, nil
 }
@@ -314,15 +305,15 @@ func EncodeAuthSecret(key []byte, keyID string) map[string]string {
 
 func checkControllers(ctl []string) error {
 	if len(ctl) == 0 {
-		return &DataError{Field: KeyControllers, Msg: "empty list"}
+		return &DataError{Relation: relationName, Field: KeyControllers, Msg: "empty list"}
 	}
 	for _, c := range ctl {
 		host, port, err := net.SplitHostPort(c)
 		if err != nil || host == "" {
-			return &DataError{Field: KeyControllers, Msg: fmt.Sprintf("%q is not host:port", c)}
+			return &DataError{Relation: relationName, Field: KeyControllers, Msg: fmt.Sprintf("%q is not host:port", c)}
 		}
 		if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
-			return &DataError{Field: KeyControllers, Msg: fmt.Sprintf("%q has an invalid port", c)}
+			return &DataError{Relation: relationName, Field: KeyControllers, Msg: fmt.Sprintf("%q has an invalid port", c)}
 		}
 	}
 	return nil
@@ -331,10 +322,10 @@ func checkControllers(ctl []string) error {
 func checkVersion(bag map[string]string) error {
 	v, ok := bag[KeyVersion]
 	if !ok {
-		return &DataError{Field: KeyVersion, Msg: "missing"}
+		return &DataError{Relation: relationName, Field: KeyVersion, Msg: "missing"}
 	}
 	if v != Version {
-		return &DataError{Field: KeyVersion, Msg: fmt.Sprintf("unsupported version %q (this charm speaks %q)", v, Version)}
+		return &DataError{Relation: relationName, Field: KeyVersion, Msg: fmt.Sprintf("unsupported version %q (this charm speaks %q)", v, Version)}
 	}
 	return nil
 }
@@ -440,34 +431,34 @@ func DecodeComputeDataFor(keys *slurmconf.Keys, app string, bag map[string]strin
 	}
 	nsLine, ok := bag[KeyNodeSet]
 	if !ok || nsLine == "" {
-		return ComputeData{}, &DataError{Field: KeyNodeSet, Msg: "missing"}
+		return ComputeData{}, &DataError{Relation: relationName, Field: KeyNodeSet, Msg: "missing"}
 	}
 	ns, err := slurmconf.ParseNodeSet(nsLine)
 	if err != nil {
-		return ComputeData{}, &DataError{Field: KeyNodeSet, Msg: "invalid NodeSet line", Err: err}
+		return ComputeData{}, &DataError{Relation: relationName, Field: KeyNodeSet, Msg: "invalid NodeSet line", Err: err}
 	}
 	pLine, ok := bag[KeyPartition]
 	if !ok || pLine == "" {
-		return ComputeData{}, &DataError{Field: KeyPartition, Msg: "missing"}
+		return ComputeData{}, &DataError{Relation: relationName, Field: KeyPartition, Msg: "missing"}
 	}
 	p, err := keys.ParsePartition(pLine)
 	if err != nil {
-		return ComputeData{}, &DataError{Field: KeyPartition, Msg: "invalid PartitionName line", Err: err}
+		return ComputeData{}, &DataError{Relation: relationName, Field: KeyPartition, Msg: "invalid PartitionName line", Err: err}
 	}
 	if ns.Name != app {
-		return ComputeData{}, &DataError{Field: KeyNodeSet, Msg: fmt.Sprintf("NodeSet %q is not named after application %q", ns.Name, app)}
+		return ComputeData{}, &DataError{Relation: relationName, Field: KeyNodeSet, Msg: fmt.Sprintf("NodeSet %q is not named after application %q", ns.Name, app)}
 	}
 	if p.Name != app {
-		return ComputeData{}, &DataError{Field: KeyPartition, Msg: fmt.Sprintf("partition %q is not named after application %q", p.Name, app)}
+		return ComputeData{}, &DataError{Relation: relationName, Field: KeyPartition, Msg: fmt.Sprintf("partition %q is not named after application %q", p.Name, app)}
 	}
 	if nodes, _ := p.Params.Get("Nodes"); nodes != app {
-		return ComputeData{}, &DataError{Field: KeyPartition, Msg: fmt.Sprintf("partition Nodes=%q, want the application's NodeSet %q", nodes, app)}
+		return ComputeData{}, &DataError{Relation: relationName, Field: KeyPartition, Msg: fmt.Sprintf("partition Nodes=%q, want the application's NodeSet %q", nodes, app)}
 	}
 	extra := p.Params.Clone()
 	extra.Delete("Nodes")
 	extra.Delete("Default")
 	if err := keys.ValidatePartitionValues(extra); err != nil {
-		return ComputeData{}, &DataError{Field: KeyPartition, Msg: "invalid partition value", Err: err}
+		return ComputeData{}, &DataError{Relation: relationName, Field: KeyPartition, Msg: "invalid partition value", Err: err}
 	}
 	gt, err := decodeGresTypes(bag)
 	if err != nil {
@@ -490,7 +481,7 @@ type UnitData struct {
 // Encode renders the unit databag; a zero version is an error (nothing to publish).
 func (u UnitData) Encode() (map[string]string, error) {
 	if u.SlurmVersion.IsZero() {
-		return nil, &DataError{Field: KeySlurmVersion, Msg: "no Slurm version"}
+		return nil, &DataError{Relation: relationName, Field: KeySlurmVersion, Msg: "no Slurm version"}
 	}
 	return map[string]string{KeySlurmVersion: u.SlurmVersion.String()}, nil
 }

@@ -3,8 +3,9 @@ package slurmdbd
 import (
 	"context"
 	"errors"
-	"fmt"
 
+	"github.com/charmed-slurm/operators/interfaces/databag"
+	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/juju"
 )
 
@@ -77,13 +78,9 @@ func (p Provider) Controller(ctx context.Context, id juju.RelationID) (Controlle
 	if err != nil {
 		return ControllerData{}, err
 	}
-	content, err := hc.Secrets.Get(ctx, juju.NormalizeSecretID(cb.AuthSecretID), juju.SecretGetOptions{Refresh: true})
+	key, keyID, err := slurmd.ReadAuthSecret(ctx, hc.Secrets, cb.AuthSecretID)
 	if err != nil {
-		return ControllerData{}, &DataError{Field: KeyAuthSecretID, Msg: fmt.Sprintf("cannot read secret %s", cb.AuthSecretID), Err: err}
-	}
-	key, keyID, err := DecodeAuthSecret(content)
-	if err != nil {
-		return ControllerData{}, err
+		return ControllerData{}, databag.Renamed(err, relationName)
 	}
 	return ControllerData{ControllerBag: cb, AuthKey: key, AuthKeyID: keyID}, nil
 }

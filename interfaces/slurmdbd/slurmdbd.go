@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/charmed-slurm/operators/interfaces/databag"
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
@@ -52,21 +53,11 @@ const DefaultPort = 6819
 var ErrNotReady = errors.New("relation data not ready")
 
 // DataError reports relation data that cannot be decoded. Field names the databag key.
-type DataError struct {
-	Field string
-	Msg   string
-	Err   error
-}
+// It is [databag.Error], with relationName as its Relation.
+type DataError = databag.Error
 
-func (e *DataError) Error() string {
-	msg := fmt.Sprintf("invalid %q in slurmdbd relation data: %s", e.Field, e.Msg)
-	if e.Err != nil {
-		msg += ": " + e.Err.Error()
-	}
-	return msg
-}
-
-func (e *DataError) Unwrap() error { return e.Err }
+// relationName names this relation in its DataErrors.
+const relationName = "slurmdbd"
 
 // ControllerBag is what the slurmctld leader publishes (the key stays in its secret).
 type ControllerBag struct {
@@ -108,14 +99,14 @@ func DecodeControllerBag(bag map[string]string) (ControllerBag, error) {
 	}
 	id := bag[KeyAuthSecretID]
 	if id == "" {
-		return ControllerBag{}, &DataError{Field: KeyAuthSecretID, Msg: "missing"}
+		return ControllerBag{}, &DataError{Relation: relationName, Field: KeyAuthSecretID, Msg: "missing"}
 	}
 	if !strings.HasPrefix(id, "secret:") || strings.ContainsAny(id, " \t\r\n") || len(id) > 256 {
-		return ControllerBag{}, &DataError{Field: KeyAuthSecretID, Msg: fmt.Sprintf("not a secret id: %q", truncate(id))}
+		return ControllerBag{}, &DataError{Relation: relationName, Field: KeyAuthSecretID, Msg: fmt.Sprintf("not a secret id: %q", truncate(id))}
 	}
 	name := bag[KeyClusterName]
 	if !clusterNameRE.MatchString(name) {
-		return ControllerBag{}, &DataError{Field: KeyClusterName, Msg: fmt.Sprintf("%q is not a cluster name", truncate(name))}
+		return ControllerBag{}, &DataError{Relation: relationName, Field: KeyClusterName, Msg: fmt.Sprintf("%q is not a cluster name", truncate(name))}
 	}
 	v, err := decodeSlurmVersion(bag)
 	if err != nil {
@@ -127,11 +118,10 @@ func DecodeControllerBag(bag map[string]string) (ControllerBag, error) {
 // DecodeAuthSecret reads the auth key secret's content (the slurmd relation's secret).
 func DecodeAuthSecret(content map[string]string) (key []byte, keyID string, err error) {
 	key, keyID, err = slurmd.DecodeAuthSecret(content)
-	var de *slurmd.DataError
-	if errors.As(err, &de) {
-		return nil, "", &DataError{Field: KeyAuthSecretID, Msg: de.Msg, Err: de.Err}
+	if err != nil {
+		return nil, "", databag.Renamed(err, relationName)
 	}
-	return key, keyID, err
+	return key, keyID, nil
 }
 
 // DbdData is what the slurmdbd leader publishes.
@@ -171,15 +161,15 @@ func DecodeDbdData(bag map[string]string) (DbdData, error) {
 	}
 	host := bag[KeyHostname]
 	if host == "" {
-		return DbdData{}, &DataError{Field: KeyHostname, Msg: "missing"}
+		return DbdData{}, &DataError{Relation: relationName, Field: KeyHostname, Msg: "missing"}
 	}
 	if _, err := netip.ParseAddr(host); err != nil && !hostRE.MatchString(host) {
-		return DbdData{}, &DataError{Field: KeyHostname, Msg: fmt.Sprintf("%q is not an address or host name", truncate(host))}
+		return DbdData{}, &DataError{Relation: relationName, Field: KeyHostname, Msg: fmt.Sprintf("%q is not an address or host name", truncate(host))}
 	}
 	raw := bag[KeyPort]
 	port, err := strconv.Atoi(raw)
 	if err != nil || port <= 0 || port > 65535 {
-		return DbdData{}, &DataError{Field: KeyPort, Msg: fmt.Sprintf("%q is not a port", truncate(raw))}
+		return DbdData{}, &DataError{Relation: relationName, Field: KeyPort, Msg: fmt.Sprintf("%q is not a port", truncate(raw))}
 	}
 	v, err := decodeSlurmVersion(bag)
 	if err != nil {
@@ -191,14 +181,14 @@ func DecodeDbdData(bag map[string]string) (DbdData, error) {
 func decodeSlurmVersion(bag map[string]string) (slurm.Version, error) {
 	raw := bag[KeySlurmVersion]
 	if raw == "" {
-		return slurm.Version{}, &DataError{Field: KeySlurmVersion, Msg: "missing"}
+		return slurm.Version{}, &DataError{Relation: relationName, Field: KeySlurmVersion, Msg: "missing"}
 	}
 	if strings.ContainsAny(raw, " \t\r\n") || len(raw) > 32 {
-		return slurm.Version{}, &DataError{Field: KeySlurmVersion, Msg: fmt.Sprintf("not a Slurm version: %q", truncate(raw))}
+		return slurm.Version{}, &DataError{Relation: relationName, Field: KeySlurmVersion, Msg: fmt.Sprintf("not a Slurm version: %q", truncate(raw))}
 	}
 	v, err := slurm.ParseVersion(raw)
 	if err != nil {
-		return slurm.Version{}, &DataError{Field: KeySlurmVersion, Msg: "not a Slurm version", Err: err}
+		return slurm.Version{}, &DataError{Relation: relationName, Field: KeySlurmVersion, Msg: "not a Slurm version", Err: err}
 	}
 	return v, nil
 }
@@ -206,10 +196,10 @@ func decodeSlurmVersion(bag map[string]string) (slurm.Version, error) {
 func checkVersion(bag map[string]string) error {
 	v, ok := bag[KeyVersion]
 	if !ok {
-		return &DataError{Field: KeyVersion, Msg: "missing"}
+		return &DataError{Relation: relationName, Field: KeyVersion, Msg: "missing"}
 	}
 	if v != Version {
-		return &DataError{Field: KeyVersion, Msg: fmt.Sprintf("unsupported version %q (this charm speaks %q)", truncate(v), Version)}
+		return &DataError{Relation: relationName, Field: KeyVersion, Msg: fmt.Sprintf("unsupported version %q (this charm speaks %q)", truncate(v), Version)}
 	}
 	return nil
 }

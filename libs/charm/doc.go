@@ -60,6 +60,12 @@
 // the version shown last. The cache is saved with the state, so it follows the same commit
 // rule: after a failed hook the status is set again.
 //
+// # The unit's relation
+//
+// [Hook.Relation] is the unit's relation on an endpoint with `limit: 1`: the event's own on
+// a relation hook of the endpoint (none on its relation-broken), else what relation-ids
+// lists, asked once per hook.
+//
 // # Settings and paths
 //
 // [Settings] holds the tunables both charms share (file system root, poll interval, munged's
@@ -85,5 +91,15 @@
 //
 // [Main] is a charm binary's main: it cancels the hook's context on SIGTERM or an interrupt
 // (Juju stops a hook that way), reads the event, builds the hook context over the real hook
-// tools, runs the charm's handler through juju.Main and exits with its code.
+// tools, runs the charm's handler through juju.Main and exits with its code. [WithServices]
+// builds the handler of a charm that runs services, over the host's service manager, which it
+// closes after the hook; [Exit] is the same process for what a charm binary runs besides
+// hooks (slurmctld's removal waiter).
+//
+//	func main() {
+//		charm.Main(charm.WithServices(os.LookupEnv, func(_ juju.Event, services *auto.Manager) juju.Handler {
+//			c := &Charm{Services: services, Slurm: command.Exec{}}
+//			return c.Router().Dispatch
+//		}))
+//	}
 package charm

@@ -39,8 +39,7 @@ func (c *myCharm) start(ctx context.Context, h *charm.Hook[myState]) error {
 
 // A charm's main: SIGTERM cancels the hook, the lifecycle loads and commits the state.
 func ExampleMain() {
-	charm.Main(func(ev juju.Event) (juju.Handler, func(), error) {
-		services := auto.Detect(os.LookupEnv)
+	charm.Main(charm.WithServices(os.LookupEnv, func(_ juju.Event, services *auto.Manager) juju.Handler {
 		c := &myCharm{
 			Settings: charm.Settings{Root: "/", PollInterval: 100 * time.Millisecond},
 			Services: services,
@@ -49,6 +48,6 @@ func ExampleMain() {
 		lc := charm.Lifecycle[myState]{StateName: ".my-charm-state.json"}
 		r := juju.NewRouter()
 		r.Handle(juju.Start, lc.Handler(c.start))
-		return r.Dispatch, services.Close, nil
-	})
+		return r.Dispatch
+	}))
 }

@@ -170,13 +170,7 @@ func ended(runs []model.HookRun, hook string) []model.HookRun {
 func (c *cluster) actionDuringRemovals(what string, jobs []string) {
 	c.t.Helper()
 	t0 := time.Now()
-	run, err := c.m.Run(c.bg(), "slurmctld/0", "show-current-config", nil)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if run.Status != "completed" {
-		c.t.Errorf("show-current-config while %s: %s %q", what, run.Status, run.Message)
-	}
+	c.runAction("slurmctld/0", "show-current-config", nil)
 	for _, j := range jobs {
 		if s := c.jobState(j); s != "RUNNING" {
 			c.t.Errorf("job %s is %s once an action on the controller completed, want RUNNING", j, s)

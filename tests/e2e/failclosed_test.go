@@ -106,12 +106,8 @@ func TestRemoveApplicationPendingJobs(t *testing.T) {
 	if p := c.partition("gpu"); field(p, "State") != "INACTIVE" {
 		t.Errorf("partition gpu while its pending job waits: %s", p)
 	}
-	run, err := c.m.Run(c.bg(), "slurmctld/0", "settle-jobs", map[string]string{"partition": "gpu", "move-to": "slurmd"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if run.Status != "completed" || run.Results["moved"] != job {
-		t.Fatalf("settle-jobs: %s %v", run.Status, run.Results)
+	if run := c.runAction("slurmctld/0", "settle-jobs", map[string]string{"partition": "gpu", "move-to": "slurmd"}); run.Results["moved"] != job {
+		t.Fatalf("settle-jobs: moved %v, want job %s", run.Results, job)
 	}
 	if out := c.slurm("squeue", "-h", "-j", job, "-o", "%P %T"); strings.TrimSpace(out) != "slurmd PENDING" {
 		t.Errorf("moved job: %q, want it pending in partition slurmd", out)

@@ -59,10 +59,7 @@ func TestNodeConfigRefused(t *testing.T) {
 		// Nothing in slurmd -C to compare with: Slurm itself refuses the registration.
 		{"TmpDisk above the disk", "TmpDisk=999999999", "TmpDisk"},
 	} {
-		run, err := c.m.Run(c.bg(), "slurmd/0", "node-config", map[string]string{"parameters": tc.params})
-		if err != nil {
-			t.Fatal(err)
-		}
+		run := c.tryAction("slurmd/0", "node-config", map[string]string{"parameters": tc.params})
 		t.Logf("%s: node-config %q: %s: %s", tc.name, tc.params, run.Status, run.Message)
 		if run.Status != "failed" || !strings.Contains(run.Message, tc.want) {
 			t.Errorf("%s: node-config %q: status %q message %q, want failed naming %s", tc.name, tc.params, run.Status, run.Message, tc.want)
@@ -71,23 +68,11 @@ func TestNodeConfigRefused(t *testing.T) {
 	}
 
 	// reset=true after a successful change → the machine's baseline, still drained by the admin.
-	run, err := c.m.Run(c.bg(), "slurmd/0", "node-config", map[string]string{"parameters": "Weight=9"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if run.Status != "completed" {
-		t.Fatalf("node-config Weight=9: status %q message %q", run.Status, run.Message)
-	}
+	c.runAction("slurmd/0", "node-config", map[string]string{"parameters": "Weight=9"})
 	if n := c.slurm("scontrol", "show", "node", "-o", "slurmd-0"); field(n, "Weight") != "9" || reason(n) != "admin hold" {
 		t.Errorf("after node-config Weight=9: %s, want Weight=9 and reason \"admin hold\"", n)
 	}
-	run, err = c.m.Run(c.bg(), "slurmd/0", "node-config", map[string]string{"reset": "true"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if run.Status != "completed" {
-		t.Fatalf("node-config reset=true: status %q message %q", run.Status, run.Message)
-	}
+	c.runAction("slurmd/0", "node-config", map[string]string{"reset": "true"})
 	same("reset")
 	if n := c.slurm("scontrol", "show", "node", "-o", "slurmd-0"); field(n, "Weight") != field(before, "Weight") {
 		t.Errorf("after reset: Weight=%s, want %s", field(n, "Weight"), field(before, "Weight"))

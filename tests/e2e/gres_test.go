@@ -180,13 +180,7 @@ func gresScenario(t *testing.T, base string) {
 	})
 
 	// node-config Gres= lowers the count through the transactional path.
-	run, err := c.m.Run(c.bg(), "gpu/0", "node-config", map[string]string{"parameters": "Gres=gpu:tesla_t4:1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if run.Status != "completed" {
-		t.Fatalf("node-config Gres=gpu:tesla_t4:1: %s: %s", run.Status, run.Message)
-	}
+	c.runAction("gpu/0", "node-config", map[string]string{"parameters": "Gres=gpu:tesla_t4:1"})
 	if n := c.slurm("scontrol", "show", "node", "-o", "gpu-0"); field(n, "Gres") != "gpu:tesla_t4:1" || !idle(n) {
 		t.Errorf("after node-config: Gres=%s State=%s, want gpu:tesla_t4:1 IDLE", field(n, "Gres"), field(n, "State"))
 	}

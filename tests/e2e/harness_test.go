@@ -260,6 +260,28 @@ func (c *cluster) unitStatus(unit string) (string, string) {
 	return u.WorkloadStatus.Current, u.WorkloadStatus.Message
 }
 
+// runAction runs action name on unit with params and returns its run; an action that does
+// not complete fails the test, naming its status, message and results.
+func (c *cluster) runAction(unit, name string, params map[string]string) *model.ActionRun {
+	c.t.Helper()
+	run := c.tryAction(unit, name, params)
+	if run.Status != "completed" {
+		c.t.Fatalf("%s on %s: %s %q results %v", name, unit, run.Status, run.Message, run.Results)
+	}
+	return run
+}
+
+// tryAction runs action name on unit with params and returns its run, whatever its status;
+// only an action the model cannot run fails the test.
+func (c *cluster) tryAction(unit, name string, params map[string]string) *model.ActionRun {
+	c.t.Helper()
+	run, err := c.m.Run(c.bg(), unit, name, params)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return run
+}
+
 // exec runs argv on a unit's host and returns its stdout; a non-zero exit fails the test.
 func (c *cluster) exec(unit string, argv ...string) string {
 	c.t.Helper()

@@ -116,10 +116,7 @@ func nodeLifecycle(t *testing.T, c *cluster) {
 
 	// node-config: a forbidden key fails the action and leaves the node as it was.
 	before := c.slurm("scontrol", "show", "node", "-o", "slurmd-1")
-	run, err := c.m.Run(c.bg(), "slurmd/1", "node-config", map[string]string{"parameters": "Weight=5 NodeAddr=1.2.3.4"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := c.tryAction("slurmd/1", "node-config", map[string]string{"parameters": "Weight=5 NodeAddr=1.2.3.4"})
 	if run.Status != "failed" || !strings.Contains(run.Message, "NodeAddr") {
 		t.Errorf("node-config NodeAddr: status %q message %q, want failed naming NodeAddr", run.Status, run.Message)
 	}
@@ -127,13 +124,7 @@ func nodeLifecycle(t *testing.T, c *cluster) {
 		t.Errorf("node changed by a refused node-config:\nbefore %s\nafter  %s", before, after)
 	}
 	// A valid one re-registers the node with the new values, back in its previous state.
-	run, err = c.m.Run(c.bg(), "slurmd/1", "node-config", map[string]string{"parameters": "Weight=7 Features=fast"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if run.Status != "completed" {
-		t.Fatalf("node-config: status %q message %q", run.Status, run.Message)
-	}
+	c.runAction("slurmd/1", "node-config", map[string]string{"parameters": "Weight=7 Features=fast"})
 	c.eventually(15*time.Second, "slurmd-1 re-registered", func() (bool, string) {
 		n := c.slurm("scontrol", "show", "node", "-o", "slurmd-1")
 		return field(n, "Weight") == "7" && strings.Contains(field(n, "AvailableFeatures"), "fast") &&

@@ -116,13 +116,7 @@ func loginNode(t *testing.T, c *cluster, r release) {
 	// sackd gets it through secret-changed.
 	key := "/etc/slurm/slurm.key"
 	before := c.exec("sackd/0", "sha256sum", key)
-	run, err := c.m.Run(c.bg(), "slurmctld/0", "rotate-auth-key", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if run.Status != "completed" {
-		t.Fatalf("rotate-auth-key: %s %q", run.Status, run.Message)
-	}
+	c.runAction("slurmctld/0", "rotate-auth-key", nil)
 	c.waitActive()
 	c.loginReady("after the key rotation")
 	ctlKey := strings.Fields(c.exec("slurmctld/0", "sha256sum", key))[0]

@@ -126,13 +126,7 @@ func rotateAuthKey(t *testing.T, c *cluster, key string) {
 		return strings.HasPrefix(n["slurmd-0"], "idle") && strings.HasPrefix(n["slurmd-1"], "idle"), ""
 	})
 	keyBefore := c.exec("slurmd/0", "sha256sum", key)
-	run, err := c.m.Run(c.bg(), "slurmctld/0", "rotate-auth-key", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if run.Status != "completed" {
-		t.Fatalf("rotate-auth-key: %s %q", run.Status, run.Message)
-	}
+	c.runAction("slurmctld/0", "rotate-auth-key", nil)
 	c.waitActive()
 	ctlKey := strings.Fields(c.exec("slurmctld/0", "sha256sum", key))[0]
 	for _, u := range []string{"slurmd/0", "slurmd/1"} {

@@ -238,12 +238,8 @@ func rebootScenarios(t *testing.T, c *cluster) {
 	for _, j := range jobs {
 		c.waitJobState(j, "RUNNING", time.Minute)
 	}
-	run, err := c.m.Run(c.bg(), "slurmctld/0", "reboot", map[string]string{"nodes": "slurmd-[0-2]", "reason": "kernel update", "max-unavailable": "3"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if run.Status != "completed" || fmt.Sprint(run.Results["nodes"]) != "slurmd-[0-2]" {
-		t.Fatalf("reboot action: %s %q results %v", run.Status, run.Message, run.Results)
+	if run := c.runAction("slurmctld/0", "reboot", map[string]string{"nodes": "slurmd-[0-2]", "reason": "kernel update", "max-unavailable": "3"}); fmt.Sprint(run.Results["nodes"]) != "slurmd-[0-2]" {
+		t.Fatalf("reboot action: results %v, want nodes slurmd-[0-2]", run.Results)
 	}
 	for i, j := range jobs {
 		c.waitJobState(j, "COMPLETED", 2*time.Minute)
@@ -325,12 +321,8 @@ func rollingReboot(t *testing.T, c *cluster) {
 	// nodes keep their configuration until their reboot.
 	for i := range 4 {
 		unit, node := fmt.Sprintf("slurmd/%d", i), fmt.Sprintf("slurmd-%d", i)
-		run, err := c.m.Run(c.bg(), unit, "node-config", map[string]string{"parameters": "Weight=7", "on-reboot": "true"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if run.Status != "completed" || fmt.Sprint(run.Results["staged-node-config"]) != "Weight=7" {
-			t.Fatalf("node-config on-reboot on %s: %s %q results %v", unit, run.Status, run.Message, run.Results)
+		if run := c.runAction(unit, "node-config", map[string]string{"parameters": "Weight=7", "on-reboot": "true"}); fmt.Sprint(run.Results["staged-node-config"]) != "Weight=7" {
+			t.Fatalf("node-config on-reboot on %s: results %v, want staged-node-config Weight=7", unit, run.Results)
 		}
 		if rec := c.slurm("scontrol", "show", "node", "-o", node); !strings.Contains(rec, "Weight=1 ") {
 			t.Errorf("%s changed before its reboot: %s", node, rec)
@@ -340,12 +332,8 @@ func rollingReboot(t *testing.T, c *cluster) {
 			return strings.Contains(msg, "node-config staged"), msg
 		})
 	}
-	run, err := c.m.Run(c.bg(), "slurmctld/0", "reboot", map[string]string{"nodes": "slurmd-[0-3]", "reason": "rolling rebuild", "max-unavailable": "1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if run.Status != "completed" || fmt.Sprint(run.Results["nodes"]) != "slurmd-0" || fmt.Sprint(run.Results["queued"]) != "slurmd-[1-3]" {
-		t.Fatalf("reboot action: %s %q results %v", run.Status, run.Message, run.Results)
+	if run := c.runAction("slurmctld/0", "reboot", map[string]string{"nodes": "slurmd-[0-3]", "reason": "rolling rebuild", "max-unavailable": "1"}); fmt.Sprint(run.Results["nodes"]) != "slurmd-0" || fmt.Sprint(run.Results["queued"]) != "slurmd-[1-3]" {
+		t.Fatalf("reboot action: results %v, want nodes slurmd-0 and queued slurmd-[1-3]", run.Results)
 	}
 	c.eventually(8*time.Minute, "every node rebooted", func() (bool, string) {
 		st := c.m.Status(context.Background())

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,6 +39,31 @@ func realManager(t *testing.T) *systemd.Manager {
 	}
 	t.Cleanup(conn.Close)
 	return m
+}
+
+// realUnits is the real systemd's manager for a test that changes the units names, and the
+// test's context (bounded: 2 minutes). When the test ends each unit is stopped, its drop-in,
+// environment file and drop-in directory (when empty) are removed, systemd is reloaded and
+// the units' failed state reset, whatever the test left.
+func realUnits(t *testing.T, names ...string) (context.Context, *systemd.Manager) {
+	t.Helper()
+	m := realManager(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(func() {
+		cancel()
+		ctx := context.Background()
+		for _, n := range names {
+			m.Stop(ctx, n)
+			os.Remove(systemd.DropInFile(n))
+			os.Remove(filepath.Dir(systemd.DropInFile(n)))
+			os.Remove(systemd.EnvironmentFile(n))
+		}
+		systemctl(t, "daemon-reload")
+		for _, n := range names {
+			systemctl(t, "reset-failed", n+".service")
+		}
+	})
+	return ctx, m
 }
 
 func systemctl(t *testing.T, args ...string) string {
@@ -97,19 +123,11 @@ func startedWith(ctx context.Context, t *testing.T, unit string, cmd []string, s
 // a restart. Last, a changed drop-in of the running slurmd reloads, and the sentinel shows
 // it; disabling the running unit reloads too (its UnitFileState was loaded with it).
 func TestRealNoReload(t *testing.T) {
-	m := realManager(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx, m := realUnits(t, "slurmd", "slurmctld")
 	probe := "/etc/systemd/system/slurmctld.service.d/99-probe.conf"
 	t.Cleanup(func() {
-		ctx := context.Background()
-		m.Stop(ctx, "slurmd")
-		m.Stop(ctx, "slurmctld")
-		m.Disable(ctx, "slurmd")
-		for _, f := range []string{systemd.DropInFile("slurmd"), systemd.EnvironmentFile("slurmd"), systemd.DropInFile("slurmctld"), probe} {
-			os.Remove(f)
-		}
-		systemctl(t, "daemon-reload")
+		m.Disable(context.Background(), "slurmd")
+		os.Remove(probe)
 	})
 	if err := m.Configure(ctx, service.Spec{Name: "slurmctld", Command: []string{"/usr/bin/sleep", "infinity"}}); err != nil {
 		t.Fatal(err)
@@ -184,23 +202,14 @@ func TestRealNoReload(t *testing.T) {
 // (its ExecStart, ConditionPathExists and PIDFile replaced by the drop-in): the argv and the
 // environment file reach the process byte for byte, and every step shows in systemctl.
 func TestRealLifecycle(t *testing.T) {
-	m := realManager(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx, m := realUnits(t, "slurmd")
+	t.Cleanup(func() { m.Disable(context.Background(), "slurmd") })
 	spec := service.Spec{
 		Name:        "slurmd",
 		Command:     argvCommand(trickyArgs...),
 		Environment: map[string]string{"SLURMD_DEBUG": "2", "Z": `quote " and \ back`},
 		KillDelay:   5 * time.Second,
 	}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		m.Stop(ctx, "slurmd")
-		m.Disable(ctx, "slurmd")
-		os.Remove(systemd.DropInFile("slurmd"))
-		os.Remove(systemd.EnvironmentFile("slurmd"))
-		systemctl(t, "daemon-reload")
-	})
 	if err := m.Configure(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
@@ -305,14 +314,7 @@ func waitComm(ctx context.Context, t *testing.T, pid int, comm string) {
 // TestRealRestartOnFailure checks the drop-in's Restart=on-failure: a killed daemon comes
 // back as a new process without the charm doing anything.
 func TestRealRestartOnFailure(t *testing.T) {
-	m := realManager(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	t.Cleanup(func() {
-		m.Stop(context.Background(), "slurmctld")
-		os.Remove(systemd.DropInFile("slurmctld"))
-		systemctl(t, "daemon-reload")
-	})
+	ctx, m := realUnits(t, "slurmctld")
 	if err := m.Configure(ctx, service.Spec{Name: "slurmctld", Command: []string{"/usr/bin/sleep", "infinity"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -348,14 +350,7 @@ func TestRealRestartOnFailure(t *testing.T) {
 // child outlives a stop, as Debian's unit wants for slurmd's job steps; with KillAll the stop
 // ends it too.
 func TestRealKillAll(t *testing.T) {
-	m := realManager(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	t.Cleanup(func() {
-		m.Stop(context.Background(), "slurmd")
-		os.Remove(systemd.DropInFile("slurmd"))
-		systemctl(t, "daemon-reload")
-	})
+	ctx, m := realUnits(t, "slurmd")
 	for _, all := range []bool{false, true} {
 		// The child's pid goes to a file the test reads; the main process waits.
 		pidFile := fmt.Sprintf("/run/killall-child-%v", all)
@@ -408,15 +403,7 @@ func TestRealKillAll(t *testing.T) {
 // when asked to stop (as slurmdbd 26.05 now and then does): without SuccessSignals the stop
 // leaves the unit failed, with SIGUSR1 among them inactive.
 func TestRealSuccessSignals(t *testing.T) {
-	m := realManager(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	t.Cleanup(func() {
-		m.Stop(context.Background(), "slurmd")
-		os.Remove(systemd.DropInFile("slurmd"))
-		systemctl(t, "daemon-reload")
-		systemctl(t, "reset-failed", "slurmd.service")
-	})
+	ctx, m := realUnits(t, "slurmd")
 	// On SIGTERM the daemon (perl: Debian's perl-base is essential) sends itself SIGUSR1,
 	// whose action is the default one: it dies by it.
 	// It says it is ready (its handler set) in a file, which the test waits for.
@@ -463,14 +450,7 @@ func journal(t *testing.T, unit string) string {
 // TestRealMunge runs munged the way the charms do under systemd (the packaged munge unit with
 // the charm's drop-in) and checks that a credential round-trips.
 func TestRealMunge(t *testing.T) {
-	m := realManager(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	t.Cleanup(func() {
-		m.Stop(context.Background(), "munge")
-		os.Remove(systemd.DropInFile("munge"))
-		systemctl(t, "daemon-reload")
-	})
+	ctx, m := realUnits(t, "munge")
 	if err := m.Configure(ctx, service.Spec{Name: "munge", Command: []string{"/usr/sbin/munged", "-F"}, User: "munge"}); err != nil {
 		t.Fatal(err)
 	}
@@ -493,14 +473,8 @@ func TestRealMunge(t *testing.T) {
 
 // TestRealUnknownUnit is TestErrors' unknown unit against the real systemd.
 func TestRealUnknownUnit(t *testing.T) {
-	m := realManager(t)
-	ctx := context.Background()
+	ctx, m := realUnits(t, "no-such-daemon")
 	spec := service.Spec{Name: "no-such-daemon", Command: []string{"/usr/bin/true"}}
-	t.Cleanup(func() {
-		os.RemoveAll("/etc/systemd/system/no-such-daemon.service.d")
-		os.Remove(systemd.EnvironmentFile("no-such-daemon"))
-		systemctl(t, "daemon-reload")
-	})
 	for verb, call := range map[string]func() error{
 		"configure": func() error { return m.Configure(ctx, spec) },
 		"start":     func() error { return m.Start(ctx, spec.Name) },

@@ -56,8 +56,7 @@ type mariadb struct {
 }
 
 func main() {
-	charm.Main(func(ev juju.Event) (juju.Handler, func(), error) {
-		services := auto.Detect(os.LookupEnv)
+	charm.Main(charm.WithServices(os.LookupEnv, func(_ juju.Event, services *auto.Manager) juju.Handler {
 		m := &mariadb{services: services, run: command.Exec{Timeout: time.Minute}}
 		lc := charm.Lifecycle[state]{StateName: stateName}
 		r := juju.NewRouter()
@@ -68,8 +67,8 @@ func main() {
 		for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationBroken} {
 			r.HandleRelation(mysqlclient.EndpointName, k, lc.Handler(m.relation))
 		}
-		return r.Dispatch, services.Close, nil
-	})
+		return r.Dispatch
+	}))
 }
 
 // configure makes sure mariadbd runs (initialising the data directory first when empty) and

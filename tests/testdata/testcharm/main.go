@@ -38,17 +38,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/juju"
 )
 
+// main runs the hook through charm.Run, without charm.Main's signal handling: a SIGTERM ends
+// the test charm at once, as it always has.
 func main() {
-	ev, err := juju.ReadEvent(os.LookupEnv)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	hc := juju.NewHookContext(ev, juju.ExecRunner{})
-	os.Exit(juju.Main(context.Background(), hc, handle, os.Stderr))
+	os.Exit(charm.Run(context.Background(), os.LookupEnv, juju.ExecRunner{}, os.Stderr, func(juju.Event) (juju.Handler, func(), error) {
+		return handle, nil, nil
+	}))
 }
 
 type config struct {
