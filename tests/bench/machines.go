@@ -209,7 +209,10 @@ func runMachines(ctx context.Context, opts *RunOptions, rep *Report, root, scrat
 		if !join && !scale && !reboot {
 			continue
 		}
-		if err := runSuite(ctx, opts, rep, root, scratch, suite, join, scale, reboot); err != nil {
+		err := opts.setup(rep, suite+"-setup", func() error {
+			return runSuite(ctx, opts, rep, root, scratch, suite, join, scale, reboot)
+		})
+		if err != nil {
 			errs = append(errs, fmt.Errorf("%s machines: %w", suite, err))
 			opts.progress("%s machines failed: %v", suite, err)
 		}
@@ -282,7 +285,11 @@ func runSuite(ctx context.Context, opts *RunOptions, rep *Report, root, scratch,
 	}
 	var errs []error
 	if join {
-		if err := c.joinLeave(ctx, opts, rep, raw, prefix, true); err != nil {
+		err := opts.timed(rep, suite, func() error {
+			_, err := c.joinLeave(ctx, opts, rep, raw, prefix, true)
+			return err
+		})
+		if err != nil {
 			errs = append(errs, err)
 		}
 		if len(raw.reloads) > 0 {
@@ -292,15 +299,21 @@ func runSuite(ctx context.Context, opts *RunOptions, rep *Report, root, scratch,
 		}
 	}
 	if scale && len(errs) == 0 {
-		for _, n := range opts.MachineScales {
-			if err := c.machineScale(ctx, opts, rep, prefix, n); err != nil {
-				errs = append(errs, err)
-				break
+		err := opts.timed(rep, suite+"-scale", func() error {
+			for _, n := range opts.MachineScales {
+				if err := c.machineScale(ctx, opts, rep, prefix, n); err != nil {
+					return err
+				}
 			}
+			return nil
+		})
+		if err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if reboot && len(errs) == 0 {
-		if err := c.reboots(ctx, opts, rep, "reboot."+prefix, "slurmd/0"); err != nil {
+		err := opts.timed(rep, "reboot", func() error { return c.reboots(ctx, opts, rep, "reboot."+prefix, "slurmd/0") })
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -2,7 +2,9 @@
 //
 //	go run ./tests/cmd/bench [-out build] [-only hooks,raw,join,leave,scale,autoscale,busy,bookworm,bookworm-scale,trixie,trixie-scale,forky,forky-scale,reboot] [-samples 15] [-hook-runs 20] [-scale 8,32,128,256] [-busy-units 32] [-machine-samples 15] [-machine-scale 8,32] [-reboot-on trixie]
 //
-// It prints one `name=value unit` line per figure and writes <out>/bench.json, <out>/bench.md
+// It prints one `name=value unit` line per figure (among them <part>.part_s, the wall time of
+// each part and of the set-up parts share, and total_s), each progress line on stderr with the
+// seconds since the start, and writes <out>/bench.json, <out>/bench.md
 // (a table with each figure's spread), <out>/bench-join.svg (join latency against cluster
 // size), <out>/bench-scale.svg (all-IDLE time against nodes added at once, operators and raw
 // slurmd) and <out>/bench-trace.txt (where the time of a join and a leave goes; see
@@ -72,8 +74,9 @@ func run() int {
 	}
 	opts.Parts = strings.Split(*only, ",")
 	opts.Command = "go run ./tests/cmd/bench " + strings.Join(os.Args[1:], " ")
+	start := time.Now()
 	opts.Progress = func(format string, args ...any) {
-		fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+		fmt.Fprintf(os.Stderr, "bench: %7.1fs "+format+"\n", append([]any{time.Since(start).Seconds()}, args...)...)
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
