@@ -257,27 +257,55 @@ func controllerEvents(ctl *hosts.Host) (slurm.ControllerEvents, string) {
 	return slurm.ParseControllerLog(log), strings.TrimSpace(string(pid))
 }
 
-// buildModelParts builds juju-local and, beside it, the hook tools (jujuc, model.ToolsBeside), and
-// packs both charms into dir.
-func buildModelParts(ctx context.Context, root, dir string) (tools, ctld, slurmdCharm string, err error) {
-	if tools, err = model.BuildBinaries(ctx, filepath.Join(root, "tests"), dir); err != nil {
-		return "", "", "", err
+// modelParts are what every model of a run needs: juju-local with the hook tools beside it
+// (jujuc, model.ToolsBeside) and the two charms, packed.
+type modelParts struct {
+	tools, ctld, slurmd string
+}
+
+// modelParts builds the model's parts once per run (timed as part "build"), into a directory
+// of their own under scratch: systemd machines bind-mount it, so it must not be the directory
+// that holds their roots, and Pebble hosts bind it too (hostMachines).
+func (o *RunOptions) modelParts(ctx context.Context, rep *Report, root, scratch string) (modelParts, error) {
+	if o.built != nil {
+		return *o.built, nil
 	}
-	ctld, slurmdCharm = filepath.Join(dir, "slurmctld.charm"), filepath.Join(dir, "slurmd.charm")
-	for src, out := range map[string]string{"slurmctld-operator": ctld, "slurmd-operator": slurmdCharm} {
+	o.progress("build: juju-local, the hook tools and the charms, once for every part")
+	var mp modelParts
+	err := o.timed(rep, "build", func() (err error) {
+		dir := filepath.Join(scratch, "model")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if mp.tools, err = model.BuildBinaries(ctx, filepath.Join(root, "tests"), dir); err != nil {
+			return err
+		}
+		mp.ctld, mp.slurmd = filepath.Join(dir, "slurmctld.charm"), filepath.Join(dir, "slurmd.charm")
+		return packCharms(ctx, root, map[string]string{"slurmctld-operator": mp.ctld, "slurmd-operator": mp.slurmd})
+	})
+	if err != nil {
+		return modelParts{}, err
+	}
+	o.built = &mp
+	return mp, nil
+}
+
+// packCharms packs each charm directory (relative to root) into its file.
+func packCharms(ctx context.Context, root string, charms map[string]string) error {
+	for src, out := range charms {
 		if err := charmpack.Pack(ctx, charmpack.Options{Dir: filepath.Join(root, src), Out: out}); err != nil {
-			return "", "", "", err
+			return err
 		}
 	}
-	return tools, ctld, slurmdCharm, nil
+	return nil
 }
 
 func runOperators(ctx context.Context, opts *RunOptions, rep *Report, root, scratch string, raw *RawCluster) (err error) {
-	opts.progress("operators: building juju-local and packing the charms")
-	tools, ctldCharm, slurmdCharm, err := buildModelParts(ctx, root, scratch)
+	mp, err := opts.modelParts(ctx, rep, root, scratch)
 	if err != nil {
 		return err
 	}
+	tools := mp.tools
 	n, err := newNetwork(ctx, opts, scratch, "op")
 	if err != nil {
 		return err
@@ -294,7 +322,7 @@ func runOperators(ctx context.Context, opts *RunOptions, rep *Report, root, scra
 	defer stop(rep, "failure (last 60 model lines)", &err)
 
 	opts.progress("operators: deploying slurmctld and 1 slurmd, integrating")
-	if err := c.deploy(ctx, rep, ctldCharm, slurmdCharm, "", "hosts", 3*time.Minute); err != nil {
+	if err := c.deploy(ctx, rep, mp.ctld, mp.slurmd, "", "hosts", 3*time.Minute); err != nil {
 		return err
 	}
 
@@ -326,9 +354,9 @@ func runOperators(ctx context.Context, opts *RunOptions, rep *Report, root, scra
 			return c.leaveAfterJob(ctx, opts, rep)
 		}},
 		{"scale", func() error { return c.scale(ctx, opts, rep, raw) }},
-		{"autoscale", func() error { return c.autoscaleBurst(ctx, opts, rep, root, scratch, tools, slurmdCharm) }},
+		{"autoscale", func() error { return c.autoscaleBurst(ctx, opts, rep, root, scratch, tools, mp.slurmd) }},
 		// Last: it sets the controller's MinJobAge.
-		{"busy", func() error { return c.busy(ctx, opts, rep, slurmdCharm) }},
+		{"busy", func() error { return c.busy(ctx, opts, rep, mp.slurmd) }},
 	} {
 		if !opts.part(p.name) || errors.Join(errs...) != nil {
 			continue
