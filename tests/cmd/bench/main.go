@@ -1,6 +1,6 @@
 // Command bench runs the benchmarks of `make bench` (package tests/bench; docs/benchmarks.md).
 //
-//	go run ./tests/cmd/bench [-out build] [-only hooks,raw,join,leave,scale,autoscale,busy,bookworm,bookworm-scale,trixie,trixie-scale,forky,forky-scale,reboot] [-samples 15] [-hook-runs 20] [-scale 8,32,256] [-busy-units 32] [-machine-samples 9] [-reboot-samples 7] [-machine-scale 8,32] [-reboot-on trixie]
+//	go run ./tests/cmd/bench [-out build] [-only hooks,raw,join,leave,scale,autoscale,busy,accounting,bookworm,bookworm-scale,trixie,trixie-scale,forky,forky-scale,reboot] [-samples 15] [-hook-runs 20] [-scale 8,32,256] [-busy-units 32] [-machine-samples 9] [-reboot-samples 7] [-machine-scale 8,32] [-reboot-on trixie]
 //
 // It prints one `name=value unit` line per figure (among them <part>.part_s, the wall time of
 // each part and of the set-up parts share, and total_s), each progress line on stderr with the
