@@ -381,3 +381,46 @@ func TestAddScalePoint(t *testing.T) {
 		t.Errorf("series (-want +got):\n%s", d)
 	}
 }
+
+// TestPartTimeLines: part times are `<part>.part_s=… s` lines, sum over pieces, and head the
+// table with the run's wall time.
+func TestPartTimeLines(t *testing.T) {
+	t.Parallel()
+	r := sampleReport()
+	r.Duration = 95 * time.Second
+	r.AddPartTime("hooks", 1500*time.Millisecond)
+	r.AddPartTime("bookworm-scale", 40*time.Second)
+	r.AddPartTime("hooks", 500*time.Millisecond)
+	var lines bytes.Buffer
+	if err := r.WriteLines(&lines); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\nhooks.part_s=2 s\n", "\nbookworm-scale.part_s=40 s\n"} {
+		if !strings.Contains(lines.String(), want) {
+			t.Errorf("lines lack %q:\n%s", want, lines.String())
+		}
+	}
+	figs, err := bench.ParseLines(lines.Bytes())
+	if err != nil || len(figs) != 6 {
+		t.Errorf("ParseLines: %d figures, %v", len(figs), err)
+	}
+	var names []string
+	for _, f := range r.PartTimes() {
+		names = append(names, f.Name)
+	}
+	if d := cmp.Diff([]string{"hooks.part_s", "bookworm-scale.part_s"}, names); d != "" {
+		t.Errorf("PartTimes (-want +got):\n%s", d)
+	}
+	var table bytes.Buffer
+	if err := r.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Wall time: 95 s in all; by part (s): hooks 2, bookworm-scale 40\n",
+		"| hooks.part_s | 2 | s |  |  |  |  | wall time of hooks |",
+	} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+}

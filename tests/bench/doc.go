@@ -51,6 +51,11 @@
 // systemd_boot_s, the boot alone (PID 1 started → FinishTimestamp). Every reboot includes
 // hosts.RebootDelay (2 s down, as a machine's firmware would take).
 //
+// Every run also times itself: <part>.part_s is the wall time of each part of [Parts] and of
+// the set-up parts share ("operators-setup": building the model's parts, deploying, tearing
+// down; "<suite>-setup": the image, the raw controller machine, the model on machines), so
+// that the parts' times add up to total_s, the whole run's ([Report.AddPartTime]).
+//
 // A [Report] holds the figures, the machine they came from and the join-latency series;
 // it renders as `name=value unit` lines, JSON, a Markdown table and a hand-written SVG chart.
 // Benchmarks are not tests: nothing here asserts a time; targets are recorded next to the

@@ -209,7 +209,10 @@ func runMachines(ctx context.Context, opts *RunOptions, rep *Report, root, scrat
 		if !join && !scale && !reboot {
 			continue
 		}
-		if err := runSuite(ctx, opts, rep, root, scratch, suite, join, scale, reboot); err != nil {
+		err := opts.setup(rep, suite+"-setup", func() error {
+			return runSuite(ctx, opts, rep, root, scratch, suite, join, scale, reboot)
+		})
+		if err != nil {
 			errs = append(errs, fmt.Errorf("%s machines: %w", suite, err))
 			opts.progress("%s machines failed: %v", suite, err)
 		}
@@ -226,18 +229,12 @@ func runSuite(ctx context.Context, opts *RunOptions, rep *Report, root, scratch,
 	if !ok {
 		return fmt.Errorf("no base for suite %q", suite)
 	}
-	opts.progress("%s: image (scripts/images.sh), juju-local and the charms", suite)
-	image, err := hoststest.EnsureImage(ctx, root, suite)
+	mp, err := opts.modelParts(ctx, rep, root, scratch)
 	if err != nil {
 		return err
 	}
-	// The machines bind-mount the model's tools: a directory of their own, not the scratch
-	// directory that holds the machines' roots.
-	parts := filepath.Join(scratch, "model-"+suite)
-	if err := os.MkdirAll(parts, 0o755); err != nil {
-		return err
-	}
-	tools, ctldCharm, slurmdCharm, err := buildModelParts(ctx, root, parts)
+	opts.progress("%s: image (scripts/images.sh)", suite)
+	image, err := hoststest.EnsureImage(ctx, root, suite)
 	if err != nil {
 		return err
 	}
@@ -268,8 +265,8 @@ func runSuite(ctx context.Context, opts *RunOptions, rep *Report, root, scratch,
 	if reboot {
 		updateStatus = 10 * time.Second
 	}
-	c, stop, err := startModel(ctx, n, tools, "bench-"+suite, updateStatus, true, func(dir string) model.Provisioner {
-		return &model.BaseMachines{Network: n, Images: map[string]string{base: image}, Default: base, Binds: []string{dir, parts}}
+	c, stop, err := startModel(ctx, n, mp.tools, "bench-"+suite, updateStatus, true, func(dir string) model.Provisioner {
+		return &model.BaseMachines{Network: n, Images: map[string]string{base: image}, Default: base, Binds: []string{dir, filepath.Dir(mp.tools)}}
 	})
 	if err != nil {
 		return err
@@ -277,12 +274,16 @@ func runSuite(ctx context.Context, opts *RunOptions, rep *Report, root, scratch,
 	defer stop(rep, suite+" failure (last 60 model lines)", &err)
 	prefix := suite + "."
 	opts.progress("%s: deploying slurmctld and 1 slurmd on machines, integrating", suite)
-	if err := c.deploy(ctx, rep, ctldCharm, slurmdCharm, prefix, suite+" machines", 5*time.Minute); err != nil {
+	if err := c.deploy(ctx, rep, mp.ctld, mp.slurmd, prefix, suite+" machines", 5*time.Minute); err != nil {
 		return err
 	}
 	var errs []error
 	if join {
-		if err := c.joinLeave(ctx, opts, rep, raw, prefix, true); err != nil {
+		err := opts.timed(rep, suite, func() error {
+			_, err := c.joinLeave(ctx, opts, rep, raw, prefix, true)
+			return err
+		})
+		if err != nil {
 			errs = append(errs, err)
 		}
 		if len(raw.reloads) > 0 {
@@ -292,15 +293,21 @@ func runSuite(ctx context.Context, opts *RunOptions, rep *Report, root, scratch,
 		}
 	}
 	if scale && len(errs) == 0 {
-		for _, n := range opts.MachineScales {
-			if err := c.machineScale(ctx, opts, rep, prefix, n); err != nil {
-				errs = append(errs, err)
-				break
+		err := opts.timed(rep, suite+"-scale", func() error {
+			for _, n := range opts.MachineScales {
+				if err := c.machineScale(ctx, opts, rep, prefix, n); err != nil {
+					return err
+				}
 			}
+			return nil
+		})
+		if err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if reboot && len(errs) == 0 {
-		if err := c.reboots(ctx, opts, rep, "reboot."+prefix, "slurmd/0"); err != nil {
+		err := opts.timed(rep, "reboot", func() error { return c.reboots(ctx, opts, rep, "reboot."+prefix, "slurmd/0") })
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -322,15 +329,15 @@ const (
 	RebootSlurm = "slurm"
 )
 
-// reboots reboots unit's machine opts.MachineSamples times in each way, interleaved (inside,
+// reboots reboots unit's machine opts.RebootSamples times in each way, interleaved (inside,
 // juju, slurm, inside, ...), and adds the figures RebootFigures makes.
 func (c *opCluster) reboots(ctx context.Context, opts *RunOptions, rep *Report, prefix, unit string) error {
 	kinds := []string{RebootInside, RebootJuju, RebootSlurm}
-	opts.progress("%s: %d reboots of %s's machine in each way (%s), interleaved", strings.TrimSuffix(prefix, "."), opts.MachineSamples, unit, strings.Join(kinds, ", "))
+	opts.progress("%s: %d reboots of %s's machine in each way (%s), interleaved", strings.TrimSuffix(prefix, "."), opts.RebootSamples, unit, strings.Join(kinds, ", "))
 	var samples []RebootSample
 	defer func() { rep.Add(RebootFigures(prefix, samples)...) }()
 	traces := map[string][][]string{}
-	for range opts.MachineSamples {
+	for range opts.RebootSamples {
 		for _, kind := range kinds {
 			s, trace, err := c.rebootOnce(ctx, unit, kind)
 			if err != nil {

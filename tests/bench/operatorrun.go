@@ -257,27 +257,55 @@ func controllerEvents(ctl *hosts.Host) (slurm.ControllerEvents, string) {
 	return slurm.ParseControllerLog(log), strings.TrimSpace(string(pid))
 }
 
-// buildModelParts builds juju-local and, beside it, the hook tools (jujuc, model.ToolsBeside), and
-// packs both charms into dir.
-func buildModelParts(ctx context.Context, root, dir string) (tools, ctld, slurmdCharm string, err error) {
-	if tools, err = model.BuildBinaries(ctx, filepath.Join(root, "tests"), dir); err != nil {
-		return "", "", "", err
+// modelParts are what every model of a run needs: juju-local with the hook tools beside it
+// (jujuc, model.ToolsBeside) and the two charms, packed.
+type modelParts struct {
+	tools, ctld, slurmd string
+}
+
+// modelParts builds the model's parts once per run (timed as part "build"), into a directory
+// of their own under scratch: systemd machines bind-mount it, so it must not be the directory
+// that holds their roots, and Pebble hosts bind it too (hostMachines).
+func (o *RunOptions) modelParts(ctx context.Context, rep *Report, root, scratch string) (modelParts, error) {
+	if o.built != nil {
+		return *o.built, nil
 	}
-	ctld, slurmdCharm = filepath.Join(dir, "slurmctld.charm"), filepath.Join(dir, "slurmd.charm")
-	for src, out := range map[string]string{"slurmctld-operator": ctld, "slurmd-operator": slurmdCharm} {
+	o.progress("build: juju-local, the hook tools and the charms, once for every part")
+	var mp modelParts
+	err := o.timed(rep, "build", func() (err error) {
+		dir := filepath.Join(scratch, "model")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if mp.tools, err = model.BuildBinaries(ctx, filepath.Join(root, "tests"), dir); err != nil {
+			return err
+		}
+		mp.ctld, mp.slurmd = filepath.Join(dir, "slurmctld.charm"), filepath.Join(dir, "slurmd.charm")
+		return packCharms(ctx, root, map[string]string{"slurmctld-operator": mp.ctld, "slurmd-operator": mp.slurmd})
+	})
+	if err != nil {
+		return modelParts{}, err
+	}
+	o.built = &mp
+	return mp, nil
+}
+
+// packCharms packs each charm directory (relative to root) into its file.
+func packCharms(ctx context.Context, root string, charms map[string]string) error {
+	for src, out := range charms {
 		if err := charmpack.Pack(ctx, charmpack.Options{Dir: filepath.Join(root, src), Out: out}); err != nil {
-			return "", "", "", err
+			return err
 		}
 	}
-	return tools, ctld, slurmdCharm, nil
+	return nil
 }
 
 func runOperators(ctx context.Context, opts *RunOptions, rep *Report, root, scratch string, raw *RawCluster) (err error) {
-	opts.progress("operators: building juju-local and packing the charms")
-	tools, ctldCharm, slurmdCharm, err := buildModelParts(ctx, root, scratch)
+	mp, err := opts.modelParts(ctx, rep, root, scratch)
 	if err != nil {
 		return err
 	}
+	tools := mp.tools
 	n, err := newNetwork(ctx, opts, scratch, "op")
 	if err != nil {
 		return err
@@ -294,40 +322,46 @@ func runOperators(ctx context.Context, opts *RunOptions, rep *Report, root, scra
 	defer stop(rep, "failure (last 60 model lines)", &err)
 
 	opts.progress("operators: deploying slurmctld and 1 slurmd, integrating")
-	if err := c.deploy(ctx, rep, ctldCharm, slurmdCharm, "", "hosts", 3*time.Minute); err != nil {
+	if err := c.deploy(ctx, rep, mp.ctld, mp.slurmd, "", "hosts", 3*time.Minute); err != nil {
 		return err
 	}
 
 	var errs []error
+	var units []string
 	if opts.part("join") || opts.part("leave") {
 		var rj rawJoiner
 		if raw != nil {
 			rj = raw
 		}
-		if err := c.joinLeave(ctx, opts, rep, rj, "", opts.part("leave")); err != nil {
-			errs = append(errs, err)
+		// Part leave needs units to remove: without part join it adds them untimed as joins.
+		part := "join"
+		if !opts.part("join") {
+			part = "leave"
 		}
+		errs = append(errs, opts.timed(rep, part, func() (err error) {
+			units, err = c.joinLeave(ctx, opts, rep, rj, "", false)
+			return err
+		}))
 	}
-	if opts.part("leave") && len(errs) == 0 {
-		if err := c.leaveAfterJob(ctx, opts, rep); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if opts.part("scale") && len(errs) == 0 {
-		if err := c.scale(ctx, opts, rep, raw); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if opts.part("autoscale") && len(errs) == 0 {
-		if err := c.autoscaleBurst(ctx, opts, rep, root, scratch, tools, slurmdCharm); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if opts.part("busy") && len(errs) == 0 {
+	for _, p := range []struct {
+		name string
+		run  func() error
+	}{
+		{"leave", func() error {
+			if err := c.leaveIdle(ctx, opts, rep, units); err != nil {
+				return err
+			}
+			return c.leaveAfterJob(ctx, opts, rep)
+		}},
+		{"scale", func() error { return c.scale(ctx, opts, rep, raw) }},
+		{"autoscale", func() error { return c.autoscaleBurst(ctx, opts, rep, root, scratch, tools, mp.slurmd) }},
 		// Last: it sets the controller's MinJobAge.
-		if err := c.busy(ctx, opts, rep, slurmdCharm); err != nil {
-			errs = append(errs, err)
+		{"busy", func() error { return c.busy(ctx, opts, rep, mp.slurmd) }},
+	} {
+		if !opts.part(p.name) || errors.Join(errs...) != nil {
+			continue
 		}
+		errs = append(errs, opts.timed(rep, p.name, p.run))
 	}
 	return errors.Join(errs...)
 }
@@ -431,13 +465,14 @@ type rawJoiner interface {
 	Join(ctx context.Context) (join, prepare time.Duration, err error)
 }
 
-// joinLeave measures samples joins (each after a raw one when raw is set) and, with leave, as
-// many idle leaves; figure names start with prefix ("" for Pebble hosts, "trixie." for trixie
-// machines). On Pebble hosts the cluster grows by one node per join and the leaves come at the
-// end, last unit first; on machines each unit leaves right after its join (a systemd machine
-// holds a dozen inotify instances, and every machine of the host's root user shares one
-// budget, fs.inotify.max_user_instances: 128 by default), so the cluster stays at two nodes.
-func (c *opCluster) joinLeave(ctx context.Context, opts *RunOptions, rep *Report, raw rawJoiner, prefix string, leave bool) error {
+// joinLeave measures samples joins (each after a raw one when raw is set) and returns the
+// units it added; figure names start with prefix ("" for Pebble hosts, "trixie." for trixie
+// machines). On Pebble hosts the cluster grows by one node per join and the units stay (the
+// caller's leaveIdle removes them, last unit first); on machines, with leave, each unit leaves
+// right after its join (a systemd machine holds a dozen inotify instances, and every machine
+// of the host's root user shares one budget, fs.inotify.max_user_instances: 128 by default),
+// so the cluster stays at two nodes.
+func (c *opCluster) joinLeave(ctx context.Context, opts *RunOptions, rep *Report, raw rawJoiner, prefix string, leave bool) ([]string, error) {
 	samples := opts.Samples
 	if c.onMachines {
 		samples = opts.MachineSamples
@@ -464,44 +499,21 @@ func (c *opCluster) joinLeave(ctx context.Context, opts *RunOptions, rep *Report
 			med := medianIndex(Seconds(joins))
 			rep.Traces = appendTrace(rep.Traces, prefix+"join "+units[med]+" (median sample)", traces[units[med]])
 		}
-		if len(leaves) > 0 {
-			ls := Summarize(Seconds(leaves))
-			rep.Add(Figure{Name: prefix + "leave_idle_s", Value: ls.Median, Unit: "s", Samples: ls.N, Values: Seconds(leaves), Target: Max(1.0),
-				Note: "remove-unit of an idle unit → node record gone (median)"},
-				Figure{Name: prefix + "leave_idle_s.p90", Value: ls.P90, Unit: "s", Samples: ls.N})
-		}
+		addLeaves(rep, prefix, leaves)
 	}()
-	leaveOne := func(unit string, traced bool) error {
-		t0 := time.Now()
-		if err := c.m.RemoveUnit(ctx, unit); err != nil {
-			return err
-		}
-		if err := c.waitGone(withTimeout(ctx, 2*time.Minute), slurmd.NodeName(unit)); err != nil {
-			return fmt.Errorf("%s never gone: %w", unit, err)
-		}
-		leaves = append(leaves, time.Since(t0))
-		if err := c.wait(ctx, 2*time.Minute, nil); err != nil {
-			return err
-		}
-		c.checkGone(ctx, rep, slurmd.NodeName(unit), "an idle leave")
-		if traced {
-			rep.Traces = appendTrace(rep.Traces, prefix+"leave "+unit+" (idle)", c.trace.since(t0, subjects(unit, "slurmctld/0")...))
-		}
-		return nil
-	}
 	for i := 0; i < samples; i++ {
 		if raw != nil {
 			// Interleaved: a raw sample and an operator sample in turn, so that the machine's
 			// load drifts over both alike.
 			d, hc, err := raw.Join(ctx)
 			if err != nil {
-				return err
+				return units, err
 			}
 			rawJoins, rawHosts = append(rawJoins, d), append(rawHosts, hc)
 		}
 		unit, total, host, t0, err := c.joinOne(ctx)
 		if err != nil {
-			return err
+			return units, err
 		}
 		units = append(units, unit)
 		joins, hostsC, totals = append(joins, total-host), append(hostsC, host), append(totals, total)
@@ -511,7 +523,7 @@ func (c *opCluster) joinLeave(ctx context.Context, opts *RunOptions, rep *Report
 		}
 		pts = append(pts, Point{Nodes: nodes, Seconds: (total - host).Seconds()})
 		if err := c.wait(ctx, 2*time.Minute, nil); err != nil {
-			return err
+			return units, err
 		}
 		traces[unit] = c.trace.since(t0, subjects(unit, "slurmctld/0")...)
 		if c.onMachines {
@@ -523,21 +535,67 @@ func (c *opCluster) joinLeave(ctx context.Context, opts *RunOptions, rep *Report
 			traces[unit] = append(traces[unit], pebbleChanges(c, unit, t0)...)
 		}
 		if leave && c.onMachines {
-			if err := leaveOne(unit, i == samples/2); err != nil {
-				return err
+			d, err := c.leaveOne(ctx, rep, prefix, unit, i == samples/2)
+			if d > 0 {
+				leaves = append(leaves, d)
+			}
+			if err != nil {
+				return units, err
 			}
 		}
 	}
-	if !leave || c.onMachines {
-		return nil
-	}
-	opts.progress("operators: %d %sleaves of idle units", len(units), prefix)
+	return units, nil
+}
+
+// leaveIdle removes units one after the other, last first, each when the model has settled,
+// and adds the idle-leave figures.
+func (c *opCluster) leaveIdle(ctx context.Context, opts *RunOptions, rep *Report, units []string) error {
+	opts.progress("operators: %d leaves of idle units", len(units))
+	var leaves []time.Duration
+	defer func() { addLeaves(rep, "", leaves) }()
 	for i := len(units) - 1; i >= 0; i-- {
-		if err := leaveOne(units[i], i == len(units)/2); err != nil {
+		d, err := c.leaveOne(ctx, rep, "", units[i], i == len(units)/2)
+		if d > 0 {
+			leaves = append(leaves, d)
+		}
+		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// leaveOne removes unit and returns the time until its node record is gone; then it waits
+// for the model to settle and checks the node stays gone. With traced the leave's trace goes
+// into rep.
+func (c *opCluster) leaveOne(ctx context.Context, rep *Report, prefix, unit string, traced bool) (time.Duration, error) {
+	t0 := time.Now()
+	if err := c.m.RemoveUnit(ctx, unit); err != nil {
+		return 0, err
+	}
+	if err := c.waitGone(withTimeout(ctx, 2*time.Minute), slurmd.NodeName(unit)); err != nil {
+		return 0, fmt.Errorf("%s never gone: %w", unit, err)
+	}
+	d := time.Since(t0)
+	if err := c.wait(ctx, 2*time.Minute, nil); err != nil {
+		return d, err
+	}
+	c.checkGone(ctx, rep, slurmd.NodeName(unit), "an idle leave")
+	if traced {
+		rep.Traces = appendTrace(rep.Traces, prefix+"leave "+unit+" (idle)", c.trace.since(t0, subjects(unit, "slurmctld/0")...))
+	}
+	return d, nil
+}
+
+// addLeaves adds the idle-leave figures (names starting with prefix) of leaves.
+func addLeaves(rep *Report, prefix string, leaves []time.Duration) {
+	if len(leaves) == 0 {
+		return
+	}
+	ls := Summarize(Seconds(leaves))
+	rep.Add(Figure{Name: prefix + "leave_idle_s", Value: ls.Median, Unit: "s", Samples: ls.N, Values: Seconds(leaves), Target: Max(1.0),
+		Note: "remove-unit of an idle unit → node record gone (median)"},
+		Figure{Name: prefix + "leave_idle_s.p90", Value: ls.P90, Unit: "s", Samples: ls.N})
 }
 
 // addJoins adds the operator join figures (names starting with prefix) and their series.

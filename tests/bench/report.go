@@ -106,6 +106,32 @@ func (r *Report) Add(fs ...Figure) {
 	}
 }
 
+// PartSuffix ends the name of a part's wall-time figure: "<part>.part_s".
+const PartSuffix = ".part_s"
+
+// AddPartTime adds d to the wall time of part (a part of Run, or the set-up it shares with
+// others), the figure part+PartSuffix in seconds: a part timed in pieces sums them.
+func (r *Report) AddPartTime(part string, d time.Duration) {
+	name := part + PartSuffix
+	f, ok := r.Figure(name)
+	if !ok {
+		f = Figure{Name: name, Unit: "s", Note: "wall time of " + part}
+	}
+	f.Value += d.Seconds()
+	r.Add(f)
+}
+
+// PartTimes returns the parts' wall-time figures (AddPartTime), in the order they were added.
+func (r *Report) PartTimes() []Figure {
+	var out []Figure
+	for _, f := range r.Figures {
+		if strings.HasSuffix(f.Name, PartSuffix) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // Figure returns the figure called name.
 func (r *Report) Figure(name string) (Figure, bool) {
 	for _, f := range r.Figures {
@@ -158,6 +184,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 	m := r.Machine
 	fmt.Fprintf(&b, "Benchmarks (%s), %s\n\n", r.Started.UTC().Format(time.RFC3339), r.Command)
 	fmt.Fprintf(&b, "Machine: %d CPUs, %d MiB, %s, kernel %s, Slurm %s, %s\n\n", m.CPUs, m.MemoryMiB, m.OS, m.Kernel, m.Slurm, m.Go)
+	if parts := r.PartTimes(); len(parts) > 0 || r.Duration > 0 {
+		var each []string
+		for _, f := range parts {
+			each = append(each, strings.TrimSuffix(f.Name, PartSuffix)+" "+FormatValue(f.Value))
+		}
+		fmt.Fprintf(&b, "Wall time: %s s in all; by part (s): %s\n\n", FormatValue(r.Duration.Seconds()), strings.Join(each, ", "))
+	}
 	b.WriteString("| figure | value | unit | n | spread | target | met | note |\n|---|---:|---|---:|---|---|---|---|\n")
 	for _, f := range r.Figures {
 		target, met := "", ""

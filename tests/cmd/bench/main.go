@@ -1,8 +1,10 @@
 // Command bench runs the benchmarks of `make bench` (package tests/bench; docs/benchmarks.md).
 //
-//	go run ./tests/cmd/bench [-out build] [-only hooks,raw,join,leave,scale,autoscale,busy,bookworm,bookworm-scale,trixie,trixie-scale,forky,forky-scale,reboot] [-samples 15] [-hook-runs 20] [-scale 8,32,128,256] [-busy-units 32] [-machine-samples 15] [-machine-scale 8,32] [-reboot-on trixie]
+//	go run ./tests/cmd/bench [-out build] [-only hooks,raw,join,leave,scale,autoscale,busy,accounting,bookworm,bookworm-scale,trixie,trixie-scale,forky,forky-scale,reboot] [-samples 15] [-hook-runs 20] [-scale 8,32,256] [-busy-units 32] [-machine-samples 9] [-reboot-samples 7] [-machine-scale 8,32] [-reboot-on trixie]
 //
-// It prints one `name=value unit` line per figure and writes <out>/bench.json, <out>/bench.md
+// It prints one `name=value unit` line per figure (among them <part>.part_s, the wall time of
+// each part and of the set-up parts share, and total_s), each progress line on stderr with the
+// seconds since the start, and writes <out>/bench.json, <out>/bench.md
 // (a table with each figure's spread), <out>/bench-join.svg (join latency against cluster
 // size), <out>/bench-scale.svg (all-IDLE time against nodes added at once, operators and raw
 // slurmd) and <out>/bench-trace.txt (where the time of a join and a leave goes; see
@@ -54,9 +56,10 @@ func run() int {
 	flag.StringVar(&opts.PebbleBin, "pebble", "build/bin/pebble", "pebble binary for the hosts")
 	flag.IntVar(&opts.Samples, "samples", 15, "joins and leaves measured per figure (raw and operator joins interleaved)")
 	flag.IntVar(&opts.HookRuns, "hook-runs", 20, "runs per hook")
-	flag.IntVar(&opts.MachineSamples, "machine-samples", 0, "joins, leaves and reboots of each kind measured on systemd machines (parts trixie, bookworm, reboot); 0: as -samples")
+	flag.IntVar(&opts.MachineSamples, "machine-samples", 9, "joins and leaves measured on systemd machines of each Debian release (parts bookworm, trixie, forky)")
+	flag.IntVar(&opts.RebootSamples, "reboot-samples", 7, "reboots of each kind (part reboot)")
 	flag.StringVar(&opts.RebootOn, "reboot-on", "trixie", "machines of the reboot part: trixie or bookworm")
-	scales := flag.String("scale", "8,32,128,256", "comma-separated numbers of units added at once (then removed), one size after the other")
+	scales := flag.String("scale", "8,32,256", "comma-separated numbers of units added at once (then removed), one size after the other")
 	machineScales := flag.String("machine-scale", "8,32", "comma-separated numbers of units added at once on new machines by each <suite>-scale part")
 	flag.IntVar(&opts.BusyUnits, "busy-units", 32, "units removed at once while their jobs run (part busy)")
 	timeout := flag.Duration("timeout", 60*time.Minute, "bound on the whole run")
@@ -72,8 +75,9 @@ func run() int {
 	}
 	opts.Parts = strings.Split(*only, ",")
 	opts.Command = "go run ./tests/cmd/bench " + strings.Join(os.Args[1:], " ")
+	start := time.Now()
 	opts.Progress = func(format string, args ...any) {
-		fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+		fmt.Fprintf(os.Stderr, "bench: %7.1fs "+format+"\n", append([]any{time.Since(start).Seconds()}, args...)...)
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
