@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -1100,6 +1101,45 @@ func TestStepsPerPassAreBounded(t *testing.T) {
 			t.Fatalf("pass %d deleted %d nodes, want 1 to %d", pass, deleted, maxSteps)
 		}
 		if pass > n {
+			t.Fatal("no end")
+		}
+	}
+	for i := 1; i <= n; i++ {
+		if e.slurm.hasNode(fmt.Sprintf("slurmd-%d", i)) {
+			t.Errorf("slurmd-%d left", i)
+		}
+	}
+}
+
+// TestStepsPerPassHaveATimeBudget: on a slow machine (every Slurm command takes 150 ms of the
+// charm's clock) a pass steps nodes only until it has taken passBudget, at least one each
+// pass, and the passes still delete every node in the end.
+func TestStepsPerPassHaveATimeBudget(t *testing.T) {
+	e := newEnv(t)
+	n := maxSteps + 2
+	in, ev := e.departStorm(n - 1)
+	out := e.run(in, ev)
+	e.slurm.EndJobs()
+	clock := e.withClock()
+	var mu sync.Mutex
+	e.slurm.Before(func([]string) {
+		mu.Lock()
+		defer mu.Unlock()
+		clock.advance(150 * time.Millisecond)
+	})
+	left := func() int {
+		st, _ := e.c.loadState()
+		return len(st.Pending)
+	}
+	passes := 0
+	for left() > 0 {
+		before := left()
+		out = e.run(out, jujutest.Hook(juju.UpdateStatus))
+		passes++
+		if deleted := before - left(); deleted == 0 || deleted >= maxSteps {
+			t.Fatalf("pass %d deleted %d nodes, want 1 to %d (a budget of %s at 150 ms a command)", passes, deleted, maxSteps-1, passBudget)
+		}
+		if passes > n {
 			t.Fatal("no end")
 		}
 	}

@@ -15,6 +15,13 @@ import (
 // next pass (the removal waiter's wake, another hook, update-status).
 const maxSteps = 8
 
+// passBudget bounds a pass's time the same way: once a pass has taken this long, it steps no
+// further node (it always steps one). A Step costs a few Slurm commands, each 20-50 ms on a
+// quiet machine but up to half a second on a loaded one, where eight Steps made an
+// update-status hook of 4.6 s (make bench, part busy, at load 8-48). What is left goes to the
+// next pass, as with maxSteps.
+const passBudget = 400 * time.Millisecond
+
 // nodeRemovals are the removals of departed units' nodes (the state's Pending), one pass at a
 // time: the departing unit drains and deletes its own node; this is the safety net for when it
 // could not.
@@ -25,7 +32,8 @@ type nodeRemovals struct{ h *hook }
 // running jobs is never deleted; it stays pending. A node the hook's node list lacks is gone
 // already (its unit deleted it) and needs no Step: node names are unit names, never used
 // again. A drained node the list shows busy and squeue shows jobs on (one squeue for all such
-// nodes) needs no Step either: it can only wait. At most maxSteps nodes are stepped.
+// nodes) needs no Step either: it can only wait. At most maxSteps nodes are stepped, and none
+// more once the pass has taken passBudget.
 func (nr nodeRemovals) pass(ctx context.Context) {
 	h := nr.h
 	if len(h.st.Pending) == 0 {
@@ -34,7 +42,7 @@ func (nr nodeRemovals) pass(ctx context.Context) {
 	m := h.c.remover()
 	nodes, listErr := h.nodes.list(ctx) // on error, each Step finds out for itself
 	occupied := nr.occupied(ctx, nodes)
-	steps := 0
+	steps, start := 0, h.c.Now()
 	// One log line for the nodes gone in this pass: a juju-log per node would cost a tool
 	// call each, after a busy scale-in's jobs end as many as units left.
 	var gone []string
@@ -50,7 +58,8 @@ func (nr nodeRemovals) pass(ctx context.Context) {
 			delete(h.st.Pending, node)
 			continue
 		}
-		if occupied[node] || nr.unitsTurn(ctx, nodes, node, p) || steps == maxSteps {
+		if occupied[node] || nr.unitsTurn(ctx, nodes, node, p) || steps == maxSteps ||
+			(steps > 0 && h.c.Now().Sub(start) >= passBudget) {
 			continue
 		}
 		steps++
