@@ -126,8 +126,10 @@
 // # Limits
 //
 // A model directory belongs to one running Model: hosts do not survive the process, so New
-// refuses a directory whose state still lists units. Not played: subordinates, storage,
-// containers (Pebble notices), suspended and cross-model relations, the jitter of Juju's retry
+// refuses a directory whose state still lists units. Subordinates are played: a unit beside
+// each principal unit related through a container-scoped endpoint, on its machine, its hooks
+// under the machine's one lock, leaving before its principal's machine goes (not yet checked
+// across a machine's reboot). Not played: storage, containers (Pebble notices), suspended and cross-model relations, the jitter of Juju's retry
 // delays, goal-state and credential-get, juju exec of hook tools outside hooks. A retried hook
 // is derived again from the model (the same hook unless something of higher priority, such
 // as a refresh, came in meanwhile), where Juju replays the failed hook as recorded.
