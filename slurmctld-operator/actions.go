@@ -21,7 +21,8 @@ import (
 )
 
 // showCurrentConfig returns slurm.conf and its includes as results.
-func (c *Charm) showCurrentConfig(ctx context.Context, hc *juju.HookContext) error {
+func (h *hook) showCurrentConfig(ctx context.Context) error {
+	c, hc := h.c, h.hc
 	data, err := os.ReadFile(c.Path(confPath))
 	if err != nil {
 		return fmt.Errorf("cannot read %s: %w", confPath, err)
@@ -84,7 +85,8 @@ type nodeStateParams struct {
 }
 
 // setNodeState runs scontrol update nodename=... state=... reason=... on each node.
-func (c *Charm) setNodeState(ctx context.Context, hc *juju.HookContext) error {
+func (h *hook) setNodeState(ctx context.Context) error {
+	c, hc := h.c, h.hc
 	var p nodeStateParams
 	if err := hc.Actions.Params(ctx, &p); err != nil {
 		return err
@@ -106,7 +108,8 @@ func (c *Charm) setNodeState(ctx context.Context, hc *juju.HookContext) error {
 }
 
 // drain drains nodes with a reason.
-func (c *Charm) drain(ctx context.Context, hc *juju.HookContext) error {
+func (h *hook) drain(ctx context.Context) error {
+	c, hc := h.c, h.hc
 	var p struct {
 		Nodes  string `json:"nodes"`
 		Reason string `json:"reason"`
@@ -127,7 +130,8 @@ func (c *Charm) drain(ctx context.Context, hc *juju.HookContext) error {
 }
 
 // resume returns drained or down nodes to service.
-func (c *Charm) resume(ctx context.Context, hc *juju.HookContext) error {
+func (h *hook) resume(ctx context.Context) error {
+	c, hc := h.c, h.hc
 	var p struct {
 		Nodes string `json:"nodes"`
 	}
@@ -208,7 +212,8 @@ func nodeError(n string, err error) string {
 // (RefuseJobs); with force it is drained, its jobs cancelled (reported in the results and
 // the action log) and waited for (CancelJobs). DeleteWait bounds the wait for the jobs and
 // for a delete Slurm refuses as busy.
-func (c *Charm) deleteNode(ctx context.Context, hc *juju.HookContext) error {
+func (h *hook) deleteNode(ctx context.Context) error {
+	c, hc := h.c, h.hc
 	var p struct {
 		Nodes string `json:"nodes"`
 		Force bool   `json:"force"`
@@ -270,7 +275,8 @@ func (c *Charm) deleteNode(ctx context.Context, hc *juju.HookContext) error {
 
 // rotateAuthKey publishes a new auth key revision (leader only), installs it here and
 // restarts munged; slurmd units follow on secret-changed.
-func (c *Charm) rotateAuthKey(ctx context.Context, h *hook) error {
+func (h *hook) rotateAuthKey(ctx context.Context) error {
+	c := h.c
 	hc := h.hc
 	if !h.leader {
 		return hc.Actions.Fail(ctx, "rotate-auth-key must run on the leader unit")
@@ -311,7 +317,8 @@ func (c *Charm) rotateAuthKey(ctx context.Context, h *hook) error {
 // there): move-to queues them in another live partition, cancel=true cancels them. Running
 // jobs are never touched: the partition is removed once they end. The results name the jobs
 // moved or cancelled.
-func (c *Charm) settleJobs(ctx context.Context, h *hook) error {
+func (h *hook) settleJobs(ctx context.Context) error {
+	c := h.c
 	hc := h.hc
 	var p struct {
 		Partition string `json:"partition"`

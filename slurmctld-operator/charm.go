@@ -46,15 +46,19 @@ const (
 // svcSlurmctld is slurmctld's service name (munged's is Charm.MungeService).
 const svcSlurmctld = "slurmctld"
 
+// StateName is the charm's state file in the unit's charm directory: private to the unit
+// (also when several units share a file system) and kept by Juju across hooks and upgrades.
+const StateName = ".slurmctld-operator-state.json"
+
 // Charm holds the dependencies of every handler. Tests fill it with fakes.
 type Charm struct {
 	// Settings are the kit's shared tunables: Root (the file system root for every file
 	// the charm writes), PollInterval (the pause between checks in bounded waits; 2 s when
 	// zero), MungeTimeout (the bound on a (re)started munged answering `munge -n`; 10 s when
-	// zero) and LookupUser (file owners; nil uses os/user).
+	// zero), LookupUser (file owners; nil uses os/user) and Clock (time.Now when nil).
 	charm.Settings
-	// StateFile is the charm state's path (in the unit's charm directory); empty means
-	// /var/lib/slurmctld-operator/state.json below Root.
+	// StateFile is the charm state's path in tests; empty (production) means StateName in
+	// the unit's charm directory (JUJU_CHARM_DIR).
 	StateFile string
 	// Slurm runs Slurm's commands (scontrol, squeue, scancel) and apt-get.
 	Slurm command.Runner
@@ -74,8 +78,6 @@ type Charm struct {
 	// Waiter keeps the removal waiter (waiter.go) in step with the removals the leader's
 	// hooks leave under way; nil: no waiter, they finish on update-status.
 	Waiter Waiter
-	// Now is the clock (time.Now when nil).
-	Now func() time.Time
 	// StuckFor is how long a departed unit's node may stay busy with no job before it is
 	// set DOWN to be deleted (Slurm 22.05 bug 16434); zero means slurm.DefaultStuckFor.
 	StuckFor time.Duration
@@ -90,14 +92,6 @@ func (c *Charm) client() *slurm.Client {
 	return &slurm.Client{Runner: c.Slurm, Conf: confPath, PollInterval: c.PollInterval}
 }
 
-// now is the charm's clock.
-func (c *Charm) now() time.Time {
-	if c.Now != nil {
-		return c.Now()
-	}
-	return time.Now()
-}
-
 // poll is the pause between checks in the charm's bounded waits.
 func (c *Charm) poll() time.Duration { return c.Poll(defaultPoll) }
 
@@ -106,36 +100,39 @@ func (c *Charm) remover() *slurm.Remover {
 	return &slurm.Remover{Client: c.client(), Interval: c.poll(), StuckFor: c.StuckFor, Now: c.Now}
 }
 
-// Router routes every hook and action the charm handles.
+// Router routes every hook and action the charm handles. Every handler has one shape, a
+// method of hook run as a charm.Func: handle runs it in the lifecycle with the state, the
+// configuration and leadership read; stateless runs it with the hook context alone.
 func (c *Charm) Router() *juju.Router {
 	r := juju.NewRouter()
-	r.Handle(juju.Install, c.handle(c.install))
-	for _, k := range []juju.Kind{juju.LeaderElected, juju.LeaderSettingsChanged, juju.ConfigChanged, juju.Start, juju.UpgradeCharm} {
-		r.Handle(k, c.handle(c.configure))
+	r.Handle(juju.Install, c.handle((*hook).install))
+	for _, k := range []juju.Kind{juju.LeaderElected, juju.LeaderSettingsChanged, juju.ConfigChanged, juju.Start} {
+		r.Handle(k, c.handle((*hook).configure))
 	}
-	r.Handle(juju.UpdateStatus, c.handle(c.updateStatus))
+	r.Handle(juju.UpgradeCharm, c.handle((*hook).upgradeCharm))
+	r.Handle(juju.UpdateStatus, c.handle((*hook).updateStatus))
 	for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted, juju.RelationBroken} {
-		r.HandleRelation("slurmd", k, c.handle(c.slurmdRelation))
+		r.HandleRelation("slurmd", k, c.handle((*hook).slurmdRelation))
 	}
-	r.Handle(juju.Stop, c.endWaiter)
-	r.Handle(juju.Remove, c.endWaiter)
-	r.HandleAction("show-current-config", c.showCurrentConfig)
-	r.HandleAction("set-node-state", c.handle(thenStatus(c.setNodeState)))
-	r.HandleAction("drain", c.handle(thenStatus(c.drain)))
-	r.HandleAction("resume", c.handle(thenStatus(c.resume)))
-	r.HandleAction("delete-node", c.handle(thenStatus(c.deleteNode)))
-	r.HandleAction("rotate-auth-key", c.handle(c.rotateAuthKey))
-	r.HandleAction("settle-jobs", c.handle(c.settleJobs))
-	r.HandleAction("reboot", c.handle(c.rebootAction))
+	r.Handle(juju.Stop, c.stateless((*hook).stopWaiter))
+	r.Handle(juju.Remove, c.stateless((*hook).stopWaiter))
+	r.HandleAction("show-current-config", c.stateless((*hook).showCurrentConfig))
+	r.HandleAction("set-node-state", c.handle(thenStatus((*hook).setNodeState)))
+	r.HandleAction("drain", c.handle(thenStatus((*hook).drain)))
+	r.HandleAction("resume", c.handle(thenStatus((*hook).resume)))
+	r.HandleAction("delete-node", c.handle(thenStatus((*hook).deleteNode)))
+	r.HandleAction("rotate-auth-key", c.handle((*hook).rotateAuthKey))
+	r.HandleAction("settle-jobs", c.handle((*hook).settleJobs))
+	r.HandleAction("reboot", c.handle((*hook).reboot))
 	return r
 }
 
 // thenStatus runs action, which changes nodes in Slurm, then sets the unit status again:
 // its node counts are out of date now, and no hook may come to refresh them before the next
 // update-status.
-func thenStatus(action func(context.Context, *juju.HookContext) error) func(context.Context, *hook) error {
-	return func(ctx context.Context, h *hook) error {
-		if err := action(ctx, h.hc); err != nil {
+func thenStatus(action charm.Func[*hook]) charm.Func[*hook] {
+	return func(h *hook, ctx context.Context) error {
+		if err := action(h, ctx); err != nil {
 			return err
 		}
 		return h.setStatus(ctx)

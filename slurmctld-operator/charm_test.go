@@ -68,6 +68,7 @@ func newEnv(t *testing.T) *env {
 			}
 			return "", errors.New("not found")
 		},
+		StateFile:  filepath.Join(root, "charm", StateName),
 		Rand:       &seqReader{},
 		DeleteWait: time.Second,
 	}
@@ -777,30 +778,41 @@ func TestAuthSlurmKey(t *testing.T) {
 func TestStateFileIsPrivate(t *testing.T) {
 	e := newEnv(t)
 	e.started()
-	fi, err := os.Stat(e.c.Path(stateFile))
+	fi, err := os.Stat(e.c.StateFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("state mode %v", fi.Mode())
 	}
-	if err := os.WriteFile(e.c.Path(stateFile), []byte("{"), 0o600); err != nil {
+	if err := os.WriteFile(e.c.StateFile, []byte("{"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	_, err = jujutest.Run(t, baseState(), jujutest.Hook(juju.UpdateStatus), e.c.Router().Dispatch)
-	if err == nil || !strings.Contains(err.Error(), filepath.Base(stateFile)) {
+	if err == nil || !strings.Contains(err.Error(), StateName) {
 		t.Errorf("corrupt state: error %v", err)
 	}
 }
 
+// TestStateInCharmDir checks that the production charm (no StateFile) keeps its state as
+// StateName in the unit's charm directory, through the kit's state-file rule, and nothing
+// below Root.
 func TestStateInCharmDir(t *testing.T) {
 	e := newEnv(t)
-	e.c.StateFile = filepath.Join(t.TempDir(), stateFileName)
-	e.started()
-	if _, err := os.Stat(e.c.StateFile); err != nil {
+	e.c.StateFile = ""
+	dir := t.TempDir()
+	k, err := e.c.lifecycle().Begin(context.Background(), &juju.HookContext{Event: juju.Event{CharmDir: dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.State.ClusterName = "charmed-slurm"
+	if err := k.Checkpoint(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, StateName)); err != nil {
 		t.Errorf("state not in the charm dir: %v", err)
 	}
-	if e.exists(stateFile) {
+	if e.exists("/var/lib/slurmctld-operator") {
 		t.Errorf("state written below root too")
 	}
 }
@@ -1118,7 +1130,7 @@ func TestIdleNodeIsItsUnitsFirst(t *testing.T) {
 			in, departed := e.departedWithJob(tt.byUnit)
 			out := e.run(in, departed)
 			e.slurm.EndJobs()
-			e.c.Now = func() time.Time { return fakeLastBusy().Add(tt.after) }
+			e.c.Clock = func() time.Time { return fakeLastBusy().Add(tt.after) }
 			e.run(out, jujutest.Hook(juju.UpdateStatus))
 			if deleted := !e.slurm.hasNode("slurmd-1"); deleted != tt.wantDeleted {
 				t.Errorf("slurmd-1 deleted: %v, want %v (%v)", deleted, tt.wantDeleted, e.slurm.commands())

@@ -6,8 +6,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/charmed-slurm/operators/libs/juju"
-	"github.com/charmed-slurm/operators/libs/slurm"
+	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
@@ -58,32 +57,19 @@ func managedKey(key string) (string, bool) {
 var clusterNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,39}$`)
 var partitionNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
-// readConfig returns the configuration validated, slurm-conf-parameters against the key set
-// of the running Slurm release (hook.confKeys). A bad value gives a *ConfigError naming the
-// option (and the key, for slurm-conf-parameters). config-get runs on config-changed (Juju
-// runs it after install, upgrade-charm, every configuration change and an agent restart), on
-// upgrade-charm (the kept copy is the previous charm's) and when the state keeps none; every
-// other hook validates the copy kept in the state, since validation also depends on the
-// Slurm version, which upgrade-charm may change.
+// readConfig returns the configuration (charm.ReadConfig: config-get on config-changed and
+// upgrade-charm, else the copy kept in the state) validated, slurm-conf-parameters against
+// the key set of the running Slurm release (charm.ConfKeys of the version cached in the
+// state; 22.05's until it is known). A bad value gives a *ConfigError naming the option (and
+// the key, for slurm-conf-parameters). Every hook validates, since validation depends on the
+// Slurm version too, which upgrade-charm may change.
 func (h *hook) readConfig(ctx context.Context) (Config, slurmconf.Params, error) {
-	switch kind := h.hc.Event.Kind; {
-	case h.st.Config == nil, kind == juju.ConfigChanged, kind == juju.UpgradeCharm:
-		cfg := defaultConfig()
-		if err := h.hc.Config.Decode(ctx, &cfg); err != nil {
-			return cfg, nil, fmt.Errorf("cannot read configuration: %w", err)
-		}
-		h.st.Config = &cfg
+	cfg, err := charm.ReadConfig(ctx, h.hc, &h.st.Config, defaultConfig())
+	if err != nil {
+		return cfg, nil, err
 	}
-	cfg := *h.st.Config
-	extra, err := cfg.Validate(h.confKeys())
+	extra, err := cfg.Validate(charm.ConfKeys(h.st.SlurmVersion))
 	return cfg, extra, err
-}
-
-// confKeys is the slurm.conf key set of the running Slurm release, known from the version
-// cached in the state; 22.05's until it is (as slurm.FeaturesOf treats an unknown version).
-func (h *hook) confKeys() *slurmconf.Keys {
-	v, _ := slurm.ParseVersion(h.st.SlurmVersion) // unknown: the zero Version, 22.05's set
-	return slurmconf.KeysOf(v.Major, v.Minor)
 }
 
 // Validate checks every option, the keys of slurm-conf-parameters against keys, and returns

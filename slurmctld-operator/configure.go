@@ -25,10 +25,17 @@ import (
 // startWait bounds the wait for a freshly started slurmctld to answer `scontrol ping`.
 const startWait = 30 * time.Second
 
+// upgradeCharm ends the waiter, which runs the old charm's code (watch starts the new one),
+// and configures.
+func (h *hook) upgradeCharm(ctx context.Context) error {
+	_ = h.stopWaiter(ctx)
+	return h.configure(ctx)
+}
+
 // configure brings the controller to its configured state: auth key, munged, slurm.conf,
 // partitions, slurmctld running, port open, ControllerData published. It runs on
 // leader-elected, config-changed, start and upgrade-charm.
-func (c *Charm) configure(ctx context.Context, h *hook) error {
+func (h *hook) configure(ctx context.Context) error {
 	if h.cfgErr != nil || h.clusterNameError() != nil || !h.leader {
 		// Nothing is changed: a running slurmctld keeps its configuration.
 		return h.setStatus(ctx)
@@ -89,22 +96,11 @@ func (h *hook) ensureController(ctx context.Context) error {
 		return err
 	}
 	h.st.ClusterName = h.cfg.ClusterName
-	if err := h.setVersion(ctx); err != nil {
+	// The Slurm version in juju status's Version column, once per version.
+	if err := h.k.SetVersion(ctx, h.st.SlurmVersion); err != nil {
 		return err
 	}
 	return h.openPort(ctx)
-}
-
-// setVersion shows the Slurm version in juju status's Version column, once per version.
-func (h *hook) setVersion(ctx context.Context) error {
-	if h.st.SlurmVersion == "" || h.st.VersionShown == h.st.SlurmVersion {
-		return nil
-	}
-	if err := h.hc.Status.SetVersion(ctx, h.st.SlurmVersion); err != nil {
-		return fmt.Errorf("cannot set the application version: %w", err)
-	}
-	h.st.VersionShown = h.st.SlurmVersion
-	return nil
 }
 
 // openPort opens SlurmctldPort unless a successful hook of this leadership term did.

@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/charmed-slurm/operators/libs/charm"
+)
 
 // TestSlurmConfParametersPerRelease checks that slurm-conf-parameters are validated against
 // the key set of the running Slurm release, as cached in the state (22.05's while unknown).
@@ -18,10 +22,9 @@ func TestSlurmConfParametersPerRelease(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := &hook{st: &charmState{SlurmVersion: tt.version}}
 			cfg := defaultConfig()
 			cfg.SlurmConfParameters = tt.params
-			_, err := cfg.Validate(h.confKeys())
+			_, err := cfg.Validate(charm.ConfKeys(tt.version))
 			if (err == nil) != tt.ok {
 				t.Errorf("Validate(%q) on %q: %v, want ok=%v", tt.params, tt.version, err, tt.ok)
 			}

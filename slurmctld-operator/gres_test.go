@@ -200,7 +200,7 @@ func TestGresUpgradeRestartsOnce(t *testing.T) {
 	in.Relations = []jujutest.Relation{relation("slurmd:1", "slurmd", compute(t, "slurmd", ""), "slurmd/0")}
 	out := e.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmd:1", "slurmd/0"))
 	// What the previous charm left: no GresTypes, no gres.conf, no record.
-	data, err := os.ReadFile(e.c.statePath())
+	data, err := os.ReadFile(e.c.StateFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestGresUpgradeRestartsOnce(t *testing.T) {
 	if data, err = json.Marshal(st); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(e.c.statePath(), data, 0o600); err != nil {
+	if err := os.WriteFile(e.c.StateFile, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := slurmconf.Edit(context.Background(), e.c.Path(confPath), func(d *slurmconf.Doc) error {

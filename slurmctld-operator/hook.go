@@ -66,7 +66,8 @@ func (h *hook) forgetNodes() { h.nodes, h.nodesRead = nil, false }
 // (slurmctld started, a key installed, a partition removed) are not undone.
 func (c *Charm) lifecycle() charm.Lifecycle[charmState] {
 	return charm.Lifecycle[charmState]{
-		StateFile: c.statePath(),
+		StateFile: c.StateFile,
+		StateName: StateName,
 		Failed: func(saved, cur charmState) charmState {
 			cur.Published, cur.StatusCache = saved.Published, saved.StatusCache
 			return cur
@@ -74,30 +75,35 @@ func (c *Charm) lifecycle() charm.Lifecycle[charmState] {
 	}
 }
 
-// handle runs fn as a hook of the charm's lifecycle, with the configuration and leadership
-// read; when fn succeeds, the record of what the hook wrote to Juju replaces the saved one.
-// Whatever fn's outcome, the removals it leaves under way go to the waiter (watch).
-func (c *Charm) handle(fn func(ctx context.Context, h *hook) error) juju.Handler {
-	return c.lifecycle().Handler(func(ctx context.Context, k *charm.Hook[charmState]) error {
-		h, err := c.begin(ctx, k)
-		if err != nil {
-			return err
-		}
-		if k.HookContext.Event.Kind == juju.UpgradeCharm {
-			// The waiter runs the old charm's code: end it; watch starts the new one.
-			_ = c.endWaiter(ctx, k.HookContext)
-		}
-		err = fn(ctx, h)
-		c.watch(ctx, h)
-		if err != nil {
-			return err
-		}
-		h.st.Published = h.pub
-		if h.pub.empty() {
-			h.st.Published = nil
-		}
-		return nil
+// handle runs fn as a hook of the charm's lifecycle (charm.Handlers), with the configuration
+// and leadership read (begin); when fn succeeds, the record of what the hook wrote to Juju
+// replaces the saved one (end). Whatever fn's outcome, the removals it leaves under way go to
+// the waiter (watch).
+func (c *Charm) handle(fn charm.Func[*hook]) juju.Handler {
+	hs := charm.Handlers[charmState, *hook]{Lifecycle: c.lifecycle(), Begin: c.begin, End: (*hook).end}
+	return hs.Handle(func(h *hook, ctx context.Context) error {
+		err := fn(h, ctx)
+		h.watch(ctx)
+		return err
 	})
+}
+
+// stateless runs fn with the hook context alone, for the handlers that read and write no
+// charm state (stop, remove, show-current-config): a hook that only ends the waiter or reads
+// files must not fail on the state.
+func (c *Charm) stateless(fn charm.Func[*hook]) juju.Handler {
+	return func(ctx context.Context, hc *juju.HookContext) error {
+		return fn(&hook{c: c, hc: hc}, ctx)
+	}
+}
+
+// end records what the hook wrote to Juju, once it succeeded.
+func (h *hook) end(context.Context) error {
+	h.st.Published = h.pub
+	if h.pub.empty() {
+		h.st.Published = nil
+	}
+	return nil
 }
 
 // begin reads the configuration and leadership for a hook. install needs neither (it

@@ -20,7 +20,8 @@ var programs = []apt.Need{
 
 // install installs Slurm and munge with apt when they are missing and creates the
 // directories slurmctld needs.
-func (c *Charm) install(ctx context.Context, h *hook) error {
+func (h *hook) install(ctx context.Context) error {
+	c := h.c
 	pkgs, err := apt.Missing(c.LookPath, programs)
 	if err != nil {
 		return err

@@ -30,14 +30,8 @@ func main() {
 	}
 	charm.Main(func(ev juju.Event) (juju.Handler, func(), error) {
 		mgr := auto.Detect(os.LookupEnv) // connects on first use
-		stateFilePath := ""
-		if ev.CharmDir != "" {
-			// Per unit, also when several units share a file system.
-			stateFilePath = filepath.Join(ev.CharmDir, stateFileName)
-		}
 		c := &Charm{
 			Settings:     charm.Settings{Root: "/", PollInterval: pollInterval},
-			StateFile:    stateFilePath,
 			Slurm:        command.Exec{},
 			Services:     mgr,
 			MungeService: munge.ServiceName(mgr.Backend),

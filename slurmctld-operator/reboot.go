@@ -59,10 +59,10 @@ func (r *rebootPlan) drop(node string) {
 	r.Queued = slices.DeleteFunc(r.Queued, func(n string) bool { return n == node })
 }
 
-// rebootAction runs the reboot action: nodes (a hostlist, required) are rebooted through
+// reboot runs the reboot action: nodes (a hostlist, required) are rebooted through
 // Slurm, each when its jobs have ended, never more than max-unavailable of them at once
 // (default: defaultUnavailablePercent of them, at least one); the results name the nodes asked now and those queued.
-func (c *Charm) rebootAction(ctx context.Context, h *hook) error {
+func (h *hook) reboot(ctx context.Context) error {
 	hc := h.hc
 	var p struct {
 		Nodes          string `json:"nodes"`

@@ -8,15 +8,16 @@ import (
 	"time"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/hostlist"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
 // slurmdRelation handles every hook of the slurmd endpoint through the interface's events.
-func (c *Charm) slurmdRelation(ctx context.Context, h *hook) error {
+func (h *hook) slurmdRelation(ctx context.Context) error {
 	hc := h.hc
-	ev, evErr := slurmd.Requirer{HookContext: hc, Keys: h.confKeys()}.Event(ctx)
+	ev, evErr := slurmd.Requirer{HookContext: hc, Keys: charm.ConfKeys(h.st.SlurmVersion)}.Event(ctx)
 	if !h.leader {
 		// Only the leader manages the cluster; a standby only reports.
 		return h.setStatus(ctx)
@@ -295,7 +296,7 @@ func (h *hook) unitsTurn(ctx context.Context, nodes []slurm.Node, node string, p
 		return false
 	}
 	last, ok, err := nodes[i].LastBusy(time.Local)
-	return err == nil && ok && h.c.now().Sub(last) < unitGrace
+	return err == nil && ok && h.c.Now().Sub(last) < unitGrace
 }
 
 // occupied are the pending nodes, waiting for their jobs (drained, counted), that nodes shows
@@ -428,7 +429,7 @@ func (h *hook) finishRemoval(ctx context.Context, app string) (bool, error) {
 
 // updateStatus repeats the reconciles (one pass each) and refreshes the status. One node
 // list (hook.nodeList) serves them all and the status, unless one of them changes Slurm.
-func (c *Charm) updateStatus(ctx context.Context, h *hook) error {
+func (h *hook) updateStatus(ctx context.Context) error {
 	if h.leader {
 		h.reconcileNodes(ctx)
 		if err := h.finishRemovals(ctx); err != nil {

@@ -10,21 +10,6 @@ import (
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
-// stateFile is the charm's state below Charm.Root when Charm.StateFile is not set.
-const stateFile = "/var/lib/slurmctld-operator/state.json"
-
-// stateFileName is the state's name in the unit's charm directory (where Juju keeps per-unit
-// charm data; the ops framework keeps .unit-state.db there too).
-const stateFileName = ".slurmctld-operator-state.json"
-
-// statePath is where the state lives.
-func (c *Charm) statePath() string {
-	if c.StateFile != "" {
-		return c.StateFile
-	}
-	return c.Path(stateFile)
-}
-
 // charmState is what the charm remembers between hooks. It is written atomically once, at
 // the end of every hook that changed it (Charm.lifecycle).
 type charmState struct {
@@ -38,10 +23,9 @@ type charmState struct {
 	SecretID string `json:"secret-id,omitempty"`
 	// SlurmVersion caches `slurmctld -V` (read again on upgrade-charm).
 	SlurmVersion string `json:"slurm-version,omitempty"`
-	// VersionShown is the version last given to application-version-set.
-	VersionShown string `json:"version-shown,omitempty"`
-	// StatusCache is the unit status this unit last set ("unit-status": "code: message");
-	// the same status is not set again.
+	// StatusCache is the unit status this unit last set ("unit-status": "code: message")
+	// and the version last given to application-version-set ("version-shown"): neither is
+	// set again unchanged.
 	charm.StatusCache
 	// KeyID is the id of the auth key written to this host.
 	KeyID string `json:"key-id,omitempty"`

@@ -21,7 +21,7 @@ import (
 // identical unread one queued just before it, which two renames in a row would be.
 func stateWrites(t *testing.T, c *Charm, fn func()) int {
 	t.Helper()
-	path := c.statePath()
+	path := c.StateFile
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestStateWrittenOncePerHook(t *testing.T) {
 // loadState reads the charm state as the lifecycle saved it.
 func (c *Charm) loadState() (*charmState, error) {
 	st := &charmState{}
-	data, err := os.ReadFile(c.statePath())
+	data, err := os.ReadFile(c.StateFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil
 	}

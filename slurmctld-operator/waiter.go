@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/charmed-slurm/operators/libs/atomicfile"
+	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/poll"
@@ -315,7 +316,7 @@ func (w *removalWaiter) Run(ctx context.Context) error {
 	}
 	w.logf("started (pid %d) for %s", os.Getpid(), w.Unit)
 	start := w.now()
-	refresh, life := cmpOr(w.Refresh, defaultRefresh), cmpOr(w.Life, defaultWaiterLife)
+	refresh, life := charm.Or(w.Refresh, defaultRefresh), charm.Or(w.Life, defaultWaiterLife)
 	woke := start // the hook that started this waiter has just made its pass
 	var lastWake string
 	for ctx.Err() == nil {
@@ -392,7 +393,7 @@ func (w *removalWaiter) ready(ctx context.Context, list watchList) (string, erro
 			case nodes[i].State.Busy():
 			default:
 				last, ok, err := nodes[i].LastBusy(time.Local)
-				if err != nil || !ok || w.now().Sub(last) >= cmpOr(w.IdleGrace, unitGrace) {
+				if err != nil || !ok || w.now().Sub(last) >= charm.Or(w.IdleGrace, unitGrace) {
 					out = append(out, "node "+name+" has no job")
 				}
 			}
@@ -438,14 +439,6 @@ func fileID(path string) (string, error) {
 	return fmt.Sprintf("%d:%d:%d:%d", st.Dev, st.Ino, fi.Size(), fi.ModTime().UnixNano()), nil
 }
 
-// cmpOr is d, or def when d is zero.
-func cmpOr(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
-}
-
 // runWaiter is dispatch run as the waiter (dispatch slurmctld-removal-waiter, started by
 // procWaiter from a hook, with the hook's unit and charm directory in its environment): it
 // asks Slurm through c's client, every c.poll().
@@ -477,27 +470,28 @@ func (c *Charm) runWaiter(ctx context.Context, getenv func(string) string, lookP
 // watch hands the removals the hook leaves under way to the waiter (none on a unit that does
 // not lead: its waiter, if any, ends). A waiter that cannot start is no failure of the hook:
 // the removals still finish on update-status.
-func (c *Charm) watch(ctx context.Context, h *hook) {
-	if c.Waiter == nil {
+func (h *hook) watch(ctx context.Context) {
+	if h.c.Waiter == nil {
 		return
 	}
 	var list watchList
 	if h.leader {
 		list = h.st.watchList()
 	}
-	if err := c.Waiter.Watch(ctx, list); err != nil {
+	if err := h.c.Waiter.Watch(ctx, list); err != nil {
 		h.logf(ctx, juju.LevelWarning, "removals continue on update-status only: %v", err)
 	}
 }
 
-// endWaiter ends the unit's waiter: stop (a reboot or the unit's removal) and remove. After a
-// reboot, start and config-changed start a waiter again if removals are under way.
-func (c *Charm) endWaiter(ctx context.Context, hc *juju.HookContext) error {
-	if c.Waiter == nil {
+// stopWaiter ends the unit's waiter: stop (a reboot or the unit's removal), remove and
+// upgrade-charm. After a reboot, start and config-changed start a waiter again if removals are
+// under way. A waiter that will not end is logged, not the hook's failure.
+func (h *hook) stopWaiter(ctx context.Context) error {
+	if h.c.Waiter == nil {
 		return nil
 	}
-	if err := c.Waiter.Stop(ctx); err != nil {
-		_ = hc.Log.Logf(ctx, juju.LevelWarning, "%v", err)
+	if err := h.c.Waiter.Stop(ctx); err != nil {
+		_ = h.hc.Log.Logf(ctx, juju.LevelWarning, "%v", err)
 	}
 	return nil
 }
