@@ -19,6 +19,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/charmed-slurm/operators/interfaces/mountinfo"
 	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/juju"
@@ -110,6 +111,12 @@ func (c *Charm) Router() *juju.Router {
 		r.Handle(k, c.handle((*hook).configure))
 	}
 	r.Handle(juju.UpgradeCharm, c.handle((*hook).upgradeCharm))
+	// High availability: the peers and the shared storage change the controllers.
+	for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted, juju.RelationBroken} {
+		r.HandleRelation(peerEndpoint, k, c.handle((*hook).configure))
+		r.HandleRelation(mountinfo.EndpointName, k, c.handle((*hook).configure))
+	}
+	r.HandleAction("takeover", c.handle((*hook).takeover))
 	r.Handle(juju.UpdateStatus, c.handle((*hook).updateStatus))
 	for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted, juju.RelationBroken} {
 		r.HandleRelation("slurmd", k, c.handle((*hook).slurmdRelation))

@@ -36,14 +36,20 @@ func (h *hook) upgradeCharm(ctx context.Context) error {
 // partitions, slurmctld running, port open, ControllerData published. It runs on
 // leader-elected, config-changed, start and upgrade-charm.
 func (h *hook) configure(ctx context.Context) error {
-	if h.cfgErr != nil || h.clusterNameError() != nil || !h.leader {
+	if h.cfgErr != nil || h.clusterNameError() != nil {
 		// Nothing is changed: a running slurmctld keeps its configuration.
 		return h.setStatus(ctx)
+	}
+	if !h.leader {
+		return h.configureBackup(ctx)
 	}
 	if err := h.ensureController(ctx); err != nil {
 		return err
 	}
 	if err := h.publishAll(ctx); err != nil {
+		return err
+	}
+	if err := h.publishPeers(ctx); err != nil {
 		return err
 	}
 	return h.setStatus(ctx)
@@ -64,6 +70,18 @@ func (h *hook) ensureController(ctx context.Context) error {
 	}
 	cgroupChanged, err := h.ensureCgroupConf(ctx, feat)
 	if err != nil {
+		return err
+	}
+	st, err := h.storage(ctx)
+	if err != nil {
+		return err
+	}
+	if st.Mounted && !h.st.StateShared {
+		if err := h.moveState(ctx); err != nil {
+			return err
+		}
+	}
+	if h.ctls, err = h.planControllers(ctx, st); err != nil {
 		return err
 	}
 	prevExtra := h.st.ExtraKeys
@@ -88,13 +106,34 @@ func (h *hook) ensureController(ctx context.Context) error {
 		return err
 	}
 	h.st.ConfRefused = ""
-	if h.running(ctx) {
+	hosts := hostsOf(h.ctls)
+	running := h.running(ctx)
+	switch {
+	case running && len(h.st.RunningHosts) > 0 && !slices.Equal(h.st.RunningHosts, hosts),
+		running && len(h.st.RunningHosts) == 0 && len(hosts) > 1:
+		// SlurmctldHost is read at start only.
+		if err := h.progress(ctx, "restarting slurmctld: the controllers changed"); err != nil {
+			return err
+		}
+		if err := h.c.restart(ctx, svcSlurmctld); err != nil {
+			return err
+		}
+		h.st.GresRunning = h.gresTypes()
+		h.forgetNodes()
+		if err := h.waitUp(ctx, "restarted"); err != nil {
+			return err
+		}
+		h.logf(ctx, juju.LevelInfo, "restarted slurmctld with the controllers %v", hosts)
+	case running:
 		if err := h.apply(ctx, changed || cgroupChanged); err != nil {
 			return err
 		}
-	} else if err := h.startSlurmctld(ctx); err != nil {
-		return err
+	default:
+		if err := h.startSlurmctld(ctx); err != nil {
+			return err
+		}
 	}
+	h.st.RunningHosts = hosts
 	h.st.ClusterName = h.cfg.ClusterName
 	// The Slurm version in juju status's Version column, once per version.
 	if err := h.k.SetVersion(ctx, h.st.SlurmVersion); err != nil {
@@ -492,8 +531,15 @@ func (h *hook) publish(ctx context.Context, rel juju.RelationID) error {
 	if err != nil {
 		return err
 	}
+	ctls := []string{net.JoinHostPort(addr, strconv.Itoa(SlurmctldPort))}
+	if len(h.ctls) > 0 {
+		ctls = ctls[:0]
+		for _, c := range h.ctls {
+			ctls = append(ctls, net.JoinHostPort(c.Addr, strconv.Itoa(SlurmctldPort)))
+		}
+	}
 	bag := slurmd.ControllerBag{
-		Controllers:  []string{net.JoinHostPort(addr, strconv.Itoa(SlurmctldPort))},
+		Controllers:  ctls,
 		AuthSecretID: h.st.SecretID,
 		ClusterName:  h.cfg.ClusterName,
 		GresTypes:    h.gresRunning(),

@@ -39,6 +39,15 @@ type hook struct {
 	// removals, the partition check and the status.
 	nodes     []slurm.Node
 	nodesRead bool
+	// ctls are the controllers in SlurmctldHost order, as this hook planned (leader) or read
+	// them (the others); nil until then.
+	ctls []controller
+	// backupWait is what keeps a unit that is not the leader from running slurmctld,
+	// "code:message" ("" when nothing does).
+	backupWait string
+	// peerRel is the peer relation, once listed (peerRead).
+	peerRel  juju.RelationID
+	peerRead bool
 }
 
 // nodeList is every node as `scontrol show node` gives it, read once per hook and again
@@ -211,7 +220,16 @@ func (h *hook) status(ctx context.Context) (juju.StatusCode, string) {
 		return juju.StatusBlocked, h.st.ConfRefused
 	}
 	if !h.leader {
-		return juju.StatusBlocked, "standby unit: only the leader runs slurmctld (controller high availability is not supported yet)"
+		if code, msg, ok := strings.Cut(h.backupWait, ":"); ok {
+			return juju.StatusCode(code), msg
+		}
+		if !h.running(ctx) {
+			return juju.StatusMaintenance, "slurmctld is not running"
+		}
+		if role := h.haStatus(ctx); role != "" {
+			return juju.StatusActive, "slurmctld " + role
+		}
+		return juju.StatusWaiting, "waiting for the leader's configuration"
 	}
 	if apps := sortedKeys(h.st.Problems); len(apps) > 0 {
 		return juju.StatusBlocked, fmt.Sprintf("slurmd application %s: %s", apps[0], h.st.Problems[apps[0]])
@@ -259,6 +277,9 @@ func (h *hook) status(ctx context.Context) (juju.StatusCode, string) {
 		}
 	}
 	msg := fmt.Sprintf("slurmctld up, %d nodes (%d idle, %d allocated, %d drained", len(nodes), idle, alloc, drained)
+	if role := h.haStatus(ctx); role != "" {
+		msg = fmt.Sprintf("slurmctld %s, %d nodes (%d idle, %d allocated, %d drained", role, len(nodes), idle, alloc, drained)
+	}
 	if draining > 0 {
 		msg += fmt.Sprintf(", %d draining", draining)
 	}

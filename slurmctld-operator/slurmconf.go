@@ -52,14 +52,13 @@ var defaultKeys = slurmconf.Params{
 func (h *hook) managedValues(feat slurm.Features, host, addr string) slurmconf.Params {
 	return slurmconf.Params{
 		{Key: "ClusterName", Value: h.cfg.ClusterName},
-		{Key: "SlurmctldHost", Value: host + "(" + addr + ")"},
 		{Key: "SlurmctldPort", Value: strconv.Itoa(SlurmctldPort)},
 		{Key: "SlurmdPort", Value: strconv.Itoa(SlurmdPort)},
 		{Key: "SlurmUser", Value: slurmUser},
 		{Key: "SlurmdUser", Value: "root"},
 		{Key: "AuthType", Value: feat.AuthType},
 		{Key: "CredType", Value: feat.CredType},
-		{Key: "StateSaveLocation", Value: stateSaveDir},
+		{Key: "StateSaveLocation", Value: h.stateSaveLocation()},
 		{Key: "SlurmdSpoolDir", Value: "/var/spool/slurmd"},
 		{Key: "SlurmctldPidFile", Value: "/run/slurmctld.pid"},
 		{Key: "SlurmdPidFile", Value: "/run/slurmd.pid"},
@@ -104,7 +103,19 @@ func (h *hook) writeSlurmConf(ctx context.Context, feat slurm.Features) (bool, e
 	}
 	managed := h.managedValues(feat, host, addr)
 	prevExtra := h.st.ExtraKeys
+	hosts := []string{host + "(" + addr + ")"}
+	if len(h.ctls) > 0 {
+		hosts = hostsOf(h.ctls)
+	}
 	changed, err := slurmconf.Edit(ctx, path, func(d *slurmconf.Doc) error {
+		if !slices.Equal(d.GetAll("SlurmctldHost"), hosts) {
+			d.Delete("SlurmctldHost")
+			for _, v := range hosts {
+				if err := d.Add("SlurmctldHost", v); err != nil {
+					return err
+				}
+			}
+		}
 		for _, p := range managed {
 			if err := d.Set(p.Key, p.Value); err != nil {
 				return err

@@ -54,6 +54,14 @@ type charmState struct {
 	// Published is what this unit, as leader, last wrote to Juju in hooks that succeeded;
 	// see published.
 	Published *published `json:"published,omitempty"`
+	// StateShared: StateSaveLocation is on the shared storage (sharedStateDir); the leader
+	// moved the state there once (moveState).
+	StateShared bool `json:"state-shared,omitempty"`
+	// RunningHosts are the SlurmctldHost values slurmctld was last started with (it reads
+	// them only at start); nil: this unit alone.
+	RunningHosts []string `json:"running-hosts,omitempty"`
+	// AppliedConf is the hash of the leader's configuration a backup controller runs with.
+	AppliedConf string `json:"applied-conf,omitempty"`
 }
 
 // published records what the leader wrote to Juju (ports, relation data, secret grants) and
@@ -68,6 +76,8 @@ type charmState struct {
 type published struct {
 	// PortOpen: SlurmctldPort was opened.
 	PortOpen bool `json:"port-open,omitempty"`
+	// Peers is the peer application bag the leader last wrote (publishPeers).
+	Peers map[string]string `json:"peers,omitempty"`
 	// SecretID, KeyID and KeyHash are the auth key secret, the key id of the revision whose
 	// key was written to this host and the SHA-256 of that key file. While the file still
 	// has that hash, the secret is not read again.
