@@ -133,7 +133,7 @@ func (h *hook) ensureController(ctx context.Context) error {
 			return err
 		}
 	}
-	h.st.RunningHosts = hosts
+	h.st.RunningHosts, h.st.Controllers = hosts, h.ctls
 	h.st.ClusterName = h.cfg.ClusterName
 	// The Slurm version in juju status's Version column, once per version.
 	if err := h.k.SetVersion(ctx, h.st.SlurmVersion); err != nil {

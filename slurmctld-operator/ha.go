@@ -387,7 +387,7 @@ func (h *hook) configureBackup(ctx context.Context) error {
 		}
 	}
 	h.st.AppliedConf = sum
-	h.st.RunningHosts = hostsOf(ctls)
+	h.st.RunningHosts, h.st.Controllers = hostsOf(ctls), ctls
 	if err := h.openPort(ctx); err != nil {
 		return err
 	}
@@ -454,6 +454,9 @@ func (h *hook) activeController() (controller, bool) {
 
 // haStatus is the part of the status naming this unit's role: "" with a single controller.
 func (h *hook) haStatus(ctx context.Context) string {
+	if h.ctls == nil {
+		h.ctls = h.st.Controllers
+	}
 	if len(h.ctls) < 2 {
 		return ""
 	}
@@ -482,6 +485,9 @@ func (h *hook) takeover(ctx context.Context) error {
 	rel, err := h.peerRelation(ctx)
 	if err != nil {
 		return err
+	}
+	if len(h.ctls) == 0 {
+		h.ctls = h.st.Controllers
 	}
 	if rel != "" && len(h.ctls) == 0 {
 		app, err := hc.Relations.AppData(ctx, rel, hc.Event.App)

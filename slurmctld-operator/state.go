@@ -60,6 +60,9 @@ type charmState struct {
 	// RunningHosts are the SlurmctldHost values slurmctld was last started with (it reads
 	// them only at start); nil: this unit alone.
 	RunningHosts []string `json:"running-hosts,omitempty"`
+	// Controllers are the controllers as the last configure hook planned or read them, for
+	// the status of the hooks that do not read them again.
+	Controllers []controller `json:"controllers,omitempty"`
 	// AppliedConf is the hash of the leader's configuration a backup controller runs with.
 	AppliedConf string `json:"applied-conf,omitempty"`
 }

@@ -404,6 +404,9 @@ type agent struct {
 	unit       string
 	machineID  string
 	machine    Machine
+	// shared: the machine is the principal's (a subordinate unit's agent), destroyed by the
+	// principal's agent only.
+	shared bool
 	done       chan struct{}
 	running    bool
 	retryDelay time.Duration
@@ -788,7 +791,7 @@ func (a *agent) provision(ctx context.Context) error {
 		return fmt.Errorf("cannot create machine %s: %w", a.machineID, err)
 	}
 	m.mu.Lock()
-	a.machine = mach
+	a.machine, a.shared = mach, principal != ""
 	u := m.state.Units[a.unit]
 	app := m.state.Applications[u.App]
 	charmSrc := app.CharmDir

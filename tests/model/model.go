@@ -211,7 +211,7 @@ func (m *Model) Close() error {
 		m.mu.Lock()
 		a.closeExec()
 		m.mu.Unlock()
-		if a.machine != nil {
+		if a.machine != nil && !a.shared {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			if err := a.machine.Destroy(ctx); err != nil {
 				errs = append(errs, err)

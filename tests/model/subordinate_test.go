@@ -100,12 +100,26 @@ func TestSubordinate(t *testing.T) {
 		if n := len(m.Status(ctx).Machines); n != 2 {
 			t.Errorf("%d machines after removing alpha/0, want 2", n)
 		}
+		if m.State().Units["sub/1"] == nil {
+			t.Fatal("sub/1 gone before the relation's removal")
+		}
 		if err := m.RemoveRelation(ctx, "alpha", "sub"); err != nil {
 			t.Fatal(err)
 		}
 		waitIdle(t, m)
 		if st := m.Status(ctx); len(st.Applications["sub"].Units) != 0 || len(st.Applications["alpha"].Units) != 2 {
 			t.Errorf("after remove-relation: sub %v, alpha %v", st.Applications["sub"].Units, st.Applications["alpha"].Units)
+		}
+		// Related again: the model closes (destroying each machine once) with subordinates on them.
+		if _, err := m.Integrate(ctx, "alpha:source", "sub:sink"); err != nil {
+			t.Fatal(err)
+		}
+		waitIdle(t, m)
+		if n := len(m.Status(ctx).Applications["sub"].Units); n != 2 {
+			t.Errorf("%d subordinate units after relating again, want 2", n)
+		}
+		if err := m.Close(); err != nil {
+			t.Errorf("close with subordinates: %v", err)
 		}
 	})
 }

@@ -1,0 +1,181 @@
+package e2e_test
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
+	"github.com/charmed-slurm/operators/tests/model"
+)
+
+// sftpPort is the storage host's sftp-server port (plain TCP, test networks only).
+const sftpPort = 7022
+
+// addStorage starts a storage host ("storage-0") serving a directory of its own through
+// OpenSSH's sftp-server over plain TCP, and returns the filesystem-client stand-in's endpoint
+// for it. The server is stopped with the test.
+func (c *cluster) addStorage() string {
+	c.t.Helper()
+	h := hoststest.AddHost(c.t, c.net, "storage-0")
+	c.storage = h
+	if out, err := h.Run(c.bg(), "mkdir", "-p", shareDir); err != nil {
+		c.t.Fatalf("storage-0: mkdir: %v: %s", err, out)
+	}
+	cmd := h.Command(c.bg(), []string{"socat", fmt.Sprintf("TCP-LISTEN:%d,fork,reuseaddr,bind=%s", sftpPort, h.Addr), "EXEC:/usr/lib/openssh/sftp-server"})
+	if err := cmd.Start(); err != nil {
+		c.t.Fatalf("storage-0: cannot start the sftp server: %v", err)
+	}
+	c.t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	return fmt.Sprintf("sftp://%s:%d%s", h.Addr, sftpPort, shareDir)
+}
+
+// shareDir is the storage host's shared directory (private to the storage host).
+const shareDir = "/var/tmp/slurmctld-share"
+
+// waitStateSaved waits until slurmctld has saved its job list on the shared storage after t:
+// slurmctld batches state saves (up to SAVE_MAX_WAIT, 5 s, in src/slurmctld/state_save.c), so
+// what changed in the last seconds before a controller dies is not on disk for the backup.
+func (c *cluster) waitStateSaved(t time.Time) {
+	c.t.Helper()
+	c.eventually(30*time.Second, "job_state saved after "+t.Format(time.TimeOnly), func() (bool, string) {
+		out, err := c.storage.Run(c.bg(), "stat", "-c", "%Y", shareDir+"/checkpoint/job_state")
+		if err != nil {
+			return false, string(out)
+		}
+		sec, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+		return err == nil && sec > t.Unix(), strings.TrimSpace(string(out))
+	})
+}
+
+var confServerRE = regexp.MustCompile(`--conf-server (\S+)`)
+
+// confServers is the --conf-server argument of the slurmd running on unit's host.
+func (c *cluster) confServers(unit string) string {
+	c.t.Helper()
+	out, _, _ := c.tryExec(unit, "pgrep", "-a", "-x", "slurmd")
+	if m := confServerRE.FindStringSubmatch(out); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// newHACluster is a cluster of two slurmd units and two controllers sharing their
+// StateSaveLocation through the filesystem-client stand-in (sshfs from a storage host), with
+// SlurmctldTimeout 10 s.
+func newHACluster(t *testing.T) *cluster {
+	t.Helper()
+	c := newClusterFrom(t, clusterOptions{units: 2, ctlConfig: map[string]string{"slurm-conf-parameters": "SlurmctldTimeout=10"}})
+	c.waitIdleNodes(2)
+	ep := c.addStorage()
+	c.deploy(fsClientPath, "filesystem-client", 0, map[string]string{"endpoint": ep})
+	c.integrate("slurmctld", "filesystem-client")
+	c.waitActive()
+	if got := c.slurm("scontrol", "show", "config"); !strings.Contains(got, "StateSaveLocation       = /mnt/slurmctld-statefs/checkpoint") {
+		t.Fatalf("StateSaveLocation not moved to the shared storage:\n%s", got)
+	}
+	c.waitIdleNodes(2) // the state moved with the nodes in it
+	if _, err := c.m.AddUnit(c.bg(), "slurmctld", 1); err != nil {
+		t.Fatal(err)
+	}
+	c.waitActive()
+	c.eventually(60*time.Second, "slurmctld/0 active and slurmctld/1 standing by", func() (bool, string) {
+		s0, m0 := c.unitStatus("slurmctld/0")
+		s1, m1 := c.unitStatus("slurmctld/1")
+		return strings.Contains(m0, "active controller (primary of 2)") && strings.Contains(m1, "backup 1 controller standing by (active: slurmctld/0)"),
+			s0 + ": " + m0 + " | " + s1 + ": " + m1
+	})
+	return c
+}
+
+// TestControllerFailover: the primary controller's host dies while a 2-node job runs and jobs
+// are queued; the backup takes over within SlurmctldTimeout plus a few seconds, the running
+// job completes, the queued jobs run, sbatch is accepted, and a slurmd unit added during the
+// outage joins through the second --conf-server.
+func TestControllerFailover(t *testing.T) {
+	c := newHACluster(t)
+	addrs := map[string]string{}
+	for _, u := range []string{"slurmctld/0", "slurmctld/1"} {
+		addrs[u] = strings.TrimSpace(c.exec(u, "hostname", "-I"))
+	}
+	want := addrs["slurmctld/0"] + ":6817," + addrs["slurmctld/1"] + ":6817"
+	c.eventually(60*time.Second, "slurmd units with both controllers", func() (bool, string) {
+		a, b := c.confServers("slurmd/0"), c.confServers("slurmd/1")
+		return a == want && b == want, a + " " + b
+	})
+	c.waitIdleNodes(2)
+	ping := c.slurm("scontrol", "ping")
+	if strings.Count(ping, "is UP") != 2 {
+		t.Fatalf("scontrol ping: %s", ping)
+	}
+
+	running := c.sbatch("slurmd", "-N2", "--wrap", "sleep 40")
+	c.waitJobState(running, "RUNNING", 30*time.Second)
+	var queued []string
+	for i := 0; i < 3; i++ {
+		queued = append(queued, c.sbatch("slurmd", "-N1", "--wrap", "sleep 1"))
+	}
+	if s := c.jobState(queued[0]); s != "PENDING" {
+		t.Fatalf("queued job %s is %s, want PENDING", queued[0], s)
+	}
+	c.waitStateSaved(time.Now())
+
+	c.killHost("slurmctld/0", "pebble", "slurmctld", "munged", "sshfs")
+	killed := time.Now()
+	c.ctl = "slurmctld/1"
+	var tookOver, accepted time.Duration // killed → first job accepted
+	var late string
+	c.eventually(60*time.Second, "slurmctld/1 in control", func() (bool, string) {
+		out, code, stderr := c.tryExec("slurmctld/1", "env", "SLURM_CONF="+ctlConf, "sbatch", "--parsable", "-p", "slurmd", "-o", "/dev/null", "--wrap", "true")
+		if code != 0 {
+			return false, stderr
+		}
+		accepted = time.Since(killed)
+		late = strings.TrimSpace(out)
+		return true, ""
+	})
+	tookOver = accepted
+	t.Logf("primary killed → first job accepted by the backup: %s (SlurmctldTimeout 10 s)", tookOver.Round(100*time.Millisecond))
+	if tookOver > 10*time.Second+20*time.Second {
+		t.Errorf("the backup took %s to take over, want within SlurmctldTimeout (10 s) plus a few seconds", tookOver)
+	}
+
+	// A slurmd unit added during the outage joins through the second --conf-server.
+	if _, err := c.m.AddUnit(c.bg(), "slurmd", 1); err != nil {
+		t.Fatal(err)
+	}
+	c.waitJobState(running, "COMPLETED", 90*time.Second)
+	for _, id := range append(queued, late) {
+		c.waitJobState(id, "COMPLETED", 90*time.Second)
+	}
+	// Ran once each: nothing requeued from a stale state.
+	for _, id := range append(queued, running, late) {
+		if out := c.slurm("scontrol", "show", "job", "-o", id); !strings.Contains(out, " Restarts=0 ") {
+			t.Errorf("job %s ran again: %s", id, out)
+		}
+	}
+	c.eventually(90*time.Second, "slurmd-2 joined", func() (bool, string) {
+		n := c.nodes()
+		return strings.HasPrefix(n["slurmd-2"], "idle "), fmt.Sprint(n)
+	})
+	c.slurm("srun", "-p", "slurmd", "-N3", "true")
+	c.eventually(30*time.Second, "slurmctld/1 says it is the active controller", func() (bool, string) {
+		st, msg := c.unitStatus("slurmctld/1")
+		return st == "active" && strings.Contains(msg, "active controller (backup 1 of 2)"), st + ": " + msg
+	})
+
+	// destroy with the primary's host dead: every application goes, without waiting out the
+	// timeout.
+	var stdout, stderr bytes.Buffer
+	if code := c.m.RunCLI(c.bg(), model.Request{Argv: []string{"destroy", "--timeout", "2m"}}, &stdout, &stderr); code != 0 {
+		t.Errorf("destroy with a dead controller host: exit %d: %s", code, stderr.String())
+	}
+}
