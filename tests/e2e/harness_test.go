@@ -461,7 +461,12 @@ func (c *cluster) dumpDebug() {
 	// On systemd machines, what systemd says of each unit's daemons, and slurmd's own log.
 	for _, a := range st.Applications {
 		for unit, u := range a.Units {
-			if st.Machines[u.Machine].BootID == "" { // a Pebble host
+			if st.Machines[u.Machine].BootID == "" { // a Pebble host: slurmd's own log
+				if strings.HasPrefix(unit, "slurmd/") {
+					out.Reset()
+					c.m.Exec(ctx, unit, []string{"tail", "-n", "25", "/var/log/slurm/slurmd.log"}, &out, &out)
+					c.t.Logf("%s: slurmd.log (tail):\n%s", unit, out.String())
+				}
 				continue
 			}
 			out.Reset()
