@@ -532,6 +532,9 @@ func (h *hook) publish(ctx context.Context, rel juju.RelationID) error {
 		return err
 	}
 	ctls := []string{net.JoinHostPort(addr, strconv.Itoa(SlurmctldPort))}
+	if h.ctls == nil {
+		h.ctls = h.st.Controllers // a hook that did not plan them: the last plan
+	}
 	if len(h.ctls) > 0 {
 		ctls = ctls[:0]
 		for _, c := range h.ctls {

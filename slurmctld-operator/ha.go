@@ -211,9 +211,8 @@ func (h *hook) moveState(ctx context.Context) error {
 		}
 	}
 	if len(entries) == 0 {
-		out, err := c.Slurm.Run(ctx, []string{"cp", "-a", c.Path(stateSaveDir) + "/.", dst + "/"}, nil)
-		if err != nil || out.ExitCode != 0 {
-			return fmt.Errorf("cannot copy %s to %s: %w", stateSaveDir, sharedStateDir, errors.Join(err, fmt.Errorf("%s", out.Stderr)))
+		if err := copyTree(c.Path(stateSaveDir), dst); err != nil {
+			return fmt.Errorf("cannot copy %s to %s: %w", stateSaveDir, sharedStateDir, err)
 		}
 		h.logf(ctx, juju.LevelInfo, "moved the controller's state from %s to the shared %s", stateSaveDir, sharedStateDir)
 	} else {
@@ -233,6 +232,44 @@ func (h *hook) moveState(ctx context.Context) error {
 	}
 	h.st.StateShared = true
 	return nil
+}
+
+// copyTree copies the regular files and directories below src into dst (modes kept, each
+// file fsynced: the state must be on the shared storage before slurmctld starts from it).
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && p == src {
+				return nil // no state yet
+			}
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(to, info.Mode().Perm())
+		case !d.Type().IsRegular():
+			return nil // sockets, links: no state of slurmctld's
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		f, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, info.Mode().Perm())
+		if err != nil {
+			return err
+		}
+		_, werr := f.Write(data)
+		return errors.Join(werr, f.Sync(), f.Close())
+	})
 }
 
 // sharedConf reads the live configuration files every controller runs with.

@@ -117,7 +117,7 @@ func TestControllerFailover(t *testing.T) {
 		t.Fatalf("scontrol ping: %s", ping)
 	}
 
-	running := c.sbatch("slurmd", "-N2", "--wrap", "sleep 40")
+	running := c.sbatch("slurmd", "-N2", "--exclusive", "--wrap", "sleep 40")
 	c.waitJobState(running, "RUNNING", 30*time.Second)
 	var queued []string
 	for i := 0; i < 3; i++ {
@@ -130,6 +130,17 @@ func TestControllerFailover(t *testing.T) {
 
 	c.killHost("slurmctld/0", "pebble", "slurmctld", "munged", "sshfs")
 	killed := time.Now()
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, u := range []string{"slurmd/0", "slurmd/1", "slurmctld/0", "slurmctld/1"} {
+				for _, r := range c.hookRuns(u, killed) {
+					t.Logf("after the kill: %s ran %s at %s (failed %v)", u, r.Hook, r.Start.Format("15:04:05.000"), r.Failed)
+				}
+				st, msg := c.unitStatus(u)
+				t.Logf("%s: %s: %s", u, st, msg)
+			}
+		}
+	})
 	c.ctl = "slurmctld/1"
 	var tookOver, accepted time.Duration // killed → first job accepted
 	var late string

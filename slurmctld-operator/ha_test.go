@@ -1,0 +1,158 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/juju/jujutest"
+)
+
+// withHA adds to a started leader's state a mounted filesystem-client and a peer, slurmctld/1
+// (host ctl1), that mounted the storage too.
+func withHA(in jujutest.State) jujutest.State {
+	in.Relations = append(in.Relations,
+		jujutest.Relation{ID: "mount:5", RemoteApp: "filesystem-client",
+			RemoteUnits: map[string]map[string]string{"filesystem-client/0": {"mounted": "true"}}},
+		jujutest.Relation{ID: "slurmctld-peers:0", RemoteApp: "slurmctld",
+			RemoteUnits: map[string]map[string]string{"slurmctld/1": {"hostname": "ctl1", "address": "10.0.0.2", "storage": "mounted"}}},
+	)
+	return in
+}
+
+// TestHALeader: once the shared storage is mounted, the leader moves the state there, lists
+// the peer that mounted it as the backup (itself first), restarts its slurmctld once for the
+// new SlurmctldHost list, and shares the configuration, the controllers and the auth secret;
+// slurmd units get both controllers, primary first, also from a hook that does not plan the
+// controllers (a slurmd unit joining).
+func TestHALeader(t *testing.T) {
+	e := newEnv(t)
+	in := e.joined()
+	if err := os.MkdirAll(e.c.Path(stateSaveDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeTestFile(e.c.Path(stateSaveDir+"/node_state"), "nodes"); err != nil {
+		t.Fatal(err)
+	}
+	restarts := e.svc.count("restart slurmctld") + e.svc.count("stop slurmctld")
+	out := e.run(withHA(in), jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/1"))
+	conf := e.read(confPath)
+	if !strings.Contains(conf, "StateSaveLocation=/mnt/slurmctld-statefs/checkpoint\n") {
+		t.Errorf("StateSaveLocation not on the shared storage:\n%s", conf)
+	}
+	if !strings.Contains(conf, "SlurmctldHost=ctl(10.0.0.1)\nSlurmctldHost=ctl1(10.0.0.2)\n") {
+		t.Errorf("SlurmctldHost lines:\n%s", conf)
+	}
+	if got := e.read(sharedStateDir + "/node_state"); got != "nodes" {
+		t.Errorf("state not moved: node_state %q", got)
+	}
+	if n := e.svc.count("restart slurmctld") + e.svc.count("stop slurmctld") - restarts; n < 1 || n > 2 {
+		t.Errorf("%d stops and restarts of slurmctld, want the stop for the move and at most one restart", n)
+	}
+	var mountBag, peerBag map[string]string
+	for _, r := range out.Relations {
+		switch r.ID {
+		case "mount:5":
+			mountBag = r.LocalAppData
+		case "slurmctld-peers:0":
+			peerBag = r.LocalAppData
+		}
+	}
+	if d := cmp.Diff(map[string]string{"mountpoint": `"/mnt/slurmctld-statefs"`, "noexec": "true", "nosuid": "true", "nodev": "true", "read_only": "false"}, mountBag); d != "" {
+		t.Errorf("mount request (-want +got):\n%s", d)
+	}
+	ctls, err := decodeControllers(peerBag["controllers"])
+	if err != nil || len(ctls) != 2 || ctls[0].Unit != "slurmctld/0" || ctls[1].Unit != "slurmctld/1" {
+		t.Errorf("peer controllers %v, %v", ctls, err)
+	}
+	var files map[string]string
+	if err := json.Unmarshal([]byte(peerBag["conf"]), &files); err != nil || files["slurm.conf"] != conf {
+		t.Errorf("shared configuration: %v", err)
+	}
+	if peerBag["auth-secret-id"] == "" {
+		t.Error("no auth secret id for the peers")
+	}
+	want := []string{"10.0.0.1:6817", "10.0.0.2:6817"}
+	check := func(when string, st jujutest.State) {
+		t.Helper()
+		for _, r := range st.Relations {
+			if r.ID != "slurmd:1" {
+				continue
+			}
+			b, err := slurmd.DecodeControllerBag(r.LocalAppData)
+			if err != nil || !cmp.Equal(b.Controllers, want) {
+				t.Errorf("%s: slurmd relation controllers %v, %v; want %v", when, b.Controllers, err, want)
+			}
+		}
+	}
+	check("peer changed", out)
+	out = e.run(out, jujutest.RelationHook(juju.RelationJoined, "slurmd:1", "slurmd/0"))
+	check("slurmd joined", out)
+	out = e.run(out, jujutest.Hook(juju.UpdateStatus))
+	if !strings.Contains(out.UnitStatus.Message, "primary of 2") {
+		t.Errorf("status %+v does not name the role", out.UnitStatus)
+	}
+}
+
+// TestHABackupWithoutStorage: a second unit without the mount relation stays blocked naming
+// it and runs no slurmctld.
+func TestHABackupWithoutStorage(t *testing.T) {
+	e := newEnv(t)
+	in := baseState()
+	in.Unit, in.Leader = "slurmctld/1", false
+	in.Relations = []jujutest.Relation{{ID: "slurmctld-peers:0", RemoteApp: "slurmctld",
+		RemoteUnits: map[string]map[string]string{"slurmctld/0": {"hostname": "ctl0", "address": "10.0.0.9"}}}}
+	out := e.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/0"))
+	if out.UnitStatus.Code != juju.StatusBlocked || !strings.Contains(out.UnitStatus.Message, "integrate slurmctld with filesystem-client (mount relation)") {
+		t.Errorf("status %+v", out.UnitStatus)
+	}
+	if e.svc.isActive("slurmctld") || e.exists(confPath) {
+		t.Error("a backup without shared storage runs slurmctld or has a slurm.conf")
+	}
+	if got := out.Relations[0].LocalUnitData; got["hostname"] != "ctl" || got["storage"] != "" {
+		t.Errorf("peer unit data %v", got)
+	}
+}
+
+// TestHABackup: a unit with the storage mounted, listed by the leader, writes the leader's
+// configuration, installs the key from the application's secret and runs slurmctld.
+func TestHABackup(t *testing.T) {
+	e := newEnv(t)
+	leader := e.run(withHA(e.joined()), jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/1"))
+	var peerBag map[string]string
+	for _, r := range leader.Relations {
+		if r.ID == "slurmctld-peers:0" {
+			peerBag = r.LocalAppData
+		}
+	}
+	conf := e.read(confPath)
+
+	b := newEnv(t)
+	b.c.Hostname = func() (string, error) { return "ctl1", nil }
+	in := baseState()
+	in.Unit, in.Leader, in.PrivateAddress = "slurmctld/1", false, "10.0.0.2"
+	in.Secrets = leader.Secrets
+	in.Relations = []jujutest.Relation{
+		{ID: "mount:5", RemoteApp: "filesystem-client", RemoteUnits: map[string]map[string]string{"filesystem-client/1": {"mounted": "true"}}},
+		{ID: "slurmctld-peers:0", RemoteApp: "slurmctld", LocalAppData: peerBag,
+			RemoteUnits: map[string]map[string]string{"slurmctld/0": {"hostname": "ctl", "address": "10.0.0.1", "storage": "mounted"}}},
+	}
+	out := b.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/0"))
+	if got := b.read(confPath); got != conf {
+		t.Errorf("backup's slurm.conf differs from the leader's:\n%s", cmp.Diff(conf, got))
+	}
+	if !b.svc.isActive("slurmctld") {
+		t.Errorf("backup runs no slurmctld; status %+v", out.UnitStatus)
+	}
+	if got := b.read("/etc/munge/munge.key"); got != e.read("/etc/munge/munge.key") {
+		t.Error("backup's auth key differs from the leader's")
+	}
+	if out.UnitStatus.Code != juju.StatusActive {
+		t.Errorf("status %+v", out.UnitStatus)
+	}
+}
