@@ -400,13 +400,13 @@ func actionNumber(id string) int { n, _ := strconv.Atoi(id); return n }
 
 // agent runs one unit's hooks, one at a time, on the unit's machine.
 type agent struct {
-	m          *Model
-	unit       string
-	machineID  string
-	machine    Machine
+	m         *Model
+	unit      string
+	machineID string
+	machine   Machine
 	// shared: the machine is the principal's (a subordinate unit's agent), destroyed by the
 	// principal's agent only.
-	shared bool
+	shared     bool
 	done       chan struct{}
 	running    bool
 	retryDelay time.Duration
