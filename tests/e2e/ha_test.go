@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmed-slurm/operators/tests/hosts"
 	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
 	"github.com/charmed-slurm/operators/tests/model"
 )
@@ -189,4 +190,63 @@ func TestControllerFailover(t *testing.T) {
 	if code := c.m.RunCLI(c.bg(), model.Request{Argv: []string{"destroy", "--timeout", "2m"}}, &stdout, &stderr); code != 0 {
 		t.Errorf("destroy with a dead controller host: exit %d: %s", code, stderr.String())
 	}
+}
+
+// pebbleCtl runs `pebble <verb> <service>` on a Pebble host.
+func (c *cluster) pebbleCtl(unit, verb, service string) {
+	c.t.Helper()
+	bin, err := hoststest.PebbleBin()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.exec(unit, "env", "PEBBLE="+hosts.PebbleDir, bin, verb, service)
+}
+
+// TestControllerComesBack: the primary's slurmctld stops while a job runs; the backup takes
+// over; the primary's slurmctld starts again and takes control back from the backup (Slurm's
+// REQUEST_CONTROL at the primary's start): one active controller, the same jobs and nodes, the
+// backup standing by again.
+func TestControllerComesBack(t *testing.T) {
+	c := newHACluster(t)
+	c.waitIdleNodes(2)
+	running := c.sbatch("slurmd", "-N2", "--exclusive", "--wrap", "sleep 30")
+	c.waitJobState(running, "RUNNING", 30*time.Second)
+	c.waitStateSaved(time.Now())
+
+	c.pebbleCtl("slurmctld/0", "stop", "slurmctld")
+	stopped := time.Now()
+	c.ctl = "slurmctld/1"
+	var during string
+	c.eventually(60*time.Second, "the backup accepting jobs", func() (bool, string) {
+		out, code, stderr := c.tryExec("slurmctld/1", "env", "SLURM_CONF="+ctlConf, "sbatch", "--parsable", "-p", "slurmd", "-o", "/dev/null", "--wrap", "true")
+		during = strings.TrimSpace(out)
+		return code == 0, stderr
+	})
+	t.Logf("primary stopped → first job accepted by the backup: %s", time.Since(stopped).Round(100*time.Millisecond))
+	c.eventually(30*time.Second, "slurmctld/1 active", func() (bool, string) {
+		_, msg := c.unitStatus("slurmctld/1")
+		return strings.Contains(msg, "active controller (backup 1 of 2)"), msg
+	})
+
+	c.pebbleCtl("slurmctld/0", "start", "slurmctld")
+	back := time.Now()
+	c.ctl = "slurmctld/0"
+	c.eventually(60*time.Second, "slurmctld/0 in control again and slurmctld/1 standing by", func() (bool, string) {
+		_, m0 := c.unitStatus("slurmctld/0")
+		_, m1 := c.unitStatus("slurmctld/1")
+		return strings.Contains(m0, "active controller (primary of 2)") && strings.Contains(m1, "standing by (active: slurmctld/0)"), m0 + " | " + m1
+	})
+	t.Logf("primary started again → in control, the backup standing by: %s", time.Since(back).Round(100*time.Millisecond))
+	// No split brain: the backup gave control back (it runs in background mode again).
+	if n := strings.Count(c.exec("slurmctld/1", "cat", ctlLogPath), "slurmctld running in background mode"); n < 2 {
+		t.Errorf("slurmctld/1 went back to standby %d times, want it back after its takeover", n-1)
+	}
+	for _, id := range []string{running, during} {
+		c.waitJobState(id, "COMPLETED", 90*time.Second)
+		if out := c.slurm("scontrol", "show", "job", "-o", id); !strings.Contains(out, " Restarts=0 ") {
+			t.Errorf("job %s ran again: %s", id, out)
+		}
+	}
+	c.waitIdleNodes(2)
+	c.slurm("srun", "-p", "slurmd", "-N2", "true")
 }
