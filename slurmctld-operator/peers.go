@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/netip"
 	"regexp"
@@ -162,9 +161,6 @@ func decodeConf(raw string) (map[string]string, error) {
 	}
 	return files, nil
 }
-
-// errNoPeerData: the leader has not published the controllers yet.
-var errNoPeerData = errors.New("the leader has not published the controllers yet")
 
 func trunc(s string) string {
 	if len(s) > 64 {
