@@ -250,3 +250,27 @@ func TestControllerComesBack(t *testing.T) {
 	c.waitIdleNodes(2)
 	c.slurm("srun", "-p", "slurmd", "-N2", "true")
 }
+
+// TestBackupNeedsStorage: without shared storage a second controller unit stays blocked naming
+// the missing relation and runs no slurmctld; the first stays the only controller.
+func TestBackupNeedsStorage(t *testing.T) {
+	c := newCluster(t, 1)
+	if _, err := c.m.AddUnit(c.bg(), "slurmctld", 1); err != nil {
+		t.Fatal(err)
+	}
+	c.eventually(2*time.Minute, "slurmctld/1 blocked for want of shared storage", func() (bool, string) {
+		st, msg := c.unitStatus("slurmctld/1")
+		return st == "blocked" && strings.Contains(msg, "integrate slurmctld with filesystem-client (mount relation)"), st + ": " + msg
+	})
+	c.waitIdle()
+	if out, code, _ := c.tryExec("slurmctld/1", "pgrep", "-x", "slurmctld"); code == 0 {
+		t.Errorf("slurmctld runs on slurmctld/1 without shared storage: %s", out)
+	}
+	if st, msg := c.unitStatus("slurmctld/0"); st != "active" || strings.Contains(msg, "of 2") {
+		t.Errorf("slurmctld/0: %s: %s", st, msg)
+	}
+	if ping := c.slurm("scontrol", "ping"); strings.Count(ping, "Slurmctld(") != 1 {
+		t.Errorf("more than one controller configured: %s", ping)
+	}
+	c.waitIdleNodes(1)
+}
