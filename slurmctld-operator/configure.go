@@ -76,7 +76,11 @@ func (h *hook) ensureController(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if st.Mounted && !h.st.StateShared {
+	switch {
+	case st.Mounted && !h.st.StateShared && h.st.AppliedConf != "":
+		// A backup becoming the leader: it runs on the shared state already.
+		h.st.StateShared = true
+	case st.Mounted && !h.st.StateShared:
 		if err := h.moveState(ctx); err != nil {
 			return err
 		}

@@ -155,4 +155,20 @@ func TestHABackup(t *testing.T) {
 	if out.UnitStatus.Code != juju.StatusActive {
 		t.Errorf("status %+v", out.UnitStatus)
 	}
+
+	// The backup becomes the leader (slurmctld/0 is gone): it keeps running on the shared
+	// state, lists itself alone and restarts once for that; it never stops to move state.
+	stops := b.svc.count("stop slurmctld")
+	out.Leader = true
+	out.Relations[1].RemoteUnits = map[string]map[string]string{}
+	out = b.run(out, jujutest.Hook(juju.LeaderElected))
+	if n := b.svc.count("stop slurmctld"); n != stops {
+		t.Errorf("the new leader stopped slurmctld %d times", n-stops)
+	}
+	if conf := b.read(confPath); !strings.Contains(conf, "StateSaveLocation=/mnt/slurmctld-statefs/checkpoint\n") || strings.Count(conf, "SlurmctldHost=") != 1 || !strings.Contains(conf, "SlurmctldHost=ctl1(10.0.0.2)") {
+		t.Errorf("the new leader's slurm.conf:\n%s", conf)
+	}
+	if !b.svc.isActive("slurmctld") || out.UnitStatus.Code != juju.StatusActive {
+		t.Errorf("the new leader: slurmctld active %v, status %+v", b.svc.isActive("slurmctld"), out.UnitStatus)
+	}
 }
