@@ -412,6 +412,12 @@ func (h *hook) configureBackup(ctx context.Context) error {
 		if err := h.startSlurmctld(ctx); err != nil {
 			return err
 		}
+	case sum != h.st.AppliedConf && h.isActive() && slices.Equal(h.st.RunningHosts, hostsOf(ctls)):
+		// In control (the primary is away) and the controllers unchanged: a restart would
+		// leave the cluster without a controller for SlurmctldTimeout; reconfigure instead.
+		if err := h.reconfigure(ctx); err != nil {
+			return err
+		}
 	case sum != h.st.AppliedConf:
 		if err := h.progress(ctx, "restarting slurmctld with the leader's configuration"); err != nil {
 			return err
@@ -487,6 +493,12 @@ func (h *hook) activeController() (controller, bool) {
 		return controller{}, false
 	}
 	return h.ctls[idx], true
+}
+
+// isActive reports whether this unit's slurmctld is the controller in control.
+func (h *hook) isActive() bool {
+	act, ok := h.activeController()
+	return ok && act.Unit == h.hc.Event.Unit
 }
 
 // haStatus is the part of the status naming this unit's role: "" with a single controller.

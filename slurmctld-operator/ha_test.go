@@ -1,10 +1,13 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"maps"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -153,6 +156,35 @@ func TestHABackup(t *testing.T) {
 		t.Error("backup's auth key differs from the leader's")
 	}
 	if out.UnitStatus.Code != juju.StatusActive {
+		t.Errorf("status %+v", out.UnitStatus)
+	}
+
+	// In control (its heartbeat, index 1) with the same controllers: a new partition include
+	// is applied with a reconfigure, not a restart that would leave no controller.
+	hb := make([]byte, 16)
+	binary.BigEndian.PutUint64(hb[:8], uint64(time.Now().Unix()))
+	binary.BigEndian.PutUint64(hb[8:], 1)
+	if err := os.MkdirAll(b.c.Path(sharedStateDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b.c.Path(sharedStateDir+"/heartbeat"), hb, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var files map[string]string
+	if err := json.Unmarshal([]byte(peerBag["conf"]), &files); err != nil {
+		t.Fatal(err)
+	}
+	files["partition-gpu.conf"] = "NodeSet=gpu Feature=gpu\nPartitionName=gpu Nodes=gpu\n"
+	raw, _ := json.Marshal(files)
+	bag := maps.Clone(peerBag)
+	bag["conf"] = string(raw)
+	out.Relations[1].LocalAppData = bag
+	restarts, reconfigures := b.svc.count("restart slurmctld"), b.slurm.count("scontrol", "reconfigure")
+	out = b.run(out, jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/0"))
+	if b.svc.count("restart slurmctld") != restarts || b.slurm.count("scontrol", "reconfigure") != reconfigures+1 {
+		t.Errorf("the active backup restarted (%d) or did not reconfigure once (%d)", b.svc.count("restart slurmctld")-restarts, b.slurm.count("scontrol", "reconfigure")-reconfigures)
+	}
+	if !strings.Contains(out.UnitStatus.Message, "active controller (backup 1 of 2)") {
 		t.Errorf("status %+v", out.UnitStatus)
 	}
 
