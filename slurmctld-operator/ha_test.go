@@ -204,3 +204,33 @@ func TestHABackup(t *testing.T) {
 		t.Errorf("the new leader: slurmctld active %v, status %+v", b.svc.isActive("slurmctld"), out.UnitStatus)
 	}
 }
+
+// TestTakeoverAction: on a backup, `scontrol takeover <its index>`; refused on the primary
+// and on a unit that is not a controller.
+func TestTakeoverAction(t *testing.T) {
+	ctls := []controller{{"slurmctld/0", "ctl", "10.0.0.1"}, {"slurmctld/1", "ctl1", "10.0.0.2"}}
+	raw, err := encodeControllers(ctls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		unit   string
+		ctls   string
+		failed bool
+	}{
+		{"slurmctld/1", raw, false},
+		{"slurmctld/0", raw, true},
+		{"slurmctld/2", raw, true},
+		{"slurmctld/1", "", true},
+	} {
+		e := newEnv(t)
+		in := baseState()
+		in.Unit, in.Leader = tc.unit, false
+		in.Relations = []jujutest.Relation{{ID: "slurmctld-peers:0", RemoteApp: "slurmctld", LocalAppData: map[string]string{"controllers": tc.ctls}}}
+		out := e.run(in, jujutest.ActionEvent("takeover"))
+		took := e.slurm.count("scontrol", "takeover")
+		if out.Action.Failed != tc.failed || (took == 1) == tc.failed {
+			t.Errorf("%s with controllers %q: failed %v (%s), %d takeovers", tc.unit, tc.ctls, out.Action.Failed, out.Action.Message, took)
+		}
+	}
+}

@@ -422,6 +422,12 @@ func (c *Cluster) Run(ctx context.Context, argv []string, env []string) (slurm.O
 			return Real("ping-down").Output, nil
 		}
 		return Real("ping-up").Output, nil
+	case len(argv) == 3 && argv[0] == "scontrol" && argv[1] == "takeover":
+		// Exit 0 without output, as the real one in tests/e2e TestControllerComesBack.
+		if c.unreachable {
+			return Real("reconfigure-unreachable").Output, nil
+		}
+		return slurm.Output{}, nil
 	case a == "scontrol reconfigure":
 		if c.unreachable {
 			return Real("reconfigure-unreachable").Output, nil
