@@ -249,6 +249,32 @@ func TestControllerComesBack(t *testing.T) {
 	}
 	c.waitIdleNodes(2)
 	c.slurm("srun", "-p", "slurmd", "-N2", "true")
+
+	// The takeover action on the backup: it takes control (scontrol takeover 1 exits 0); the
+	// primary's slurmctld, told to give up control, ends (Slurm: "primary controller doesn't
+	// resume backup mode"), and takes control back when its supervisor starts it again.
+	run, err := c.m.Run(c.bg(), "slurmctld/1", "takeover", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != "completed" {
+		t.Fatalf("takeover: %s %s %v", run.Status, run.Message, run.Results)
+	}
+	took := time.Now()
+	c.ctl = "slurmctld/1"
+	c.eventually(30*time.Second, "slurmctld/1 in control after the takeover action", func() (bool, string) {
+		log := c.exec("slurmctld/1", "cat", ctlLogPath)
+		return strings.Count(log, "Running as primary controller") >= 2, ""
+	})
+	t.Logf("takeover action → slurmctld/1 in control: %s", time.Since(took).Round(100*time.Millisecond))
+	for i := 0; i < 15; i++ {
+		_, m0 := c.unitStatus("slurmctld/0")
+		_, m1 := c.unitStatus("slurmctld/1")
+		out, _, _ := c.tryExec("slurmctld/0", "pgrep", "-a", "-x", "slurmctld")
+		t.Logf("after takeover +%ds: slurmctld/0 %q (process %q) | slurmctld/1 %q", i*2, m0, strings.TrimSpace(out), m1)
+		time.Sleep(2 * time.Second)
+	}
+	c.slurm("srun", "-p", "slurmd", "-N2", "true")
 }
 
 // TestBackupNeedsStorage: without shared storage a second controller unit stays blocked naming
