@@ -250,9 +250,12 @@ func TestControllerComesBack(t *testing.T) {
 	c.waitIdleNodes(2)
 	c.slurm("srun", "-p", "slurmd", "-N2", "true")
 
-	// The takeover action on the backup: it takes control (scontrol takeover 1 exits 0); the
-	// primary's slurmctld, told to give up control, ends (Slurm: "primary controller doesn't
-	// resume backup mode"), and takes control back when its supervisor starts it again.
+	// The takeover action on the backup: scontrol takeover 1 makes the backup shut the
+	// primary's slurmctld down (REQUEST_SHUTDOWN) and take control; the primary takes control
+	// back as soon as its supervisor starts it again (Pebble restarts it at once: the hand-over
+	// lasts about as long as that restart, docs/ha.md). What holds: the action succeeds, Slurm
+	// did both steps, and one controller is in control afterwards.
+	shutdowns := strings.Count(c.exec("slurmctld/0", "cat", ctlLogPath), "REQUEST_SHUTDOWN")
 	run, err := c.m.Run(c.bg(), "slurmctld/1", "takeover", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -260,20 +263,18 @@ func TestControllerComesBack(t *testing.T) {
 	if run.Status != "completed" {
 		t.Fatalf("takeover: %s %s %v", run.Status, run.Message, run.Results)
 	}
-	took := time.Now()
-	c.ctl = "slurmctld/1"
-	c.eventually(30*time.Second, "slurmctld/1 in control after the takeover action", func() (bool, string) {
-		log := c.exec("slurmctld/1", "cat", ctlLogPath)
-		return strings.Count(log, "Running as primary controller") >= 2, ""
+	c.eventually(30*time.Second, "the backup's takeover and the primary's shutdown in their logs", func() (bool, string) {
+		b := strings.Contains(c.exec("slurmctld/1", "cat", ctlLogPath), "REQUEST_TAKEOVER")
+		p := strings.Count(c.exec("slurmctld/0", "cat", ctlLogPath), "REQUEST_SHUTDOWN") > shutdowns
+		return b && p, fmt.Sprintf("backup REQUEST_TAKEOVER %v, primary REQUEST_SHUTDOWN %v", b, p)
 	})
-	t.Logf("takeover action → slurmctld/1 in control: %s", time.Since(took).Round(100*time.Millisecond))
-	for i := 0; i < 15; i++ {
+	c.ctl = "slurmctld/0"
+	c.eventually(60*time.Second, "one controller in control after the takeover", func() (bool, string) {
 		_, m0 := c.unitStatus("slurmctld/0")
 		_, m1 := c.unitStatus("slurmctld/1")
-		out, _, _ := c.tryExec("slurmctld/0", "pgrep", "-a", "-x", "slurmctld")
-		t.Logf("after takeover +%ds: slurmctld/0 %q (process %q) | slurmctld/1 %q", i*2, m0, strings.TrimSpace(out), m1)
-		time.Sleep(2 * time.Second)
-	}
+		a0, a1 := strings.Contains(m0, "active controller"), strings.Contains(m1, "active controller")
+		return a0 != a1, m0 + " | " + m1
+	})
 	c.slurm("srun", "-p", "slurmd", "-N2", "true")
 }
 
