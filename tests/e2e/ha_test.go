@@ -275,7 +275,11 @@ func TestControllerComesBack(t *testing.T) {
 		a0, a1 := strings.Contains(m0, "active controller"), strings.Contains(m1, "active controller")
 		return a0 != a1, m0 + " | " + m1
 	})
-	c.slurm("srun", "-p", "slurmd", "-N2", "true")
+	// The controller in control answers (within the few seconds of the primary's restart).
+	c.eventually(60*time.Second, "a job run after the takeover", func() (bool, string) {
+		_, code, stderr := c.tryExec("slurmctld/0", "env", "SLURM_CONF="+ctlConf, "srun", "-p", "slurmd", "-N2", "true")
+		return code == 0, stderr
+	})
 }
 
 // TestBackupNeedsStorage: without shared storage a second controller unit stays blocked naming
