@@ -1,10 +1,10 @@
 # Run every target from the repository root (the go.work root).
 SHELL   := /bin/bash
 GO      ?= go
-MODULES := libs interfaces slurmctld-operator slurmd-operator autoscaler tests
+MODULES := libs interfaces slurmctld-operator slurmd-operator sackd-operator autoscaler tests
 PKGS    := $(foreach m,$(MODULES),./$(m)/...)
 # Unit-test modules run under the race detector; tests/ drives real daemons and runs without it.
-RACE_PKGS := $(foreach m,libs interfaces slurmctld-operator slurmd-operator autoscaler,./$(m)/...)
+RACE_PKGS := $(foreach m,libs interfaces slurmctld-operator slurmd-operator sackd-operator autoscaler,./$(m)/...)
 
 .PHONY: deps images build charms charmcraft-projects tools demo bench test test-unit test-referee test-integration lint fmt clean
 
@@ -27,10 +27,12 @@ tools:
 	cd tests && CGO_ENABLED=0 $(GO) build -o ../build/bin/ctlevents ./cmd/ctlevents
 	cd autoscaler && CGO_ENABLED=0 $(GO) build -o ../build/bin/slurm-autoscaler ./cmd/slurm-autoscaler
 
-# Packed charms, as `juju deploy` takes them: build/slurmctld.charm and build/slurmd.charm.
+# Packed charms, as `juju deploy` takes them: build/slurmctld.charm, build/slurmd.charm and
+# build/sackd.charm.
 charms:
 	$(GO) run ./tests/cmd/charmpack -o build/slurmctld.charm slurmctld-operator
 	$(GO) run ./tests/cmd/charmpack -o build/slurmd.charm slurmd-operator
+	$(GO) run ./tests/cmd/charmpack -o build/sackd.charm sackd-operator
 
 # Self-contained charmcraft projects (the charm plus the libs and interfaces it uses), for a
 # plain `charmcraft pack` (managed mode mounts only the project directory):
@@ -39,6 +41,7 @@ charmcraft-projects:
 	rm -rf build/charmcraft
 	$(GO) run ./tests/cmd/charmpack --stage build/charmcraft/slurmctld-operator slurmctld-operator
 	$(GO) run ./tests/cmd/charmpack --stage build/charmcraft/slurmd-operator slurmd-operator
+	$(GO) run ./tests/cmd/charmpack --stage build/charmcraft/sackd-operator sackd-operator
 
 # The main job: a real Slurm cluster run by the operators under the local model (needs root).
 # TARGET=pebble (default), bookworm, trixie or forky: see scripts/demo.sh.
@@ -57,7 +60,7 @@ bench: deps
 # go test's usual lines through build/bin/testsummary (tests/cmd/testsummary), which keeps the
 # run's JSON in build/test-*.json. Under CI=true a skipped test fails the run unless it is one
 # of these helper tests (tests that skip themselves unless another test runs them):
-SKIP_HELPERS := TestCrashChild,TestMachineCrashChild,TestRecordSlurm,TestRealLifecycle,TestRealRestartOnFailure,TestRealMunge,TestRealUnknownUnit
+SKIP_HELPERS := TestCrashChild,TestMachineCrashChild,TestRecordSlurm,TestRealLifecycle,TestRealNoReload,TestRealRestartOnFailure,TestRealKillAll,TestRealMunge,TestRealUnknownUnit
 TESTSUMMARY   = build/bin/testsummary -helpers $(SKIP_HELPERS)
 
 test: deps lint test-unit test-referee test-integration
@@ -85,6 +88,7 @@ lint: deps
 	@bad=$$(gofmt -l $(MODULES)); if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
 	$(GO) vet $(PKGS)
 	cd tests/referee && GOWORK=off $(GO) vet ./...
+	cd tests/referee && GOWORK=off ../../build/bin/staticcheck ./...
 	build/bin/staticcheck $(PKGS)
 
 fmt:

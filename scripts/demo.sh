@@ -3,6 +3,8 @@
 # Deploys slurmctld and 3 slurmd units on their own hosts (network namespaces supervised by
 # Pebble), integrates them, runs jobs, adds a unit, applies partition-config and node-config,
 # removes a unit while a job runs on it, printing `status` at each step; then tears it all down.
+# Where Slurm has sackd (TARGET=trixie or forky) it also deploys a login node (the sackd charm) and
+# submits jobs from it.
 # TARGET picks the machines: pebble (the default and quickest: Pebble hosts, Slurm 22.05),
 # bookworm (systemd machines, Debian 12, Slurm 22.05), trixie (systemd machines, Debian 13,
 # Slurm 24.11 with auth/slurm) or forky (systemd machines, Debian 14, Slurm 26.05 with
@@ -111,6 +113,27 @@ job=$(sl sbatch --parsable -p slurmd -N2 -o /dev/null --wrap 'srun hostname')
 wait_for 60 "job $job to complete" job_is "$job" COMPLETED
 echo "job $job: $(jobstate "$job")"
 status
+
+# A login node (the sackd charm) where Slurm has sackd (23.11 and later): users submit from it.
+case $TARGET in
+  trixie | forky) login=1 ;;
+  *) login= ;;
+esac
+if [ -n "$login" ]; then
+  step "juju-local deploy build/sackd.charm; integrate slurmctld sackd (a login node: sackd, no slurmd, no slurm.conf of its own)"
+  "$JL" deploy build/sackd.charm
+  "$JL" integrate slurmctld sackd
+  "$JL" wait --for active --timeout 5m
+  "$JL" status
+  lg() { "$JL" exec sackd/0 -- "$@"; }
+  step "from the login node sackd/0: sinfo, srun -N3 hostname, sbatch, squeue"
+  lg sinfo
+  lg srun -p slurmd -N3 hostname
+  job=$(lg sbatch --parsable -p slurmd -N2 -o /dev/null --wrap 'srun sleep 2')
+  lg squeue
+  wait_for 60 "job $job (submitted from sackd/0) to complete" job_is "$job" COMPLETED
+  echo "job $job, submitted from the login node: $(jobstate "$job") on $(sl scontrol show job -o "$job" | grep -o ' NodeList=[^ ]*' | cut -d= -f2)"
+fi
 
 step "juju-local add-unit slurmd (no reconfigure, no controller restart)"
 before=$(ctl_counts)

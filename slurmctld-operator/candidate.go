@@ -15,7 +15,7 @@ import (
 )
 
 // The configuration files the charm manages (slurm.conf and one partition-<app>.conf per
-// application) are never edited in place. changeConf copies them into a candidate directory
+// application) are never edited in place. confFiles.change copies them into a candidate directory
 // beside them, lets the edit run there, makes Slurm's own parser read the candidate
 // (slurm.CheckConfig), and installs the files that changed only when Slurm reads it. A
 // candidate Slurm refuses leaves the live files, the running slurmctld and every other
@@ -25,13 +25,21 @@ import (
 // reads only the files slurm.conf names).
 const candidatePrefix = ".candidate-"
 
-// confFile is the path of a managed configuration file (a name in confDir): in the candidate
-// while changeConf runs an edit, else the live one.
-func (h *hook) confFile(name string) string {
-	if h.stage != "" {
-		return filepath.Join(h.stage, name)
+// confFiles are the managed configuration files of one hook: the live ones, or the candidate
+// copy while change runs an edit.
+type confFiles struct {
+	c *Charm
+	// stage is the candidate directory while change runs an edit.
+	stage string
+}
+
+// path is the path of a managed configuration file (a name in confDir): in the candidate
+// while change runs an edit, else the live one.
+func (f *confFiles) path(name string) string {
+	if f.stage != "" {
+		return filepath.Join(f.stage, name)
 	}
-	return h.c.Path(filepath.Join(confDir, name))
+	return f.c.Path(filepath.Join(confDir, name))
 }
 
 // managedConf reports whether name is a file of confDir that the charm manages.
@@ -39,15 +47,15 @@ func managedConf(name string) bool {
 	return name == "slurm.conf" || (strings.HasPrefix(name, "partition-") && strings.HasSuffix(name, ".conf"))
 }
 
-// changeConf runs edit on a candidate copy of the managed configuration files and installs
+// change runs edit on a candidate copy of the managed configuration files and installs
 // the result when edit changed something and Slurm's parser reads it. It reports whether the
 // live files changed. A candidate Slurm refuses gives a *slurm.ConfigError and changes nothing.
 // Nested calls edit the same candidate.
-func (h *hook) changeConf(ctx context.Context, edit func(ctx context.Context) (bool, error)) (bool, error) {
-	if h.stage != "" {
+func (f *confFiles) change(ctx context.Context, edit func(ctx context.Context) (bool, error)) (bool, error) {
+	if f.stage != "" {
 		return edit(ctx)
 	}
-	live := h.c.Path(confDir)
+	live := f.c.Path(confDir)
 	if err := os.MkdirAll(live, 0o755); err != nil {
 		return false, fmt.Errorf("cannot create %s: %w", confDir, err)
 	}
@@ -66,9 +74,9 @@ func (h *hook) changeConf(ctx context.Context, edit func(ctx context.Context) (b
 			return false, fmt.Errorf("cannot copy %s into the candidate configuration: %w", name, err)
 		}
 	}
-	h.stage = dir
+	f.stage = dir
 	changed, err := edit(ctx)
-	h.stage = ""
+	f.stage = ""
 	if err != nil || !changed {
 		return false, err
 	}
@@ -79,7 +87,7 @@ func (h *hook) changeConf(ctx context.Context, edit func(ctx context.Context) (b
 	if sameFiles(before, after) {
 		return false, nil
 	}
-	if err := h.c.client().CheckConfig(ctx, filepath.Join(dir, "slurm.conf")); err != nil {
+	if err := f.c.client().CheckConfig(ctx, filepath.Join(dir, "slurm.conf")); err != nil {
 		var ce *slurm.ConfigError
 		if errors.As(err, &ce) {
 			// Slurm names the candidate's files: name the live ones instead.

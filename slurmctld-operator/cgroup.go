@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
@@ -26,23 +26,22 @@ const cgroupConf = `# cgroup.conf of the Slurm cluster, managed by the slurmctld
 CgroupPlugin=disabled
 `
 
-// ensureCgroupConf writes cgroup.conf when the release takes it and it differs, and reports
+// writeCgroupConf writes cgroup.conf when the release takes it and it differs, and reports
 // whether it changed (a running slurmctld then reconfigures, which serves the new file).
 // Before 24.05 nothing is written: slurmd chooses its cgroup plugin as it always did.
-func (h *hook) ensureCgroupConf(ctx context.Context, feat slurm.Features) (bool, error) {
+func writeCgroupConf(ctx context.Context, s charm.Settings, feat slurm.Features) (bool, error) {
 	if !feat.CgroupDisabled {
 		return false, nil
 	}
-	path := h.c.Path(cgroupConfPath)
+	path := s.Path(cgroupConfPath)
 	if old, err := os.ReadFile(path); err == nil && string(old) == cgroupConf {
 		return false, nil
 	}
-	if err := os.MkdirAll(h.c.Path(confDir), 0o755); err != nil {
+	if err := os.MkdirAll(s.Path(confDir), 0o755); err != nil {
 		return false, fmt.Errorf("cannot create %s: %w", confDir, err)
 	}
 	if err := slurmconf.WriteFile(ctx, path, []byte(cgroupConf), slurmconf.EditOptions{Mode: 0o644}); err != nil {
 		return false, fmt.Errorf("cannot write %s: %w", cgroupConfPath, err)
 	}
-	h.logf(ctx, juju.LevelInfo, "wrote %s (CgroupPlugin=disabled)", cgroupConfPath)
 	return true, nil
 }

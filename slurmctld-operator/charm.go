@@ -1,28 +1,13 @@
-// Command slurmctld-operator is the slurmctld charm: the Slurm controller of a cluster whose
-// compute nodes are dynamic nodes (slurmd -Z).
-//
-// Juju runs the binary as the charm's dispatch program once per hook or action. It installs
-// Slurm when missing, owns the cluster's auth key (a Juju secret labelled "auth-key", granted
-// to every slurmd relation), writes /etc/slurm/slurm.conf (configless, MaxNodeCount, TreeWidth)
-// with one include per related slurmd application (/etc/slurm/partition-<app>.conf, its NodeSet
-// and PartitionName), runs munged and slurmctld through the host's service manager (Pebble or
-// systemd) and reconfigures slurmctld only when a partition changes. Adding or removing compute
-// units never touches slurm.conf: departed nodes are drained and deleted once idle, by the
-// departing unit itself and, as a safety net, by this charm's reconcile on relation-departed
-// and update-status. No hook waits for Slurm: what one pass leaves (a node still running jobs,
-// a removed partition still holding job records) is watched by the removal waiter
-// (waiter.go), which wakes the charm through juju-exec. See README.md for the operator's view.
 package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
 
-	"github.com/charmed-slurm/operators/interfaces/mountinfo"
 	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/command"
-	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
@@ -84,6 +69,26 @@ type Charm struct {
 	StuckFor time.Duration
 }
 
+// Waiter keeps the removal waiter in step with the removals the hooks leave under way.
+type Waiter interface {
+	// Watch records w as what to watch and makes sure a waiter runs while w is not empty;
+	// an empty w lets a running waiter end.
+	Watch(ctx context.Context, w watchList) error
+	// Stop ends a running waiter and returns once it is gone.
+	Stop(ctx context.Context) error
+}
+
+// watchList is what the waiter watches: the leader's pending node removals and partitions
+// being removed, from the charm state at the end of each hook.
+type watchList struct {
+	// Nodes are departed units' nodes, deleted once no job runs on them.
+	Nodes []string `json:"nodes,omitempty"`
+	// Partitions are removed applications' partitions, removed once no job record is left.
+	Partitions []string `json:"partitions,omitempty"`
+}
+
+func (w watchList) empty() bool { return len(w.Nodes) == 0 && len(w.Partitions) == 0 }
+
 // defaultPoll is the pause between checks when Settings.PollInterval is zero.
 const defaultPoll = 2 * time.Second
 
@@ -101,47 +106,15 @@ func (c *Charm) remover() *slurm.Remover {
 	return &slurm.Remover{Client: c.client(), Interval: c.poll(), StuckFor: c.StuckFor, Now: c.Now}
 }
 
-// Router routes every hook and action the charm handles. Every handler has one shape, a
-// method of hook run as a charm.Func: handle runs it in the lifecycle with the state, the
-// configuration and leadership read; stateless runs it with the hook context alone.
-func (c *Charm) Router() *juju.Router {
-	r := juju.NewRouter()
-	r.Handle(juju.Install, c.handle((*hook).install))
-	for _, k := range []juju.Kind{juju.LeaderElected, juju.LeaderSettingsChanged, juju.ConfigChanged, juju.Start} {
-		r.Handle(k, c.handle((*hook).configure))
-	}
-	r.Handle(juju.UpgradeCharm, c.handle((*hook).upgradeCharm))
-	// High availability: the peers and the shared storage change the controllers.
-	for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted, juju.RelationBroken} {
-		r.HandleRelation(peerEndpoint, k, c.handle((*hook).configure))
-		r.HandleRelation(mountinfo.EndpointName, k, c.handle((*hook).configure))
-	}
-	r.HandleAction("takeover", c.handle((*hook).takeover))
-	r.Handle(juju.UpdateStatus, c.handle((*hook).updateStatus))
-	for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted, juju.RelationBroken} {
-		r.HandleRelation("slurmd", k, c.handle((*hook).slurmdRelation))
-	}
-	r.Handle(juju.Stop, c.stateless((*hook).stopWaiter))
-	r.Handle(juju.Remove, c.stateless((*hook).stopWaiter))
-	r.HandleAction("show-current-config", c.stateless((*hook).showCurrentConfig))
-	r.HandleAction("set-node-state", c.handle(thenStatus((*hook).setNodeState)))
-	r.HandleAction("drain", c.handle(thenStatus((*hook).drain)))
-	r.HandleAction("resume", c.handle(thenStatus((*hook).resume)))
-	r.HandleAction("delete-node", c.handle(thenStatus((*hook).deleteNode)))
-	r.HandleAction("rotate-auth-key", c.handle((*hook).rotateAuthKey))
-	r.HandleAction("settle-jobs", c.handle((*hook).settleJobs))
-	r.HandleAction("reboot", c.handle((*hook).reboot))
-	return r
+// running reports whether slurmctld runs.
+func (c *Charm) running(ctx context.Context) bool {
+	st, err := c.Services.Status(ctx, svcSlurmctld)
+	return err == nil && st.State == service.StateActive
 }
 
-// thenStatus runs action, which changes nodes in Slurm, then sets the unit status again:
-// its node counts are out of date now, and no hook may come to refresh them before the next
-// update-status.
-func thenStatus(action charm.Func[*hook]) charm.Func[*hook] {
-	return func(h *hook, ctx context.Context) error {
-		if err := action(h, ctx); err != nil {
-			return err
-		}
-		return h.setStatus(ctx)
+func (c *Charm) restart(ctx context.Context, name string) error {
+	if err := c.Services.Restart(ctx, name); err != nil {
+		return fmt.Errorf("cannot restart %s: %w", name, err)
 	}
+	return nil
 }

@@ -7,11 +7,12 @@ import (
 	"strings"
 
 	"github.com/charmed-slurm/operators/libs/charm"
+	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
-// Config is the charm's configuration (charmcraft.yaml config.options).
-type Config struct {
+// config is the charm's configuration (charmcraft.yaml config.options).
+type config struct {
 	ClusterName         string `json:"cluster-name"`
 	DefaultPartition    string `json:"default-partition"`
 	MaxNodeCount        int    `json:"max-node-count"`
@@ -20,17 +21,17 @@ type Config struct {
 }
 
 // defaultConfig mirrors the defaults in charmcraft.yaml, used for options config-get leaves null.
-func defaultConfig() Config {
-	return Config{ClusterName: "charmed-slurm", MaxNodeCount: 1024, FutureNodes: defaultFutureNodes}
+func defaultConfig() config {
+	return config{ClusterName: "charmed-slurm", MaxNodeCount: 1024, FutureNodes: defaultFutureNodes}
 }
 
-// ConfigError is a configuration option with a bad value; the charm shows it as blocked.
-type ConfigError struct {
+// configError is a configuration option with a bad value; the charm shows it as blocked.
+type configError struct {
 	Option string
 	Msg    string
 }
 
-func (e *ConfigError) Error() string { return e.Option + ": " + e.Msg }
+func (e *configError) Error() string { return e.Option + ": " + e.Msg }
 
 // managedKeys are the global slurm.conf keys the charm sets itself; slurm-conf-parameters
 // may not set them. Entry keys (NodeName, PartitionName, ...) are refused too.
@@ -55,49 +56,50 @@ func managedKey(key string) (string, bool) {
 }
 
 var clusterNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,39}$`)
+
 var partitionNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
-// readConfig returns the configuration (charm.ReadConfig: config-get on config-changed and
-// upgrade-charm, else the copy kept in the state) validated, slurm-conf-parameters against
-// the key set of the running Slurm release (charm.ConfKeys of the version cached in the
-// state; 22.05's until it is known). A bad value gives a *ConfigError naming the option (and
-// the key, for slurm-conf-parameters). Every hook validates, since validation depends on the
-// Slurm version too, which upgrade-charm may change.
-func (h *hook) readConfig(ctx context.Context) (Config, slurmconf.Params, error) {
-	cfg, err := charm.ReadConfig(ctx, h.hc, &h.st.Config, defaultConfig())
+// readConfig returns the configuration kept at *kept (charm.ReadConfig: config-get on
+// config-changed and upgrade-charm, else the kept copy) validated, slurm-conf-parameters
+// against the key set of the Slurm release version (charm.ConfKeys: 22.05's while unknown).
+// A bad value gives a *configError naming the option (and the key, for
+// slurm-conf-parameters). Every hook validates, since validation depends on the Slurm
+// version too, which upgrade-charm may change.
+func readConfig(ctx context.Context, hc *juju.HookContext, kept **config, version string) (config, slurmconf.Params, error) {
+	cfg, err := charm.ReadConfig(ctx, hc, kept, defaultConfig())
 	if err != nil {
 		return cfg, nil, err
 	}
-	extra, err := cfg.Validate(charm.ConfKeys(h.st.SlurmVersion))
+	extra, err := cfg.validate(charm.ConfKeys(version))
 	return cfg, extra, err
 }
 
 // Validate checks every option, the keys of slurm-conf-parameters against keys, and returns
 // the parsed slurm-conf-parameters.
-func (cfg Config) Validate(keys *slurmconf.Keys) (slurmconf.Params, error) {
+func (cfg config) validate(keys *slurmconf.Keys) (slurmconf.Params, error) {
 	if !clusterNameRE.MatchString(cfg.ClusterName) {
-		return nil, &ConfigError{"cluster-name", fmt.Sprintf("%q is not a valid cluster name (lower case letters, digits, '-' and '_', at most 40 characters, starting with a letter)", cfg.ClusterName)}
+		return nil, &configError{"cluster-name", fmt.Sprintf("%q is not a valid cluster name (lower case letters, digits, '-' and '_', at most 40 characters, starting with a letter)", cfg.ClusterName)}
 	}
 	if cfg.DefaultPartition != "" && !partitionNameRE.MatchString(cfg.DefaultPartition) {
-		return nil, &ConfigError{"default-partition", fmt.Sprintf("%q is not a valid partition name", cfg.DefaultPartition)}
+		return nil, &configError{"default-partition", fmt.Sprintf("%q is not a valid partition name", cfg.DefaultPartition)}
 	}
 	if cfg.MaxNodeCount < 1 || cfg.MaxNodeCount > 65536 {
-		return nil, &ConfigError{"max-node-count", fmt.Sprintf("%d is out of range (1 to 65536)", cfg.MaxNodeCount)}
+		return nil, &configError{"max-node-count", fmt.Sprintf("%d is out of range (1 to 65536)", cfg.MaxNodeCount)}
 	}
 	if _, err := parseFutureNodes(cfg.FutureNodes); err != nil {
-		return nil, &ConfigError{"future-nodes", err.Error()}
+		return nil, &configError{"future-nodes", err.Error()}
 	}
 	extra, err := slurmconf.ParseParams(cfg.SlurmConfParameters)
 	if err != nil {
-		return nil, &ConfigError{"slurm-conf-parameters", err.Error()}
+		return nil, &configError{"slurm-conf-parameters", err.Error()}
 	}
 	seen := map[string]bool{}
 	for _, p := range extra {
 		if k, ok := managedKey(p.Key); ok {
-			return nil, &ConfigError{"slurm-conf-parameters", fmt.Sprintf("%s is managed by the charm and cannot be set", k)}
+			return nil, &configError{"slurm-conf-parameters", fmt.Sprintf("%s is managed by the charm and cannot be set", k)}
 		}
 		if seen[strings.ToLower(p.Key)] {
-			return nil, &ConfigError{"slurm-conf-parameters", fmt.Sprintf("%s is given twice", p.Key)}
+			return nil, &configError{"slurm-conf-parameters", fmt.Sprintf("%s is given twice", p.Key)}
 		}
 		seen[strings.ToLower(p.Key)] = true
 		if k, ok := keys.GlobalKey(p.Key); !ok {
@@ -105,10 +107,10 @@ func (cfg Config) Validate(keys *slurmconf.Keys) (slurmconf.Params, error) {
 			if k != "" {
 				msg += fmt.Sprintf(" (did you mean %s?)", k)
 			}
-			return nil, &ConfigError{"slurm-conf-parameters", msg}
+			return nil, &configError{"slurm-conf-parameters", msg}
 		}
 		if p.Value == "" {
-			return nil, &ConfigError{"slurm-conf-parameters", fmt.Sprintf("%s has no value", p.Key)}
+			return nil, &configError{"slurm-conf-parameters", fmt.Sprintf("%s has no value", p.Key)}
 		}
 	}
 	return extra, nil

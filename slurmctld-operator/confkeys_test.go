@@ -24,7 +24,7 @@ func TestSlurmConfParametersPerRelease(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := defaultConfig()
 			cfg.SlurmConfParameters = tt.params
-			_, err := cfg.Validate(charm.ConfKeys(tt.version))
+			_, err := cfg.validate(charm.ConfKeys(tt.version))
 			if (err == nil) != tt.ok {
 				t.Errorf("Validate(%q) on %q: %v, want ok=%v", tt.params, tt.version, err, tt.ok)
 			}

@@ -28,32 +28,6 @@ type futureNodes struct {
 	Nodes, CPUs, Memory int
 }
 
-// futureConfig is the Slurm version (unknown: treated as 22.05, no records) and the
-// future-nodes option (none while the configuration is bad: Validate names the option).
-func (h *hook) futureConfig() (slurm.Version, futureNodes) {
-	ver, _ := slurm.ParseVersion(h.st.SlurmVersion)
-	future, err := parseFutureNodes(h.cfg.FutureNodes)
-	if err != nil || h.cfgErr != nil {
-		return ver, futureNodes{}
-	}
-	return ver, future
-}
-
-// maxNodeCount is slurm.conf's MaxNodeCount: max-node-count dynamic nodes plus the FUTURE
-// records of every application in the state. Slurm counts configured records in MaxNodeCount
-// and a slurmctld whose slurm.conf has more records than MaxNodeCount exits at (re)start
-// ("Unable to add node, node table is full", seen on 24.11.5 with MaxNodeCount=2 and 8
-// records), which Slurm's parser (the candidate check) does not catch. Counting an application
-// whose partition file could not be written only makes the bound a little higher.
-func (h *hook) maxNodeCount() int {
-	ver, future := h.futureConfig()
-	n := h.cfg.MaxNodeCount
-	if slurm.FeaturesOf(ver).FutureNodes {
-		n += future.Nodes * len(h.st.Apps)
-	}
-	return n
-}
-
 // parseFutureNodes parses "nodes=N cpus=C memory=M" (any order; a missing key keeps its
 // default; "" or "none" is nodes=0).
 func parseFutureNodes(s string) (futureNodes, error) {

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/gres"
-	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
@@ -36,14 +36,14 @@ Include ` + gresLocalPath + `
 const gresLocalConf = "# No generic resources on the controller; written by the slurmctld charm.\n"
 
 // gresTypes is slurm.conf's GresTypes value: gpu, then the declared names, sorted.
-func (h *hook) gresTypes() string {
-	return strings.Join(h.gresNames(), ",")
+func (s *charmState) gresTypes() string {
+	return strings.Join(s.gresNames(), ",")
 }
 
 // gresNames are the names GresTypes lists: gpu, then the declared names, sorted.
-func (h *hook) gresNames() []string {
+func (s *charmState) gresNames() []string {
 	names := []string{gres.GPU}
-	for _, n := range h.st.GresTypes {
+	for _, n := range s.GresTypes {
 		if n != gres.GPU {
 			names = append(names, n)
 		}
@@ -53,11 +53,11 @@ func (h *hook) gresNames() []string {
 
 // gresRunning are the names the running slurmctld manages (published to the slurmd
 // applications): those it was last started with; none before.
-func (h *hook) gresRunning() []string {
-	if h.st.GresRunning == "" {
+func (s *charmState) gresRunning() []string {
+	if s.GresRunning == "" {
 		return nil
 	}
-	return strings.Split(h.st.GresRunning, ",")
+	return strings.Split(s.GresRunning, ",")
 }
 
 // addGresTypes adds the names an application declares to the state (names never leave
@@ -75,41 +75,30 @@ func (s *charmState) addGresTypes(names []string) bool {
 	return added
 }
 
-// writeGresTypes sets GresTypes in (the candidate) slurm.conf and reports whether it changed.
-func (h *hook) writeGresTypes(ctx context.Context) (bool, error) {
-	changed, err := slurmconf.Edit(ctx, h.confFile("slurm.conf"), func(d *slurmconf.Doc) error {
-		return d.Set("GresTypes", h.gresTypes())
-	}, slurmconf.EditOptions{})
-	if err != nil {
-		return false, fmt.Errorf("cannot set GresTypes in %s: %w", confPath, err)
+// writeGresConf writes gres.conf (its include line) when it differs and an empty
+// gres.local.conf when there is none, before slurmctld first starts. It reports whether it
+// wrote gres.conf.
+func writeGresConf(ctx context.Context, s charm.Settings) (bool, error) {
+	if err := os.MkdirAll(s.Path(confDir), 0o755); err != nil {
+		return false, fmt.Errorf("cannot create %s: %w", confDir, err)
 	}
-	return changed, nil
-}
-
-// ensureGresConf writes gres.conf (its include line) when it differs and an empty
-// gres.local.conf when there is none, before slurmctld first starts.
-func (h *hook) ensureGresConf(ctx context.Context) error {
-	if err := os.MkdirAll(h.c.Path(confDir), 0o755); err != nil {
-		return fmt.Errorf("cannot create %s: %w", confDir, err)
-	}
-	if _, err := os.Stat(h.c.Path(gresLocalPath)); err != nil {
-		if err := slurmconf.WriteFile(ctx, h.c.Path(gresLocalPath), []byte(gresLocalConf), slurmconf.EditOptions{Mode: 0o644}); err != nil {
-			return fmt.Errorf("cannot write %s: %w", gresLocalPath, err)
+	if _, err := os.Stat(s.Path(gresLocalPath)); err != nil {
+		if err := slurmconf.WriteFile(ctx, s.Path(gresLocalPath), []byte(gresLocalConf), slurmconf.EditOptions{Mode: 0o644}); err != nil {
+			return false, fmt.Errorf("cannot write %s: %w", gresLocalPath, err)
 		}
 	}
-	if old, err := os.ReadFile(h.c.Path(gresConfPath)); err == nil && string(old) == gresConf {
-		return nil
+	if old, err := os.ReadFile(s.Path(gresConfPath)); err == nil && string(old) == gresConf {
+		return false, nil
 	}
-	if err := slurmconf.WriteFile(ctx, h.c.Path(gresConfPath), []byte(gresConf), slurmconf.EditOptions{Mode: 0o644}); err != nil {
-		return fmt.Errorf("cannot write %s: %w", gresConfPath, err)
+	if err := slurmconf.WriteFile(ctx, s.Path(gresConfPath), []byte(gresConf), slurmconf.EditOptions{Mode: 0o644}); err != nil {
+		return false, fmt.Errorf("cannot write %s: %w", gresConfPath, err)
 	}
-	h.logf(ctx, juju.LevelInfo, "wrote %s (Include %s)", gresConfPath, gresLocalPath)
-	return nil
+	return true, nil
 }
 
 // gresRestartNeeded reports whether the running slurmctld manages other GRES names than
 // slurm.conf lists: GresTypes changes need a restart (a reconfigure logs "GresPlugins changed
 // ... ignored" on 22.05).
-func (h *hook) gresRestartNeeded() bool {
-	return h.st.GresRunning != h.gresTypes()
+func (s *charmState) gresRestartNeeded() bool {
+	return s.GresRunning != s.gresTypes()
 }

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/munge"
 	"github.com/charmed-slurm/operators/libs/service/servicetest"
-	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurm/slurmtest"
 )
 
@@ -35,20 +35,20 @@ func newHost(liveConfDir string) *host {
 	return &host{Cluster: c}
 }
 
-func (h *host) Run(ctx context.Context, argv []string, env []string) (slurm.Output, error) {
+func (h *host) Run(ctx context.Context, argv []string, env []string) (command.Output, error) {
 	h.mu.Lock()
 	h.calls = append(h.calls, slices.Clone(argv))
 	aptFail, version, mungeUp := h.aptFail, h.version, h.mungeUp
 	h.mu.Unlock()
 	switch {
 	case argv[0] == "apt-get" && aptFail:
-		return slurm.Output{Stderr: []byte("E: Unable to locate package\n"), ExitCode: 100}, nil
+		return command.Output{Stderr: []byte("E: Unable to locate package\n"), ExitCode: 100}, nil
 	case argv[0] == "apt-get":
-		return slurm.Output{}, nil
+		return command.Output{}, nil
 	case argv[0] == "slurmctld" && version != "":
-		return slurm.Output{Stdout: []byte(version + "\n")}, nil
+		return command.Output{Stdout: []byte(version + "\n")}, nil
 	case argv[0] == munge.ClientPath && (mungeUp == nil || !mungeUp()):
-		return slurm.Output{Stderr: []byte("munge: Error: Failed to access \"/run/munge/munge.socket.2\": No such file or directory\n"), ExitCode: 1}, nil
+		return command.Output{Stderr: []byte("munge: Error: Failed to access \"/run/munge/munge.socket.2\": No such file or directory\n"), ExitCode: 1}, nil
 	}
 	return h.Cluster.Run(ctx, argv, env)
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -45,4 +47,48 @@ func main() {
 		}
 		return c.Router().Dispatch, mgr.Close, nil
 	})
+}
+
+// runWaiter is dispatch run as the waiter (dispatch slurmctld-removal-waiter, started by
+// procWaiter from a hook, with the hook's unit and charm directory in its environment): it
+// asks Slurm through c's client, every c.poll().
+func (c *Charm) runWaiter(ctx context.Context, getenv func(string) string, lookPath func(string) (string, error), stderr io.Writer) int {
+	dir, unit := getenv("JUJU_CHARM_DIR"), getenv("JUJU_UNIT_NAME")
+	if dir == "" || unit == "" {
+		fmt.Fprintln(stderr, "cannot run the removal waiter: JUJU_CHARM_DIR and JUJU_UNIT_NAME must be set")
+		return 2
+	}
+	if fi, err := os.Stat(filepath.Join(dir, waiterLogName)); err == nil && fi.Size() > maxWaiterLog {
+		os.Truncate(filepath.Join(dir, waiterLogName), 0)
+	}
+	jujuExec, err := lookPath("juju-exec")
+	if err != nil {
+		fmt.Fprintf(stderr, "cannot run the removal waiter: %v\n", err)
+		return 1
+	}
+	w := &removalWaiter{
+		Dir: dir, Unit: unit, Client: c.client(), Runner: c.Slurm, JujuExec: jujuExec,
+		Interval: c.poll(), Log: stderr,
+	}
+	if err := w.Run(ctx); err != nil {
+		w.logf("%v", err)
+		return 1
+	}
+	return 0
+}
+
+// defaultLookPath finds a program on PATH or in the sbin directories hooks may not have on PATH.
+func defaultLookPath(look func(string) (string, error)) func(string) (string, error) {
+	return func(name string) (string, error) {
+		if p, err := look(name); err == nil {
+			return p, nil
+		}
+		for _, dir := range []string{"/usr/sbin", "/usr/bin", "/sbin", "/bin"} {
+			p := dir + "/" + name
+			if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+				return p, nil
+			}
+		}
+		return "", fmt.Errorf("cannot find %s", name)
+	}
 }

@@ -9,6 +9,19 @@ import (
 	"strings"
 )
 
+// Controller high availability: every unit runs slurmctld, the leader's configuration on each,
+// SlurmctldHost listing them in the stable order of the peer relation, StateSaveLocation on
+// storage they share through the mount_info relation (a filesystem-client subordinate). A unit
+// that is not the leader runs slurmctld only once the shared storage is mounted on it and the
+// leader lists it: never two controllers with separate state.
+const (
+	// sharedMount is where the filesystem-client subordinate mounts the shared storage (the
+	// reference charms' mountpoint).
+	sharedMount = "/mnt/slurmctld-statefs"
+	// sharedStateDir is StateSaveLocation on the shared storage.
+	sharedStateDir = sharedMount + "/checkpoint"
+)
+
 // The peer relation of the controllers (high availability) and what each side writes there:
 //
 //   - every unit, in its unit bag: its host name ("hostname", SlurmctldHost must match it),
@@ -167,4 +180,13 @@ func trunc(s string) string {
 		return s[:64] + "…"
 	}
 	return s
+}
+
+// hostsOf are the SlurmctldHost values of the controllers.
+func hostsOf(ctls []controller) []string {
+	out := make([]string, len(ctls))
+	for i, c := range ctls {
+		out[i] = c.SlurmctldHost()
+	}
+	return out
 }

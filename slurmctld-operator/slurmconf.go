@@ -48,8 +48,13 @@ var defaultKeys = slurmconf.Params{
 	{Key: "ResumeTimeout", Value: ResumeTimeout},
 }
 
+// slurmConf writes slurm.conf and the partition files (in the candidate while an edit runs,
+// confFiles.change) from the configuration and the state.
+type slurmConf struct{ h *hook }
+
 // managedValues are the values of the managed global keys, in file order.
-func (h *hook) managedValues(feat slurm.Features, host, addr string) slurmconf.Params {
+func (sc slurmConf) managedValues(feat slurm.Features, host, addr string) slurmconf.Params {
+	h := sc.h
 	return slurmconf.Params{
 		{Key: "ClusterName", Value: h.cfg.ClusterName},
 		{Key: "SlurmctldPort", Value: strconv.Itoa(SlurmctldPort)},
@@ -58,7 +63,7 @@ func (h *hook) managedValues(feat slurm.Features, host, addr string) slurmconf.P
 		{Key: "SlurmdUser", Value: "root"},
 		{Key: "AuthType", Value: feat.AuthType},
 		{Key: "CredType", Value: feat.CredType},
-		{Key: "StateSaveLocation", Value: h.stateSaveLocation()},
+		{Key: "StateSaveLocation", Value: h.st.stateSaveLocation()},
 		{Key: "SlurmdSpoolDir", Value: "/var/spool/slurmd"},
 		{Key: "SlurmctldPidFile", Value: "/run/slurmctld.pid"},
 		{Key: "SlurmdPidFile", Value: "/run/slurmd.pid"},
@@ -69,18 +74,19 @@ func (h *hook) managedValues(feat slurm.Features, host, addr string) slurmconf.P
 		{Key: "TaskPlugin", Value: "task/none"},
 		{Key: "MpiDefault", Value: "none"},
 		{Key: "ReturnToService", Value: "2"},
-		{Key: "MaxNodeCount", Value: strconv.Itoa(h.maxNodeCount())},
+		{Key: "MaxNodeCount", Value: strconv.Itoa(sc.maxNodeCount())},
 		{Key: "TreeWidth", Value: "65533"},
 		{Key: "SlurmctldParameters", Value: "enable_configless"},
 		// gpu from the first start, so that GPU nodes never need a restart (docs/gres.md).
-		{Key: "GresTypes", Value: h.gresTypes()},
+		{Key: "GresTypes", Value: h.st.gresTypes()},
 	}
 }
 
-// writeSlurmConf edits slurm.conf in place: managed keys set, defaults added when absent,
+// write edits slurm.conf in place: managed keys set, defaults added when absent,
 // slurm-conf-parameters applied (and keys it no longer sets removed or reset). It reports
 // whether the file changed.
-func (h *hook) writeSlurmConf(ctx context.Context, feat slurm.Features) (bool, error) {
+func (sc slurmConf) write(ctx context.Context, feat slurm.Features) (bool, error) {
+	h := sc.h
 	c := h.c
 	host, err := c.Hostname()
 	if err != nil {
@@ -90,7 +96,7 @@ func (h *hook) writeSlurmConf(ctx context.Context, feat slurm.Features) (bool, e
 	if err != nil {
 		return false, err
 	}
-	path := h.confFile("slurm.conf")
+	path := h.conf.path("slurm.conf")
 	created := false
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -101,7 +107,7 @@ func (h *hook) writeSlurmConf(ctx context.Context, feat slurm.Features) (bool, e
 		}
 		created = true
 	}
-	managed := h.managedValues(feat, host, addr)
+	managed := sc.managedValues(feat, host, addr)
 	prevExtra := h.st.ExtraKeys
 	hosts := []string{host + "(" + addr + ")"}
 	if len(h.ctls) > 0 {
@@ -162,7 +168,8 @@ func partitionInclude(app string) string { return "partition-" + app + ".conf" }
 
 // defaultApp is the application whose partition is the default one: default-partition when it
 // names a related application, else the first one that is not being removed.
-func (h *hook) defaultApp() string {
+func (sc slurmConf) defaultApp() string {
+	h := sc.h
 	live := slices.DeleteFunc(slices.Clone(h.st.Apps), func(a string) bool { _, rm := h.st.Removing[a]; return rm })
 	if h.cfgErr == nil && slices.Contains(live, h.cfg.DefaultPartition) {
 		return h.cfg.DefaultPartition
@@ -189,8 +196,9 @@ func renderPartition(data slurmd.ComputeData, future string) []byte {
 }
 
 // readPartition reads app's partition file back.
-func (h *hook) readPartition(ctx context.Context, app string) (slurmd.ComputeData, error) {
-	doc, err := slurmconf.ReadFile(ctx, h.confFile(partitionInclude(app)))
+func (sc slurmConf) readPartition(ctx context.Context, app string) (slurmd.ComputeData, error) {
+	h := sc.h
+	doc, err := slurmconf.ReadFile(ctx, h.conf.path(partitionInclude(app)))
 	if err != nil {
 		return slurmd.ComputeData{}, err
 	}
@@ -206,16 +214,17 @@ func (h *hook) readPartition(ctx context.Context, app string) (slurmd.ComputeDat
 // in override, else the file's own), sets Default=YES on the default partition only and
 // State=INACTIVE on partitions being removed, and adds the include lines to slurm.conf. It
 // reports whether any file changed: the caller then reconfigures once.
-func (h *hook) syncPartitions(ctx context.Context, override map[string]slurmd.ComputeData) (bool, error) {
-	def := h.defaultApp()
-	ver, future := h.futureConfig()
+func (sc slurmConf) syncPartitions(ctx context.Context, override map[string]slurmd.ComputeData) (bool, error) {
+	h := sc.h
+	def := sc.defaultApp()
+	ver, future := sc.futureConfig()
 	changed := false
 	var includes []string
 	for _, app := range h.st.Apps {
 		data, ok := override[app]
 		if !ok {
 			var err error
-			if data, err = h.readPartition(ctx, app); err != nil {
+			if data, err = sc.readPartition(ctx, app); err != nil {
 				h.logf(ctx, juju.LevelWarning, "cannot read the partition of %s: %v", app, err)
 				continue
 			}
@@ -230,7 +239,7 @@ func (h *hook) syncPartitions(ctx context.Context, override map[string]slurmd.Co
 			data.Partition.Params.Set("State", slurm.PartitionInactive)
 		}
 		content := renderPartition(data, futureRecord(ver, future, data.NodeSet))
-		path := h.confFile(partitionInclude(app))
+		path := h.conf.path(partitionInclude(app))
 		if old, err := os.ReadFile(path); err != nil || !bytes.Equal(old, content) {
 			if err := slurmconf.WriteFile(ctx, path, content, slurmconf.EditOptions{Mode: 0o644}); err != nil {
 				return changed, fmt.Errorf("cannot write %s: %w", partitionInclude(app), err)
@@ -239,7 +248,7 @@ func (h *hook) syncPartitions(ctx context.Context, override map[string]slurmd.Co
 		}
 		includes = append(includes, partitionInclude(app))
 	}
-	incChanged, err := slurmconf.Edit(ctx, h.confFile("slurm.conf"), func(d *slurmconf.Doc) error {
+	incChanged, err := slurmconf.Edit(ctx, h.conf.path("slurm.conf"), func(d *slurmconf.Doc) error {
 		// slurmctld refuses to start without a partition: until a slurmd application
 		// brings one, a hidden, inactive placeholder without nodes stands in.
 		if len(includes) == 0 {
@@ -247,7 +256,7 @@ func (h *hook) syncPartitions(ctx context.Context, override map[string]slurmd.Co
 		}
 		d.DeletePartition(placeholderPartition.Name)
 		// The FUTURE records of the applications now in the state are node records too.
-		if err := d.Set("MaxNodeCount", strconv.Itoa(h.maxNodeCount())); err != nil {
+		if err := d.Set("MaxNodeCount", strconv.Itoa(sc.maxNodeCount())); err != nil {
 			return err
 		}
 		have := d.Includes()
@@ -267,16 +276,57 @@ func (h *hook) syncPartitions(ctx context.Context, override map[string]slurmd.Co
 }
 
 // removePartition deletes app's include line and partition file.
-func (h *hook) removePartition(ctx context.Context, app string) error {
-	_, err := slurmconf.Edit(ctx, h.confFile("slurm.conf"), func(d *slurmconf.Doc) error {
+func (sc slurmConf) removePartition(ctx context.Context, app string) error {
+	h := sc.h
+	_, err := slurmconf.Edit(ctx, h.conf.path("slurm.conf"), func(d *slurmconf.Doc) error {
 		d.DeleteInclude(partitionInclude(app))
 		return nil
 	}, slurmconf.EditOptions{})
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("cannot remove the include of %s from %s: %w", app, confPath, err)
 	}
-	if err := os.Remove(h.confFile(partitionInclude(app))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.Remove(h.conf.path(partitionInclude(app))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("cannot remove %s: %w", partitionInclude(app), err)
 	}
 	return nil
+}
+
+// setGresTypes sets GresTypes in (the candidate) slurm.conf and reports whether it changed.
+func (sc slurmConf) setGresTypes(ctx context.Context) (bool, error) {
+	h := sc.h
+	changed, err := slurmconf.Edit(ctx, h.conf.path("slurm.conf"), func(d *slurmconf.Doc) error {
+		return d.Set("GresTypes", h.st.gresTypes())
+	}, slurmconf.EditOptions{})
+	if err != nil {
+		return false, fmt.Errorf("cannot set GresTypes in %s: %w", confPath, err)
+	}
+	return changed, nil
+}
+
+// futureConfig is the Slurm version (unknown: treated as 22.05, no records) and the
+// future-nodes option (none while the configuration is bad: Validate names the option).
+func (sc slurmConf) futureConfig() (slurm.Version, futureNodes) {
+	h := sc.h
+	ver, _ := slurm.ParseVersion(h.st.SlurmVersion)
+	future, err := parseFutureNodes(h.cfg.FutureNodes)
+	if err != nil || h.cfgErr != nil {
+		return ver, futureNodes{}
+	}
+	return ver, future
+}
+
+// maxNodeCount is slurm.conf's MaxNodeCount: max-node-count dynamic nodes plus the FUTURE
+// records of every application in the state. Slurm counts configured records in MaxNodeCount
+// and a slurmctld whose slurm.conf has more records than MaxNodeCount exits at (re)start
+// ("Unable to add node, node table is full", seen on 24.11.5 with MaxNodeCount=2 and 8
+// records), which Slurm's parser (the candidate check) does not catch. Counting an application
+// whose partition file could not be written only makes the bound a little higher.
+func (sc slurmConf) maxNodeCount() int {
+	h := sc.h
+	ver, future := sc.futureConfig()
+	n := h.cfg.MaxNodeCount
+	if slurm.FeaturesOf(ver).FutureNodes {
+		n += future.Nodes * len(h.st.Apps)
+	}
+	return n
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"maps"
 	"reflect"
 	"slices"
@@ -16,7 +17,7 @@ type charmState struct {
 	// Config is the configuration as config-get last gave it (config-changed reads it, and
 	// upgrade-charm, or any hook when there is none yet); other hooks validate this copy
 	// instead of reading it again (Juju runs config-changed after every change).
-	Config *Config `json:"config,omitempty"`
+	Config *config `json:"config,omitempty"`
 	// ClusterName is the ClusterName slurmctld was first started with; it cannot change.
 	ClusterName string `json:"cluster-name,omitempty"`
 	// SecretID is the auth key secret (leader only).
@@ -54,6 +55,8 @@ type charmState struct {
 	// Published is what this unit, as leader, last wrote to Juju in hooks that succeeded;
 	// see published.
 	Published *published `json:"published,omitempty"`
+	// LoginHosts are the login units (sackd relations) by unit name, which /etc/hosts lists.
+	LoginHosts map[string]loginHost `json:"login-hosts,omitempty"`
 	// StateShared: StateSaveLocation is on the shared storage (sharedStateDir); the leader
 	// moved the state there once (moveState).
 	StateShared bool `json:"state-shared,omitempty"`
@@ -95,9 +98,12 @@ type published struct {
 	RelationsKnown bool `json:"relations-known,omitempty"`
 	// Relations are the slurmd relations with what was written to each.
 	Relations map[juju.RelationID]*publishedRel `json:"relations,omitempty"`
+	// LoginKnown and Login are the same for the sackd relations (login applications).
+	LoginKnown bool                              `json:"login-known,omitempty"`
+	Login      map[juju.RelationID]*publishedRel `json:"login,omitempty"`
 }
 
-// publishedRel is what was written to one slurmd relation.
+// publishedRel is what was written to one relation (slurmd or sackd).
 type publishedRel struct {
 	// Data is the ControllerData databag written; nil when none yet.
 	Data map[string]string `json:"data,omitempty"`
@@ -111,24 +117,36 @@ func (p *published) clone() *published {
 		return &published{}
 	}
 	q := *p
-	q.Relations = make(map[juju.RelationID]*publishedRel, len(p.Relations))
-	for id, r := range p.Relations {
-		rc := *r
-		rc.Data = maps.Clone(r.Data)
-		q.Relations[id] = &rc
-	}
+	q.Relations, q.Login = cloneRels(p.Relations), cloneRels(p.Login)
 	return &q
 }
 
-// relation returns the record of relation id, adding an empty one.
-func (p *published) relation(id juju.RelationID) *publishedRel {
-	if p.Relations == nil {
-		p.Relations = map[juju.RelationID]*publishedRel{}
+// cloneRels is a deep copy of rels; nil when there are none.
+func cloneRels(rels map[juju.RelationID]*publishedRel) map[juju.RelationID]*publishedRel {
+	if len(rels) == 0 {
+		return nil
 	}
-	r := p.Relations[id]
+	q := make(map[juju.RelationID]*publishedRel, len(rels))
+	for id, r := range rels {
+		rc := *r
+		rc.Data = maps.Clone(r.Data)
+		q[id] = &rc
+	}
+	return q
+}
+
+// relation returns the record of slurmd relation id, adding an empty one.
+func (p *published) relation(id juju.RelationID) *publishedRel { return record(&p.Relations, id) }
+
+// record returns the record of relation id in *rels, adding an empty one.
+func record(rels *map[juju.RelationID]*publishedRel, id juju.RelationID) *publishedRel {
+	if *rels == nil {
+		*rels = map[juju.RelationID]*publishedRel{}
+	}
+	r := (*rels)[id]
 	if r == nil {
 		r = &publishedRel{}
-		p.Relations[id] = r
+		(*rels)[id] = r
 	}
 	return r
 }
@@ -156,6 +174,31 @@ type removal struct {
 	Pending []string `json:"pending,omitempty"`
 }
 
+// rebootPlan is a rolling reboot under way: Slurm has been asked to reboot the Asked nodes
+// (scontrol reboot ASAP nextstate=resume) and the Queued ones wait until fewer than Max
+// nodes of the plan are unavailable. update-status (and every reboot action) moves it on.
+type rebootPlan struct {
+	Reason string   `json:"reason"`
+	Max    int      `json:"max-unavailable"`
+	Queued []string `json:"queued,omitempty"`
+	// Asked maps each node asked to reboot to its BootTime when asked: the node is back once
+	// Slurm shows a new boot time and neither a reboot under way nor DOWN.
+	Asked map[string]string `json:"asked,omitempty"`
+	// Done counts the nodes back after their reboot.
+	Done int `json:"done,omitempty"`
+}
+
+// drop takes node out of the plan: its unit left (a node Slurm does not know while it
+// reboots is away, not gone: with a staged node-config its record is deleted before the
+// reboot and created anew after it).
+func (r *rebootPlan) drop(node string) {
+	if r == nil {
+		return
+	}
+	delete(r.Asked, node)
+	r.Queued = slices.DeleteFunc(r.Queued, func(n string) bool { return n == node })
+}
+
 func (s *charmState) addApp(app string) {
 	if !slices.Contains(s.Apps, app) {
 		s.Apps = append(s.Apps, app)
@@ -173,4 +216,17 @@ func (s *charmState) setProblem(app, msg string) {
 		s.Problems = map[string]string{}
 	}
 	s.Problems[app] = msg
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// stateSaveLocation is StateSaveLocation: on the shared storage once the state moved there.
+func (st *charmState) stateSaveLocation() string {
+	if st.StateShared {
+		return sharedStateDir
+	}
+	return stateSaveDir
 }

@@ -1,17 +1,5 @@
 package main
 
-// The removal waiter. A controller hook never waits for Slurm: what it cannot finish in one
-// pass (a departed unit's node still runs jobs, a removed application's partition still holds
-// job records) finishes from a later event. Juju gives a machine charm no timer but
-// update-status (every 5 minutes by default), so the leader's hooks start a small process,
-// the waiter, which holds no machine lock: it watches Slurm and, when a removal can proceed,
-// asks Juju to run the charm's update-status handler through juju-exec, which takes the
-// machine lock and runs one pass like any hook. The hooks tell it what to watch (the watch
-// file); at most one waiter runs per unit (the lock file, an flock it holds); it ends when
-// nothing is left to watch, when the charm's dispatch changes or goes (an upgrade, the unit's
-// removal; upgrade-charm, stop and remove also end it) and after its lifetime, and it writes
-// what it does to its log file, all in the unit's charm directory.
-
 import (
 	"context"
 	"encoding/json"
@@ -31,10 +19,21 @@ import (
 	"github.com/charmed-slurm/operators/libs/atomicfile"
 	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/command"
-	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/poll"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
+
+// The removal waiter. A controller hook never waits for Slurm: what it cannot finish in one
+// pass (a departed unit's node still runs jobs, a removed application's partition still holds
+// job records) finishes from a later event. Juju gives a machine charm no timer but
+// update-status (every 5 minutes by default), so the leader's hooks start a small process,
+// the waiter, which holds no machine lock: it watches Slurm and, when a removal can proceed,
+// asks Juju to run the charm's update-status handler through juju-exec, which takes the
+// machine lock and runs one pass like any hook. The hooks tell it what to watch (the watch
+// file); at most one waiter runs per unit (the lock file, an flock it holds); it ends when
+// nothing is left to watch, when the charm's dispatch changes or goes (an upgrade, the unit's
+// removal; upgrade-charm, stop and remove also end it) and after its lifetime, and it writes
+// what it does to its log file, all in the unit's charm directory.
 
 // Files of the waiter in the unit's charm directory, and dispatch's first argument that makes
 // it the waiter.
@@ -71,29 +70,9 @@ const (
 	maxWaiterLog = 1 << 20
 )
 
-// watchList is what the waiter watches: the leader's pending node removals and partitions
-// being removed, from the charm state at the end of each hook.
-type watchList struct {
-	// Nodes are departed units' nodes, deleted once no job runs on them.
-	Nodes []string `json:"nodes,omitempty"`
-	// Partitions are removed applications' partitions, removed once no job record is left.
-	Partitions []string `json:"partitions,omitempty"`
-}
-
-func (w watchList) empty() bool { return len(w.Nodes) == 0 && len(w.Partitions) == 0 }
-
 // watchList is what the waiter must watch for this state: every removal under way.
 func (s *charmState) watchList() watchList {
 	return watchList{Nodes: sortedKeys(s.Pending), Partitions: sortedKeys(s.Removing)}
-}
-
-// Waiter keeps the removal waiter in step with the removals the hooks leave under way.
-type Waiter interface {
-	// Watch records w as what to watch and makes sure a waiter runs while w is not empty;
-	// an empty w lets a running waiter end.
-	Watch(ctx context.Context, w watchList) error
-	// Stop ends a running waiter and returns once it is gone.
-	Stop(ctx context.Context) error
 }
 
 // procWaiter is a unit's waiter: a process started from the charm's dispatch by a hook,
@@ -437,61 +416,4 @@ func fileID(path string) (string, error) {
 		return "", fmt.Errorf("cannot identify %s", path)
 	}
 	return fmt.Sprintf("%d:%d:%d:%d", st.Dev, st.Ino, fi.Size(), fi.ModTime().UnixNano()), nil
-}
-
-// runWaiter is dispatch run as the waiter (dispatch slurmctld-removal-waiter, started by
-// procWaiter from a hook, with the hook's unit and charm directory in its environment): it
-// asks Slurm through c's client, every c.poll().
-func (c *Charm) runWaiter(ctx context.Context, getenv func(string) string, lookPath func(string) (string, error), stderr io.Writer) int {
-	dir, unit := getenv("JUJU_CHARM_DIR"), getenv("JUJU_UNIT_NAME")
-	if dir == "" || unit == "" {
-		fmt.Fprintln(stderr, "cannot run the removal waiter: JUJU_CHARM_DIR and JUJU_UNIT_NAME must be set")
-		return 2
-	}
-	if fi, err := os.Stat(filepath.Join(dir, waiterLogName)); err == nil && fi.Size() > maxWaiterLog {
-		os.Truncate(filepath.Join(dir, waiterLogName), 0)
-	}
-	jujuExec, err := lookPath("juju-exec")
-	if err != nil {
-		fmt.Fprintf(stderr, "cannot run the removal waiter: %v\n", err)
-		return 1
-	}
-	w := &removalWaiter{
-		Dir: dir, Unit: unit, Client: c.client(), Runner: c.Slurm, JujuExec: jujuExec,
-		Interval: c.poll(), Log: stderr,
-	}
-	if err := w.Run(ctx); err != nil {
-		w.logf("%v", err)
-		return 1
-	}
-	return 0
-}
-
-// watch hands the removals the hook leaves under way to the waiter (none on a unit that does
-// not lead: its waiter, if any, ends). A waiter that cannot start is no failure of the hook:
-// the removals still finish on update-status.
-func (h *hook) watch(ctx context.Context) {
-	if h.c.Waiter == nil {
-		return
-	}
-	var list watchList
-	if h.leader {
-		list = h.st.watchList()
-	}
-	if err := h.c.Waiter.Watch(ctx, list); err != nil {
-		h.logf(ctx, juju.LevelWarning, "removals continue on update-status only: %v", err)
-	}
-}
-
-// stopWaiter ends the unit's waiter: stop (a reboot or the unit's removal), remove and
-// upgrade-charm. After a reboot, start and config-changed start a waiter again if removals are
-// under way. A waiter that will not end is logged, not the hook's failure.
-func (h *hook) stopWaiter(ctx context.Context) error {
-	if h.c.Waiter == nil {
-		return nil
-	}
-	if err := h.c.Waiter.Stop(ctx); err != nil {
-		_ = h.hc.Log.Logf(ctx, juju.LevelWarning, "%v", err)
-	}
-	return nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"time"
 
@@ -82,20 +81,6 @@ type Charm struct {
 	LookPath func(file string) (string, error)
 }
 
-// readFacts runs `slurmd -V` and `slurmd -C` with cl. It touches no hook state, so it may run
-// beside the hook's other work (pendingFacts; hook.facts keeps them in the state).
-func readFacts(ctx context.Context, cl *slurm.Client) (slurm.Version, slurm.MachineInfo, error) {
-	v, err := cl.SlurmdVersion(ctx)
-	if err != nil {
-		return slurm.Version{}, slurm.MachineInfo{}, fmt.Errorf("cannot find the Slurm version: %w", err)
-	}
-	mi, err := cl.MachineInfo(ctx)
-	if err != nil {
-		return slurm.Version{}, slurm.MachineInfo{}, fmt.Errorf("cannot read this machine's facts (slurmd -C): %w", err)
-	}
-	return v, mi, nil
-}
-
 // errNoConf: the node's slurmd has not fetched slurm.conf from the controller yet, so Slurm's
 // clients cannot reach the controller (and, without the file, scontrol retries for a minute).
 var errNoConf = errors.New("slurmd has not fetched the cluster configuration yet")
@@ -158,25 +143,25 @@ func (c *Charm) mungeAnswers(ctx context.Context) bool {
 	return err == nil && out.ExitCode == 0
 }
 
-// pendingFacts is readFacts running beside the hook's other work; wait returns its result
-// once it is done (as often as asked).
-type pendingFacts struct {
-	done    chan struct{}
-	version slurm.Version
-	machine slurm.MachineInfo
-	err     error
+// pending is a read running beside the hook's other work; wait returns its result once it
+// is done (as often as asked).
+type pending[T any] struct {
+	done chan struct{}
+	v    T
+	err  error
 }
 
-func startFacts(ctx context.Context, cl *slurm.Client) *pendingFacts {
-	p := &pendingFacts{done: make(chan struct{})}
+// start runs read in the background.
+func start[T any](read func() (T, error)) *pending[T] {
+	p := &pending[T]{done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
-		p.version, p.machine, p.err = readFacts(ctx, cl)
+		p.v, p.err = read()
 	}()
 	return p
 }
 
-func (p *pendingFacts) wait() (slurm.Version, slurm.MachineInfo, error) {
+func (p *pending[T]) wait() (T, error) {
 	<-p.done
-	return p.version, p.machine, p.err
+	return p.v, p.err
 }

@@ -780,15 +780,16 @@ func TestMungedNotAnswering(t *testing.T) {
 }
 
 // TestVersionShown: juju status's Version column shows the machine's Slurm version. install
-// reads the machine's facts while it sets its status, so the version comes with the next
-// status: install keeps one hook-tool call off a new unit's join.
+// reads the version while it sets its status, so the version comes with the next status:
+// install keeps one hook-tool call off a new unit's join. slurmd -C is read once, by the
+// relation hook that starts slurmd (beside its own work), and kept.
 func TestVersionShown(t *testing.T) {
 	e := newEnv(t)
 	if err := e.run(jujutest.Hook(juju.Install)); err != nil {
 		t.Fatal(err)
 	}
-	if f := e.savedState().Facts; f == nil || f.Version != "22.05.8" || len(f.Machine.Params) == 0 {
-		t.Errorf("install saved the facts %+v, want version 22.05.8 and slurmd -C's", f)
+	if f := e.savedState().Facts; f == nil || f.Version != "22.05.8" || f.hasMachine() {
+		t.Errorf("install saved the facts %+v, want version 22.05.8 only", f)
 	}
 	if e.state.Version != "" {
 		t.Errorf("install set the application version %q", e.state.Version)
@@ -796,6 +797,18 @@ func TestVersionShown(t *testing.T) {
 	e.join()
 	if e.state.Version != "22.05.8" {
 		t.Errorf("application version %q, want 22.05.8", e.state.Version)
+	}
+	if f := e.savedState().Facts; !f.hasMachine() {
+		t.Errorf("the join saved the facts %+v, want slurmd -C's", f)
+	}
+	var reads []string
+	for _, c := range e.slurm.callLog() {
+		if strings.HasPrefix(c, "slurmd -") {
+			reads = append(reads, c)
+		}
+	}
+	if d := cmp.Diff([]string{"slurmd -V", "slurmd -C"}, reads); d != "" {
+		t.Errorf("slurmd's facts read (-want +got):\n%s", d)
 	}
 }
 

@@ -38,7 +38,7 @@ func (m removal) remove(ctx context.Context, cl *slurm.Client, r *slurm.Removal,
 // node whose slurmd runs, and that slurmd does not register it again (tests/e2e on trixie
 // machines).
 func (m removal) authSlurm(ctx context.Context) bool {
-	v, _, err := m.h.facts(ctx)
+	v, err := m.h.version(ctx)
 	return err == nil && !slurm.FeaturesOf(v).Munge
 }
 
@@ -58,7 +58,7 @@ func (m removal) depart(ctx context.Context) error {
 		h.st.Departed = true
 		return nil
 	}
-	if v, _, err := h.facts(ctx); err == nil && slurm.FeaturesOf(v).Munge && !h.c.mungeAnswers(ctx) {
+	if v, err := h.version(ctx); err == nil && slurm.FeaturesOf(v).Munge && !h.c.mungeAnswers(ctx) {
 		// This host cannot authenticate to Slurm (its munged is gone): the controller drains
 		// and deletes the node once Slurm has marked it down and its jobs are gone.
 		if err := h.slurmd().stop(ctx); err != nil {

@@ -8,28 +8,31 @@ import (
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/apt"
+	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/service"
+	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
 // Router routes every hook and action the charm handles. Each handler is a method of hook
 // (charm.Func), run in the kit's lifecycle (Charm.handlers).
 func (c *Charm) Router() *juju.Router {
 	hs := c.handlers()
+	handle := func(fn charm.Func[*hook]) juju.Handler { return hs.Handle(readingFacts(fn)) }
 	r := juju.NewRouter()
 	r.Handle(juju.Install, c.installHandler())
-	r.Handle(juju.UpgradeCharm, hs.Handle((*hook).upgrade))
-	r.Handle(juju.ConfigChanged, hs.Handle((*hook).configChanged))
-	r.Handle(juju.LeaderElected, hs.Handle((*hook).configChanged))
-	r.Handle(juju.Start, hs.Handle((*hook).start))
-	r.Handle(juju.UpdateStatus, hs.Handle((*hook).updateStatus))
-	r.Handle(juju.Stop, hs.Handle((*hook).stop))
-	r.Handle(juju.SecretChanged, hs.Handle((*hook).relation))
+	r.Handle(juju.UpgradeCharm, handle((*hook).upgrade))
+	r.Handle(juju.ConfigChanged, handle((*hook).configChanged))
+	r.Handle(juju.LeaderElected, handle((*hook).configChanged))
+	r.Handle(juju.Start, handle((*hook).start))
+	r.Handle(juju.UpdateStatus, handle((*hook).updateStatus))
+	r.Handle(juju.Stop, handle((*hook).stop))
+	r.Handle(juju.SecretChanged, handle((*hook).relation))
 	for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted, juju.RelationBroken} {
-		r.HandleRelation(slurmd.ProviderEndpoint, k, hs.Handle((*hook).relation))
+		r.HandleRelation(slurmd.ProviderEndpoint, k, handle((*hook).relation))
 	}
-	r.HandleAction("node-config", hs.Handle((*hook).nodeConfig))
-	r.HandleAction("detect-gres", hs.Handle((*hook).detectGres))
+	r.HandleAction("node-config", handle((*hook).nodeConfig))
+	r.HandleAction("detect-gres", handle((*hook).detectGres))
 	return r
 }
 
@@ -39,22 +42,28 @@ var packages = []apt.Need{
 	{Binary: "munged", Package: "munge"},
 }
 
-// installHandler runs install with the machine's Slurm facts (slurmd -V, slurmd -C) read from
-// the hook's start, beside its tool calls: nothing in install waits on them until its end, and
-// on a new unit's join the hook that starts slurmd comes right after it (the relation hooks
-// then need not read them). When the packages are missing that reading fails (no slurmd yet)
-// and install reads the facts again after apt.
+// installHandler runs install with the machine's Slurm version (slurmd -V) read from the
+// hook's start, beside its tool calls: nothing in install waits on it until its end. When the
+// packages are missing that reading fails (no slurmd yet) and install reads it again after
+// apt. `slurmd -C`, ten times longer, is left to the next hook (the relation hook that starts
+// slurmd, on a new unit's join), which reads it beside its own work (readingFacts).
 func (c *Charm) installHandler() juju.Handler {
 	return func(ctx context.Context, hc *juju.HookContext) error {
-		facts := startFacts(ctx, c.slurm())
-		defer facts.wait() // no command left running when the hook ends
-		return c.handlers().Handle(func(h *hook, ctx context.Context) error { return h.install(ctx, facts) })(ctx, hc)
+		version := c.startVersion(ctx)
+		defer version.wait() // no command left running when the hook ends
+		return c.handlers().Handle(func(h *hook, ctx context.Context) error { return h.install(ctx, version) })(ctx, hc)
 	}
 }
 
-// install installs the missing packages, records the machine's facts (read meanwhile) and
-// waits for the controller. The version is shown with the next status.
-func (h *hook) install(ctx context.Context, facts *pendingFacts) error {
+// startVersion reads `slurmd -V` in the background.
+func (c *Charm) startVersion(ctx context.Context) *pending[slurm.Version] {
+	cl := c.slurm()
+	return start(func() (slurm.Version, error) { return cl.SlurmdVersion(ctx) })
+}
+
+// install installs the missing packages, records the machine's Slurm version (read
+// meanwhile) and waits for the controller. The version is shown with the next status.
+func (h *hook) install(ctx context.Context, version *pending[slurm.Version]) error {
 	missing, err := apt.Missing(h.c.LookPath, packages)
 	if err != nil {
 		return err
@@ -67,9 +76,9 @@ func (h *hook) install(ctx context.Context, facts *pendingFacts) error {
 			return err
 		}
 		// What was read before the packages were there is of no use: read it again.
-		facts.wait()
-		facts = startFacts(ctx, h.c.slurm())
-		defer facts.wait()
+		version.wait()
+		version = h.c.startVersion(ctx)
+		defer version.wait()
 	}
 	if err := (genericResources{h}).redetect(ctx); err != nil {
 		return err
@@ -78,11 +87,11 @@ func (h *hook) install(ctx context.Context, facts *pendingFacts) error {
 		return err
 	}
 	statusErr := h.report(ctx, observed{installed: true})
-	v, mi, err := facts.wait()
+	v, err := version.wait()
 	if err != nil {
-		return err
+		return fmt.Errorf("cannot find the Slurm version: %w", err)
 	}
-	h.st.Facts = &Facts{Version: v.String(), Machine: mi}
+	h.st.Facts = &Facts{Version: v.String()}
 	return statusErr
 }
 

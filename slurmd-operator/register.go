@@ -44,14 +44,14 @@ func (r registrar) join(ctx context.Context, data slurmd.ControllerData) error {
 	if len(data.Controllers) == 0 {
 		return h.report(ctx, observed{noController: true})
 	}
-	version, mi, err := h.facts(ctx)
+	version, err := h.version(ctx)
 	if err != nil {
 		return err
 	}
 	refusal := slurm.CheckNodeVersion(data.SlurmVersion, version)
 	if refusal == nil {
 		h.st.VersionRefused = ""
-		return r.apply(ctx, data, slurm.FeaturesOf(version), mi)
+		return r.apply(ctx, data, slurm.FeaturesOf(version))
 	}
 	if h.st.VersionRefused != refusal.Error() {
 		h.logf(ctx, juju.LevelWarning, "not starting slurmd: %v", refusal)
@@ -61,11 +61,17 @@ func (r registrar) join(ctx context.Context, data slurmd.ControllerData) error {
 }
 
 // apply writes the auth key for this Slurm (f), builds the node's configuration from the
-// machine's facts mi and starts slurmd, or restarts or re-registers it when what it runs
-// with changed; then it waits for the node and reports it (settle).
-func (r registrar) apply(ctx context.Context, data slurmd.ControllerData, f slurm.Features, mi slurm.MachineInfo) error {
+// machine's facts and starts slurmd, or restarts or re-registers it when what it runs with
+// changed; then it waits for the node and reports it (settle). The facts (slurmd -C) are not
+// needed before the configuration: on a join they are read beside the key's write and
+// munged's start (readingFacts).
+func (r registrar) apply(ctx context.Context, data slurmd.ControllerData, f slurm.Features) error {
 	h := r.h
 	keyChanged, err := r.writeAuthKey(ctx, f, data.AuthKey)
+	if err != nil {
+		return err
+	}
+	_, mi, err := h.facts(ctx)
 	if err != nil {
 		return err
 	}
@@ -79,8 +85,6 @@ func (r registrar) apply(ctx context.Context, data slurmd.ControllerData, f slur
 	want := &Applied{GresConf: nc.GresConf, Controllers: data.Controllers, Conf: nc.Conf, KeyHash: authkey.Hash(data.AuthKey), KeyID: data.AuthKeyID, SecretID: data.AuthSecretID}
 	prev := h.st.Applied
 	spec := h.slurmd().spec(want)
-	status, err := h.slurmd().status(ctx)
-	running := err == nil && status.State == service.StateActive
 
 	switch {
 	case prev == nil:
@@ -97,7 +101,7 @@ func (r registrar) apply(ctx context.Context, data slurmd.ControllerData, f slur
 			return err
 		}
 		h.st.Applied = want
-	case !slices.Equal(prev.Controllers, want.Controllers) || prev.KeyHash != want.KeyHash || keyChanged || !running:
+	case !slices.Equal(prev.Controllers, want.Controllers) || prev.KeyHash != want.KeyHash || keyChanged || !h.slurmd().active(ctx):
 		if err := h.progress(ctx, "restarting slurmd"); err != nil {
 			return err
 		}
@@ -547,7 +551,7 @@ func (r registrar) writeAuthKey(ctx context.Context, f slurm.Features, key []byt
 // ensureMunged starts munged with the key in place when this Slurm version authenticates with
 // munge and munged is not running.
 func (r registrar) ensureMunged(ctx context.Context) error {
-	v, _, err := r.h.facts(ctx)
+	v, err := r.h.version(ctx)
 	if err != nil || !slurm.FeaturesOf(v).Munge {
 		return err
 	}

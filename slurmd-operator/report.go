@@ -83,7 +83,7 @@ func (h *hook) daemonsDown(ctx context.Context) string {
 	if (err == nil && st.State != service.StateActive) || errors.Is(err, service.ErrUnknownService) || (supervisorDown && !d.running()) {
 		down = append(down, "slurmd")
 	}
-	if v, _, ferr := h.facts(ctx); ferr == nil && slurm.FeaturesOf(v).Munge && !h.c.mungeAnswers(ctx) {
+	if v, ferr := h.version(ctx); ferr == nil && slurm.FeaturesOf(v).Munge && !h.c.mungeAnswers(ctx) {
 		down = append(down, "munged")
 	}
 	if len(down) == 0 {

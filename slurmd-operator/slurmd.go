@@ -86,6 +86,14 @@ func (d slurmdDaemon) status(ctx context.Context) (service.Status, error) {
 	return d.c.Services.Status(ctx, SlurmdService)
 }
 
+// active reports whether the service manager says slurmd is active. It is asked only where
+// the answer counts: a first start needs none, and on systemd the question loads the unit
+// and scans for its UnitFileState (4-9 ms on a machine's join path).
+func (d slurmdDaemon) active(ctx context.Context) bool {
+	st, err := d.status(ctx)
+	return err == nil && st.State == service.StateActive
+}
+
 // running reports whether a slurmd process holds slurmd's pid file on this host.
 func (d slurmdDaemon) running() bool {
 	data, err := os.ReadFile(d.c.Path(SlurmdPidFile))

@@ -34,8 +34,9 @@ type State struct {
 	// Departed is set once the node left the cluster (departure done); cleared when the unit
 	// joins a controller again.
 	Departed bool `json:"departed,omitempty"`
-	// Facts caches this machine's Slurm facts (`slurmd -V`, `slurmd -C`): read on install
-	// and upgrade-charm, or when missing.
+	// Facts caches this machine's Slurm facts (`slurmd -V`, `slurmd -C`): the version read on
+	// install, `slurmd -C` from the start of the first hook that needs it (on a join the
+	// relation hook that starts slurmd), both again on upgrade-charm.
 	Facts *Facts `json:"facts,omitempty"`
 	// Gres caches the generic resources detected on this machine (GPUs): read on install,
 	// upgrade-charm and by the detect-gres action, or when missing.
@@ -55,11 +56,15 @@ type State struct {
 	charm.StatusCache
 }
 
-// Facts are this machine's Slurm facts.
+// Facts are this machine's Slurm facts: the version (install) and `slurmd -C`'s (the first
+// hook that needs them).
 type Facts struct {
 	Version string            `json:"version"`
 	Machine slurm.MachineInfo `json:"machine"`
 }
+
+// hasMachine reports whether f holds `slurmd -C`'s facts.
+func (f *Facts) hasMachine() bool { return f != nil && len(f.Machine.Params) > 0 }
 
 // NodeAdmin is a node's administrative state: drained or down, and why.
 type NodeAdmin struct {

@@ -111,17 +111,7 @@ func (p Provider) Relation(ctx context.Context) (juju.RelationID, error) {
 func (p Provider) Controller(ctx context.Context, id juju.RelationID) (ControllerData, error) {
 	hc := p.HookContext
 	ev := hc.Event
-	app := ""
-	if ev.Kind.IsRelation() && ev.Relation == id {
-		app = ev.RemoteApp
-	}
-	if app == "" {
-		var err error
-		if app, err = hc.Relations.RemoteApp(ctx, id); err != nil {
-			return ControllerData{}, fmt.Errorf("cannot find the controller application: %w", err)
-		}
-	}
-	bag, err := hc.Relations.AppData(ctx, id, app)
+	_, bag, err := hc.RemoteAppData(ctx, id)
 	if err != nil {
 		return ControllerData{}, fmt.Errorf("cannot read the controller's relation data: %w", err)
 	}
@@ -139,16 +129,24 @@ func (p Provider) Controller(ctx context.Context, id juju.RelationID) (Controlle
 
 // resolve reads the auth key of cb's secret.
 func (p Provider) resolve(ctx context.Context, cb ControllerBag) (ControllerData, error) {
-	// Refresh: a consumer tracks the newest revision, so a rotated key is picked up.
-	content, err := p.HookContext.Secrets.Get(ctx, juju.NormalizeSecretID(cb.AuthSecretID), juju.SecretGetOptions{Refresh: true})
-	if err != nil {
-		return ControllerData{}, &DataError{Field: KeyAuthSecretID, Msg: fmt.Sprintf("cannot read secret %s", cb.AuthSecretID), Err: err}
-	}
-	key, keyID, err := DecodeAuthSecret(content)
+	key, keyID, err := ReadAuthSecret(ctx, p.HookContext.Secrets, cb.AuthSecretID)
 	if err != nil {
 		return ControllerData{}, err
 	}
 	return data(cb, key, keyID), nil
+}
+
+// ReadAuthSecret reads the auth key from the secret id a controller's databag names
+// (auth_secret_id), as a consumer of the secret: every application the controller grants
+// it to (slurmd, sackd) reads it so. A secret that cannot be read or decoded is a
+// *DataError on auth_secret_id.
+func ReadAuthSecret(ctx context.Context, secrets juju.Secrets, id string) (key []byte, keyID string, err error) {
+	// Refresh: a consumer tracks the newest revision, so a rotated key is picked up.
+	content, err := secrets.Get(ctx, juju.NormalizeSecretID(id), juju.SecretGetOptions{Refresh: true})
+	if err != nil {
+		return nil, "", &DataError{Field: KeyAuthSecretID, Msg: fmt.Sprintf("cannot read secret %s", id), Err: err}
+	}
+	return DecodeAuthSecret(content)
 }
 
 func data(cb ControllerBag, key []byte, keyID string) ControllerData {

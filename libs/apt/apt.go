@@ -22,10 +22,17 @@
 //
 // A command that cannot run or exits non-zero ends Install with an error that names the
 // packages, the apt-get step and its standard error.
+//
+// [Installed] (dpkg-query) and [Candidate] (apt-cache policy) tell which version of a package
+// is installed and which apt would install, so that a charm can refuse a release before it
+// installs or configures anything:
+//
+//	v, err := apt.Installed(ctx, runner, "slurm-client") // "22.05.8-4+deb12u3", or "" when absent
 package apt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"slices"
@@ -72,17 +79,37 @@ func Install(ctx context.Context, runner command.Runner, pkgs []string) error {
 		{"apt-get", "update"},
 		append([]string{"apt-get", "install", "-y", "--no-install-recommends"}, pkgs...),
 	} {
-		out, err := runner.Run(ctx, argv, []string{"DEBIAN_FRONTEND=noninteractive"})
-		if err != nil {
-			return fmt.Errorf("cannot install %s: %s: %w", names, strings.Join(argv[:2], " "), err)
+		if err := aptGet(ctx, runner, argv); err != nil {
+			return fmt.Errorf("cannot install %s: %w", names, err)
 		}
-		if out.ExitCode != 0 {
-			msg := strings.TrimSpace(string(out.Stderr))
-			if msg == "" {
-				msg = "no error output"
-			}
-			return fmt.Errorf("cannot install %s: %s exited with %d: %s", names, strings.Join(argv[:2], " "), out.ExitCode, msg)
+	}
+	return nil
+}
+
+// Update runs `apt-get update`, so that Candidate reads fresh package lists.
+func Update(ctx context.Context, runner command.Runner) error {
+	if runner == nil {
+		return errors.New("cannot update the package lists: no runner")
+	}
+	if err := aptGet(ctx, runner, []string{"apt-get", "update"}); err != nil {
+		return fmt.Errorf("cannot update the package lists: %w", err)
+	}
+	return nil
+}
+
+// aptGet runs one apt-get step; the error names the step and its standard error.
+func aptGet(ctx context.Context, runner command.Runner, argv []string) error {
+	step := strings.Join(argv[:2], " ")
+	out, err := runner.Run(ctx, argv, []string{"DEBIAN_FRONTEND=noninteractive"})
+	if err != nil {
+		return fmt.Errorf("%s: %w", step, err)
+	}
+	if out.ExitCode != 0 {
+		msg := strings.TrimSpace(string(out.Stderr))
+		if msg == "" {
+			msg = "no error output"
 		}
+		return fmt.Errorf("%s exited with %d: %s", step, out.ExitCode, msg)
 	}
 	return nil
 }

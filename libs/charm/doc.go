@@ -38,8 +38,9 @@
 // [Handlers] gives every hook and action of a charm the one shape of a [Func]: a method of
 // the charm's hook value (func (h *hook) start(ctx context.Context) error), routed as a
 // method expression. Begin builds the hook value from the kit's [Hook] (the configuration
-// read with [ReadConfig], what the charm derives from it); End records, after a success only,
-// what the hook wrote to Juju.
+// read with [ReadConfig], what the charm derives from it); After, whatever the handler's
+// outcome, hands on what every hook leaves (slurmctld's removals, to its waiter); End records,
+// after a success only, what the hook wrote to Juju.
 //
 //	hs := charm.Handlers[state, *hook]{Lifecycle: lc, Begin: newHook}
 //	r.Handle(juju.Start, hs.Handle((*hook).start))

@@ -25,6 +25,10 @@ type Handlers[S, H any] struct {
 	// of what the hook wrote to Juju (relation data, secret grants, ports) belongs in the
 	// state only then, since Juju discards a failed hook's writes.
 	End Func[H]
+	// After, when set, runs right after the handler whatever its outcome, before End: what a
+	// charm hands on from every hook (slurmctld's removals under way, to its waiter), which
+	// must not wait for the handler to succeed. It reports nothing: it logs its own failures.
+	After func(h H, ctx context.Context)
 }
 
 // Handle returns the juju.Handler that runs fn as a hook of the lifecycle.
@@ -34,7 +38,11 @@ func (hs Handlers[S, H]) Handle(fn Func[H]) juju.Handler {
 		if err != nil {
 			return err
 		}
-		if err := fn(h, ctx); err != nil {
+		err = fn(h, ctx)
+		if hs.After != nil {
+			hs.After(h, ctx)
+		}
+		if err != nil {
 			return err
 		}
 		if hs.End != nil {

@@ -68,25 +68,33 @@ func handlers(path string, trace *[]string) charm.Handlers[cfgState, *view] {
 }
 
 // TestHandlers: Begin builds the hook value, the handler (a method expression) runs with it,
-// and End runs only after a success, before the state is saved.
+// After runs whatever its outcome, and End runs only after a success, before the state is
+// saved.
 func TestHandlers(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name      string
 		fn        charm.Func[*view]
+		after     bool // Handlers.After set
 		wantTrace []string
 		wantWrote bool
 		wantErr   error
 	}{
 		{name: "success", fn: (*view).start, wantTrace: []string{"begin", "start a", "end"}, wantWrote: true},
 		{name: "failure", fn: (*view).fail, wantTrace: []string{"begin", "fail"}, wantErr: errHook},
+		{name: "success, after", fn: (*view).start, after: true, wantTrace: []string{"begin", "start a", "after", "end"}, wantWrote: true},
+		{name: "failure, after", fn: (*view).fail, after: true, wantTrace: []string{"begin", "fail", "after"}, wantErr: errHook},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join(t.TempDir(), "state.json")
 			var trace []string
 			in := jujutest.State{Unit: "c/0", Config: map[string]any{"name": "a"}}
-			_, err := jujutest.Run(t, in, jujutest.Hook(juju.Start), handlers(path, &trace).Handle(tt.fn))
+			hs := handlers(path, &trace)
+			if tt.after {
+				hs.After = func(v *view, _ context.Context) { *v.trace = append(*v.trace, "after") }
+			}
+			_, err := jujutest.Run(t, in, jujutest.Hook(juju.Start), hs.Handle(tt.fn))
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("error %v, want %v", err, tt.wantErr)
 			}

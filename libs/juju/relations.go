@@ -93,3 +93,21 @@ func (c Relations) set(ctx context.Context, data map[string]string, args ...stri
 	_, err = run(ctx, c.Runner, append(in, '\n'), args...)
 	return err
 }
+
+// RemoteAppData reads the databag of the application at the other end of relation id, and
+// names it: on a hook of that relation the event names the application (no relation-list),
+// otherwise relation-list -r <id> --app does.
+func (hc *HookContext) RemoteAppData(ctx context.Context, id RelationID) (app string, data map[string]string, err error) {
+	if ev := hc.Event; ev.Kind.IsRelation() && ev.Relation == id {
+		app = ev.RemoteApp
+	}
+	if app == "" {
+		if app, err = hc.Relations.RemoteApp(ctx, id); err != nil {
+			return "", nil, fmt.Errorf("cannot find the application at the other end of %s: %w", id, err)
+		}
+	}
+	if data, err = hc.Relations.AppData(ctx, id, app); err != nil {
+		return app, nil, fmt.Errorf("cannot read the data of %s on %s: %w", app, id, err)
+	}
+	return app, data, nil
+}

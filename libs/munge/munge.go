@@ -16,13 +16,15 @@
 //	err = d.Ensure(ctx, changed) // restart only when the key changed
 //
 // [Wait] is the readiness check alone: `munge -n` gets a credential encoded by munged, so
-// its socket accepts requests and its key is loaded.
+// its socket accepts requests and its key is loaded; it is tried as soon as munged's socket
+// accepts a connection.
 package munge
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -40,6 +42,8 @@ const (
 	DaemonPath = "/usr/sbin/munged"
 	// SocketDir is munged's socket directory.
 	SocketDir = "/run/munge"
+	// Socket is munged's socket (its default, which the charms keep).
+	Socket = SocketDir + "/munge.socket.2"
 	// User runs munged and owns its key and socket directory.
 	User = "munge"
 )
@@ -60,14 +64,21 @@ func ServiceName(backend service.Backend) string {
 }
 
 // Wait returns once munged answers on the host r runs commands on: `munge -n` gets a
-// credential. Polls start 2 ms apart and double up to maxEvery (DefaultPollInterval when
+// credential. Tries start 2 ms apart and double up to maxEvery (DefaultPollInterval when
 // zero) until ctx ends; the error then names the last failure. Bound the wait with ctx.
-func Wait(ctx context.Context, r command.Runner, maxEvery time.Duration) error {
+//
+// With socket (munged's socket as this process sees it; "" for none), each try waits first,
+// for at most its pause, until the socket accepts a connection (a check of microseconds,
+// where `munge -n` is a process): a munged that has just started is asked as soon as it
+// listens, and no `munge -n` runs before.
+func Wait(ctx context.Context, r command.Runner, socket string, maxEvery time.Duration) error {
 	if maxEvery <= 0 {
 		maxEvery = DefaultPollInterval
 	}
 	var last error
-	err := poll.UntilBackoff(ctx, poll.Backoff{Start: 2 * time.Millisecond, Max: maxEvery}, func(ctx context.Context) (bool, error) {
+	for every := min(2*time.Millisecond, maxEvery); ; every = min(2*every, maxEvery) {
+		// The pause before a try: spent waiting for the socket, or slept.
+		paused := socket != "" && !listening(ctx, socket, every)
 		out, err := r.Run(ctx, []string{ClientPath, "-n"}, nil)
 		switch {
 		case err != nil:
@@ -75,14 +86,33 @@ func Wait(ctx context.Context, r command.Runner, maxEvery time.Duration) error {
 		case out.ExitCode != 0:
 			last = fmt.Errorf("munge -n exited %d: %s", out.ExitCode, bytes.TrimSpace(out.Stderr))
 		default:
-			return true, nil
+			return nil
 		}
-		return false, nil
-	})
-	if err != nil {
-		return fmt.Errorf("cannot wait for munged to answer: %w (last: %v)", err, last)
+		stop := ctx.Err()
+		if !paused && stop == nil {
+			stop = poll.Sleep(ctx, every)
+		}
+		if stop != nil {
+			return fmt.Errorf("cannot wait for munged to answer: %w (last: %v)", stop, last)
+		}
 	}
-	return nil
+}
+
+// listening polls socket every 250 µs until it accepts a connection, for at most d or until
+// ctx ends, and reports whether it did.
+func listening(ctx context.Context, socket string, d time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var dialer net.Dialer
+	for {
+		if c, err := dialer.DialContext(ctx, "unix", socket); err == nil {
+			c.Close()
+			return true
+		}
+		if poll.Sleep(ctx, 250*time.Microsecond) != nil {
+			return false
+		}
+	}
 }
 
 // Daemon is munged on a charm's host. Services and Runner are required.
@@ -162,7 +192,7 @@ func (d *Daemon) Ensure(ctx context.Context, restart bool) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return Wait(wctx, d.Runner, d.PollInterval)
+	return Wait(wctx, d.Runner, filepath.Join(orRoot(d.Root), Socket), d.PollInterval)
 }
 
 func orRoot(root string) string {

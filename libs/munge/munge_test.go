@@ -3,10 +3,12 @@ package munge_test
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,7 +38,7 @@ func (f *failingMunge) Run(ctx context.Context, argv, env []string) (command.Out
 func TestWait(t *testing.T) {
 	t.Parallel()
 	f := &failingMunge{fails: 3}
-	if err := munge.Wait(context.Background(), f, time.Millisecond); err != nil {
+	if err := munge.Wait(context.Background(), f, "", time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	if f.calls != 4 {
@@ -49,7 +51,7 @@ func TestWaitGivesUpWithCtx(t *testing.T) {
 	f := &failingMunge{fails: 1 << 30}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	err := munge.Wait(ctx, f, time.Millisecond)
+	err := munge.Wait(ctx, f, "", time.Millisecond)
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "Failed to access") {
 		t.Errorf("got %v, want the deadline and munge's last error", err)
 	}
@@ -130,5 +132,49 @@ func TestServiceName(t *testing.T) {
 	}
 	if got := munge.ServiceName(service.Systemd); got != "munge" {
 		t.Errorf("systemd: %q", got)
+	}
+}
+
+// socketMunge answers `munge -n` as munged does: only once its socket accepts connections.
+type socketMunge struct {
+	socket string
+	calls  atomic.Int32
+}
+
+func (f *socketMunge) Run(ctx context.Context, argv, env []string) (command.Output, error) {
+	f.calls.Add(1)
+	c, err := net.Dial("unix", f.socket)
+	if err != nil {
+		return command.Output{ExitCode: 1, Stderr: []byte("munge: Error: Failed to access \"" + f.socket + "\"\n")}, nil
+	}
+	c.Close()
+	return command.Output{Stdout: []byte("MUNGE:AwQFAAB...:\n")}, nil
+}
+
+// TestWaitForSocket: with munged's socket given, the try after munged starts listening
+// comes as soon as it listens, not at the end of the pause then running (tries at 2, 6, 14,
+// 30, 62, 126, 254 and 510 ms; the socket listens from 300 ms).
+func TestWaitForSocket(t *testing.T) {
+	t.Parallel()
+	sock := filepath.Join(t.TempDir(), "munge.socket.2")
+	f := &socketMunge{socket: sock}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		l, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		t.Cleanup(func() { l.Close() })
+	}()
+	t0 := time.Now()
+	if err := munge.Wait(context.Background(), f, sock, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(t0); d > 450*time.Millisecond {
+		t.Errorf("answered after %v: not when the socket listened (300 ms)", d)
+	}
+	if f.calls.Load() > 8 {
+		t.Errorf("munge -n ran %d times, want a try per pause at most", f.calls.Load())
 	}
 }

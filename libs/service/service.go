@@ -5,8 +5,9 @@
 //
 //   - package service/pebble: Pebble layers, one per service, over Pebble's API. Used on the
 //     local model's hosts and in Kubernetes sidecars.
-//   - package service/systemd: systemd over D-Bus, with the service's environment in
-//     /etc/default/<name> and its command line and restart policy in a unit drop-in.
+//   - package service/systemd: systemd over D-Bus, with the service's environment and its
+//     command's arguments in /etc/default/<name> and its command path and restart policy in
+//     a unit drop-in (a new command line needs no daemon-reload).
 //
 // [Detect] picks the backend at start-up: a Pebble socket ($PEBBLE_SOCKET, else
 // $PEBBLE/.pebble.socket, else /var/lib/pebble/default/.pebble.socket) means Pebble,
@@ -56,6 +57,12 @@ type Spec struct {
 	// KillDelay is how long to wait after SIGTERM before SIGKILL on stop; zero keeps the
 	// backend's default.
 	KillDelay time.Duration
+	// KillAll makes a stop (or restart) signal every process the service started, not only
+	// its main one: systemd's KillMode=control-group, where Debian's slurmd and sackd units
+	// say KillMode=process (which keeps slurmd's job steps across a restart, but leaves a
+	// child sackd forked to fetch the configuration running after sackd stops). Pebble
+	// signals the service's process group whatever this says.
+	KillAll bool
 }
 
 // Validate reports the first problem with s, naming the bad field.

@@ -36,8 +36,11 @@ func olderReleasesSupported(v Version) int {
 	return 2
 }
 
-// VersionMismatchError reports a slurmd whose Slurm a controller does not accept.
+// VersionMismatchError reports a slurmd (or sackd) whose Slurm a controller does not accept.
 type VersionMismatchError struct {
+	// Daemon is the refused daemon's program name: "slurmd" (CheckNodeVersion) or "sackd"
+	// (CheckLoginVersion).
+	Daemon           string
 	Controller, Node Version
 	// Newer is set when the node's release is newer than the controller's (else it is too old).
 	Newer bool
@@ -45,10 +48,10 @@ type VersionMismatchError struct {
 
 func (e *VersionMismatchError) Error() string {
 	if e.Newer {
-		return fmt.Sprintf("slurmd %s is newer than slurmctld %s: Slurm accepts no daemon newer than its controller; upgrade slurmctld first", e.Node, e.Controller)
+		return fmt.Sprintf("%s %s is newer than slurmctld %s: Slurm accepts no daemon newer than its controller; upgrade slurmctld first", e.Daemon, e.Node, e.Controller)
 	}
-	return fmt.Sprintf("slurmd %s is too old for slurmctld %s (it accepts slurmd of its own release and the %d before it): upgrade slurmd",
-		e.Node, e.Controller, olderReleasesSupported(e.Controller))
+	return fmt.Sprintf("%s %s is too old for slurmctld %s (it accepts %s of its own release and the %d before it): upgrade %s",
+		e.Daemon, e.Node, e.Controller, e.Daemon, olderReleasesSupported(e.Controller), e.Daemon)
 }
 
 // CheckNodeVersion returns nil when a slurmctld of version ctl accepts a slurmd of version
@@ -57,17 +60,24 @@ func (e *VersionMismatchError) Error() string {
 // *VersionMismatchError names both: a slurmd newer than its controller (an upgrade in the
 // wrong order), or too old. A zero version (unknown) is never refused; a release this package
 // does not know is compared by major.minor alone.
-func CheckNodeVersion(ctl, node Version) error {
+func CheckNodeVersion(ctl, node Version) error { return checkVersion("slurmd", ctl, node) }
+
+// CheckLoginVersion is CheckNodeVersion for a login node's sackd and Slurm clients (of the
+// same package release), which talk to slurmctld under the same rule.
+func CheckLoginVersion(ctl, login Version) error { return checkVersion("sackd", ctl, login) }
+
+// checkVersion is the rule of CheckNodeVersion for daemon.
+func checkVersion(daemon string, ctl, node Version) error {
 	if ctl.IsZero() || node.IsZero() {
 		return nil
 	}
 	if node.Major > ctl.Major || node.Major == ctl.Major && node.Minor > ctl.Minor {
-		return &VersionMismatchError{Controller: ctl, Node: node, Newer: true}
+		return &VersionMismatchError{Daemon: daemon, Controller: ctl, Node: node, Newer: true}
 	}
 	ci, ok1 := releaseIndex(ctl)
 	ni, ok2 := releaseIndex(node)
 	if ok1 && ok2 && ci-ni > olderReleasesSupported(ctl) {
-		return &VersionMismatchError{Controller: ctl, Node: node}
+		return &VersionMismatchError{Daemon: daemon, Controller: ctl, Node: node}
 	}
 	return nil
 }

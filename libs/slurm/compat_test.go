@@ -67,6 +67,35 @@ func TestCheckNodeVersion(t *testing.T) {
 	}
 }
 
+// TestCheckLoginVersion: a login node's sackd is held to the rule of slurmd, and the message
+// names sackd.
+func TestCheckLoginVersion(t *testing.T) {
+	v2411, v2605 := slurm.Version{Major: 24, Minor: 11, Micro: 5}, slurm.Version{Major: 26, Minor: 5, Micro: 5}
+	for _, tt := range []struct {
+		name      string
+		ctl, node slurm.Version
+		want      string
+	}{
+		{"same", v2605, v2605, ""},
+		{"older within three", v2605, v2411, ""},
+		{"newer", v2411, v2605, "sackd 26.05.5 is newer than slurmctld 24.11.5: Slurm accepts no daemon newer than its controller; upgrade slurmctld first"},
+		{"too old", v2605, slurm.Version{Major: 23, Minor: 11, Micro: 10},
+			"sackd 23.11.10 is too old for slurmctld 26.05.5 (it accepts sackd of its own release and the 3 before it): upgrade sackd"},
+		{"unknown controller", slurm.Version{}, v2605, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := slurm.CheckLoginVersion(tt.ctl, tt.node)
+			var got string
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tt.want {
+				t.Errorf("CheckLoginVersion(%v, %v) = %q, want %q", tt.ctl, tt.node, got, tt.want)
+			}
+		})
+	}
+}
+
 // FuzzCheckNodeVersion: never refuses a node of the controller's own major release, always
 // refuses one of a later major.minor.
 func FuzzCheckNodeVersion(f *testing.F) {

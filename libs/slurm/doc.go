@@ -22,6 +22,8 @@
 // [Client.ShowNode] and [Client.Nodes] parse `scontrol show node -o` into [Node] values. A
 // node's state is a base state plus flags ([NodeState]); [NodeState.Draining] and
 // [NodeState.Drained] derive the same DRAINING/DRAINED that sinfo prints.
+// [Client.Partitions] lists the partitions sinfo shows: on a login node it tells that
+// Slurm's clients reach the controllers through sackd.
 //
 // # Removing a node
 //

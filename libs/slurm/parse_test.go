@@ -174,7 +174,7 @@ func TestParseMachineInfo(t *testing.T) {
 
 func TestVersionFeatures(t *testing.T) {
 	munge := slurm.Features{AuthType: "auth/munge", CredType: "cred/munge", Munge: true, AuthKeyFile: "/etc/munge/munge.key"}
-	authSlurm := slurm.Features{AuthType: "auth/slurm", CredType: "cred/slurm", AuthKeyFile: "/etc/slurm/slurm.key"}
+	authSlurm := slurm.Features{AuthType: "auth/slurm", CredType: "cred/slurm", AuthKeyFile: "/etc/slurm/slurm.key", Sackd: true}
 	with := func(f slurm.Features, set func(*slurm.Features)) slurm.Features { set(&f); return f }
 	from2405 := func(f *slurm.Features) {
 		f.FutureNodes, f.ListJobs, f.CgroupDisabled, f.ReconfigureReexecs = true, true, true, true

@@ -79,6 +79,10 @@ type Features struct {
 	// partitions when EnforcePartLimits=NO", the default). Set from 23.02, the first release
 	// after 22.05, to 24.11.5 and on 25.05.0.
 	FutureNodes bool
+	// Sackd reports whether the release has sackd (23.11 and later), the daemon that lets a
+	// login node with no slurmd authenticate to the cluster (auth/slurm) and fetch its
+	// configuration from the controllers (configless).
+	Sackd bool
 	// CgroupDisabled reports whether cgroup.conf takes CgroupPlugin=disabled (24.05, "disable
 	// any interaction of Slurm with cgroups"): the charms track processes with
 	// proctrack/linuxproc and run no task plugin, so they say so, and slurmd starts on any
@@ -119,6 +123,7 @@ func FeaturesOf(v Version) Features {
 	f.CgroupDisabled = v.AtLeast(24, 5)
 	f.GPUAutoDetect = v.AtLeast(26, 5)
 	f.ReconfigureReexecs = v.AtLeast(23, 11)
+	f.Sackd = v.AtLeast(23, 11)
 	return f
 }
 

@@ -298,3 +298,86 @@ func TestChartSVG(t *testing.T) {
 		})
 	}
 }
+
+func TestJournalTrace(t *testing.T) {
+	t0 := time.Unix(1764111600, 500_000_000)
+	out := []byte(`1764111600.100000 m1 systemd[1]: Started early.service - before t0.
+1764111600.600000 m1 systemd[1]: Starting munge.service - MUNGE authentication service...
+not a line
+1764111600.712345 m1 systemd[1]: Reloading requested from client PID 77 ('x')...
+x m1 systemd[1]: no time
+1764111601.000000 m1 systemd[1]: Started slurmd.service - Slurm node daemon.
+`)
+	want := []string{
+		"+  0.100s machine: systemd[1]: Starting munge.service - MUNGE authentication service...",
+		"+  0.212s machine: systemd[1]: Reloading requested from client PID 77 ('x')...",
+		"+  0.500s machine: systemd[1]: Started slurmd.service - Slurm node daemon.",
+	}
+	if d := cmp.Diff(want, bench.JournalTrace(t0, t0, "machine: ", out)); d != "" {
+		t.Errorf("JournalTrace (-want +got):\n%s", d)
+	}
+}
+
+func FuzzJournalTrace(f *testing.F) {
+	f.Add([]byte("1764111600.600000 m1 systemd[1]: Started x.\n"))
+	f.Add([]byte("1e300 a b\n-5 a b\nNaN a b\n"))
+	f.Fuzz(func(t *testing.T, out []byte) {
+		for _, l := range bench.JournalTrace(time.Unix(1764111600, 0), time.Unix(1764111600, 0), "m: ", out) {
+			if !strings.HasPrefix(l, "+") || !strings.Contains(l, "s m: ") {
+				t.Errorf("bad trace line %q", l)
+			}
+		}
+	})
+}
+
+func TestSortTrace(t *testing.T) {
+	got := bench.SortTrace([]string{"+  0.300s c", "machine journal: error", "+  0.100s a", "+  0.300s d", "+ 12.000s e", "+  0.200s b"})
+	want := []string{"+  0.100s a", "+  0.200s b", "+  0.300s c", "+  0.300s d", "+ 12.000s e", "machine journal: error"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("SortTrace (-want +got):\n%s", d)
+	}
+}
+
+func TestDeriveMachineScale(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		figures []bench.Figure
+		want    map[string]float64 // derived figures by name
+	}{
+		{"two sizes", []bench.Figure{
+			{Name: "trixie.scale.8.out_per_node_s", Value: 0.5},
+			{Name: "trixie.scale.32.out_per_node_s", Value: 0.6},
+			{Name: "bookworm.scale.8.out_per_node_s", Value: 0.4},
+		}, map[string]float64{"trixie.scale.per_node_ratio_32_8": 1.2}},
+		{"one size", []bench.Figure{{Name: "trixie.scale.8.out_per_node_s", Value: 0.5}}, map[string]float64{}},
+		{"zero", []bench.Figure{
+			{Name: "trixie.scale.8.out_per_node_s", Value: 0},
+			{Name: "trixie.scale.32.out_per_node_s", Value: 0.6},
+		}, map[string]float64{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := &bench.Report{Figures: tt.figures}
+			bench.Derive(rep)
+			got := map[string]float64{}
+			for _, f := range rep.Figures {
+				if strings.Contains(f.Name, "per_node_ratio") {
+					got[f.Name] = math.Round(f.Value*1000) / 1000
+				}
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("derived (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestAddScalePoint(t *testing.T) {
+	var rep bench.Report
+	rep.AddScalePoint("a", bench.Point{Nodes: 8, Seconds: 1})
+	rep.AddScalePoint("b", bench.Point{Nodes: 8, Seconds: 2})
+	rep.AddScalePoint("a", bench.Point{Nodes: 32, Seconds: 3})
+	want := []bench.Series{{Name: "a", Points: []bench.Point{{Nodes: 8, Seconds: 1}, {Nodes: 32, Seconds: 3}}}, {Name: "b", Points: []bench.Point{{Nodes: 8, Seconds: 2}}}}
+	if d := cmp.Diff(want, rep.ScaleSeries); d != "" {
+		t.Errorf("series (-want +got):\n%s", d)
+	}
+}

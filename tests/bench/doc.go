@@ -40,7 +40,7 @@
 // Part "reboot" (figures "reboot.<suite>.…", on RunOptions.RebootOn machines): the machine of
 // slurmd/0 reboots in three ways, interleaved sample after sample ([RebootSample],
 // [RebootFigures]): "inside" (`systemctl reboot` in the machine), "juju" (`juju-local
-// reboot`: stop hook, reboot, start hook) and "slurm" (the slurmctld charm's reboot action:
+// reboot`: the machine reboots from outside, start hook) and "slurm" (the slurmctld charm's reboot action:
 // Slurm drains the node and its slurmd runs the charm's RebootProgram). For each, from the
 // request: to_idle_s (the node IDLE again, with a new SlurmdStartTime, responding, not drained,
 // no reboot pending), boot_s (the machine's boot finished: systemd's FinishTimestamp inside

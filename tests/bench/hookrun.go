@@ -93,7 +93,7 @@ func runHooks(ctx context.Context, opts *RunOptions, rep *Report, root, scratch 
 		}
 	}
 	if len(medians) > 0 {
-		rep.Add(Figure{Name: "hook_ms", Value: Median(medians), Unit: "ms", Samples: len(medians), Values: medians, Target: Max(12),
+		rep.Add(Figure{Name: "hook_ms", Value: Median(medians), Unit: "ms", Samples: len(medians), Values: medians, Target: Max(10),
 			Note: "median over every operator hook of its median wall time (spread: of the hooks' medians)"}, slowest)
 	}
 	names := make([]string, 0, len(maxRSS))

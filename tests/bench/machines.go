@@ -71,6 +71,13 @@ func NewMachineRaw(ctx context.Context, n *hosts.Network, image string) (*Machin
 	if err := writeMachineFile(ctl, ControllerConf, conf, 0o644); err != nil {
 		return nil, err
 	}
+	if r.feat.CgroupDisabled {
+		// As the slurmctld charm serves it (slurmctld-operator/cgroup.go): without it 26.05's
+		// slurmd autodetects cgroup/v2 and exits on these machines' hybrid hierarchy.
+		if err := writeMachineFile(ctl, RawCgroupConf, "CgroupPlugin=disabled\n", 0o644); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(ctl.Path("/var/spool/slurmctld"), 0o755); err != nil {
 		return nil, err
 	}
@@ -139,7 +146,7 @@ func configureUnit(ctx context.Context, m *hosts.Machine, spec service.Spec) (ti
 	if err := writeMachineFile(m, systemd.DropInFile(spec.Name), dropIn, 0o644); err != nil {
 		return 0, err
 	}
-	if err := writeMachineFile(m, systemd.EnvironmentFile(spec.Name), systemd.EnvironmentFileContent(spec.Environment), 0o644); err != nil {
+	if err := writeMachineFile(m, systemd.EnvironmentFile(spec.Name), systemd.EnvironmentFileContent(spec), 0o644); err != nil {
 		return 0, err
 	}
 	t0 := time.Now()
@@ -180,7 +187,7 @@ func (r *MachineRaw) Join(ctx context.Context) (join, prepare time.Duration, err
 	}
 	r.reloads = append(r.reloads, reload)
 	prepare = time.Since(t0)
-	join, err = TimeToIdle(ctx, r.sc, name, r.poll, func(ctx context.Context) error {
+	join, err = TimeToIdle(withTimeout(ctx, time.Minute), r.sc, name, r.poll, func(ctx context.Context) error {
 		_, err := m.Run(ctx, "systemctl", "start", "slurmd")
 		return err
 	})
@@ -190,17 +197,18 @@ func (r *MachineRaw) Join(ctx context.Context) (join, prepare time.Duration, err
 	return join, prepare, nil
 }
 
-// runMachines runs the machine parts: for each suite asked for ("trixie", "bookworm"), the raw
-// and operator joins interleaved and the idle leaves on machines of that suite; and "reboot"
-// on machines of opts.RebootOn, in the same model when that suite's part runs too.
+// runMachines runs the machine parts: for each suite asked for (hoststest.Suites:
+// "bookworm", "trixie", ...), the raw and operator joins interleaved and the idle leaves on
+// machines of that suite ("<suite>"), the scale-outs on new machines ("<suite>-scale"), and
+// "reboot" on machines of opts.RebootOn, in the same model as that suite's other parts.
 func runMachines(ctx context.Context, opts *RunOptions, rep *Report, root, scratch string) error {
 	var errs []error
 	for _, suite := range hoststest.Suites {
-		join, reboot := opts.part(suite), opts.part("reboot") && opts.RebootOn == suite
-		if !join && !reboot {
+		join, scale, reboot := opts.part(suite), opts.part(suite+"-scale"), opts.part("reboot") && opts.RebootOn == suite
+		if !join && !scale && !reboot {
 			continue
 		}
-		if err := runSuite(ctx, opts, rep, root, scratch, suite, join, reboot); err != nil {
+		if err := runSuite(ctx, opts, rep, root, scratch, suite, join, scale, reboot); err != nil {
 			errs = append(errs, fmt.Errorf("%s machines: %w", suite, err))
 			opts.progress("%s machines failed: %v", suite, err)
 		}
@@ -212,7 +220,7 @@ func runMachines(ctx context.Context, opts *RunOptions, rep *Report, root, scrat
 // machines of the same image beside them) and runs the join/leave and reboot measurements.
 // Every machine and namespace it made is gone when it returns, also on ctx's end: the model is
 // closed and both networks with it (hosts.Network.Close stops each machine by its nspawn PID).
-func runSuite(ctx context.Context, opts *RunOptions, rep *Report, root, scratch, suite string, join, reboot bool) (err error) {
+func runSuite(ctx context.Context, opts *RunOptions, rep *Report, root, scratch, suite string, join, scale, reboot bool) (err error) {
 	base, ok := model.SuiteBase(suite)
 	if !ok {
 		return fmt.Errorf("no base for suite %q", suite)
@@ -280,6 +288,14 @@ func runSuite(ctx context.Context, opts *RunOptions, rep *Report, root, scratch,
 			ms := Millis(raw.reloads)
 			rep.Add(Figure{Name: prefix + "daemon_reload_ms", Value: Median(ms), Unit: "ms", Samples: len(ms), Values: ms,
 				Note: "`systemctl daemon-reload` on a fresh " + suite + " machine (a floor: the charm's systemd backend reloads on Configure and on Enable)"})
+		}
+	}
+	if scale && len(errs) == 0 {
+		for _, n := range opts.MachineScales {
+			if err := c.machineScale(ctx, opts, rep, prefix, n); err != nil {
+				errs = append(errs, err)
+				break
+			}
 		}
 	}
 	if reboot && len(errs) == 0 {

@@ -381,7 +381,7 @@ func (t *tracer) tail(n int) []string {
 }
 
 // joinOne adds one slurmd unit and returns it, its join time from add-unit to IDLE, and its
-// host creation time.
+// host's provisioning time (provisioned).
 func (c *opCluster) joinOne(ctx context.Context) (unit string, total, host time.Duration, t0 time.Time, err error) {
 	t0 = time.Now()
 	units, err := c.m.AddUnit(ctx, "slurmd", 1)
@@ -393,8 +393,28 @@ func (c *opCluster) joinOne(ctx context.Context) (unit string, total, host time.
 		return unit, 0, 0, t0, fmt.Errorf("%s never idle: %w", unit, err)
 	}
 	total = time.Since(t0)
-	host, _, _ = c.prov.Created(unit)
+	host, _ = c.provisioned(unit, t0)
 	return unit, total, host, t0, nil
+}
+
+// agentStarted matches the model's line for the start of the agent's service on unit's
+// machine (tests/model: "<unit>: agent of machine <id> started").
+func agentStarted(unit string) func(string) bool {
+	return func(l string) bool {
+		return strings.HasPrefix(l, unit+": agent of machine ") && strings.HasSuffix(l, " started")
+	}
+}
+
+// provisioned is how long unit's host took from t0 until a hook could run on it, excluded
+// from join_s: on a systemd machine until the model started its agent's service (Juju's
+// machine agent is up before a unit is assigned to the machine; agent is that service's
+// start, from the machine's creation), on a Pebble host until the host was created.
+func (c *opCluster) provisioned(unit string, t0 time.Time) (host, agent time.Duration) {
+	created, done, _ := c.prov.Created(unit)
+	if at := c.trace.times(t0, agentStarted(unit)); len(at) > 0 {
+		return at[0].Sub(t0), at[0].Sub(done)
+	}
+	return created, 0
 }
 
 // rawJoiner is a raw cluster whose joins are interleaved with the operators': RawCluster
@@ -420,13 +440,18 @@ func (c *opCluster) joinLeave(ctx context.Context, opts *RunOptions, rep *Report
 	} else {
 		opts.progress("operators: %d %sjoins one after the other", samples, prefix)
 	}
-	var joins, hostsC, totals, rawJoins, rawHosts, leaves []time.Duration
+	var joins, hostsC, totals, rawJoins, rawHosts, leaves, agents []time.Duration
 	var units []string
 	var pts []Point
 	traces := map[string][]string{}
 	defer func() {
 		addRawJoins(rep, prefix, rawJoins, rawHosts)
 		c.addJoins(rep, prefix, joins, hostsC, totals, pts)
+		if len(agents) > 0 {
+			ms := Millis(agents)
+			rep.Add(Figure{Name: prefix + "agent_start_ms", Value: Median(ms), Unit: "ms", Samples: len(ms), Values: ms,
+				Note: "the local model's start of the machine agent's stand-in (jujud-machine-<id>, systemd-run) on a new machine: part of host_create_s, as Juju's agent is up before the unit is assigned"})
+		}
 		if len(joins) > 0 {
 			// The trace of the median join says where the time goes.
 			med := medianIndex(Seconds(joins))
@@ -482,7 +507,12 @@ func (c *opCluster) joinLeave(ctx context.Context, opts *RunOptions, rep *Report
 			return err
 		}
 		traces[unit] = c.trace.since(t0, subjects(unit, "slurmctld/0")...)
-		if !c.onMachines {
+		if c.onMachines {
+			if _, agent := c.provisioned(unit, t0); agent > 0 {
+				agents = append(agents, agent)
+			}
+			traces[unit] = c.machineTrace(ctx, unit, t0, total, traces[unit])
+		} else {
 			traces[unit] = append(traces[unit], pebbleChanges(c, unit, t0)...)
 		}
 		if leave && c.onMachines {

@@ -20,6 +20,10 @@ import (
 // ControllerConf is the slurm.conf path on a controller host.
 const ControllerConf = "/etc/slurm/slurm.conf"
 
+// RawCgroupConf is the raw controller machine's cgroup.conf, beside ControllerConf, served to
+// every configless slurmd from Slurm 24.05 (slurm.Features.CgroupDisabled).
+const RawCgroupConf = "/etc/slurm/cgroup.conf"
+
 // RawConf is the slurm.conf RawJoin's controller runs: the settings the slurmctld operator
 // writes (configless, dynamic nodes, no cgroups in namespaces), with @CTL@ and @ADDR@ replaced
 // by the controller's name and address.

@@ -38,7 +38,7 @@ func RebootFigures(prefix string, samples []RebootSample) []Figure {
 	}
 	notes := map[string]string{
 		RebootInside: "`systemctl reboot` inside the machine",
-		RebootJuju:   "`juju-local reboot` (stop hook, reboot, start hook)",
+		RebootJuju:   "`juju-local reboot` (reboot from outside, start hook)",
 		RebootSlurm:  "the slurmctld charm's reboot action (scontrol reboot ASAP nextstate=resume, the slurmd charm's RebootProgram)",
 	}
 	var fs []Figure

@@ -62,6 +62,17 @@ type Series struct {
 	Points []Point `json:"points"`
 }
 
+// AddScalePoint adds p to the scale series named name, creating it.
+func (r *Report) AddScalePoint(name string, p Point) {
+	for i := range r.ScaleSeries {
+		if r.ScaleSeries[i].Name == name {
+			r.ScaleSeries[i].Points = append(r.ScaleSeries[i].Points, p)
+			return
+		}
+	}
+	r.ScaleSeries = append(r.ScaleSeries, Series{Name: name, Points: []Point{p}})
+}
+
 // Report is a benchmark run: its figures, the machine and the join-latency series.
 type Report struct {
 	Started  time.Time     `json:"started"`

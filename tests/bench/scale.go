@@ -237,26 +237,10 @@ func (c *opCluster) scaleOut(ctx context.Context, opts *RunOptions, rep *Report,
 	opts.progress("operators: removing the %d units at once", n)
 	prefix = fmt.Sprintf("scale.%d.in", n)
 	p = c.begin()
-	rctx, rcancel := context.WithTimeout(ctx, scaleBound(n))
-	defer rcancel()
-	for _, u := range units {
-		if err := c.m.RemoveUnit(rctx, u); err != nil {
-			return total, err
-		}
+	gerr, err := c.removeAtOnce(ctx, units, scaleBound(n))
+	if err != nil {
+		return total, err
 	}
-	gerr := Poll(rctx, 100*time.Millisecond, func() (bool, string) {
-		nodes, err := c.sc.Nodes(rctx)
-		if err != nil {
-			return false, err.Error()
-		}
-		left := 0
-		for _, nd := range nodes {
-			if slices.ContainsFunc(units, func(u string) bool { return slurmd.NodeName(u) == nd.Name }) {
-				left++
-			}
-		}
-		return left == 0, fmt.Sprintf("%d/%d nodes left", left, len(units))
-	})
 	gone := time.Since(p.t0)
 	settleErr = c.wait(ctx, scaleBound(n), nil)
 	settle = time.Since(p.t0)
@@ -340,4 +324,29 @@ func ParseVmHWM(status []byte) (int64, error) {
 		}
 	}
 	return 0, errors.New("no VmHWM line")
+}
+
+// removeAtOnce removes units at once and polls, within bound, until none of their nodes has a
+// record left: err is a remove-unit that failed, gone the wait's end before that.
+func (c *opCluster) removeAtOnce(ctx context.Context, units []string, bound time.Duration) (gone, err error) {
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	for _, u := range units {
+		if err := c.m.RemoveUnit(ctx, u); err != nil {
+			return nil, err
+		}
+	}
+	return Poll(ctx, 100*time.Millisecond, func() (bool, string) {
+		nodes, err := c.sc.Nodes(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		left := 0
+		for _, nd := range nodes {
+			if slices.ContainsFunc(units, func(u string) bool { return slurmd.NodeName(u) == nd.Name }) {
+				left++
+			}
+		}
+		return left == 0, fmt.Sprintf("%d/%d nodes left", left, len(units))
+	}), nil
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/charmed-slurm/operators/tests/charmpack"
 )
 
-// TestPackOperators packs both operators as `make charms` does and checks what Juju reads from
+// TestPackOperators packs the operators as `make charms` does and checks what Juju reads from
 // the zip: the four YAML files and a static, executable dispatch.
 func TestPackOperators(t *testing.T) {
 	if testing.Short() {
@@ -30,13 +30,16 @@ func TestPackOperators(t *testing.T) {
 		subordinate bool
 	}{{
 		dir: "slurmctld-operator", name: "slurmctld",
-		relations: map[string]map[string]string{"requires": {"slurmd": "slurmd"}, "provides": {"mount": "mount_info"}},
+		relations: map[string]map[string]string{"requires": {"slurmd": "slurmd", "sackd": "sackd"}, "provides": {"mount": "mount_info"}},
 	}, {
 		dir: "tests/charms/filesystem-client", name: "filesystem-client", subordinate: true,
 		relations: map[string]map[string]string{"requires": {"mount": "mount_info", "juju-info": "juju-info"}},
 	}, {
 		dir: "slurmd-operator", name: "slurmd",
 		relations: map[string]map[string]string{"provides": {"slurmctld": "slurmd"}},
+	}, {
+		dir: "sackd-operator", name: "sackd",
+		relations: map[string]map[string]string{"provides": {"slurmctld": "sackd"}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

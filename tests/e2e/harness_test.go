@@ -31,6 +31,7 @@ var (
 	slurmdPath    string
 	// fsClientPath is the test-only filesystem-client stand-in (tests/charms/filesystem-client).
 	fsClientPath string
+	sackdPath    string
 )
 
 func TestMain(m *testing.M) {
@@ -58,7 +59,8 @@ func setup(m *testing.M) (int, error) {
 	slurmctldPath = filepath.Join(tmp, "slurmctld.charm")
 	slurmdPath = filepath.Join(tmp, "slurmd.charm")
 	fsClientPath = filepath.Join(tmp, "filesystem-client.charm")
-	for dir, out := range map[string]string{"slurmctld-operator": slurmctldPath, "slurmd-operator": slurmdPath, "tests/charms/filesystem-client": fsClientPath} {
+	sackdPath = filepath.Join(tmp, "sackd.charm")
+	for dir, out := range map[string]string{"slurmctld-operator": slurmctldPath, "slurmd-operator": slurmdPath, "sackd-operator": sackdPath, "tests/charms/filesystem-client": fsClientPath} {
 		if err := charmpack.Pack(ctx, charmpack.Options{Dir: filepath.Join(root, dir), Out: out}); err != nil {
 			return 0, err
 		}

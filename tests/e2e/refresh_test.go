@@ -24,14 +24,17 @@ func TestRefreshKeepsTheCluster(t *testing.T) {
 	job := c.sbatch("slurmd", "-N2", "--wrap", "srun sleep 90")
 	c.waitJobState(job, "RUNNING", time.Minute)
 	units := []string{"slurmctld/0", "slurmd/0", "slurmd/1"}
-	// The statuses settle on the running job (update-status runs every 5 s here).
+	// The statuses settle on the running job (update-status runs every 5 s here), the
+	// controller's too: its node counts change on its own update-status, which may come after
+	// the slurmd units'.
 	c.eventually(30*time.Second, "every unit active, the nodes busy", func() (bool, string) {
 		st := c.statuses(units)
 		ok := true
 		for _, u := range units {
 			ok = ok && strings.HasPrefix(st[u], "active: ")
 		}
-		return ok && strings.Contains(st["slurmd/0"], "mixed") && strings.Contains(st["slurmd/1"], "mixed"), fmt.Sprint(st)
+		return ok && strings.Contains(st["slurmd/0"], "mixed") && strings.Contains(st["slurmd/1"], "mixed") &&
+			strings.Contains(st["slurmctld/0"], "(0 idle, 2 allocated"), fmt.Sprint(st)
 	})
 	before := c.statuses(units)
 	pids := c.daemonPIDs()

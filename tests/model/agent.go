@@ -27,7 +27,9 @@ type Hook struct {
 	SecretRevision int    `json:"secret-revision,omitempty"`
 	ActionID       string `json:"action-id,omitempty"`
 	ActionName     string `json:"action-name,omitempty"`
-	Version        int    `json:"version,omitempty"` // the data version the hook acknowledges
+	// CommandsID is a juju-exec's id among its unit's queued commands (Kind run-commands).
+	CommandsID string `json:"commands-id,omitempty"`
+	Version    int    `json:"version,omitempty"` // the data version the hook acknowledges
 	// Due is when a secret-rotate hook fell due.
 	Due time.Time `json:"due,omitzero"`
 }
@@ -52,49 +54,37 @@ func (h Hook) dispatchPath() string {
 	return "hooks/" + h.Name()
 }
 
-// advance records in u's local state that h has run.
+// advance records in u's local state that h has run (Juju's operation commit,
+// internal/worker/uniter/operation/runhook.go, and the relation and secrets state the
+// uniter keeps): install and start mark the unit, config-changed before the first start
+// queues start, upgrade-charm queues config-changed, relation hooks move the unit's view of
+// the relation, secret hooks its view of the secret.
 func (h Hook) advance(s *State, u *Unit) {
 	L := &u.Seen
+	u.Queued = nil
 	rl := L.Relations[h.RelationID]
 	switch h.Kind {
 	case "install":
 		L.Installed = true
 		L.CharmVersion = h.Version
-	case "upgrade-charm":
-		L.CharmVersion = h.Version
-		// Juju queues config-changed right after upgrade-charm (operation/runhook.go).
-		L.ConfigVersion = -1
-	case "leader-elected", "leader-settings-changed":
-		L.LeaderHook = true
-		L.WasLeader = h.Kind == "leader-elected"
+	case "leader-settings-changed":
 		L.LeaderData = h.Version
 	case "config-changed":
 		L.ConfigVersion = h.Version
+		if !L.Started {
+			u.Queued = &Hook{Kind: "start"}
+		}
+	case "upgrade-charm":
+		u.Queued = &Hook{Kind: "config-changed"}
 	case "start":
-		L.Started = true
-		if L.Rebooted {
-			// The agent restarted with the machine: config-changed follows start.
-			L.Rebooted = false
-			L.ConfigVersion = -1
-		}
+		L.Started, L.Stopped = true, false
 	case "stop":
-		if u.Reboot == RebootStop {
-			u.Reboot = RebootDown // the machine goes down; the unit is not leaving
-		} else {
-			L.Stopped = true
-		}
+		L.Stopped = true
 	case "remove":
 		L.Removed = true
-	case "update-status":
-		L.UpdateStatusDue = false
 	case "relation-created":
-		if rl == nil {
-			rl = &RelationLocal{}
-			L.Relations[h.RelationID] = rl
-		}
-		rl.Created = true
-		if rl.Joined == nil {
-			rl.Joined = map[string]int{}
+		if rl != nil {
+			rl.Created = true
 		}
 	case "relation-joined":
 		if rl != nil {
@@ -105,12 +95,10 @@ func (h Hook) advance(s *State, u *Unit) {
 		if rl != nil {
 			if h.RemoteUnit != "" {
 				rl.Joined[h.RemoteUnit] = h.Version
-				if rl.ChangedPending == h.RemoteUnit {
-					rl.ChangedPending = ""
-				}
 			} else {
 				rl.AppVersion = h.Version
 			}
+			rl.ChangedPending = ""
 		}
 	case "relation-departed":
 		if rl != nil {
@@ -140,198 +128,299 @@ func (h Hook) ownerHookKey() string {
 	return fmt.Sprintf("%s %s/%d", h.Kind, h.SecretID, h.SecretRevision)
 }
 
-// inScope reports whether unit u is in relation r's scope: alive and has run relation-created.
+// inScope reports whether unit u is in relation r's scope as the other units see it: it has
+// entered it (when its agent first saw the relation alive) and has not left it (its
+// relation-broken), and neither the unit nor the relation is dying (Juju reports a dying unit
+// departed at once: state/cleanup.go, PrepareLeaveScope).
 func inScope(u *Unit, r *Relation) bool {
 	if u.Dying || r.Dying {
 		return false
 	}
 	rl := u.Seen.Relations[r.ID]
-	return rl != nil && rl.Created && !rl.Broken
+	return rl != nil && !rl.Broken
 }
 
-// nextHook derives the unit's next hook from the model state and what the unit has seen, in
-// Juju's order (worker/uniter/resolver.go, relation/resolver.go, leadership/resolver.go,
-// secrets/resolver.go); now decides which owner secret hooks (rotate, expired) are due.
-func nextHook(s *State, name string, now time.Time) (Hook, bool) {
-	u := s.Units[name]
-	if u == nil || !u.Ready || u.Failed != nil || u.Seen.Removed {
+// agentRestarted resets what Juju's uniter keeps only in memory when the unit agent starts
+// again (internal/worker/uniter/uniter.go: a new remote state watcher and resolver.LocalState,
+// its secrets tracker reloaded): leader-settings-changed is due again on a unit that does not
+// lead, the update-status and retry timers start anew, and the consumed secrets the unit knows
+// are taken at their latest revision.
+func (s *State) agentRestarted(u *Unit, ticks, retries int) {
+	L := &u.Seen
+	L.LeaderData = -1
+	L.UpdateStatus, L.Retries = ticks, retries
+	for id := range L.Secrets {
+		if sec := s.Secrets[id]; sec != nil && len(sec.Revisions) > 0 {
+			L.Secrets[id] = sec.latest().Revision
+		}
+	}
+}
+
+// decide is Juju's uniter resolver (internal/worker/uniter/resolver.go, uniterResolver.NextOp,
+// and the resolvers it asks in turn) for unit u over its remote state rs: it returns the hook
+// or action to run next, and applies to u the operations that run none (entering a relation's
+// scope, accepting or resigning leadership, deploying a refreshed charm, skipping a resolved
+// hook), as Juju's uniter runs them before it asks again. In order:
+//
+//	reboot: start, once the agent is back after a boot (nothing queued or failed)
+//	created relations: the unit enters the scope of each relation it sees alive, then runs
+//	  relation-created for it (relation/resolver.go, createdRelationsResolver)
+//	leadership: accept (leader-elected queued) or resign; leader-settings-changed on a unit
+//	  that does not lead, when the leader settings changed since it last ran it
+//	secrets: secret-expired, secret-rotate, secret-changed, secret-remove
+//	actions: the oldest queued one, when nothing is queued, also in a hook error
+//	commands: the oldest juju-exec queued (runcommands/runcommands.go), whatever is queued or
+//	  failed
+//	a failed hook: replayed on the retry timer or `juju resolve`, skipped with --no-retry
+//	a queued hook: start after the first config-changed, config-changed after upgrade-charm,
+//	  leader-elected after leadership was accepted, a hook cut off by a shutdown
+//	then (nextOp): a dying unit's relation hooks, stop, remove; install; a refreshed charm
+//	  (upgrade-charm queued); config-changed; relation hooks; update-status
+//
+// Juju picks the relation, and the consumed secret, of its next hook in map order; the model
+// takes them in order (relations by id, peer relations after the others; secrets by id).
+func decide(u *Unit, rs *RemoteState) (Hook, bool) {
+	L := &u.Seen
+	if !u.Ready || L.Removed {
 		return Hook{}, false
 	}
-	app := s.Applications[u.App]
-	L := &u.Seen
-	rels := make([]*Relation, 0, len(s.Relations))
-	for _, r := range s.Relations {
-		if _, ok := r.endpointOf(u.App); ok {
-			rels = append(rels, r)
-		}
-	}
-	sort.Slice(rels, func(i, j int) bool { return rels[i].ID < rels[j].ID })
-	epName := func(r *Relation) string { ep, _ := r.endpointOf(u.App); return ep.Name }
-
-	if u.Dying && !L.Installed {
-		return Hook{}, false // never installed: nothing to tell the charm
-	}
-	if !L.Installed {
-		return Hook{Kind: "install", Version: u.CharmVersion}, true
-	}
-	if u.Requeued != nil && u.Reboot == "" && !u.Dying {
-		return *u.Requeued, true
-	}
-	if h, ok, hold := rebootHook(u); hold {
-		return h, ok
-	}
-	if !u.Dying && L.CharmVersion != app.CharmVersion {
-		return Hook{Kind: "upgrade-charm", Version: app.CharmVersion}, true
-	}
-	if !u.Dying {
-		for _, r := range rels {
-			if !r.Dying && L.Relations[r.ID] == nil {
-				return Hook{Kind: "relation-created", RelationID: r.ID, Endpoint: epName(r), RemoteApp: r.remoteApp(u.App)}, true
+	dying := rs.Life == "dying"
+	for {
+		idle := u.Queued == nil && u.Failed == nil
+		if L.RebootDetected {
+			switch {
+			case !L.Started:
+				L.RebootDetected = false
+			case idle:
+				L.RebootDetected = false
+				return Hook{Kind: "start"}, true
 			}
 		}
-	}
-	isLeader := app.Leader == name
-	if !u.Dying {
+		if L.Installed && !dying && idle {
+			enterScopes(u, rs)
+			for _, id := range sortedRelationIDs(rs, false) {
+				r := rs.Relations[id]
+				if rl := L.Relations[id]; rl != nil && !rl.Created && !rl.Broken && r.Life == "alive" {
+					return Hook{Kind: "relation-created", RelationID: id, Endpoint: r.Endpoint, RemoteApp: r.RemoteApp}, true
+				}
+			}
+		}
+		if L.Installed {
+			if rs.Leader && !L.Leader && !dying && idle {
+				L.Leader = true
+				u.Queued = &Hook{Kind: "leader-elected"}
+				continue
+			}
+			if L.Leader && (!rs.Leader || dying) {
+				L.Leader = false
+				continue
+			}
+			if idle && !L.Leader && !dying && L.LeaderData != rs.LeaderSettings {
+				return Hook{Kind: "leader-settings-changed", Version: rs.LeaderSettings}, true
+			}
+		}
+		if L.Installed && !dying && idle {
+			if h, ok := secretHook(u, rs); ok {
+				return h, true
+			}
+		}
+		if len(rs.Actions) > 0 && (idle || u.Failed != nil) {
+			a := rs.Actions[0]
+			return Hook{Kind: "action", ActionID: a.ID, ActionName: a.Name}, true
+		}
+		if len(rs.Commands) > 0 {
+			return Hook{Kind: RunCommands, CommandsID: rs.Commands[0]}, true
+		}
 		switch {
-		case isLeader && (!L.LeaderHook || !L.WasLeader):
-			return Hook{Kind: "leader-elected", Version: app.LeaderDataVersion}, true
-		case !isLeader && (!L.LeaderHook || L.LeaderData != app.LeaderDataVersion):
-			return Hook{Kind: "leader-settings-changed", Version: app.LeaderDataVersion}, true
-		}
-	}
-	if !u.Dying && L.ConfigVersion != app.ConfigVersion {
-		return Hook{Kind: "config-changed", Version: app.ConfigVersion}, true
-	}
-	if !u.Dying && !L.Started {
-		return Hook{Kind: "start"}, true
-	}
-	if !u.Dying {
-		if h, ok := nextOwnerSecretHook(s, u, isLeader, now); ok {
+		case u.Failed != nil:
+			// `juju resolve --no-retry` committed it already (Model.Resolve).
+			if rs.Resolved == "retry-hooks" || rs.RetryHook > L.Retries {
+				u.Resolved = "" // acted on (Juju's uniter clears it as it retries the hook)
+				return *u.Failed, true
+			}
+			return Hook{}, false
+		case u.Queued != nil:
+			h := *u.Queued
+			switch {
+			case h.Kind == "leader-elected" && !rs.Leader:
+				// No longer the leader when it would run: Juju skips it (operation/runhook.go,
+				// Prepare).
+				u.Queued = nil
+				continue
+			case h.Kind == "config-changed":
+				h.Version, _ = strconv.Atoi(rs.Config)
+			}
 			return h, true
 		}
-	}
-	for _, r := range rels {
-		if h, ok := nextRelationHook(s, u, app, r, epName(r)); ok {
-			return h, true
+		if dying {
+			if h, ok := relationHook(u, rs); ok {
+				return h, true
+			}
+			switch {
+			case L.Started && !L.Stopped:
+				return Hook{Kind: "stop"}, true
+			case L.Installed && !L.Removed:
+				return Hook{Kind: "remove"}, true
+			}
+			return Hook{}, false
 		}
-	}
-	if u.Dying {
-		if !L.Stopped {
-			return Hook{Kind: "stop"}, true
+		if !L.Installed {
+			return Hook{Kind: "install", Version: u.CharmVersion}, true
 		}
-		return Hook{Kind: "remove"}, true
-	}
-	for _, id := range sortedKeys(s.Secrets) {
-		sec := s.Secrets[id]
-		c := sec.Consumers[name]
-		if c == nil || len(sec.Revisions) == 0 {
+		if L.CharmVersion != rs.CharmVersion {
+			// Juju deploys the new charm (operation/deploy.go), queues upgrade-charm and restarts
+			// its resolver loop with a new remote state watcher.
+			L.CharmVersion = rs.CharmVersion
+			u.Queued = &Hook{Kind: "upgrade-charm", Version: rs.CharmVersion}
+			L.LeaderData = -1
+			L.UpdateStatus, L.Retries = rs.UpdateStatus, rs.RetryHook
 			continue
 		}
-		latest := sec.latest().Revision
-		if latest > c.Tracked && L.Secrets[id] < latest {
-			return Hook{Kind: "secret-changed", SecretID: id, SecretLabel: c.Label, SecretRevision: latest}, true
+		if strconv.Itoa(L.ConfigVersion) != rs.Config {
+			v, _ := strconv.Atoi(rs.Config)
+			return Hook{Kind: "config-changed", Version: v}, true
+		}
+		if h, ok := relationHook(u, rs); ok {
+			return h, true
+		}
+		if rs.UpdateStatus != L.UpdateStatus {
+			return Hook{Kind: "update-status"}, true
+		}
+		return Hook{}, false
+	}
+}
+
+// enterScopes enters the scope of every relation the unit sees alive and has not entered
+// (relation/statetracker.go, SynchronizeScopes); a dying unit enters none
+// (state/relationunit.go, EnterScope).
+func enterScopes(u *Unit, rs *RemoteState) {
+	if rs.Life != "alive" {
+		return
+	}
+	for id, r := range rs.Relations {
+		if u.Seen.Relations[id] == nil && r.Life == "alive" {
+			u.Seen.Relations[id] = &RelationLocal{Joined: map[string]int{}}
 		}
 	}
-	if L.UpdateStatusDue {
-		return Hook{Kind: "update-status"}, true
+}
+
+// sortedRelationIDs are rs's relations by id; with peersLast, peer relations after the others.
+func sortedRelationIDs(rs *RemoteState, peersLast bool) []int {
+	ids := make([]int, 0, len(rs.Relations))
+	for id := range rs.Relations {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool {
+		pi, pj := rs.Relations[ids[i]].Role == "peer", rs.Relations[ids[j]].Role == "peer"
+		if peersLast && pi != pj {
+			return pj
+		}
+		return ids[i] < ids[j]
+	})
+	return ids
+}
+
+// relationHook is Juju's relations resolver (relation/resolver.go): the unit enters the scope
+// of the relations it sees alive, then the first relation with a hook to run gives it, peer
+// relations last.
+func relationHook(u *Unit, rs *RemoteState) (Hook, bool) {
+	enterScopes(u, rs)
+	for _, id := range sortedRelationIDs(rs, true) {
+		if h, ok := nextRelationHook(u, rs, id); ok {
+			return h, true
+		}
 	}
 	return Hook{}, false
 }
 
-// nextRelationHook is Juju's relation resolver (worker/uniter/relation/resolver.go,
-// nextHookForRelation) for unit u in relation r: the changed hook pending after a join first;
-// then departures; then broken when the unit or the relation is dying (never for a peer
-// relation); then the remote application's data; then joins (each followed by its changed);
-// then changed data. Remote units are taken in lexical order, as Juju sorts them.
-func nextRelationHook(s *State, u *Unit, app *Application, r *Relation, endpoint string) (Hook, bool) {
-	rl := u.Seen.Relations[r.ID]
+// nextRelationHook is Juju's relation resolver (relation/resolver.go, nextHookForRelation) for
+// unit u in relation id: the changed hook pending after a join first; then departures; then
+// broken when the unit or the relation is dying (never for a peer relation); then the remote
+// application's data; then joins (each followed by its changed); then changed data. Remote
+// units are taken in lexical order, as Juju sorts them.
+func nextRelationHook(u *Unit, rs *RemoteState, id int) (Hook, bool) {
+	rl := u.Seen.Relations[id]
+	r := rs.Relations[id]
 	if rl == nil || rl.Broken {
 		return Hook{}, false
 	}
-	remoteApp := r.remoteApp(u.App)
-	base := Hook{RelationID: r.ID, Endpoint: endpoint, RemoteApp: remoteApp}
-	with := func(kind, remote, departing string, version int) (Hook, bool) {
+	base := Hook{RelationID: id, Endpoint: r.Endpoint, RemoteApp: r.RemoteApp}
+	with := func(kind, remote, departing string, version int64) (Hook, bool) {
 		h := base
-		h.Kind, h.RemoteUnit, h.DepartingUnit, h.Version = kind, remote, departing, version
+		h.Kind, h.RemoteUnit, h.DepartingUnit, h.Version = kind, remote, departing, int(version)
 		return h, true
 	}
-	if ru := rl.ChangedPending; ru != "" {
-		return with("relation-changed", ru, "", r.UnitVersion[ru])
+	broken := rs.Life == "dying" || r.Life == "dying"
+	members, apps := r.Members, r.AppMembers
+	if broken {
+		members, apps = nil, nil
 	}
-	broken := u.Dying || r.Dying
-	present := map[string]bool{}
-	if !broken {
-		for _, ou := range s.Units {
-			if ou.App == remoteApp && ou.Name != u.Name && inScope(ou, r) && (!r.containerScoped() || ou.Machine == u.Machine) {
-				present[ou.Name] = true
-			}
-		}
+	if ru := rl.ChangedPending; ru != "" {
+		return with("relation-changed", ru, "", members[ru])
 	}
 	for _, ru := range sortedKeys(rl.Joined) {
-		if !present[ru] {
+		if _, ok := members[ru]; !ok {
 			departing := ru
-			if u.Dying || app.Dying {
+			if rs.Life != "alive" || rs.AppLife != "alive" {
 				departing = u.Name
 			}
-			return with("relation-departed", ru, departing, rl.Joined[ru])
+			return with("relation-departed", ru, departing, int64(rl.Joined[ru]))
 		}
 	}
 	if broken {
-		if r.isPeer() {
+		if r.Role == "peer" {
 			return Hook{}, false // Juju runs no relation-broken for a peer relation
 		}
 		return with("relation-broken", "", "", 0)
 	}
-	if v := r.AppVersion[remoteApp]; v != rl.AppVersion {
+	if v, ok := apps[r.RemoteApp]; ok && int(v) != rl.AppVersion {
 		return with("relation-changed", "", "", v)
 	}
-	units := sortedKeys(present)
-	for _, ru := range units {
+	for _, ru := range sortedKeys(members) {
 		if _, ok := rl.Joined[ru]; !ok {
-			return with("relation-joined", ru, "", r.UnitVersion[ru])
+			return with("relation-joined", ru, "", members[ru])
 		}
 	}
-	for _, ru := range units {
-		if v := r.UnitVersion[ru]; rl.Joined[ru] != v {
+	for _, ru := range sortedKeys(members) {
+		if v := members[ru]; int64(rl.Joined[ru]) != v {
 			return with("relation-changed", ru, "", v)
 		}
 	}
 	return Hook{}, false
 }
 
-// nextOwnerSecretHook returns the secret hooks Juju runs on a secret's owner (the unit, or the
-// leader for an application secret; worker/uniter/secrets/resolver.go): secret-rotate when the
-// rotation is due, secret-expired when a revision's expiry has passed, secret-remove for each
-// revision no consumer tracks any more (obsolete, not the latest).
-func nextOwnerSecretHook(s *State, u *Unit, isLeader bool, now time.Time) (Hook, bool) {
-	for _, id := range sortedKeys(s.Secrets) {
-		sec := s.Secrets[id]
-		if len(sec.Revisions) == 0 || !(sec.OwnerUnit == u.Name || sec.OwnerApp == u.App && isLeader) {
-			continue
+// secretHook is Juju's secrets resolver (secrets/resolver.go): on the owner secret-expired,
+// then secret-rotate, in the order they fell due; on a consumer secret-changed when it was
+// told of a revision it has not seen; on the owner secret-remove for each revision no consumer
+// tracks any more (not the latest).
+func secretHook(u *Unit, rs *RemoteState) (Hook, bool) {
+	owned := func(id string) Hook {
+		return Hook{SecretID: id, SecretLabel: rs.OwnedSecrets[id].Label}
+	}
+	if len(rs.ExpiredSecretRevisions) > 0 {
+		id, rev, _ := strings.Cut(rs.ExpiredSecretRevisions[0], "/")
+		h := owned(id)
+		h.Kind = "secret-expired"
+		h.SecretRevision, _ = strconv.Atoi(rev)
+		return h, true
+	}
+	if len(rs.SecretRotations) > 0 {
+		id := rs.SecretRotations[0]
+		h := owned(id)
+		h.Kind, h.Due = "secret-rotate", rs.OwnedSecrets[id].NextRotate
+		return h, true
+	}
+	for _, id := range sortedKeys(rs.ConsumedSecrets) {
+		if c := rs.ConsumedSecrets[id]; c.Notified && u.Seen.Secrets[id] != c.Revision {
+			return Hook{Kind: "secret-changed", SecretID: id, SecretLabel: c.Label, SecretRevision: c.Revision}, true
 		}
-		base := Hook{SecretID: id, SecretLabel: sec.Label}
-		if sec.RotatePolicy != "" && !sec.NextRotate.IsZero() && !now.Before(sec.NextRotate) {
-			h := base
-			h.Kind, h.Due = "secret-rotate", sec.NextRotate
+	}
+	for _, id := range sortedKeys(rs.ObsoleteSecretRevisions) {
+		for _, rev := range rs.ObsoleteSecretRevisions[id] {
+			h := owned(id)
+			h.Kind, h.SecretRevision = "secret-remove", rev
 			if !u.Seen.OwnerHooks[h.ownerHookKey()] {
 				return h, true
-			}
-		}
-		latest := sec.latest().Revision
-		for _, rev := range sec.Revisions {
-			h := base
-			h.SecretRevision = rev.Revision
-			if !rev.Expire.IsZero() && !now.Before(rev.Expire) {
-				h.Kind = "secret-expired"
-				if !u.Seen.OwnerHooks[h.ownerHookKey()] {
-					return h, true
-				}
-			}
-			if rev.Revision != latest && !sec.tracked(rev.Revision) {
-				h.Kind = "secret-remove"
-				if !u.Seen.OwnerHooks[h.ownerHookKey()] {
-					return h, true
-				}
 			}
 		}
 	}
@@ -379,23 +468,6 @@ func nextRotation(policy string, last, due time.Time) time.Time {
 	return last.Add(p)
 }
 
-// nextAction returns the unit's oldest pending action, when the unit may run one.
-func nextAction(s *State, name string) (*ActionRun, bool) {
-	u := s.Units[name]
-	if u == nil || !u.Ready || !u.Seen.Started || u.Seen.Removed {
-		return nil, false
-	}
-	var best *ActionRun
-	for _, a := range s.Actions {
-		if a.Unit == name && a.Status == "pending" {
-			if best == nil || actionNumber(a.ID) < actionNumber(best.ID) {
-				best = a
-			}
-		}
-	}
-	return best, best != nil
-}
-
 func actionNumber(id string) int { n, _ := strconv.Atoi(id); return n }
 
 // agent runs one unit's hooks, one at a time, on the unit's machine.
@@ -415,10 +487,17 @@ type agent struct {
 	// booted is the machine's boot number the boot watcher has recorded (Rebootable machines),
 	// under m.mu.
 	booted int
+	// ticks and retries count the update-status and hook-retry timers' fires (under m.mu), for
+	// the referee; lastIdle is the last choice of nothing it was sent.
+	ticks, retries int
+	lastIdle       []byte
+	// retry fires when the failed hook is due to be retried (under m.mu).
+	retry <-chan time.Time
 	// exec is the unit's run socket (juju-exec) and execQueue the commands waiting for their
 	// turn; both under m.mu.
 	exec      *execListener
 	execQueue []*execRequest
+	execIDs   int // the run-commands ids handed out
 }
 
 func newAgent(m *Model, unit, machineID string) *agent {
@@ -447,7 +526,6 @@ func (a *agent) run(ctx context.Context) {
 	}
 	update := time.NewTimer(m.opts.UpdateStatusInterval)
 	defer update.Stop()
-	var retry <-chan time.Time
 	for {
 		m.mu.Lock()
 		u := m.state.Units[a.unit]
@@ -460,28 +538,38 @@ func (a *agent) run(ctx context.Context) {
 			a.finish(ctx)
 			return
 		}
-		if _, found := nextAction(m.state, a.unit); !found {
-			if r := a.nextExec(u); r != nil {
-				if a.machineDown() {
-					a.execQueue = append([]*execRequest{r}, a.execQueue...)
-					m.mu.Unlock()
-					if !pauseForBoot(ctx) {
-						return
-					}
-					continue
-				}
-				a.runExec(ctx, u, r)
-				m.mu.Unlock()
-				continue
+		if u.Reboot != "" || a.machineDown() {
+			// The machine is down or going down (its systemd stopped the agent's service at the
+			// start of the shutdown; watchBoots sees the reboot only once the next boot starts):
+			// as under Juju, its agent decides and runs nothing until it is back.
+			m.mu.Unlock()
+			if !pauseForBoot(ctx) {
+				return
 			}
+			continue
 		}
-		var hook Hook
-		var ok bool
-		if act, found := nextAction(m.state, a.unit); found {
-			hook, ok = Hook{Kind: "action", ActionID: act.ID, ActionName: act.Name}, true
-			act.Status = "running"
-		} else {
-			hook, ok = nextHook(m.state, a.unit, time.Now())
+		now := time.Now()
+		rs := a.remoteState(u, now)
+		hook, ok := decide(u, &rs)
+		if m.referee != nil && !ok {
+			a.refereeChoice(u, rs, nil)
+		}
+		if u.Failed == nil {
+			u.Resolved = "" // nothing to resolve
+		}
+		if ok && hook.Kind == RunCommands {
+			r := a.takeExec(hook.CommandsID)
+			a.refereeChoice(u, rs, &hook)
+			a.runExec(ctx, u, r)
+			if ctx.Err() != nil {
+				m.mu.Unlock()
+				return
+			}
+			// Juju's run-commands operation succeeds whatever the commands did: their result
+			// is juju-exec's (operation/runcommands.go, Execute).
+			a.refereeEvent(AgentEvent{Done: "ok"})
+			m.mu.Unlock()
+			continue
 		}
 		if !ok {
 			if u.Failed == nil {
@@ -493,10 +581,11 @@ func (a *agent) run(ctx context.Context) {
 			changed := m.changed
 			var due <-chan time.Time
 			var dueTimer *time.Timer
-			if t := nextOwnerDeadline(m.state, u, time.Now()); !t.IsZero() {
+			if t := nextOwnerDeadline(m.state, u, now); !t.IsZero() {
 				dueTimer = time.NewTimer(time.Until(t))
 				due = dueTimer.C
 			}
+			retry := a.retry
 			m.mu.Unlock()
 			select {
 			case <-ctx.Done():
@@ -505,18 +594,13 @@ func (a *agent) run(ctx context.Context) {
 			case <-changed:
 			case <-update.C:
 				m.mu.Lock()
-				if u := m.state.Units[a.unit]; u != nil && u.Seen.Started && !u.Dying {
-					u.Seen.UpdateStatusDue = true
-				}
+				a.ticks++
 				m.mu.Unlock()
 				update.Reset(m.opts.UpdateStatusInterval)
 			case <-retry:
-				retry = nil
 				m.mu.Lock()
-				if u := m.state.Units[a.unit]; u != nil && u.Failed != nil {
-					u.Failed = nil
-					m.saveLater()
-				}
+				a.retry = nil
+				a.retries++
 				m.mu.Unlock()
 			}
 			if dueTimer != nil {
@@ -524,24 +608,17 @@ func (a *agent) run(ctx context.Context) {
 			}
 			continue
 		}
-		if a.machineDown() {
-			// The machine is down or going down (its systemd stopped the agent's service at the
-			// start of the shutdown; watchBoots sees the reboot only once the next boot starts):
-			// as under Juju, its agent runs no hook until it is back; the hook (or action) stays
-			// pending.
-			if hook.Kind == "action" {
-				for _, act := range m.state.Actions {
-					if act.ID == hook.ActionID {
-						act.Status = "pending"
-					}
-				}
+		if hook.Kind == "action" {
+			if act := m.state.Actions[hook.ActionID]; act != nil {
+				act.Status = "running"
 			}
-			m.mu.Unlock()
-			if !pauseForBoot(ctx) {
-				return
-			}
-			continue
+		} else {
+			// Juju notes the retry timer's version as it prepares any hook, and the
+			// update-status timer's as it commits one.
+			u.Seen.Retries = rs.RetryHook
 		}
+		ticks := rs.UpdateStatus
+		a.refereeChoice(u, rs, &hook)
 		a.running = true
 		u.Agent = StatusInfo{Status: "executing", Message: "running " + hook.Name() + " hook", Since: time.Now()}
 		if hook.Kind == "action" {
@@ -593,13 +670,12 @@ func (a *agent) run(ctx context.Context) {
 		delete(m.contexts, hc.id)
 		a.running = false
 		u = m.state.Units[a.unit]
-		if hook.Kind != "action" {
-			u.Requeued = nil
-		}
 		if err == nil {
 			hc.commit(m.state)
 			if hook.Kind != "action" {
+				u.Failed = nil
 				hook.advance(m.state, u)
+				u.Seen.UpdateStatus = ticks
 			}
 			if hook.Kind == "start" && u.Workload.Status == "maintenance" && u.Workload.Message == "installing charm software" {
 				u.Workload = StatusInfo{Status: "unknown", Since: time.Now()}
@@ -609,20 +685,24 @@ func (a *agent) run(ctx context.Context) {
 			// A failing action process fails the action, not the unit.
 		} else if cut {
 			h := hook
-			u.Requeued = &h
+			u.Failed, u.Queued = nil, &h
 			u.Agent = StatusInfo{Status: "idle", Since: time.Now()}
 		} else {
 			h := hook
-			u.Failed = &h
+			u.Failed, u.Queued = &h, nil
 			u.Agent = StatusInfo{Status: "error", Message: fmt.Sprintf("hook failed: %q", hook.Name()), Since: time.Now()}
-			if m.opts.HookRetry > 0 {
-				a.retryDelay = nextRetryDelay(a.retryDelay, m.opts.HookRetry)
-				retry = time.After(a.retryDelay)
-				m.progress("%s: retrying %q in %v", a.unit, hook.Name(), a.retryDelay)
-			}
+			a.startRetry(hook)
 		}
 		if hook.Kind == "action" {
 			hc.finishAction(m.state, err)
+		}
+		switch {
+		case err == nil || hook.Kind == "action":
+			a.refereeEvent(AgentEvent{Done: "ok"})
+		case cut:
+			a.refereeEvent(AgentEvent{Done: "terminated"})
+		default:
+			a.refereeEvent(AgentEvent{Done: "failed"})
 		}
 		m.cleanup()
 		m.saveLater()
@@ -638,6 +718,17 @@ func (a *agent) run(ctx context.Context) {
 			m.progress("%s: ran %q hook (via hook dispatching script: dispatch)", a.unit, hook.Name())
 		}
 	}
+}
+
+// startRetry starts the retry timer of failed hook h, when automatic retries are on; callers
+// hold m.mu.
+func (a *agent) startRetry(h Hook) {
+	if a.m.opts.HookRetry <= 0 {
+		return
+	}
+	a.retryDelay = nextRetryDelay(a.retryDelay, a.m.opts.HookRetry)
+	a.retry = time.After(a.retryDelay)
+	a.m.progress("%s: retrying %q in %v", a.unit, h.Name(), a.retryDelay)
 }
 
 // nextRetryDelay is the delay before the next automatic retry of a failed hook, after prev
@@ -825,6 +916,7 @@ func (a *agent) provision(ctx context.Context) error {
 	m.mu.Lock()
 	u.Ready = true
 	u.Agent = StatusInfo{Status: "idle", Since: time.Now()}
+	a.refereeStart(u, false)
 	m.saveLater()
 	m.notify()
 	m.mu.Unlock()
@@ -844,7 +936,7 @@ func (a *agent) env(hc *hookContext) []string {
 	m := a.m
 	h := hc.hook
 	hookName := h.Name()
-	if h.Kind == "action" || h.Kind == runCommandsKind {
+	if h.Kind == "action" || h.Kind == RunCommands {
 		hookName = "" // actions and juju-exec have no hook name: Juju exports it empty
 	}
 	env := map[string]string{
@@ -894,7 +986,7 @@ func (a *agent) env(hc *hookContext) []string {
 		env["JUJU_ACTION_UUID"] = h.ActionID
 		env["JUJU_ACTION_TAG"] = "action-" + h.ActionID
 	}
-	if h.Kind == runCommandsKind {
+	if h.Kind == RunCommands {
 		delete(env, "JUJU_DISPATCH_PATH") // set by Juju's runner for hooks and actions only
 	}
 	out := make([]string, 0, len(env))

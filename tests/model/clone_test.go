@@ -155,3 +155,31 @@ func BenchmarkStateCopy(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkDecide is an agent's choice in a 256-unit model: the unit's remote state and the
+// uniter's resolution over it (every agent pays it at each change of the model; compare with
+// BenchmarkStateCopy/clone, which each hook pays once).
+func BenchmarkDecide(b *testing.B) {
+	st := newState("bench", "uuid")
+	st.Applications["slurmd"] = &Application{Name: "slurmd", Charm: &Charm{Name: "slurmd"}, ConfigVersion: 1, Leader: "slurmd/aa"}
+	st.Applications["slurmctld"] = &Application{Name: "slurmctld", Charm: &Charm{Name: "slurmctld"}, ConfigVersion: 1}
+	rel := &Relation{ID: 0, Endpoints: []RelationEndpoint{{App: "slurmctld", Name: "slurmd"}, {App: "slurmd", Name: "slurmctld"}}}
+	st.Relations[0] = rel
+	st.Units["slurmctld/0"] = &Unit{Name: "slurmctld/0", App: "slurmctld", Ready: true}
+	st.fill()
+	var last *Unit
+	for i := range 256 {
+		name := "slurmd/" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		u := &Unit{Name: name, App: "slurmd", Ready: true, Seen: UnitLocal{Installed: true, Started: true, ConfigVersion: 1,
+			Relations: map[int]*RelationLocal{0: {Created: true, Joined: map[string]int{"slurmctld/0": 0}}},
+			Secrets:   map[string]int{}, OwnerHooks: map[string]bool{}}}
+		st.Units[name] = u
+		last = u
+	}
+	st.Units["slurmctld/0"].Seen = UnitLocal{Relations: map[int]*RelationLocal{0: {Created: true}}}
+	now := time.Now()
+	for b.Loop() {
+		rs := st.remoteState(last, 0, 0, now)
+		decide(last, &rs)
+	}
+}

@@ -21,7 +21,7 @@
 // the same filesystem, so a charm must not rewrite its shipped files in place), makes
 // /var/lib/juju/tools/unit-<app>-<n> a link to the model's hook tools (as Juju links it to the
 // agent's tools), and runs hooks one at a time by executing the charm's
-// dispatch inside the machine with Juju's environment (worker/uniter/runner/context): the
+// dispatch inside the machine with Juju's environment (internal/worker/uniter/runner/context): the
 // common variables (JUJU_DISPATCH_PATH hooks/<hook> or actions/<action>, JUJU_UNIT_NAME,
 // JUJU_MODEL_NAME, JUJU_MODEL_UUID, JUJU_CHARM_DIR, JUJU_CONTEXT_ID, JUJU_AGENT_SOCKET_ADDRESS,
 // JUJU_VERSION, JUJU_HOOK_NAME, JUJU_MACHINE_ID, ...) always, the empty ones (proxies,
@@ -32,42 +32,58 @@
 // JUJU_SECRET_LABEL, JUJU_SECRET_REVISION for secret-remove and secret-expired); the tools
 // directory first on PATH.
 //
-// Like Juju's uniter, the agent derives the next hook by comparing the model with what the
-// unit has already been told (Unit.Seen), in Juju's order (docs/fidelity.md lists each rule
-// with the Juju source it follows and the test that checks it):
+// Like Juju's uniter, the agent decides what runs next from two things (decide): the unit's
+// remote state, as Juju's remote state watcher would give it (RemoteState: life, charm,
+// config, leadership, leader settings, relations with the remote units in their scope and the
+// versions of their data, secrets, queued actions, the update-status and hook-retry timers),
+// and what the unit has done (Unit.Seen, Unit.Queued, Unit.Failed: Juju's local and operation
+// state). It asks, in the order of Juju's uniterResolver (docs/fidelity.md lists each rule with
+// the Juju source it follows and the test that checks it):
 //
-//	install → upgrade-charm (after Refresh) → <ep>-relation-created (relations existing at
-//	  deploy, peers included) → leader-elected (leader) or leader-settings-changed (the others,
-//	  at start and after each leader-set that changed the leader data) → config-changed
-//	  (queued after upgrade-charm too) → start
-//	owner secret hooks: secret-rotate when due, secret-expired when a revision expires,
-//	  secret-remove for each revision no consumer tracks any more
-//	per relation (worker/uniter/relation/resolver.go): created → for each remote unit, in
-//	  lexical order, joined immediately followed by that unit's changed; the application-level
-//	  changed (JUJU_REMOTE_UNIT empty) comes before any join whenever the remote application's
-//	  data changed, so a unit's first relation hook may see an empty relation-list; changed
-//	  when a remote unit's data changes → departed (per remote unit leaving: JUJU_REMOTE_UNIT and
-//	  JUJU_DEPARTING_UNIT name it) → broken (relation removed, or the other application gone)
+//	reboot: start first once the agent is back after its machine booted
+//	created relations: the unit enters the scope of every relation it sees alive (others see it
+//	  join from then on), then runs <ep>-relation-created for each (peers included)
+//	leadership: leader-elected queued when the unit accepts leadership (only with nothing
+//	  queued or failed); leader-settings-changed on the others, at the agent's every start and
+//	  after each leader-set that changed the leader data
+//	secrets: secret-expired, secret-rotate (owner), secret-changed (consumer told of a revision
+//	  it has not seen), secret-remove for each revision no consumer tracks (owner)
+//	actions: the oldest queued one, also while the unit is in error
+//	a failed hook: replayed as it was, on the retry timer or `juju resolve`
+//	a queued hook: start after the first config-changed, config-changed after upgrade-charm,
+//	  leader-elected, a hook cut off by its machine's shutdown
+//	then: a dying unit's relation hooks, stop, remove; install; upgrade-charm after Refresh;
+//	  config-changed; relation hooks (peer relations last); update-status
+//	per relation (relation/resolver.go): for each remote unit, in lexical order, joined
+//	  immediately followed by that unit's changed; the application-level changed
+//	  (JUJU_REMOTE_UNIT empty) comes before any join whenever the remote application's data
+//	  changed (in a peer relation the leader that wrote it gets it too), so a unit's first
+//	  relation hook may see an empty relation-list; changed when a remote unit's data changes;
+//	  departed (per remote unit leaving: JUJU_REMOTE_UNIT and JUJU_DEPARTING_UNIT name it);
+//	  broken (relation removed, or the other application gone)
 //	unit removal: departed for every remote unit (JUJU_DEPARTING_UNIT = the leaving unit itself)
 //	  → broken for every relation except peer relations → stop → remove → machine destroyed
-//	secret-changed on a consumer when the owner publishes a revision newer than it tracks
 //	leader-elected on the next unit when the leader is removed
-//	update-status every Options.UpdateStatusInterval (5m by default, as in Juju)
-//	machine reboot (Reboot, or asked inside a systemd machine): stop as it goes down (Reboot
-//	  only: a reboot from inside is seen after the fact, as a crash), no hook while the machine
-//	  is going down, down or booting (the agent starts none once the machine's systemd stopped
-//	  the stand-in for its service, jujud-machine-<id>, which the boot watcher starts at every
-//	  boot), then start and config-changed (the agent restarts); a hook cut off by the shutdown
-//	  (failed after that service stopped) is not a hook error: it is queued again and runs
-//	  first when the machine is back (operation/runhook.go, runner.ErrTerminated). Wait counts
-//	  a unit whose machine reboots as busy.
+//	update-status every Options.UpdateStatusInterval (5m by default, as in Juju), unless another
+//	  hook ran since the timer fired
+//	machine reboot (Reboot, or asked inside a systemd machine): no hook as it goes down (Juju
+//	  runs stop only on a unit being removed), none while the machine is down or booting (the
+//	  agent starts none once the machine's systemd stopped the stand-in for its service,
+//	  jujud-machine-<id>, which the boot watcher starts at every boot), then start (the agent
+//	  restarts); a hook cut off by the shutdown (failed after that service stopped) is not a
+//	  hook error: it is queued again and runs first when the machine is back
+//	  (operation/runhook.go, runner.ErrTerminated). Wait counts a unit whose machine reboots as
+//	  busy.
+//
+// Juju picks the relation (and the consumed secret) of its next hook in map order; the model
+// takes them by id. With Options.Referee, Juju 3.6's own uniter judges every choice (see
+// referee.go and hookorder.go).
 //
 // Remote units see a leaving unit depart as soon as it is dying, while it still runs its own
 // departed hooks (Juju's scope handling); relation-ids keeps listing a dying relation to a unit
 // until that unit's relation-broken. Integrate refuses a relation beyond an endpoint's limit
 // ("would exceed its maximum relation limit", ErrQuotaLimitExceeded). Actions queue behind
-// the running hook and go before other pending hooks once the unit has started, also while the
-// unit is in error (as juju run does). Their parameters are parsed as `juju run` parses them
+// the running hook. Their parameters are parsed as `juju run` parses them
 // (each value as YAML 1.1: parameters=10 is an integer) and validated against the action's JSON
 // schema (type, enum, required, additionalProperties, properties, minimum, maximum, minLength,
 // maxLength) before they are queued; defaults are then inserted.
@@ -128,9 +144,8 @@
 // A model directory belongs to one running Model: hosts do not survive the process, so New
 // refuses a directory whose state still lists units. Subordinates are played: a unit beside
 // each principal unit related through a container-scoped endpoint, on its machine, its hooks
-// under the machine's one lock, leaving before its principal's machine goes (not yet checked
-// across a machine's reboot). Not played: storage, containers (Pebble notices), suspended and cross-model relations, the jitter of Juju's retry
-// delays, goal-state and credential-get, juju exec of hook tools outside hooks. A retried hook
-// is derived again from the model (the same hook unless something of higher priority, such
-// as a refresh, came in meanwhile), where Juju replays the failed hook as recorded.
+// under the machine's one lock, decided by its own uniter-like agent, leaving before its
+// principal's machine goes (not yet checked across a machine's reboot). Not played: storage,
+// containers (Pebble notices), suspended and cross-model relations, the jitter of Juju's
+// retry delays, goal-state and credential-get, juju exec of hook tools outside hooks.
 package model

@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/charmed-slurm/operators/tests/model/wire"
@@ -33,10 +34,10 @@ const JujuExec = "juju-exec"
 // machine (/var/lib/juju/agents/unit-<app>-<n>/run.socket), where Juju's uniter listens too.
 const RunSocket = "run.socket"
 
-// runCommandsKind is the hook kind of a juju-exec context (Hook.Kind): it names the context
+// RunCommands is the hook kind of a juju-exec context (Hook.Kind): it names the context
 // (<unit>-run-commands-<n>) and is no hook, so JUJU_HOOK_NAME is empty and there is no
 // JUJU_DISPATCH_PATH.
-const runCommandsKind = "run-commands"
+const RunCommands = "run-commands"
 
 // ToolsDir is unit's hook tools directory as commands on its machine see it, where juju-exec
 // is too (Exec runs no command with it on PATH, as Juju's machine has juju-exec in /usr/bin).
@@ -55,6 +56,7 @@ func (m *Model) ToolsDir(unit string) (string, error) {
 
 // execRequest is one juju-exec waiting for its unit's agent.
 type execRequest struct {
+	id       string // its unit's run-commands id (RemoteState.Commands)
 	commands string
 	done     chan execResult // buffered: the agent never waits for the client
 }
@@ -135,8 +137,9 @@ func (a *agent) serveExec(ctx context.Context, req Request, stdout, stderr io.Wr
 		return 1
 	}
 	unit, commands := req.Argv[1], req.Argv[2]
-	r := &execRequest{commands: commands, done: make(chan execResult, 1)}
 	m.mu.Lock()
+	r := &execRequest{id: strconv.Itoa(a.execIDs), commands: commands, done: make(chan execResult, 1)}
+	a.execIDs++
 	u := m.state.Units[a.unit]
 	if unit != a.unit || u == nil || u.Seen.Removed || a.exec == nil {
 		m.mu.Unlock()
@@ -161,15 +164,25 @@ func (a *agent) serveExec(ctx context.Context, req Request, stdout, stderr io.Wr
 	return res.code
 }
 
-// nextExec takes the oldest queued juju-exec when the unit may run one: its charm is on the
-// machine and it is not removed (a unit in error runs them too); callers hold m.mu.
-func (a *agent) nextExec(u *Unit) *execRequest {
-	if len(a.execQueue) == 0 || !u.Ready || u.Seen.Removed {
-		return nil
+// commandIDs are the ids of the juju-exec commands queued, oldest first (the remote state's
+// Commands, as Juju's run listener hands them to the uniter); callers hold m.mu.
+func (a *agent) commandIDs() []string {
+	var ids []string
+	for _, r := range a.execQueue {
+		ids = append(ids, r.id)
 	}
-	r := a.execQueue[0]
-	a.execQueue = a.execQueue[1:]
-	return r
+	return ids
+}
+
+// takeExec takes the queued juju-exec decide chose (the oldest); callers hold m.mu.
+func (a *agent) takeExec(id string) *execRequest {
+	for i, r := range a.execQueue {
+		if r.id == id {
+			a.execQueue = append(a.execQueue[:i:i], a.execQueue[i+1:]...)
+			return r
+		}
+	}
+	return nil
 }
 
 // runExec runs a juju-exec's commands in a new context, as the unit's one operation of the
@@ -178,16 +191,24 @@ func (a *agent) nextExec(u *Unit) *execRequest {
 // their exit code, as Juju flushes a run-commands context without the commands' status.
 func (a *agent) runExec(ctx context.Context, u *Unit, r *execRequest) {
 	m := a.m
+	if r == nil {
+		return
+	}
 	before := u.Agent
 	u.Agent = StatusInfo{Status: "executing", Message: "running commands", Since: time.Now()}
 	a.running = true
-	hc, view := a.newContext(Hook{Kind: runCommandsKind})
+	hc, view := a.newContext(Hook{Kind: RunCommands})
 	hc.view = view
 	m.contexts[hc.id] = hc
 	m.mu.Unlock()
 
 	m.progress("%s: running commands", a.unit)
+	// juju-exec takes the machine lock as a hook does (a subordinate's commands never overlap
+	// its principal's hooks).
+	lock := m.machineLock(a.machineID)
+	lock.Lock()
 	res := a.runCommands(ctx, hc, r.commands)
+	lock.Unlock()
 
 	m.mu.Lock()
 	delete(m.contexts, hc.id)

@@ -116,7 +116,7 @@ func FuzzSecretContent(f *testing.F) {
 
 // FuzzReadCharm reads arbitrary charmcraft.yaml files: an error or a charm, never a panic.
 func FuzzReadCharm(f *testing.F) {
-	for _, name := range []string{"../testdata/testcharm/charmcraft.yaml", "../../slurmd-operator/charmcraft.yaml", "../../slurmctld-operator/charmcraft.yaml"} {
+	for _, name := range []string{"../testdata/testcharm/charmcraft.yaml", "../../slurmd-operator/charmcraft.yaml", "../../slurmctld-operator/charmcraft.yaml", "../../sackd-operator/charmcraft.yaml"} {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			f.Fatalf("seed charm: %v", err)

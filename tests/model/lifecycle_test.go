@@ -214,8 +214,11 @@ func TestHookFailure(t *testing.T) {
 		m := newModel(t, modelOptions{provIn: prov, hookRetry: -1})
 		ctx := context.Background()
 		deploy(t, m, "alpha", 1, nil)
-		deploy(t, m, "beta", 1, map[string]string{"fail-hooks": "sink-relation-changed"})
 		waitIdle(t, m)
+		// beta/0 installs while alpha/0's leader writes its application data: its first
+		// relation hook after created is then the application-level changed (see
+		// TestRuleAppChangedFirst).
+		deploy(t, m, "beta", 1, map[string]string{"fail-hooks": "sink-relation-changed", "slow-hooks": "install=3s"})
 		if _, err := m.Integrate(ctx, "alpha:source", "beta:sink"); err != nil {
 			t.Fatal(err)
 		}

@@ -639,7 +639,7 @@ func (m *Model) addUnit(app, mid, principal string) string {
 		Name: name, App: app, Machine: mid, Principal: principal,
 		Workload: StatusInfo{Status: "waiting", Message: "waiting for machine", Since: now},
 		Agent:    StatusInfo{Status: "allocating", Since: now},
-		Seen:     UnitLocal{Relations: map[int]*RelationLocal{}, Secrets: map[string]int{}, OwnerHooks: map[string]bool{}},
+		Seen:     UnitLocal{LeaderData: -1, Relations: map[int]*RelationLocal{}, Secrets: map[string]int{}, OwnerHooks: map[string]bool{}},
 	}
 	if a.Leader == "" {
 		a.Leader = name
@@ -937,13 +937,21 @@ func (m *Model) Resolve(ctx context.Context, unit string, retry bool) error {
 	if u.Failed == nil {
 		return fmt.Errorf("cannot resolve %s: unit is not in an error state", unit)
 	}
+	// The agent replays the hook at once (Juju's uniter, asked to retry-hooks); with no-hooks
+	// it commits the hook without running it (a skip operation) and goes on.
+	u.Resolved = "retry-hooks"
+	a := m.agents[unit]
 	if !retry {
+		u.Resolved = "no-hooks"
 		u.Failed.advance(m.state, u)
+		u.Failed = nil
+		if a != nil {
+			u.Seen.UpdateStatus = a.ticks
+		}
 	}
-	u.Failed = nil
 	u.Agent = StatusInfo{Status: "idle", Since: time.Now()}
-	if a := m.agents[unit]; a != nil {
-		a.retryDelay = 0
+	if a != nil {
+		a.retryDelay, a.retry = 0, nil
 	}
 	if err := m.save(); err != nil {
 		return err
@@ -990,7 +998,7 @@ func (m *Model) cleanup() {
 		}
 		inUse := false
 		for _, u := range m.state.Units {
-			if rl := u.Seen.Relations[id]; rl != nil && rl.Created && !rl.Broken {
+			if rl := u.Seen.Relations[id]; rl != nil && !rl.Broken {
 				inUse = true
 			}
 		}

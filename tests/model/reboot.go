@@ -27,13 +27,9 @@ type Rebootable interface {
 	AgentRunning() bool
 }
 
-// Unit.Reboot phases.
-const (
-	// RebootStop: a reboot was asked for; the unit runs stop before its machine goes down.
-	RebootStop = "stop"
-	// RebootDown: the machine is going down or booting; the unit runs no hook.
-	RebootDown = "down"
-)
+// RebootDown is Unit.Reboot while the unit's machine is going down or booting: the unit runs
+// no hook.
+const RebootDown = "down"
 
 // bootPoll is how often an agent looks for a new boot of its machine.
 const bootPoll = 200 * time.Millisecond
@@ -49,11 +45,12 @@ func pauseForBoot(ctx context.Context) bool {
 	}
 }
 
-// Reboot reboots the machine of target (a machine id or a unit name) as Juju >= 2.8 sees a
-// machine reboot: the unit runs stop as the machine goes down (after the hook it is running,
-// if any), the machine reboots, and the unit runs start then config-changed once it has booted
-// (the agent restarts). It returns once the machine has booted with a new boot id, without
-// waiting for those hooks.
+// Reboot reboots the machine of target (a machine id or a unit name), as its administrator
+// would: the machine goes down at once (a hook under way is cut off, and runs again first
+// when the agent is back), and once it has booted the unit agent starts again and runs start
+// (the uniter's reboot detection: internal/worker/uniter/reboot). Juju runs no stop hook on
+// a machine that reboots: only a unit being removed, or a Kubernetes unit terminated, stops.
+// Reboot returns once the machine has booted with a new boot id, without waiting for hooks.
 func (m *Model) Reboot(ctx context.Context, target string) error {
 	m.mu.Lock()
 	unit := target
@@ -86,36 +83,15 @@ func (m *Model) Reboot(ctx context.Context, target string) error {
 	if ms := m.state.Machines[mid]; ms != nil {
 		before = ms.BootID
 	}
-	if u.Seen.Installed {
-		u.Reboot = RebootStop
-	} else {
-		u.Reboot = RebootDown
-	}
+	u.Reboot = RebootDown
 	m.saveLater()
 	m.notify()
 	m.mu.Unlock()
 	m.progress("%s: machine %s rebooting", unit, mid)
-
-	// stop runs first (Juju runs it as the machine shuts down); a failed stop does not hold
-	// the reboot back.
-	if err := m.waitUnit(ctx, unit, func(u *Unit) bool {
-		return u.Reboot != RebootStop || (u.Failed != nil && u.Failed.Kind == "stop")
-	}); err != nil {
-		return fmt.Errorf("cannot reboot %s: %w", target, err)
-	}
-	m.mu.Lock()
-	if u := m.state.Units[unit]; u != nil {
-		if u.Failed != nil && u.Failed.Kind == "stop" {
-			m.progress("%s: stop failed; rebooting anyway", unit)
-			u.Failed = nil
-		}
-		u.Reboot = RebootDown
-	}
-	m.mu.Unlock()
 	if err := mach.Reboot(ctx); err != nil {
 		return fmt.Errorf("cannot reboot %s: %w", target, err)
 	}
-	// The agent's boot watcher records the new boot and queues start.
+	// The agent's boot watcher records the new boot and starts the agent again.
 	return m.waitUnit(ctx, unit, func(u *Unit) bool {
 		ms := m.state.Machines[mid]
 		return u.Reboot == "" && ms != nil && ms.BootID != before
@@ -212,9 +188,12 @@ func (a *agent) recordBoot(ctx context.Context, mach Rebootable, boot int, reboo
 		m.progress("%s: cannot read the boot id: %v", a.unit, err)
 	}
 	// The agent's service starts with the boot; without it the unit runs no hook (the machine
-	// counts as down) until the next boot.
+	// counts as down) until the next boot. Under Juju it is up before any unit is assigned
+	// to the machine: the bench counts a new machine as provisioned at this line.
 	if err := mach.StartAgent(ctx); err != nil && ctx.Err() == nil {
 		m.progress("%s: %v", a.unit, err)
+	} else if err == nil {
+		m.progress("%s: agent of machine %s started", a.unit, a.machineID)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -227,18 +206,17 @@ func (a *agent) recordBoot(ctx context.Context, mach Rebootable, boot int, reboo
 		ms.BootID = id
 	}
 	if rebooted {
+		// The unit agent starts again with the machine: the uniter detects the reboot (start
+		// runs first) and starts its timers and remote state watcher anew; a hook in error is
+		// retried on a new retry timer.
 		u.Reboot = ""
-		if u.Seen.Installed {
-			u.Seen.Started = false
-			u.Seen.Rebooted = true
+		u.Seen.RebootDetected = true
+		m.state.agentRestarted(u, a.ticks, a.retries)
+		if u.Failed != nil {
+			a.retryDelay = 0
+			a.startRetry(*u.Failed)
 		}
-		// A hook that failed on the way down before the shutdown showed (a cut-off hook seen as
-		// such is requeued instead, see agent.run) runs again after start. Juju would keep the
-		// unit in error until its retry: kept lenient here, the e2e waits rely on it.
-		if u.Failed != nil && u.Failed.Kind != "action" {
-			u.Failed = nil
-			u.Agent = StatusInfo{Status: "idle", Since: time.Now()}
-		}
+		a.refereeStart(u, true)
 		m.progress("%s: machine %s booted (boot id %s)", a.unit, u.Machine, id)
 	}
 	m.saveLater()
@@ -291,20 +269,4 @@ func (a *agent) machineDown() bool {
 		return false
 	}
 	return r.Boots() != a.booted || !r.AgentRunning()
-}
-
-// rebootHook is the unit's next hook while its machine reboots (hold: nextHook returns it):
-// stop as the machine goes down, nothing while it is down, start first after it booted.
-func rebootHook(u *Unit) (h Hook, ok, hold bool) {
-	switch {
-	case u.Dying:
-		return Hook{}, false, false
-	case u.Reboot == RebootStop:
-		return Hook{Kind: "stop"}, true, true
-	case u.Reboot != "":
-		return Hook{}, false, true
-	case u.Seen.Rebooted && !u.Seen.Started:
-		return Hook{Kind: "start"}, true, true
-	}
-	return Hook{}, false, false
 }

@@ -46,13 +46,17 @@ type ToolCall struct {
 
 // RefereeRequest is one line the model sends the referee.
 type RefereeRequest struct {
-	Tool *ToolCall `json:"tool,omitempty"`
+	Tool  *ToolCall   `json:"tool,omitempty"`
+	Agent *AgentEvent `json:"agent,omitempty"`
+	// Finish asks for the differences found in the agents' hook order (the last request).
+	Finish bool `json:"finish,omitempty"`
 }
 
 // RefereeReply is the referee's answer to one request: what Juju's code does differently
-// (empty: nothing).
+// (empty: nothing); to Finish, every difference found in the hook order.
 type RefereeReply struct {
-	Diff string `json:"diff,omitempty"`
+	Diff  string   `json:"diff,omitempty"`
+	Diffs []string `json:"diffs,omitempty"`
 }
 
 // RefereeBeside is the referee binary (juju-referee) beside the juju-local CLI binary cli,
@@ -141,10 +145,15 @@ func (r *referee) loop(out *bufio.Reader) {
 		case err != nil:
 			r.err = errors.Join(r.err, fmt.Errorf("the referee stopped answering: %w", err))
 			r.queue, r.closed = nil, true
-		case rep.Diff != "" && len(r.diffs) < maxRefereeDiffs:
-			r.diffs = append(r.diffs, rep.Diff)
-		case rep.Diff != "":
-			r.more++
+		}
+		for _, d := range append(rep.Diffs, rep.Diff) {
+			switch {
+			case d == "":
+			case len(r.diffs) < maxRefereeDiffs:
+				r.diffs = append(r.diffs, d)
+			default:
+				r.more++
+			}
 		}
 		r.mu.Unlock()
 		if err != nil {
@@ -156,6 +165,7 @@ func (r *referee) loop(out *bufio.Reader) {
 // close waits for the queued requests' answers, stops the referee and returns every
 // difference it found.
 func (r *referee) close(ctx context.Context) error {
+	r.send(RefereeRequest{Finish: true})
 	r.mu.Lock()
 	r.closed = true
 	r.cond.Signal()

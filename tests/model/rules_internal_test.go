@@ -26,12 +26,19 @@ func ownerState(sec *Secret) *State {
 	s := newState("m", "uuid")
 	s.Applications["a"] = &Application{Name: "a", Charm: &Charm{Name: "a"}, Leader: "a/0", ConfigVersion: 1}
 	s.Units["a/0"] = &Unit{Name: "a/0", App: "a", Ready: true, Seen: UnitLocal{
-		Installed: true, LeaderHook: true, WasLeader: true, ConfigVersion: 1, Started: true,
+		Installed: true, Leader: true, ConfigVersion: 1, Started: true, LeaderData: -1,
 		Relations: map[int]*RelationLocal{}, Secrets: map[string]int{}, OwnerHooks: map[string]bool{},
 	}}
 	s.Secrets[sec.ID] = sec
 	s.fill()
 	return s
+}
+
+// next is the hook unit a/0 of s runs next at now.
+func next(s *State, now time.Time) (Hook, bool) {
+	u := s.Units["a/0"]
+	rs := s.remoteState(u, 0, 0, now)
+	return decide(u, &rs)
 }
 
 // The owner gets secret-rotate when the rotation falls due, once per due time; the next
@@ -41,26 +48,25 @@ func TestSecretRotateHook(t *testing.T) {
 	due := now.Add(-time.Minute)
 	s := ownerState(&Secret{ID: "secret:x", OwnerApp: "a", Label: "l", RotatePolicy: "hourly", NextRotate: due,
 		Revisions: []SecretRevision{{Revision: 1, Content: map[string]string{"key": "v"}}}})
-	h, ok := nextHook(s, "a/0", now.Add(-2*time.Minute))
+	h, ok := next(s, now.Add(-2*time.Minute))
 	if ok {
 		t.Fatalf("before the rotation is due: %+v", h)
 	}
-	h, ok = nextHook(s, "a/0", now)
+	h, ok = next(s, now)
 	if d := cmp.Diff(Hook{Kind: "secret-rotate", SecretID: "secret:x", SecretLabel: "l", Due: due}, h); !ok || d != "" {
 		t.Fatalf("due rotation (-want +got):\n%s", d)
 	}
 	h.advance(s, s.Units["a/0"])
-	if h, ok := nextHook(s, "a/0", now); ok {
+	if h, ok := next(s, now); ok {
 		t.Errorf("rotate ran twice: %+v", h)
 	}
 	if got := s.Secrets["secret:x"].NextRotate; !got.Equal(due.Add(time.Hour)) {
 		t.Errorf("next rotation %v, want %v", got, due.Add(time.Hour))
 	}
-	// A non-leader unit of the owning application gets no owner hook.
+	// A unit of the owning application that no longer leads resigns and gets no owner hook.
 	s.Applications["a"].Leader = "a/1"
 	s.Units["a/0"].Seen.LeaderData = s.Applications["a"].LeaderDataVersion
-	s.Units["a/0"].Seen.WasLeader = false
-	if h, ok := nextHook(s, "a/0", now.Add(2*time.Hour)); ok {
+	if h, ok := next(s, now.Add(2*time.Hour)); ok {
 		t.Errorf("non-leader got %+v", h)
 	}
 }

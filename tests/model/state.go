@@ -87,42 +87,54 @@ type Unit struct {
 	CharmVersion int `json:"charm-version,omitempty"`
 	// Failed is the hook that failed (the unit is in error until resolved).
 	Failed *Hook `json:"failed,omitempty"`
-	// Requeued is a hook cut off by its machine's shutdown: Juju queues a terminated hook again
-	// and runs it first when the agent is back (operation/runhook.go, runner.ErrTerminated).
-	Requeued *Hook `json:"requeued,omitempty"`
+	// Queued is the hook queued to run next, as Juju's uniter queues it
+	// (internal/worker/uniter/operation): start after the first config-changed, config-changed
+	// after upgrade-charm, leader-elected once leadership is accepted, upgrade-charm once the
+	// refreshed charm is deployed, and a hook cut off by its machine's shutdown
+	// (runner.ErrTerminated), run first when the agent is back.
+	Queued *Hook `json:"queued,omitempty"`
 	// CharmState is the charm's own key-value store (state-get, state-set).
 	CharmState map[string]string `json:"charm-state,omitempty"`
 	Seen       UnitLocal         `json:"seen"`
 	// Reboot is the phase of a reboot of the unit's machine under way (RebootStop,
 	// RebootDown), "" when none is.
 	Reboot string `json:"reboot,omitempty"`
+	// Resolved is how `juju resolve` asked the failed hook to be resolved (retry-hooks,
+	// no-hooks) until the agent acts on it.
+	Resolved string `json:"resolved,omitempty"`
 }
 
 // UnitLocal is what the unit agent has already told the charm (like the uniter's local state):
 // the next hook is derived by comparing it with the model.
 type UnitLocal struct {
-	Installed     bool `json:"installed,omitempty"`
-	LeaderHook    bool `json:"leader-hook,omitempty"` // leader-elected or leader-settings-changed ran
-	WasLeader     bool `json:"was-leader,omitempty"`
+	Installed bool `json:"installed,omitempty"`
+	// Leader: the unit accepted its leadership (leader-elected queued), until it resigned.
+	Leader        bool `json:"leader,omitempty"`
 	ConfigVersion int  `json:"config-version"`
-	LeaderData    int  `json:"leader-data,omitempty"` // leader data version seen
-	CharmVersion  int  `json:"charm-version,omitempty"`
-	Started       bool `json:"started,omitempty"`
-	Stopped       bool `json:"stopped,omitempty"`
-	// Rebooted: the machine booted again; start, then config-changed, are due.
-	Rebooted        bool                   `json:"rebooted,omitempty"`
-	Removed         bool                   `json:"removed,omitempty"`
-	UpdateStatusDue bool                   `json:"update-status-due,omitempty"`
-	Relations       map[int]*RelationLocal `json:"relations,omitempty"`
-	Secrets         map[string]int         `json:"secrets,omitempty"` // secret-changed already run for revision
+	// LeaderData is the leader settings' version as of the last leader-settings-changed; -1
+	// when none ran since the agent started.
+	LeaderData   int  `json:"leader-data"`
+	CharmVersion int  `json:"charm-version,omitempty"`
+	Started      bool `json:"started,omitempty"`
+	Stopped      bool `json:"stopped,omitempty"`
+	// RebootDetected: the agent started after its machine booted again; start runs first.
+	RebootDetected bool `json:"reboot-detected,omitempty"`
+	Removed        bool `json:"removed,omitempty"`
+	// UpdateStatus is the agent's update-status timer count as of the last hook; Retries its
+	// hook-retry timer count as of the last hook started.
+	UpdateStatus int                    `json:"update-status"`
+	Retries      int                    `json:"retries"`
+	Relations    map[int]*RelationLocal `json:"relations,omitempty"`
+	Secrets      map[string]int         `json:"secrets,omitempty"` // secret-changed already run for revision
 	// OwnerHooks records the owner's secret hooks already run: "secret-remove secret:x/2",
 	// "secret-expired secret:x/3", "secret-rotate secret:x@<time>".
 	OwnerHooks map[string]bool `json:"owner-hooks,omitempty"`
 }
 
-// RelationLocal is a unit's view of one relation.
+// RelationLocal is a unit's view of one relation whose scope it entered (when its agent first
+// saw the relation alive).
 type RelationLocal struct {
-	Created    bool           `json:"created"`
+	Created    bool           `json:"created"` // relation-created ran
 	Broken     bool           `json:"broken,omitempty"`
 	Joined     map[string]int `json:"joined,omitempty"` // remote unit → data version seen
 	AppVersion int            `json:"app-version"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"reflect"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -225,10 +226,13 @@ func (m *Model) busy(unit string) bool {
 	if a := m.agents[unit]; u.Reboot != "" || a != nil && a.machineDown() {
 		return true
 	}
-	if _, ok := nextHook(m.state, unit, time.Now()); ok {
-		return true
+	// What the agent would decide, on a copy: deciding applies what runs no hook.
+	rs := m.state.remoteState(u, 0, 0, time.Now())
+	if a := m.agents[unit]; a != nil {
+		rs = a.remoteState(u, time.Now())
 	}
-	_, ok := nextAction(m.state, unit)
+	c := deepCopy(reflect.ValueOf(u)).Interface().(*Unit)
+	_, ok := decide(c, &rs)
 	return ok
 }
 

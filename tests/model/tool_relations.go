@@ -216,7 +216,7 @@ func (t *toolCall) relationSet() error {
 	if *app && !t.isLeaderNow() {
 		return errors.New("cannot write relation settings") // jujuc/relation-set.go says no more
 	}
-	id, unit, appName, peer := r.ID, t.hc.unit, t.hc.app, r.isPeer()
+	id, unit, appName := r.ID, t.hc.unit, t.hc.app
 	writeApp := *app
 	return t.hc.do(func(s *State) error {
 		r := s.Relations[id]
@@ -231,20 +231,10 @@ func (t *toolCall) relationSet() error {
 		var changed bool
 		data[key], changed = applySettings(data[key], settings)
 		if changed {
+			// Every unit in the relation's scope watches the other side's application data,
+			// which in a peer relation is its own application's: the leader that wrote it gets
+			// relation-changed too (state/relationunit.go, counterpartApplicationSettingsKeys).
 			versions[key]++
-			if writeApp && peer {
-				if u := s.Units[unit]; u != nil {
-					rl := u.Seen.Relations[id]
-					if rl == nil {
-						rl = &RelationLocal{Joined: map[string]int{}}
-						if u.Seen.Relations == nil {
-							u.Seen.Relations = map[int]*RelationLocal{}
-						}
-						u.Seen.Relations[id] = rl
-					}
-					rl.AppVersion = versions[key]
-				}
-			}
 		}
 		return nil
 	})

@@ -252,11 +252,17 @@ func applySettings(bag, kv map[string]string) (map[string]string, bool) {
 }
 
 // flagError words a flag parsing error as Juju's gnuflag does ("option provided but not
-// defined: --bogus").
+// defined: --bogus", "option needs an argument: --format").
 func flagError(err error) string {
 	msg := err.Error()
 	if f, ok := strings.CutPrefix(msg, "unknown flag: "); ok {
 		return "option provided but not defined: " + f
+	}
+	if f, ok := strings.CutPrefix(msg, "flag needs an argument: "); ok {
+		if q, sh, ok := strings.Cut(f, " in "); ok && strings.HasPrefix(q, "'") {
+			f = sh // shorthand: "'r' in -r"
+		}
+		return "option needs an argument: " + f
 	}
 	if f, ok := strings.CutPrefix(msg, "unknown shorthand flag: "); ok {
 		if i := strings.Index(f, " in "); i >= 0 {

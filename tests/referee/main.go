@@ -1,9 +1,11 @@
 // Command juju-referee judges the local model (tests/model) with Juju 3.6's own code: the
-// model sends it, one JSON line each (model.RefereeRequest), every hook-tool call it served;
-// the referee replays each through Juju's jujuc server and commands
-// (internal/worker/uniter/runner/jujuc, over a unix socket as Juju's jujuc client calls it)
-// against the same state, and answers one JSON line (model.RefereeReply) naming what Juju's
-// code does differently.
+// model sends it, one JSON line each (model.RefereeRequest), every hook-tool call it served
+// and every step of its unit agents. The referee replays each tool call through Juju's jujuc
+// server and commands (internal/worker/uniter/runner/jujuc, over a unix socket as Juju's jujuc
+// client calls it) against the same state, and answers one JSON line (model.RefereeReply)
+// naming what Juju's code does differently; it runs Juju's uniter beside each unit on the
+// remote states the unit's agent chose from (hooks.go) and, asked to finish, names every hook
+// the model ran, or did not run, where Juju's uniter would not have.
 //
 // # Why this module's path is under github.com/juju/juju
 //
@@ -39,6 +41,12 @@ func serve() error {
 		return err
 	}
 	defer tools.close()
+	dir, err := os.MkdirTemp("", "rf-uniters")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	order := newHookJudge(dir)
 	dec := json.NewDecoder(bufio.NewReaderSize(os.Stdin, 1<<16))
 	out := bufio.NewWriter(os.Stdout)
 	enc := json.NewEncoder(out)
@@ -54,6 +62,10 @@ func serve() error {
 		switch {
 		case req.Tool != nil:
 			rep.Diff = tools.judge(req.Tool)
+		case req.Agent != nil:
+			order.event(req.Agent)
+		case req.Finish:
+			rep.Diffs = order.finish()
 		}
 		if err := enc.Encode(rep); err != nil {
 			return err

@@ -807,8 +807,8 @@ func TestToolUsageErrors(t *testing.T) {
 		argv []string
 		want string
 	}{
-		{[]string{"relation-get", "--bogus"}, "ERROR flag provided but not defined: --bogus"},
-		{[]string{"relation-get", "-r"}, "ERROR flag needs an argument: --r"},
+		{[]string{"relation-get", "--bogus"}, "ERROR option provided but not defined: --bogus"},
+		{[]string{"relation-get", "-r"}, "ERROR option needs an argument: -r"},
 		{[]string{"relation-get", "-r", "slurmd:9", "-", "slurmd/0", "--format=json"}, `ERROR invalid value "slurmd:9" for option -r: relation not found`},
 		{[]string{"relation-get", "-r", "other:3", "-", "slurmd/0", "--format=json"}, `ERROR invalid value "other:3" for option -r: relation not found`},
 		{[]string{"relation-get", "-r", "3", "-", "slurmd/7", "--format=json"}, `ERROR cannot read settings for unit "slurmd/7"`},

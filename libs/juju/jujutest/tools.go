@@ -122,14 +122,14 @@ func parse(spec toolSpec, argv []string) (*args, *toolError) {
 		case isValue[name]:
 			if !hasVal {
 				if i+1 >= len(rest) {
-					return nil, usagef("flag needs an argument: --%s", name)
+					return nil, usagef("option needs an argument: %s", flagWithMinus(name))
 				}
 				i++
 				val = rest[i]
 			}
 			a.flags[name] = val
 		default:
-			return nil, usagef("flag provided but not defined: %s", arg)
+			return nil, usagef("option provided but not defined: %s", arg)
 		}
 	}
 	return a, nil
@@ -299,7 +299,7 @@ func (m *model) relationGet(a *args) ([]byte, *toolError) {
 		data = rel.LocalAppData
 	case !isUnit && name == st.app():
 		if !st.Leader {
-			return nil, failf("permission denied").breaks("only the leader may read its own application's databag")
+			return nil, failf("permission denied (unit is not the leader)").breaks("only the leader may read its own application's databag")
 		}
 		data = rel.LocalAppData
 	case !isUnit && name == rel.RemoteApp:
@@ -515,7 +515,7 @@ func (m *model) actionSet(a *args) ([]byte, *toolError) {
 		}
 		for _, part := range strings.Split(k, ".") {
 			if !actionKey.MatchString(part) {
-				return nil, usagef("key %q must start and end with lowercase alphanumeric, and contain only lowercase alphanumeric, hyphens and periods", part).
+				return nil, usagef("key %q must start and end with lowercase alphanumeric, and contain only lowercase alphanumeric and hyphens", part).
 					breaks("action-set keys are lowercase alphanumeric and '-', dotted for nesting")
 			}
 		}
@@ -702,4 +702,12 @@ func (m *model) jujuLog(a *args) ([]byte, *toolError) {
 	msg := strings.Join(a.pos, " ")
 	m.both(func(s *State) { s.Logs = append(s.Logs, Log{Level: level, Message: msg}) })
 	return nil, nil
+}
+
+// flagWithMinus is a flag as gnuflag names it in its errors: -x for one letter, --name else.
+func flagWithMinus(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }

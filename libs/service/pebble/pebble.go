@@ -118,14 +118,24 @@ func (m *Manager) Disable(ctx context.Context, name string) error {
 }
 
 func (m *Manager) setStartup(ctx context.Context, name, startup string) error {
-	if _, err := m.info(ctx, name); err != nil {
+	if err := service.ValidateName(name); err != nil {
 		return fmt.Errorf("cannot set service %q startup to %s: %w", name, startup, err)
 	}
 	l := layer{Services: map[string]layerService{name: {Override: "merge", Startup: startup}}}
 	if err := m.addLayer(ctx, name+"-startup", l); err != nil {
-		return fmt.Errorf("cannot set service %q startup to %s: %w", name, startup, err)
+		return fmt.Errorf("cannot set service %q startup to %s: %w", name, startup, m.why(ctx, name, err))
 	}
 	return nil
+}
+
+// why is err of a request about name, or ErrUnknownService when name is not in Pebble's
+// plan (asked only once a request failed: Pebble refuses to act on an unknown service, and
+// a startup layer for one leaves a service with no command, which it refuses too).
+func (m *Manager) why(ctx context.Context, name string, err error) error {
+	if _, ierr := m.info(ctx, name); errors.Is(ierr, service.ErrUnknownService) {
+		return fmt.Errorf("%w (%v)", ierr, err)
+	}
+	return err
 }
 
 // Start implements service.Manager.
@@ -153,15 +163,17 @@ func (m *Manager) Respawn(ctx context.Context, name string) error {
 	return m.act(ctx, "restart", name, m.Client.Restart, m.waitSpawned)
 }
 
-// act checks that name is known, asks Pebble to verb it with do, and waits for the change
-// with wait.
+// act asks Pebble to verb name with do and waits for the change with wait.
 func (m *Manager) act(ctx context.Context, verb, name string, do func(*client.ServiceOptions) (string, error), wait func(ctx context.Context, id, name string) error) error {
-	if _, err := m.info(ctx, name); err != nil {
+	if err := service.ValidateName(name); err != nil {
+		return fmt.Errorf("cannot %s service %q: %w", verb, name, err)
+	}
+	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("cannot %s service %q: %w", verb, name, err)
 	}
 	id, err := do(&client.ServiceOptions{Names: []string{name}})
 	if err != nil {
-		return fmt.Errorf("cannot %s service %q: %w", verb, name, err)
+		return fmt.Errorf("cannot %s service %q: %w", verb, name, m.why(ctx, name, err))
 	}
 	if err := wait(ctx, id, name); err != nil {
 		return fmt.Errorf("cannot %s service %q: %w", verb, name, err)

@@ -56,6 +56,130 @@ func mainPID(t *testing.T, unit string) int {
 	return pid
 }
 
+// trickyArgs are arguments a command line must carry byte for byte through the environment
+// file and systemd's splitting of $<NAME>_OPTIONS.
+var trickyArgs = []string{`RealMemory=1000 Feature="a" 100% $HOME`, "", ";", `back\slash\`, "'single'", "tab\tx", "`date`", "${HOME}", "%h", `\"`}
+
+// argvFile is where argvCommand writes its arguments.
+const argvFile = "/run/systemd-real-test.argv"
+
+// argvCommand is a command that writes its argv ("sh" and args), one argument a line, to
+// argvFile and then runs sleep in its place: one process, whatever the unit's KillMode
+// (the packaged slurmd.service's is "process", which would leave a child behind at a stop).
+func argvCommand(args ...string) []string {
+	script := `printf '%s\n' "$0" "$@" >` + argvFile + `.tmp && mv ` + argvFile + `.tmp ` + argvFile + ` && exec /usr/bin/sleep infinity`
+	return append([]string{"/bin/sh", "-c", script, "sh"}, args...)
+}
+
+// startedWith runs start (a start or restart of unit) and waits until the new process has
+// written its argv and runs sleep; the argv must be cmd's.
+func startedWith(ctx context.Context, t *testing.T, unit string, cmd []string, start func() error) {
+	t.Helper()
+	if err := os.Remove(argvFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	if err := start(); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Join(cmd[3:], "\n") + "\n"
+	eventually(ctx, t, "the argv of "+unit+"'s process", func() (bool, string) {
+		got, _ := os.ReadFile(argvFile)
+		return string(got) == want, fmt.Sprintf("%q, want %q", got, want)
+	})
+	waitComm(ctx, t, mainPID(t, unit), "sleep")
+}
+
+// TestRealNoReload: what needs no daemon-reload gets none, and what does gets one. A
+// sentinel tells: slurmctld runs (so systemd keeps it loaded) with a second drop-in written
+// behind systemd's back, which systemd reads only on a reload. Then, with no reload, as on a
+// new machine's join: a slurmd unit systemd has not loaded is configured for the first
+// time, enabled, and runs the command; new arguments and a new environment take effect at
+// a restart. Last, a changed drop-in of the running slurmd reloads, and the sentinel shows
+// it; disabling the running unit reloads too (its UnitFileState was loaded with it).
+func TestRealNoReload(t *testing.T) {
+	m := realManager(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	probe := "/etc/systemd/system/slurmctld.service.d/99-probe.conf"
+	t.Cleanup(func() {
+		ctx := context.Background()
+		m.Stop(ctx, "slurmd")
+		m.Stop(ctx, "slurmctld")
+		m.Disable(ctx, "slurmd")
+		for _, f := range []string{systemd.DropInFile("slurmd"), systemd.EnvironmentFile("slurmd"), systemd.DropInFile("slurmctld"), probe} {
+			os.Remove(f)
+		}
+		systemctl(t, "daemon-reload")
+	})
+	if err := m.Configure(ctx, service.Spec{Name: "slurmctld", Command: []string{"/usr/bin/sleep", "infinity"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(ctx, "slurmctld"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(probe, []byte("[Service]\nEnvironment=RELOADED=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reloaded := func() bool {
+		return strings.Contains(systemctl(t, "show", "-p", "Environment", "--value", "slurmctld.service"), "RELOADED=1")
+	}
+	if reloaded() {
+		t.Fatal("the sentinel shows a reload before any")
+	}
+	// As on a new machine, systemd has not loaded slurmd.service: this test runs first, for
+	// systemd 257 keeps a stopped slurmd.service loaded on these machines (its delegated
+	// cgroup stays). list-units lists the loaded units and loads none.
+	if got := systemctl(t, "list-units", "--all", "--plain", "--no-legend", "slurmd.service"); got != "" {
+		t.Fatalf("slurmd.service is loaded already (%s): run this test first on a new machine", got)
+	}
+	first := service.Spec{Name: "slurmd", Command: argvCommand("first", "--conf", "CPUs=1 Feature=a")}
+	second := service.Spec{Name: "slurmd", Command: argvCommand("second", "--conf", "CPUs=2 Feature=b"), Environment: map[string]string{"SECOND": "yes"}}
+	for _, s := range []struct {
+		name string
+		do   func() error
+		argv []string // the command the step starts
+	}{
+		{"configure a unit not loaded", func() error { return m.Configure(ctx, first) }, nil},
+		{"enable a unit not loaded", func() error { return m.Enable(ctx, "slurmd") }, nil},
+		{"start", func() error { return m.Start(ctx, "slurmd") }, first.Command},
+		{"configure new arguments and environment", func() error { return m.Configure(ctx, second) }, nil},
+		{"restart", func() error { return m.Restart(ctx, "slurmd") }, second.Command},
+	} {
+		if s.argv != nil {
+			startedWith(ctx, t, "slurmd.service", s.argv, s.do)
+		} else if err := s.do(); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if reloaded() {
+			t.Fatalf("%s: systemd was reloaded", s.name)
+		}
+	}
+	if st, err := m.Status(ctx, "slurmd"); err != nil || !st.Enabled {
+		t.Errorf("status after enable: %+v, %v; want enabled", st, err)
+	}
+	environ, _ := os.ReadFile("/proc/" + strconv.Itoa(mainPID(t, "slurmd.service")) + "/environ")
+	if !strings.Contains("\x00"+string(environ), "\x00SECOND=yes\x00") {
+		t.Errorf("the restarted slurmd lacks the new environment: %q", environ)
+	}
+	longer := second
+	longer.KillDelay = 7 * time.Second
+	if err := m.Configure(ctx, longer); err != nil {
+		t.Fatal(err)
+	}
+	if !reloaded() {
+		t.Error("a new drop-in of a running unit was not loaded by a reload")
+	}
+	if got := systemctl(t, "show", "-p", "TimeoutStopUSec", "--value", "slurmd.service"); got != "7s" {
+		t.Errorf("TimeoutStopUSec = %q, want 7s", got)
+	}
+	if err := m.Disable(ctx, "slurmd"); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := m.Status(ctx, "slurmd"); err != nil || st.Enabled {
+		t.Errorf("status after disable: %+v, %v; want disabled", st, err)
+	}
+}
+
 // TestRealLifecycle is TestLifecycle against the real systemd, with the packaged slurmd unit
 // (its ExecStart, ConditionPathExists and PIDFile replaced by the drop-in): the argv and the
 // environment file reach the process byte for byte, and every step shows in systemctl.
@@ -63,10 +187,9 @@ func TestRealLifecycle(t *testing.T) {
 	m := realManager(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	conf := `RealMemory=1000 Feature="a" 100% $HOME`
 	spec := service.Spec{
 		Name:        "slurmd",
-		Command:     []string{"/usr/bin/env", "CONF=" + conf, "/usr/bin/sleep", "infinity"},
+		Command:     argvCommand(trickyArgs...),
 		Environment: map[string]string{"SLURMD_DEBUG": "2", "Z": `quote " and \ back`},
 		KillDelay:   5 * time.Second,
 	}
@@ -99,7 +222,9 @@ func TestRealLifecycle(t *testing.T) {
 	var pids []int
 	var since time.Time
 	for _, s := range steps {
-		if err := s.do(); err != nil {
+		if s.want == service.StateActive {
+			startedWith(ctx, t, "slurmd.service", spec.Command, s.do)
+		} else if err := s.do(); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
 		st, err := m.Status(ctx, "slurmd")
@@ -121,9 +246,6 @@ func TestRealLifecycle(t *testing.T) {
 		since = st.Since
 		pid := mainPID(t, "slurmd.service")
 		pids = append(pids, pid)
-		// Type=simple: the job is done once systemd has forked; wait for env to have exec'd
-		// sleep, the command's last word.
-		waitComm(ctx, t, pid, "sleep")
 		environ, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 		if err != nil {
 			t.Fatal(err)
@@ -134,8 +256,8 @@ func TestRealLifecycle(t *testing.T) {
 				env[k] = v
 			}
 		}
-		got := map[string]string{"CONF": env["CONF"], "SLURMD_DEBUG": env["SLURMD_DEBUG"], "Z": env["Z"]}
-		want := map[string]string{"CONF": conf, "SLURMD_DEBUG": "2", "Z": `quote " and \ back`}
+		got := map[string]string{"SLURMD_DEBUG": env["SLURMD_DEBUG"], "Z": env["Z"]}
+		want := map[string]string{"SLURMD_DEBUG": "2", "Z": `quote " and \ back`}
 		if d := cmp.Diff(want, got); d != "" {
 			t.Errorf("after %s: the process's environment (-want +got):\n%s", s.name, d)
 		}
@@ -219,6 +341,74 @@ func TestRealRestartOnFailure(t *testing.T) {
 		pid := mainPID(t, "slurmctld.service")
 		return err == nil && st.State == service.StateActive && pid != 0 && pid != first, systemctl(t, "status", "slurmctld.service")
 	})
+}
+
+// TestRealKillAll runs a daemon that forks a child under the packaged slurmd unit (which
+// says KillMode=process), as sackd forks one to fetch the configuration: without KillAll the
+// child outlives a stop, as Debian's unit wants for slurmd's job steps; with KillAll the stop
+// ends it too.
+func TestRealKillAll(t *testing.T) {
+	m := realManager(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	t.Cleanup(func() {
+		m.Stop(context.Background(), "slurmd")
+		os.Remove(systemd.DropInFile("slurmd"))
+		systemctl(t, "daemon-reload")
+	})
+	for _, all := range []bool{false, true} {
+		// The child's pid goes to a file the test reads; the main process waits.
+		pidFile := fmt.Sprintf("/run/killall-child-%v", all)
+		os.Remove(pidFile)
+		spec := service.Spec{Name: "slurmd", KillAll: all, Command: []string{"/bin/sh", "-c",
+			"sleep infinity & echo $! > " + pidFile + "; exec sleep infinity"}}
+		if err := m.Configure(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Start(ctx, "slurmd"); err != nil {
+			t.Fatal(err)
+		}
+		var child int
+		eventually(ctx, t, "the child's pid file", func() (bool, string) {
+			data, err := os.ReadFile(pidFile)
+			child, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+			return err == nil && child > 0, string(data)
+		})
+		waitComm(ctx, t, child, "sleep")
+		if err := m.Stop(ctx, "slurmd"); err != nil {
+			t.Fatal(err)
+		}
+		// A killed child may show for a moment as a zombie until PID 1 reaps it (systemd 252
+		// on cgroup v1 ends the stop job as the main process exits).
+		alive := true
+		for deadline := time.Now().Add(3 * time.Second); alive && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			stat, err := os.ReadFile("/proc/" + strconv.Itoa(child) + "/stat")
+			_, rest, _ := strings.Cut(string(stat), ") ")
+			alive = err == nil && !strings.HasPrefix(rest, "Z")
+		}
+		if alive {
+			exec.Command("kill", "-KILL", strconv.Itoa(child)).Run()
+		}
+		// systemd 252 under nspawn on this cgroup v1 host (Debian 12 machines) cannot signal
+		// a control group at all ("Failed to kill control group ... Input/output error"):
+		// there no KillMode reaches a child, and systemd says so.
+		if all && alive && strings.Contains(journal(t, "slurmd.service"), "Failed to kill control group") {
+			ver, _, _ := strings.Cut(systemctl(t, "--version"), "\n")
+			t.Logf("KillAll=true: %s cannot kill control groups here (its journal says so): not checked", ver)
+			continue
+		}
+		if alive == all {
+			t.Errorf("KillAll=%v: the child outlived the stop: %v, want %v (KillMode %s)", all, alive, !all,
+				systemctl(t, "show", "-p", "KillMode", "--value", "slurmd.service"))
+		}
+	}
+}
+
+// journal is what systemd logged about unit.
+func journal(t *testing.T, unit string) string {
+	t.Helper()
+	out, _ := exec.Command("journalctl", "--no-pager", "-u", unit).CombinedOutput()
+	return string(out)
 }
 
 // TestRealMunge runs munged the way the charms do under systemd (the packaged munge unit with

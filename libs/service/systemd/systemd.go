@@ -4,29 +4,43 @@
 // Configure writes two files, under Root (normally "/"):
 //
 //   - /etc/default/<name>: the service's environment, KEY="value" lines (the file the
-//     Debian units already read through EnvironmentFile=-/etc/default/<name>);
+//     Debian units already read through EnvironmentFile=-/etc/default/<name>), and the
+//     command's arguments in <NAME>_OPTIONS (OptionsVar: SLURMD_OPTIONS for slurmd, the
+//     variable Debian's slurmd.service passes to slurmd), each word quoted (Words);
 //   - /etc/systemd/system/<name>.service.d/10-charm.conf: a drop-in that replaces the
-//     packaged ExecStart with the spec's argv (quoted for systemd), sets Type=simple and
+//     packaged ExecStart with "<command path> $<NAME>_OPTIONS", sets Type=simple and
 //     Restart=on-failure, clears the packaged ConditionPathExists (a configless slurmd
 //     has no /etc/slurm/slurm.conf) and PIDFile, sets User= (root when the spec names no
-//     user, whatever the packaged unit says) and resets Group=, and sets TimeoutStopSec= when
-//     given;
+//     user, whatever the packaged unit says) and resets Group=, sets TimeoutStopSec= when
+//     given and KillMode=control-group for a spec with KillAll, and names its own content by
+//     a digest in Environment=CHARM_DROPIN=.
 //
-// then runs daemon-reload. The argv goes into ExecStart rather than into a
-// SLURMD_OPTIONS-style variable because systemd splits an unquoted $VAR at whitespace
-// without honouring quotes, which would break `--conf "CPUs=2 Feature=x"`.
+// systemd splits an unbraced $VAR at whitespace and removes the quotes of each word (the
+// rule of ExecStart= lines), so `--conf "CPUs=2 Feature=x"` reaches the process as two
+// arguments, byte for byte (TestRealLifecycle checks it on each Debian release). systemd
+// reads the environment file at every start: a new command line needs no daemon-reload.
+// Only a changed drop-in does (about 0.1 s on a machine, more than Slurm's own node
+// registration), and Configure reloads only when the definition systemd holds lacks the
+// drop-in's digest: a unit systemd has not loaded (inactive and not enabled since boot, as
+// on a new machine) is read from disk on its next use, new drop-in included, and needs no
+// reload either.
 //
 // The packaged unit (<name>.service) must exist: for an unknown unit every method returns
 // an error wrapping service.ErrUnknownService. Start, stop and restart enqueue a job in
 // "replace" mode and wait for its result; a result other than "done" is an error. With
 // Type=simple the result comes once the process is forked, so Spawn and Respawn are Start
-// and Restart.
+// and Restart. Enable and Disable change the unit's [Install] links and reload systemd only
+// when it reports a stale UnitFileState (a unit it had loaded before the change): the boot
+// reads the links from disk. (systemd >= 256 then flags every unit NeedDaemonReload until
+// the next reload, which `systemctl status` shows as a warning; nothing depends on it.)
 //
 // The few D-Bus calls used are behind the [Conn] interface, which *dbus.Conn satisfies.
 package systemd
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -51,6 +65,9 @@ type Conn interface {
 	StopUnitContext(ctx context.Context, name string, mode string, ch chan<- string) (int, error)
 	RestartUnitContext(ctx context.Context, name string, mode string, ch chan<- string) (int, error)
 	GetUnitPropertiesContext(ctx context.Context, unit string) (map[string]any, error)
+	GetUnitPropertyContext(ctx context.Context, unit string, propertyName string) (*dbus.Property, error)
+	ListUnitsByPatternsContext(ctx context.Context, states []string, patterns []string) ([]dbus.UnitStatus, error)
+	GetServicePropertyContext(ctx context.Context, service string, propertyName string) (*dbus.Property, error)
 	ResetFailedUnitContext(ctx context.Context, name string) error
 }
 
@@ -58,6 +75,10 @@ var _ Conn = (*dbus.Conn)(nil)
 
 // DropInName is the drop-in file Configure writes in <unit>.d/.
 const DropInName = "10-charm.conf"
+
+// DigestVar is the variable the drop-in sets (Environment=) to the digest of its own
+// content: systemd shows it in the unit's Environment property once it has loaded the file.
+const DigestVar = "CHARM_DROPIN"
 
 // Manager is a service.Manager backed by systemd.
 type Manager struct {
@@ -116,46 +137,126 @@ func DropInFile(name string) string {
 	return "/etc/systemd/system/" + unit(name) + ".d/" + DropInName
 }
 
-// Configure implements service.Manager. It writes the unit's environment file and drop-in and
-// reloads systemd, unless both files hold already what spec gives and systemd has loaded them
-// (the unit's NeedDaemonReload is false): a daemon-reload costs about 0.2 s on a machine.
+// Configure implements service.Manager. It writes the unit's environment file (the spec's
+// environment and its command's arguments) and its drop-in, and reloads systemd only when
+// the definition systemd holds is not the drop-in's (see the package documentation).
 func (m *Manager) Configure(ctx context.Context, spec service.Spec) error {
-	if err := spec.Validate(); err != nil {
+	dropIn, digest, err := m.check(spec)
+	if err != nil {
 		return err
 	}
-	dropIn, err := DropIn(spec)
-	if err != nil {
+	if err := m.write(EnvironmentFile(spec.Name), EnvironmentFileContent(spec)); err != nil {
 		return fmt.Errorf("cannot configure service %q: %w", spec.Name, err)
 	}
-	files := map[string]string{EnvironmentFile(spec.Name): EnvironmentFileContent(spec.Environment), DropInFile(spec.Name): dropIn}
-	same := true
-	for path, content := range files {
-		if old, err := os.ReadFile(m.path(path)); err == nil && string(old) == content {
-			continue
-		}
-		same = false
-		if err := writeFile(m.path(path), []byte(content)); err != nil {
-			return fmt.Errorf("cannot configure service %q: %w", spec.Name, err)
+	return m.define(ctx, spec.Name, dropIn, digest)
+}
+
+// check validates spec for this backend and renders its drop-in and the drop-in's digest.
+func (m *Manager) check(spec service.Spec) (dropIn, digest string, err error) {
+	if err := spec.Validate(); err != nil {
+		return "", "", err
+	}
+	for _, k := range []string{OptionsVar(spec.Name), DigestVar} {
+		if _, ok := spec.Environment[k]; ok {
+			return "", "", fmt.Errorf("invalid service %q: environment variable %s is the systemd backend's own", spec.Name, k)
 		}
 	}
-	if same {
-		if p, err := m.props(ctx, spec.Name); err == nil {
-			if need, _ := p["NeedDaemonReload"].(bool); !need {
-				return nil
-			}
-		}
+	dropIn, digest, err = renderDropIn(spec)
+	if err != nil {
+		return "", "", fmt.Errorf("cannot configure service %q: %w", spec.Name, err)
+	}
+	return dropIn, digest, nil
+}
+
+// define makes systemd hold dropIn as name's drop-in. When the file holds it already,
+// nothing unless the definition systemd holds lacks its digest; else the file is written
+// first, and systemd then reloaded unless it shows the digest (a unit it has not loaded is
+// read from disk afresh when it is looked at). Written before anything loads the unit, a
+// new drop-in of a unit nothing uses needs no reload.
+func (m *Manager) define(ctx context.Context, name, dropIn, digest string) error {
+	want := DigestVar + "=" + digest
+	if err := m.write(DropInFile(name), dropIn); err != nil {
+		return fmt.Errorf("cannot configure service %q: %w", name, err)
+	}
+	if m.holds(ctx, name, want) {
+		return nil
 	}
 	if err := m.Conn.ReloadContext(ctx); err != nil {
-		return fmt.Errorf("cannot configure service %q: daemon-reload: %w", spec.Name, err)
+		return fmt.Errorf("cannot configure service %q: daemon-reload: %w", name, err)
 	}
-	if _, err := m.props(ctx, spec.Name); err != nil {
-		return fmt.Errorf("cannot configure service %q: %w", spec.Name, err)
+	if _, err := m.props(ctx, name); err != nil {
+		return fmt.Errorf("cannot configure service %q: %w", name, err)
 	}
 	return nil
 }
 
-// EnvironmentFileContent renders env as an EnvironmentFile, sorted by name.
-func EnvironmentFileContent(env map[string]string) string {
+// holds reports whether the definition systemd holds for name sets the environment
+// assignment kv (reading the unit's Environment loads a unit not loaded yet from disk).
+func (m *Manager) holds(ctx context.Context, name, kv string) bool {
+	if m.Conn == nil || service.ValidateName(name) != nil {
+		return false
+	}
+	p, err := m.Conn.GetServicePropertyContext(ctx, unit(name), "Environment")
+	if err != nil || p == nil {
+		return false
+	}
+	env, _ := p.Value.Value().([]string)
+	for _, e := range env {
+		if e == kv {
+			return true
+		}
+	}
+	return false
+}
+
+// OptionsVar is the variable of name's environment file that holds the command's
+// arguments: the name in upper case, other characters than letters and digits as '_', and
+// "_OPTIONS" ("slurmd" → SLURMD_OPTIONS, as Debian's slurmd.service names it).
+func OptionsVar(name string) string {
+	b := []byte(strings.ToUpper(name))
+	for i, c := range b {
+		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 0 && b[0] >= '0' && b[0] <= '9' {
+		b = append([]byte{'_'}, b...)
+	}
+	return string(b) + "_OPTIONS"
+}
+
+// Words quotes args as systemd splits an unbraced $VAR of an ExecStart= line: words with
+// anything but safe characters are double-quoted with '\' and '"' escaped. '$' and '%'
+// need nothing: systemd expands neither in a variable's value.
+func Words(args []string) string {
+	words := make([]string, len(args))
+	for i, a := range args {
+		words[i] = quoteWord(a)
+	}
+	return strings.Join(words, " ")
+}
+
+// quoteWord double-quotes a unless it is made of safe characters only.
+func quoteWord(a string) string {
+	safe := a != "" && a != ";"
+	for j := 0; j < len(a) && safe; j++ {
+		c := a[j]
+		safe = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_@%$+=:,./-", c) >= 0
+	}
+	if safe {
+		return a
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(a) + `"`
+}
+
+// EnvironmentFileContent renders spec's environment file: spec.Environment and the
+// command's arguments (OptionsVar), sorted by name.
+func EnvironmentFileContent(spec service.Spec) string {
+	env := make(map[string]string, len(spec.Environment)+1)
+	for k, v := range spec.Environment {
+		env[k] = v
+	}
+	env[OptionsVar(spec.Name)] = Words(spec.Command[1:])
 	var b strings.Builder
 	b.WriteString("# Written by the charm; local changes are overwritten.\n")
 	keys := make([]string, 0, len(env))
@@ -170,16 +271,24 @@ func EnvironmentFileContent(env map[string]string) string {
 	return b.String()
 }
 
-// DropIn renders the unit drop-in for spec.
+// DropIn renders the unit drop-in for spec. Of the command it holds the path only.
 func DropIn(spec service.Spec) (string, error) {
+	dropIn, _, err := renderDropIn(spec)
+	return dropIn, err
+}
+
+// renderDropIn renders spec's drop-in and its digest: the first 16 hex digits of the
+// SHA-256 of the lines the digest's own line follows.
+func renderDropIn(spec service.Spec) (dropIn, digest string, err error) {
 	if !filepath.IsAbs(spec.Command[0]) {
-		return "", fmt.Errorf("command %q is not an absolute path", spec.Command[0])
+		return "", "", fmt.Errorf("command %q is not an absolute path", spec.Command[0])
 	}
 	var b strings.Builder
-	b.WriteString("# Written by the charm; local changes are overwritten.\n")
+	b.WriteString("# Written by the charm; local changes are overwritten. The charm reloads systemd when\n")
+	b.WriteString("# the unit it holds lacks this file's digest (" + DigestVar + ", the last line).\n")
 	b.WriteString("[Unit]\nConditionPathExists=\n\n[Service]\nType=simple\nPIDFile=\n")
 	fmt.Fprintf(&b, "EnvironmentFile=-%s\n", EnvironmentFile(spec.Name))
-	b.WriteString("ExecStart=\nExecStart=" + ExecLine(spec.Command) + "\n")
+	b.WriteString("ExecStart=\nExecStart=" + ExecLine(spec.Command[:1]) + " $" + OptionsVar(spec.Name) + "\n")
 	b.WriteString("Restart=on-failure\n")
 	// The packaged unit may name its own user (Debian 13's slurmctld.service has User=slurm):
 	// the spec decides, as under Pebble, root when it names none.
@@ -191,7 +300,12 @@ func DropIn(spec service.Spec) (string, error) {
 	if spec.KillDelay > 0 {
 		fmt.Fprintf(&b, "TimeoutStopSec=%dms\n", spec.KillDelay.Milliseconds())
 	}
-	return b.String(), nil
+	if spec.KillAll {
+		b.WriteString("KillMode=control-group\n")
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	digest = hex.EncodeToString(sum[:8])
+	return b.String() + "Environment=" + DigestVar + "=" + digest + "\n", digest, nil
 }
 
 // ExecLine quotes argv for an ExecStart= line: words with anything but safe characters are
@@ -200,18 +314,17 @@ func DropIn(spec service.Spec) (string, error) {
 func ExecLine(argv []string) string {
 	words := make([]string, len(argv))
 	for i, a := range argv {
-		a = strings.NewReplacer("$", "$$", "%", "%%").Replace(a)
-		safe := a != "" && a != ";"
-		for j := 0; j < len(a) && safe; j++ {
-			c := a[j]
-			safe = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_@%$+=:,./-", c) >= 0
-		}
-		if !safe {
-			a = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(a) + `"`
-		}
-		words[i] = a
+		words[i] = quoteWord(strings.NewReplacer("$", "$$", "%", "%%").Replace(a))
 	}
 	return strings.Join(words, " ")
+}
+
+// write replaces path (without Root) with content unless it holds it already.
+func (m *Manager) write(path, content string) error {
+	if old, err := os.ReadFile(m.path(path)); err == nil && string(old) == content {
+		return nil
+	}
+	return writeFile(m.path(path), []byte(content))
 }
 
 // writeFile replaces path atomically (temp file, fsync, rename), creating directories.
@@ -244,41 +357,73 @@ func writeFile(path string, data []byte) error {
 
 // Enable implements service.Manager.
 func (m *Manager) Enable(ctx context.Context, name string) error {
-	if _, err := m.props(ctx, name); err != nil {
+	if err := m.usable(name); err != nil {
 		return fmt.Errorf("cannot enable service %q: %w", name, err)
 	}
+	wasLoaded := m.isLoaded(ctx, name)
 	_, changes, err := m.Conn.EnableUnitFilesContext(ctx, []string{unit(name)}, false, true)
 	if err != nil {
-		return fmt.Errorf("cannot enable service %q: %w", name, err)
+		return fmt.Errorf("cannot enable service %q: %w", name, m.why(ctx, name, err))
 	}
-	if len(changes) == 0 {
-		return nil // enabled already: no symlink changed
+	if len(changes) == 0 || !wasLoaded {
+		return nil // enabled already, or systemd reads the state afresh when it loads the unit
 	}
-	// As systemctl enable does: systemd caches a unit's UnitFileState until a reload.
-	if err := m.Conn.ReloadContext(ctx); err != nil {
-		return fmt.Errorf("cannot enable service %q: reload: %w", name, err)
-	}
-	return nil
+	return m.linked(ctx, "enable", name, true)
 }
 
 // Disable implements service.Manager.
 func (m *Manager) Disable(ctx context.Context, name string) error {
+	// systemd disables a unit with no unit file without an error: ask first.
 	if _, err := m.props(ctx, name); err != nil {
 		return fmt.Errorf("cannot disable service %q: %w", name, err)
 	}
+	wasLoaded := m.isLoaded(ctx, name)
 	changes, err := m.Conn.DisableUnitFilesContext(ctx, []string{unit(name)}, false)
 	if err != nil {
 		return fmt.Errorf("cannot disable service %q: %w", name, err)
 	}
-	if len(changes) == 0 {
-		return nil // disabled already
+	if len(changes) == 0 || !wasLoaded {
+		return nil // disabled already, or systemd reads the state afresh when it loads the unit
 	}
-	// As systemctl disable does: systemd caches a unit's UnitFileState until a reload.
+	return m.linked(ctx, "disable", name, false)
+}
+
+// why is err of a call about name, or ErrUnknownService when name has no unit file.
+func (m *Manager) why(ctx context.Context, name string, err error) error {
+	if _, perr := m.props(ctx, name); errors.Is(perr, service.ErrUnknownService) {
+		return fmt.Errorf("%w (%v)", perr, err)
+	}
+	return err
+}
+
+// isLoaded reports whether systemd holds name's unit loaded now (ListUnitsByPatterns lists
+// the loaded units and loads none: about 1 ms, where a property read of a unit not loaded
+// loads it and a UnitFileState scans the unit directories, 4-8 ms). On an error it says
+// loaded, which costs a check, not a wrong answer.
+func (m *Manager) isLoaded(ctx context.Context, name string) bool {
+	us, err := m.Conn.ListUnitsByPatternsContext(ctx, nil, []string{unit(name)})
+	return err != nil || len(us) > 0
+}
+
+// linked follows a change of the [Install] links of name, loaded before the change. The next
+// boot reads them from disk and needs no reload; but systemd keeps the UnitFileState a
+// loaded unit (a running one) had when it was loaded until a reload, so only when the state
+// systemd reports is not the new one is it reloaded, as `systemctl enable` always does. A
+// unit systemd has not loaded (a new machine's) reads its state afresh when it loads it.
+func (m *Manager) linked(ctx context.Context, verb, name string, enabled bool) error {
+	if p, err := m.Conn.GetUnitPropertyContext(ctx, unit(name), "UnitFileState"); err == nil {
+		if s, _ := p.Value.Value().(string); enabledState(s) == enabled {
+			return nil
+		}
+	}
 	if err := m.Conn.ReloadContext(ctx); err != nil {
-		return fmt.Errorf("cannot disable service %q: reload: %w", name, err)
+		return fmt.Errorf("cannot %s service %q: reload: %w", verb, name, err)
 	}
 	return nil
 }
+
+// enabledState reports whether a UnitFileState means the unit starts at boot.
+func enabledState(s string) bool { return s == "enabled" || s == "enabled-runtime" }
 
 // Start implements service.Manager.
 func (m *Manager) Start(ctx context.Context, name string) error {
@@ -307,8 +452,12 @@ func (m *Manager) Respawn(ctx context.Context, name string) error { return m.Res
 // refuses a sixth start within 10 s (StartLimitBurst, StartLimitIntervalSec) as
 // "start-limit-hit", a limit meant for a crash loop under Restart=on-failure, not for the
 // starts a charm asks for one after another (a join, a key rotation, a re-registration).
+//
+// It reads no property first (each read of a unit systemd has not loaded costs a load and
+// its UnitFileState, a few ms): systemd refuses a job of a unit with no unit file as
+// NoSuchUnit, which is reported as service.ErrUnknownService.
 func (m *Manager) job(ctx context.Context, verb, name string, do func(context.Context, string, string, chan<- string) (int, error)) error {
-	if _, err := m.props(ctx, name); err != nil {
+	if err := m.usable(name); err != nil {
 		return fmt.Errorf("cannot %s service %q: %w", verb, name, err)
 	}
 	if verb != "stop" {
@@ -319,6 +468,9 @@ func (m *Manager) job(ctx context.Context, verb, name string, do func(context.Co
 	}
 	ch := make(chan string, 1) // buffered: go-systemd must not block if we stop waiting
 	if _, err := do(ctx, unit(name), "replace", ch); err != nil {
+		if noSuchUnit(err) {
+			err = fmt.Errorf("%w: systemd unit %s not found (%v)", service.ErrUnknownService, unit(name), err)
+		}
 		return fmt.Errorf("cannot %s service %q: %w", verb, name, err)
 	}
 	select {
@@ -365,17 +517,25 @@ func (m *Manager) Status(ctx context.Context, name string) (service.Status, erro
 		st.Since = time.UnixMicro(int64(us))
 	}
 	fileState, _ := p["UnitFileState"].(string)
-	st.Enabled = fileState == "enabled" || fileState == "enabled-runtime"
+	st.Enabled = enabledState(fileState)
 	return st, nil
+}
+
+// usable checks name and that the manager has a connection.
+func (m *Manager) usable(name string) error {
+	if err := service.ValidateName(name); err != nil {
+		return err
+	}
+	if m.Conn == nil {
+		return errors.New("systemd manager has no D-Bus connection")
+	}
+	return nil
 }
 
 // props returns the unit's properties, or ErrUnknownService when systemd has no such unit.
 func (m *Manager) props(ctx context.Context, name string) (map[string]any, error) {
-	if err := service.ValidateName(name); err != nil {
+	if err := m.usable(name); err != nil {
 		return nil, err
-	}
-	if m.Conn == nil {
-		return nil, errors.New("systemd manager has no D-Bus connection")
 	}
 	p, err := m.Conn.GetUnitPropertiesContext(ctx, unit(name))
 	if err != nil {

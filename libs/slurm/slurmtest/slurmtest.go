@@ -59,12 +59,14 @@ func Real(name string) Case { return readCase("real", name) }
 // nodes slurmd-0 and slurmd-1 in partition slurmd; slurmd-0 runs on host juju-1). The cases
 // share 22.05's names, plus node-no-sack (a client command on a node whose slurmd is stopped),
 // listjobs-by-hostname (listjobs without SLURMD_NODENAME), slurmd-C-gpus (slurmd -C where
-// Slurm's own GPU detection would find two GPUs) and slurmctld-log (slurmctld.log after one
-// start and two reconfigures). It panics on an unknown name.
+// Slurm's own GPU detection would find two GPUs), slurmctld-log (slurmctld.log after one
+// start and two reconfigures), and, on a login node (sackd, no slurmd; recorded by tests/e2e
+// TestLoginNodeMachines with SLURM_RECORD_DIR set), login-sinfo (`sinfo -h -o %R` through sackd) and login-no-sack (the
+// same with sackd stopped). It panics on an unknown name.
 func Real2411(name string) Case { return readCase("real-24.11", name) }
 
 // Real2605 is Real2411 for Slurm 26.05 (real-26.05/, recorded the same way on Debian 14
-// machines).
+// machines, login-sinfo and login-no-sack too).
 func Real2605(name string) Case { return readCase("real-26.05", name) }
 
 // readCase reads case name under dir.

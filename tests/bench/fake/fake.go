@@ -326,9 +326,11 @@ func (fx *Fixture) tool(name string, args []string, stdin io.Reader, unit, write
 			isApp := slices.Contains(rest, "--app")
 			switch {
 			case isApp && who == app && !fx.Leader:
-				return nil, 1, fmt.Sprintf("cannot read application settings of %q: permission denied (unit is not the leader)", who)
-			case isApp && who != app && who != r.RemoteApp, !isApp && who != unit && !slices.Contains(r.Units, who):
-				return nil, 1, fmt.Sprintf("cannot read settings for %q in relation %q: not found", who, id)
+				return nil, 1, "permission denied (unit is not the leader)"
+			case isApp && who != app && who != r.RemoteApp:
+				return nil, 1, fmt.Sprintf("application %q: settings not found", who)
+			case !isApp && who != unit && !slices.Contains(r.Units, who):
+				return nil, 1, fmt.Sprintf("unit %q: settings not found", who)
 			}
 			for k, v := range r.Data[who] {
 				data[k] = v
@@ -350,7 +352,7 @@ func (fx *Fixture) tool(name string, args []string, stdin io.Reader, unit, write
 		isApp := slices.Contains(rest, "--app")
 		if isApp && !fx.Leader {
 			io.Copy(io.Discard, stdin)
-			return nil, 1, "cannot write relation settings: permission denied (unit is not the leader)"
+			return nil, 1, "cannot write relation settings"
 		}
 		kv := settings(rest, stdin)
 		if writes != "" {
@@ -370,7 +372,7 @@ func (fx *Fixture) tool(name string, args []string, stdin io.Reader, unit, write
 		return nil, 0, ""
 	case "status-set":
 		if slices.Contains(args, "--application") && !fx.Leader {
-			return nil, 1, "cannot set application status: this unit is not the leader"
+			return nil, 1, "this unit is not the leader"
 		}
 		return nil, 0, ""
 	case "config-get":
@@ -402,7 +404,10 @@ func (fx *Fixture) tool(name string, args []string, stdin io.Reader, unit, write
 			id = pos[0]
 		}
 		content, ok := fx.Secrets[id]
-		if !ok || slices.Contains(fx.Hidden, id) {
+		switch {
+		case ok && slices.Contains(fx.Hidden, id) && name == "secret-get":
+			return nil, 1, "permission denied" // it exists, not granted to this unit
+		case !ok || slices.Contains(fx.Hidden, id):
 			return nil, 1, fmt.Sprintf("secret %q not found", id)
 		}
 		if name == "secret-info-get" {

@@ -1,15 +1,17 @@
 // Command bench runs the benchmarks of `make bench` (package tests/bench; docs/benchmarks.md).
 //
-//	go run ./tests/cmd/bench [-out build] [-only hooks,raw,join,leave,scale,autoscale,busy,trixie,bookworm,reboot] [-samples 15] [-hook-runs 20] [-scale 8,32,128,256] [-busy-units 32] [-machine-samples 15] [-reboot-on trixie]
+//	go run ./tests/cmd/bench [-out build] [-only hooks,raw,join,leave,scale,autoscale,busy,bookworm,bookworm-scale,trixie,trixie-scale,forky,forky-scale,reboot] [-samples 15] [-hook-runs 20] [-scale 8,32,128,256] [-busy-units 32] [-machine-samples 15] [-machine-scale 8,32] [-reboot-on trixie]
 //
 // It prints one `name=value unit` line per figure and writes <out>/bench.json, <out>/bench.md
 // (a table with each figure's spread), <out>/bench-join.svg (join latency against cluster
 // size), <out>/bench-scale.svg (all-IDLE time against nodes added at once, operators and raw
 // slurmd) and <out>/bench-trace.txt (where the time of a join and a leave goes; see
-// bench.WriteFiles). The parts trixie and bookworm measure joins and leaves on systemd
-// machines of that Debian release beside the raw slurmd -Z join on the same kind of machine;
-// reboot measures reboot-to-IDLE beside the machine's own boot time; busy the controller's
-// hooks while busy units are removed and a removed partition waits for its job records. It needs root and
+// bench.WriteFiles). For each Debian release machines boot (hoststest.Suites), the part
+// named after it (bookworm, trixie) measures joins and leaves on systemd machines of that
+// release beside the raw slurmd -Z join on the same kind of machine, and <suite>-scale the
+// -machine-scale sizes of units added at once on new machines; reboot measures
+// reboot-to-IDLE beside the machine's own boot time; busy the controller's hooks while busy
+// units are removed and a removed partition waits for its job records. It needs root and
 // network namespaces for every figure except hooks. Run it from the repository root.
 package main
 
@@ -32,6 +34,19 @@ func main() {
 	os.Exit(run())
 }
 
+// sizes parses a comma-separated list of positive numbers.
+func sizes(list string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("bad size %q", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
 func run() int {
 	var opts bench.RunOptions
 	only := flag.String("only", strings.Join(bench.Parts(), ","), "comma-separated parts to run: "+strings.Join(bench.Parts(), ", "))
@@ -42,16 +57,18 @@ func run() int {
 	flag.IntVar(&opts.MachineSamples, "machine-samples", 0, "joins, leaves and reboots of each kind measured on systemd machines (parts trixie, bookworm, reboot); 0: as -samples")
 	flag.StringVar(&opts.RebootOn, "reboot-on", "trixie", "machines of the reboot part: trixie or bookworm")
 	scales := flag.String("scale", "8,32,128,256", "comma-separated numbers of units added at once (then removed), one size after the other")
+	machineScales := flag.String("machine-scale", "8,32", "comma-separated numbers of units added at once on new machines by each <suite>-scale part")
 	flag.IntVar(&opts.BusyUnits, "busy-units", 32, "units removed at once while their jobs run (part busy)")
 	timeout := flag.Duration("timeout", 60*time.Minute, "bound on the whole run")
 	flag.Parse()
-	for _, f := range strings.Split(*scales, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			fmt.Fprintf(os.Stderr, "bench: bad -scale size %q\n", f)
-			return 2
-		}
-		opts.Scales = append(opts.Scales, n)
+	var err error
+	if opts.Scales, err = sizes(*scales); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: -scale: %v\n", err)
+		return 2
+	}
+	if opts.MachineScales, err = sizes(*machineScales); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: -machine-scale: %v\n", err)
+		return 2
 	}
 	opts.Parts = strings.Split(*only, ",")
 	opts.Command = "go run ./tests/cmd/bench " + strings.Join(os.Args[1:], " ")

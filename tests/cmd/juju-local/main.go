@@ -259,9 +259,16 @@ func daemon(args []string) int {
 		fmt.Fprintf(os.Stderr, "ERROR invalid value %q for option --machines\n", machines)
 		return 2
 	}
+	// With the referee beside juju-local (model.BuildBinaries builds it there; `make tools`
+	// does not), Juju 3.6's own code judges every hook tool call and hook: what it finds is
+	// logged when the model stops.
+	referee := model.RefereeBeside(self)
+	if _, err := os.Stat(referee); err != nil {
+		referee = ""
+	}
 	m, err := model.New(ctx, model.Options{
 		Dir: dir, Name: name, Tools: tools, Machines: prov,
-		UpdateStatusInterval: interval, HookRetry: retry,
+		UpdateStatusInterval: interval, HookRetry: retry, Referee: referee,
 		Log: func(line string) { fmt.Fprintln(os.Stderr, line) },
 	})
 	if err != nil {
@@ -278,6 +285,9 @@ func daemon(args []string) int {
 	os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
 	defer os.Remove(pidFile)
 	fmt.Fprintf(os.Stderr, "model %s running in %s with %s machines\n", name, dir, machines)
+	if referee != "" {
+		fmt.Fprintf(os.Stderr, "judged by Juju 3.6's own code (%s)\n", referee)
+	}
 	destroyed := false
 	select {
 	case <-ctx.Done():

@@ -173,4 +173,16 @@ func TestCLI(t *testing.T) {
 	if _, errOut, code := run("destroy"); code != 0 || !strings.Contains(errOut, "no model running") {
 		t.Errorf("destroy without a daemon: exit %d %q", code, errOut)
 	}
+	// The daemon ran under the referee (built beside juju-local): what Juju 3.6's own code
+	// found different is in its log.
+	log, err := os.ReadFile(filepath.Join(dir, "daemon.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "judged by Juju 3.6's own code") {
+		t.Errorf("the daemon ran without the referee:\n%s", log)
+	}
+	if i := strings.Index(string(log), "differs from Juju 3.6"); i >= 0 {
+		t.Errorf("the referee found differences:\n%s", string(log)[max(0, i-200):])
+	}
 }

@@ -63,16 +63,16 @@ func Cases() []Case {
 	}, {
 		Name: "non-leader cannot write its application databag", Rule: "leader-only writes",
 		World: world("slurmctld/1", false),
-		Hooks: []Hook{{Event: changed, Calls: []Call{relationSet(true, `{"controllers":"x"}`).refused()}}},
+		Hooks: []Hook{{Event: changed, Calls: []Call{relationSet(true, `{"controllers":"x"}`).refused("cannot write relation settings")}}},
 	}, {
 		Name: "non-leader cannot read its application databag", Rule: "leader-only writes",
 		World: world("slurmctld/1", false),
-		Hooks: []Hook{{Event: changed, Calls: []Call{{Args: relationGet(true, "slurmctld"), Fails: true}}}},
+		Hooks: []Hook{{Event: changed, Calls: []Call{{Args: relationGet(true, "slurmctld"), Fails: true, Err: "permission denied (unit is not the leader)"}}}},
 	}, {
 		Name: "non-leader cannot set the application status", Rule: "leader-only writes",
 		World: world("slurmctld/1", false),
 		Hooks: []Hook{{Event: update, Calls: []Call{
-			{Args: []string{"status-set", "--application", "active", "ready"}, Fails: true},
+			{Args: []string{"status-set", "--application", "active", "ready"}, Fails: true, Err: "this unit is not the leader"},
 			{Args: []string{"status-set", "active", "ready"}},
 		}}},
 	}, {
@@ -101,7 +101,7 @@ func Cases() []Case {
 		Name: "secret not granted is not readable", Rule: "secret visibility",
 		World: secretWorld(false),
 		Hooks: []Hook{{Event: jujutest.RelationHook(juju.RelationChanged, "slurmd:1", "slurmctld/0"), Calls: []Call{
-			{Args: []string{"secret-get", "secret:cvh7kruupa1s46bqvuig", "--format=json"}, Fails: true},
+			{Args: []string{"secret-get", "secret:cvh7kruupa1s46bqvuig", "--format=json"}, Fails: true, Err: "permission denied"},
 		}}},
 	}, {
 		Name: "failed hook's relation writes are discarded", Rule: "commit on success",
@@ -127,7 +127,7 @@ func Cases() []Case {
 }
 
 // refused is c expected to fail.
-func (c Call) refused() Call {
-	c.Fails = true
+func (c Call) refused(msg string) Call {
+	c.Fails, c.Err = true, msg
 	return c
 }

@@ -58,8 +58,11 @@ import (
 type Call struct {
 	Args  []string
 	Stdin string
-	// Fails: Juju refuses the call (non-zero exit).
+	// Fails: Juju refuses the call (non-zero exit); Err, when not empty, is its message
+	// (stderr "ERROR <Err>", as Juju's hook tools write it, the text the tool referee checks
+	// the local model's against).
 	Fails bool
+	Err   string
 	// Out, when not empty, is the call's standard output as JSON (compared as decoded
 	// values).
 	Out string
@@ -185,6 +188,11 @@ func check(ctx context.Context, t reporter, c Case, hook int, r juju.Runner, cal
 	case !call.Fails && res.ExitCode != 0:
 		t.Errorf("%s: exit %d: %s", what, res.ExitCode, bytes.TrimSpace(res.Stderr))
 		return
+	}
+	if call.Fails && call.Err != "" {
+		if got := strings.TrimSpace(string(res.Stderr)); got != "ERROR "+call.Err {
+			t.Errorf("%s: stderr %q, Juju's is %q", what, got, "ERROR "+call.Err)
+		}
 	}
 	if call.Out == "" || call.Fails {
 		return

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/charmed-slurm/operators/interfaces/mountinfo"
+	"github.com/charmed-slurm/operators/interfaces/sackd"
+	"github.com/charmed-slurm/operators/libs/apt"
+	"github.com/charmed-slurm/operators/libs/charm"
+	"github.com/charmed-slurm/operators/libs/juju"
+)
+
+// Router routes every hook and action the charm handles. Every handler has one shape, a
+// method of hook run as a charm.Func: the kit's handlers (Charm.handlers) run it with the
+// state, the configuration and leadership read; stateless runs it with the hook context
+// alone.
+func (c *Charm) Router() *juju.Router {
+	hs := c.handlers()
+	r := juju.NewRouter()
+	r.Handle(juju.Install, hs.Handle((*hook).install))
+	for _, k := range []juju.Kind{juju.LeaderElected, juju.LeaderSettingsChanged, juju.ConfigChanged, juju.Start} {
+		r.Handle(k, hs.Handle((*hook).configure))
+	}
+	r.Handle(juju.UpgradeCharm, hs.Handle((*hook).upgradeCharm))
+	// High availability: the peers and the shared storage change the controllers.
+	for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted, juju.RelationBroken} {
+		r.HandleRelation(peerEndpoint, k, hs.Handle((*hook).configure))
+		r.HandleRelation(mountinfo.EndpointName, k, hs.Handle((*hook).configure))
+	}
+	r.Handle(juju.UpdateStatus, hs.Handle((*hook).updateStatus))
+	for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted, juju.RelationBroken} {
+		r.HandleRelation("slurmd", k, hs.Handle((*hook).slurmdRelation))
+		r.HandleRelation(sackd.RequirerEndpoint, k, hs.Handle((*hook).sackdRelation))
+	}
+	r.Handle(juju.Stop, c.stateless((*hook).stopWaiter))
+	r.Handle(juju.Remove, c.stateless((*hook).stopWaiter))
+	r.HandleAction("show-current-config", c.stateless((*hook).showCurrentConfig))
+	r.HandleAction("set-node-state", hs.Handle(thenStatus((*hook).setNodeState)))
+	r.HandleAction("drain", hs.Handle(thenStatus((*hook).drain)))
+	r.HandleAction("resume", hs.Handle(thenStatus((*hook).resume)))
+	r.HandleAction("delete-node", hs.Handle(thenStatus((*hook).deleteNode)))
+	r.HandleAction("rotate-auth-key", hs.Handle((*hook).rotateAuthKey))
+	r.HandleAction("settle-jobs", hs.Handle((*hook).settleJobs))
+	r.HandleAction("reboot", hs.Handle((*hook).reboot))
+	r.HandleAction("takeover", hs.Handle((*hook).takeover))
+	return r
+}
+
+// handlers runs every handler in the lifecycle with the hook value built by begin; whatever
+// the handler's outcome, the removals it leaves under way go to the waiter (watch); when it
+// succeeds, the login nodes are brought up to date and the record of what the hook wrote to
+// Juju replaces the saved one (finish).
+func (c *Charm) handlers() charm.Handlers[charmState, *hook] {
+	return charm.Handlers[charmState, *hook]{Lifecycle: c.lifecycle(), Begin: c.begin, After: (*hook).watch, End: (*hook).finish}
+}
+
+// finish ends a hook that succeeded: every unit's /etc/hosts and the leader's login
+// relations follow the login units (loginNodes.sync), then the record of what the hook wrote
+// to Juju replaces the saved one (end).
+func (h *hook) finish(ctx context.Context) error {
+	if err := (loginNodes{h}).sync(ctx); err != nil {
+		return err
+	}
+	return h.end(ctx)
+}
+
+// thenStatus runs action, which changes nodes in Slurm, then sets the unit status again:
+// its node counts are out of date now, and no hook may come to refresh them before the next
+// update-status.
+func thenStatus(action charm.Func[*hook]) charm.Func[*hook] {
+	return func(h *hook, ctx context.Context) error {
+		if err := action(h, ctx); err != nil {
+			return err
+		}
+		return h.report(ctx)
+	}
+}
+
+// stateless runs fn with the hook context alone, for the handlers that read and write no
+// charm state (stop, remove, show-current-config): a hook that only ends the waiter or reads
+// files must not fail on the state.
+func (c *Charm) stateless(fn charm.Func[*hook]) juju.Handler {
+	return func(ctx context.Context, hc *juju.HookContext) error {
+		return fn(&hook{c: c, hc: hc}, ctx)
+	}
+}
+
+// programs are the commands the charm needs and the Debian packages providing them.
+var programs = []apt.Need{
+	{Binary: "slurmctld", Package: "slurmctld"},
+	{Binary: "scontrol", Package: "slurm-client"},
+	{Binary: "squeue", Package: "slurm-client"},
+	{Binary: "scancel", Package: "slurm-client"},
+	{Binary: "munged", Package: "munge"},
+}
+
+// install installs Slurm and munge with apt when they are missing and creates the
+// directories slurmctld needs.
+func (h *hook) install(ctx context.Context) error {
+	c := h.c
+	pkgs, err := apt.Missing(c.LookPath, programs)
+	if err != nil {
+		return err
+	}
+	if len(pkgs) > 0 {
+		if err := h.progress(ctx, "installing "+strings.Join(pkgs, " ")); err != nil {
+			return err
+		}
+		if err := apt.Install(ctx, c.Slurm, pkgs); err != nil {
+			return err
+		}
+	}
+	if err := c.makeDirs(); err != nil {
+		return err
+	}
+	return h.progress(ctx, "installed, waiting for leadership and configuration")
+}
+
+// makeDirs creates slurm.conf's directory, the state save location and the log directory,
+// the last two owned by the slurm user.
+func (c *Charm) makeDirs() error {
+	uid, gid, err := c.UserIDs(slurmUser)
+	if err != nil {
+		return err
+	}
+	for _, d := range []struct {
+		path  string
+		mode  os.FileMode
+		owned bool
+	}{{confDir, 0o755, false}, {stateSaveDir, 0o750, true}, {logDir, 0o755, true}} {
+		p := c.Path(d.path)
+		if err := os.MkdirAll(p, d.mode); err != nil {
+			return fmt.Errorf("cannot create %s: %w", d.path, err)
+		}
+		if d.owned {
+			if err := os.Chown(p, uid, gid); err != nil {
+				return fmt.Errorf("cannot give %s to user %s: %w", d.path, slurmUser, err)
+			}
+		}
+	}
+	return nil
+}
+
+// upgradeCharm ends the waiter, which runs the old charm's code (watch starts the new one),
+// and configures.
+func (h *hook) upgradeCharm(ctx context.Context) error {
+	_ = h.stopWaiter(ctx)
+	return h.configure(ctx)
+}
+
+// configure brings the controller to its configured state: auth key, munged, slurm.conf,
+// partitions, slurmctld running, port open, ControllerData published, the controllers and
+// the configuration shared with the peers. It runs on leader-elected, config-changed, start,
+// upgrade-charm and the peer and mount relations' hooks; a unit that is not the leader
+// configures as a backup controller (backup).
+func (h *hook) configure(ctx context.Context) error {
+	if h.configProblem() != nil {
+		// Nothing is changed: a running slurmctld keeps its configuration.
+		return h.report(ctx)
+	}
+	if !h.leader {
+		return backup{h}.configure(ctx)
+	}
+	if err := (slurmctldDaemon{h}).ensure(ctx); err != nil {
+		return err
+	}
+	if err := (publisher{h}).all(ctx); err != nil {
+		return err
+	}
+	if err := (publisher{h}).peers(ctx); err != nil {
+		return err
+	}
+	return h.report(ctx)
+}
+
+// updateStatus repeats the reconciles (one pass each) and refreshes the status. One node
+// list (hook.nodes) serves them all and the status, unless one of them changes Slurm.
+func (h *hook) updateStatus(ctx context.Context) error {
+	if h.leader {
+		nodeRemovals{h}.pass(ctx)
+		if err := (partitionRemovals{h}).pass(ctx); err != nil {
+			return err
+		}
+		if h.c.running(ctx) {
+			slurmctldDaemon{h}.repairPartitions(ctx)
+			if h.st.Reboots != nil {
+				if _, err := (rollingReboot{h}).advance(ctx); err != nil {
+					h.logf(ctx, juju.LevelWarning, "rolling reboot: %v", err)
+				}
+				h.nodes.forget() // a reboot step changes node states
+			}
+		}
+	}
+	return h.report(ctx)
+}
+
+// slurmdRelation handles every hook of the slurmd endpoint (slurmdRelation.handle) and sets
+// the status.
+func (h *hook) slurmdRelation(ctx context.Context) error {
+	if err := (slurmdRelation{h}).handle(ctx); err != nil {
+		return err
+	}
+	return h.report(ctx)
+}
+
+// stopWaiter ends the unit's waiter: stop (a reboot or the unit's removal), remove and
+// upgrade-charm. After a reboot, start and config-changed start a waiter again if removals are
+// under way. A waiter that will not end is logged, not the hook's failure.
+func (h *hook) stopWaiter(ctx context.Context) error {
+	if h.c.Waiter == nil {
+		return nil
+	}
+	if err := h.c.Waiter.Stop(ctx); err != nil {
+		_ = h.hc.Log.Logf(ctx, juju.LevelWarning, "%v", err)
+	}
+	return nil
+}

@@ -1,0 +1,383 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/poll"
+	"github.com/charmed-slurm/operators/libs/service"
+	"github.com/charmed-slurm/operators/libs/slurm"
+)
+
+// startWait bounds the wait for a freshly started slurmctld to answer `scontrol ping`.
+const startWait = 30 * time.Second
+
+// slurmctldDaemon is slurmctld on this host: its configuration brought to the charm's, started,
+// reconfigured or restarted when that changed, and its partitions checked after.
+type slurmctldDaemon struct{ h *hook }
+
+// ensure writes the key, slurm.conf and partitions and makes sure munged and
+// slurmctld run, reconfiguring a running slurmctld once if its configuration changed.
+func (ctl slurmctldDaemon) ensure(ctx context.Context) error {
+	h := ctl.h
+	feat, err := h.features(ctx)
+	if err != nil {
+		return err
+	}
+	if err := (authKey{h}).ensure(ctx, feat); err != nil {
+		return err
+	}
+	cgroupChanged, err := ctl.writeGresCgroup(ctx, feat)
+	if err != nil {
+		return err
+	}
+	st, err := h.storage(ctx)
+	if err != nil {
+		return err
+	}
+	switch {
+	case st.Mounted && !h.st.StateShared && h.st.AppliedConf != "":
+		// A backup becoming the leader: it runs on the shared state already.
+		h.st.StateShared = true
+	case st.Mounted && !h.st.StateShared:
+		if err := ctl.moveState(ctx); err != nil {
+			return err
+		}
+	}
+	if h.ctls, err = h.planControllers(ctx, st); err != nil {
+		return err
+	}
+	prevExtra := h.st.ExtraKeys
+	changed, err := h.conf.change(ctx, func(ctx context.Context) (bool, error) {
+		confChanged, err := slurmConf{h}.write(ctx, feat)
+		if err != nil {
+			return false, err
+		}
+		partsChanged, err := slurmConf{h}.syncPartitions(ctx, nil)
+		return confChanged || partsChanged, err
+	})
+	var ce *slurm.ConfigError
+	switch {
+	case errors.As(err, &ce) && len(h.extra) > 0:
+		// Slurm cannot read slurm.conf with these parameters: the live file, and a running
+		// slurmctld, keep the previous ones; a controller that is not running yet stays so.
+		h.st.ExtraKeys = prevExtra
+		h.st.ConfRefused = "slurm-conf-parameters: " + refusal(ce)
+		h.logf(ctx, juju.LevelWarning, "slurm.conf left as it was: %v", err)
+		return nil
+	case err != nil:
+		return err
+	}
+	h.st.ConfRefused = ""
+	hosts := hostsOf(h.ctls)
+	running := h.c.running(ctx)
+	switch {
+	case running && len(h.st.RunningHosts) > 0 && !slices.Equal(h.st.RunningHosts, hosts),
+		running && len(h.st.RunningHosts) == 0 && len(hosts) > 1:
+		// SlurmctldHost is read at start only.
+		if err := ctl.restartForControllers(ctx, hosts); err != nil {
+			return err
+		}
+	case running:
+		if err := ctl.apply(ctx, changed || cgroupChanged); err != nil {
+			return err
+		}
+	default:
+		if err := ctl.start(ctx); err != nil {
+			return err
+		}
+	}
+	h.st.RunningHosts, h.st.Controllers = hosts, h.ctls
+	h.st.ClusterName = h.cfg.ClusterName
+	// The Slurm version in juju status's Version column, once per version.
+	if err := h.k.SetVersion(ctx, h.st.SlurmVersion); err != nil {
+		return err
+	}
+	return publisher{h}.openPort(ctx)
+}
+
+// writeGresCgroup writes gres.conf and cgroup.conf; it reports whether cgroup.conf changed.
+func (ctl slurmctldDaemon) writeGresCgroup(ctx context.Context, feat slurm.Features) (bool, error) {
+	h := ctl.h
+	wrote, err := writeGresConf(ctx, h.c.Settings)
+	if err != nil {
+		return false, err
+	}
+	if wrote {
+		h.logf(ctx, juju.LevelInfo, "wrote %s (Include %s)", gresConfPath, gresLocalPath)
+	}
+	cgroupChanged, err := writeCgroupConf(ctx, h.c.Settings, feat)
+	if err != nil {
+		return false, err
+	}
+	if cgroupChanged {
+		h.logf(ctx, juju.LevelInfo, "wrote %s (CgroupPlugin=disabled)", cgroupConfPath)
+	}
+	return cgroupChanged, nil
+}
+
+// restartForControllers restarts slurmctld so that it runs with the controllers hosts
+// (SlurmctldHost is read at start only) and waits until it answers.
+func (ctl slurmctldDaemon) restartForControllers(ctx context.Context, hosts []string) error {
+	h := ctl.h
+	if err := h.progress(ctx, "restarting slurmctld: the controllers changed"); err != nil {
+		return err
+	}
+	if err := h.c.restart(ctx, svcSlurmctld); err != nil {
+		return err
+	}
+	h.st.GresRunning = h.st.gresTypes()
+	h.nodes.forget()
+	if err := ctl.waitUp(ctx, "restarted"); err != nil {
+		return err
+	}
+	h.logf(ctx, juju.LevelInfo, "restarted slurmctld with the controllers %v", hosts)
+	return nil
+}
+
+// moveState moves the controller's state to the shared storage, once, with slurmctld stopped:
+// the state directory is copied there when the shared one holds no state yet; a shared
+// directory already holding this cluster's state (another controller ran on it) is kept, one
+// of another cluster is refused. slurmctld starts again from the shared state when the hook
+// has rewritten slurm.conf.
+func (ctl slurmctldDaemon) moveState(ctx context.Context) error {
+	h := ctl.h
+	c := h.c
+	dst := c.Path(sharedStateDir)
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return fmt.Errorf("cannot create %s on the shared storage: %w", sharedStateDir, err)
+	}
+	if data, err := os.ReadFile(filepath.Join(dst, "clustername")); err == nil {
+		got, _, _ := strings.Cut(strings.TrimSpace(string(data)), "|")
+		if got != "" && got != h.cfg.ClusterName {
+			return fmt.Errorf("the shared storage holds the state of cluster %q, not %q: refusing to share it", got, h.cfg.ClusterName)
+		}
+	}
+	entries, err := os.ReadDir(dst)
+	if err != nil {
+		return fmt.Errorf("cannot read %s: %w", sharedStateDir, err)
+	}
+	if c.running(ctx) {
+		if err := h.progress(ctx, "stopping slurmctld to move its state to the shared storage"); err != nil {
+			return err
+		}
+		if err := c.Services.Stop(ctx, svcSlurmctld); err != nil {
+			return fmt.Errorf("cannot stop slurmctld: %w", err)
+		}
+	}
+	if len(entries) == 0 {
+		if err := copyTree(c.Path(stateSaveDir), dst); err != nil {
+			return fmt.Errorf("cannot copy %s to %s: %w", stateSaveDir, sharedStateDir, err)
+		}
+		h.logf(ctx, juju.LevelInfo, "moved the controller's state from %s to the shared %s", stateSaveDir, sharedStateDir)
+	} else {
+		h.logf(ctx, juju.LevelInfo, "the shared %s holds this cluster's state already: keeping it", sharedStateDir)
+	}
+	uid, gid, err := c.UserIDs(slurmUser)
+	if err != nil {
+		return err
+	}
+	if err := filepath.WalkDir(dst, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	}); err != nil {
+		return fmt.Errorf("cannot give %s to %s: %w", sharedStateDir, slurmUser, err)
+	}
+	h.st.StateShared = true
+	return nil
+}
+
+// copyTree copies the regular files and directories below src into dst (modes kept, each
+// file fsynced: the state must be on the shared storage before slurmctld starts from it).
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && p == src {
+				return nil // no state yet
+			}
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(to, info.Mode().Perm())
+		case !d.Type().IsRegular():
+			return nil // sockets, links: no state of slurmctld's
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		f, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, info.Mode().Perm())
+		if err != nil {
+			return err
+		}
+		_, werr := f.Write(data)
+		return errors.Join(werr, f.Sync(), f.Close())
+	})
+}
+
+// start defines, enables and starts slurmctld and waits (bounded) until it answers.
+func (ctl slurmctldDaemon) start(ctx context.Context) error {
+	h := ctl.h
+	c := h.c
+	if err := h.progress(ctx, "starting slurmctld"); err != nil {
+		return err
+	}
+	spec := service.Spec{Name: svcSlurmctld, Summary: "Slurm controller", Command: []string{"/usr/sbin/slurmctld", "-D", "-f", confPath}}
+	if err := c.Services.Configure(ctx, spec); err != nil {
+		return fmt.Errorf("cannot configure slurmctld: %w", err)
+	}
+	if err := c.Services.Enable(ctx, svcSlurmctld); err != nil {
+		return fmt.Errorf("cannot enable slurmctld: %w", err)
+	}
+	if err := c.Services.Start(ctx, svcSlurmctld); err != nil {
+		return fmt.Errorf("cannot start slurmctld (see %s): %w", slurmctldLog, err)
+	}
+	// slurm.conf as written is what slurmctld now runs with.
+	h.st.GresRunning = h.st.gresTypes()
+	if err := ctl.waitUp(ctx, "started"); err != nil {
+		return err
+	}
+	h.logf(ctx, juju.LevelInfo, "slurmctld started")
+	return nil
+}
+
+// waitUp waits (bounded by startWait) until a slurmctld just started or restarted answers.
+func (ctl slurmctldDaemon) waitUp(ctx context.Context, what string) error {
+	h := ctl.h
+	c := h.c
+	wctx, cancel := context.WithTimeout(ctx, startWait)
+	defer cancel()
+	var last error
+	err := poll.Until(wctx, c.poll(), func(ctx context.Context) (bool, error) {
+		_, last = c.client().Ping(ctx)
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("slurmctld %s but does not answer (see %s): %w", what, slurmctldLog, errors.Join(last, err))
+	}
+	return nil
+}
+
+// apply makes a running slurmctld read its configuration files after they changed: one
+// restart when GresTypes differs from what it runs with (Slurm ignores a GresTypes change
+// on reconfigure), else one `scontrol reconfigure` when changed is set.
+func (ctl slurmctldDaemon) apply(ctx context.Context, changed bool) error {
+	h := ctl.h
+	if h.st.gresRestartNeeded() {
+		return ctl.restartForGres(ctx)
+	}
+	if changed {
+		return ctl.reconfigure(ctx)
+	}
+	return nil
+}
+
+// restartForGres restarts slurmctld so that it manages the GresTypes slurm.conf lists (a
+// restart keeps the dynamic nodes and the jobs, from the saved state), waits until it
+// answers, then checks partition membership as after a reconfigure.
+func (ctl slurmctldDaemon) restartForGres(ctx context.Context) error {
+	h := ctl.h
+	want := h.st.gresTypes()
+	if err := h.progress(ctx, "restarting slurmctld for GresTypes="+want); err != nil {
+		return err
+	}
+	if err := h.c.restart(ctx, svcSlurmctld); err != nil {
+		return err
+	}
+	prev := h.st.GresRunning
+	h.st.GresRunning = want
+	h.nodes.forget()
+	if err := ctl.waitUp(ctx, "restarted"); err != nil {
+		return err
+	}
+	h.logf(ctx, juju.LevelInfo, "restarted slurmctld: GresTypes %q → %q (a GresTypes change needs a restart)", prev, want)
+	ctl.repairPartitions(ctx)
+	return nil
+}
+
+// reconfigure runs one `scontrol reconfigure`.
+func (ctl slurmctldDaemon) reconfigure(ctx context.Context) error {
+	h := ctl.h
+	if err := h.progress(ctx, "reconfiguring"); err != nil {
+		return err
+	}
+	err := h.c.client().Reconfigure(ctx)
+	h.nodes.forget()
+	if err != nil {
+		return fmt.Errorf("cannot reconfigure slurmctld: %w", err)
+	}
+	h.logf(ctx, juju.LevelInfo, "reconfigured slurmctld")
+	ctl.repairPartitions(ctx)
+	return nil
+}
+
+// repairPartitions checks that every partition holds exactly the registered nodes of its
+// NodeSet and repairs one that does not. Slurm before 23.02.2 rebuilds NodeSet partitions
+// from stale feature bitmaps on `scontrol reconfigure` when the node table has holes
+// (deleted nodes), dropping registered nodes from their partition until the next
+// registration (SchedMD bug 16295; libs/slurm's RepairPartitionMembership). It runs after
+// every reconfigure and on update-status; a failure is logged, not fatal: the next run
+// tries again.
+// The hook's node list serves every partition: each node record names the partitions that
+// hold it (Partitions=, from the same bitmaps as the partition's Nodes=; real 22.05 shows
+// the loss there too, slurmtest's show-node-moved). Only a partition found wrong is
+// repaired, which reads the nodes and the partition again.
+func (ctl slurmctldDaemon) repairPartitions(ctx context.Context) {
+	h := ctl.h
+	cl := h.c.client()
+	nodes, err := h.nodes.list(ctx)
+	if err != nil {
+		h.logf(ctx, juju.LevelWarning, "cannot check the nodes of the partitions: %v", err)
+		return
+	}
+	for _, app := range h.st.Apps {
+		if _, rm := h.st.Removing[app]; rm {
+			continue
+		}
+		if membersOf(app, nodes).OK() {
+			continue
+		}
+		repaired, err := cl.RepairPartitionMembership(ctx, app, app)
+		if err != nil {
+			h.logf(ctx, juju.LevelWarning, "cannot check the nodes of partition %s: %v", app, err)
+			continue
+		}
+		if len(repaired) > 0 {
+			h.nodes.forget()
+			h.logf(ctx, juju.LevelWarning, "partition %s had lost or gained nodes after a reconfigure (Slurm bug 16295): repaired %s", app, strings.Join(repaired, ","))
+		}
+	}
+}
+
+// membersOf compares partition app (its NodeSet's feature is app too) with the nodes
+// carrying the feature, from the node records alone: the partition holds the nodes whose
+// Partitions= name it.
+func membersOf(app string, nodes []slurm.Node) slurm.Membership {
+	p := slurm.Partition{Name: app, NodeSets: []string{app}}
+	for _, n := range nodes {
+		if slices.Contains(n.Partitions, app) {
+			p.Nodes = append(p.Nodes, n.Name)
+		}
+	}
+	return slurm.MembershipOf(p, nodes, app)
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/charmed-slurm/operators/libs/hostlist"
+	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/slurm"
+)
+
+// report sets the unit status from everything known in this hook, unless this unit set
+// the same status last (the kit's status cache, saved with the state).
+func (h *hook) report(ctx context.Context) error {
+	code, msg := unitStatus(ctx, h.st, h.leader, h.configProblem(), observer{running: h.c.running, nodes: h.nodes.list, role: h.haStatus, backupWait: h.backupWait})
+	return h.k.SetUnitStatus(ctx, code, msg)
+}
+
+// progress shows a step in maintenance status; report replaces it at the end of the hook.
+func (h *hook) progress(ctx context.Context, msg string) error {
+	return h.k.SetUnitStatus(ctx, juju.StatusMaintenance, msg)
+}
+
+// observer is what the status asks of the host beyond the state, each only when the status
+// gets that far: whether slurmctld runs, the node list and this controller's role among
+// several (haStatus, "" with one controller); and, on a unit that is not the leader, what
+// keeps it from running slurmctld ("code:message", "" when nothing does).
+type observer struct {
+	running    func(ctx context.Context) bool
+	nodes      func(ctx context.Context) ([]slurm.Node, error)
+	role       func(ctx context.Context) string
+	backupWait string
+}
+
+// unitStatus is the unit status, the one place it is worded: from the state, leadership and
+// the configuration's problem, then (only when it gets that far) whether slurmctld runs and
+// its node list.
+func unitStatus(ctx context.Context, st *charmState, leader bool, configProblem error, o observer) (juju.StatusCode, string) {
+	if configProblem != nil {
+		return juju.StatusBlocked, configProblem.Error()
+	}
+	if st.ConfRefused != "" && leader {
+		return juju.StatusBlocked, st.ConfRefused
+	}
+	if !leader {
+		if code, msg, ok := strings.Cut(o.backupWait, ":"); ok {
+			return juju.StatusCode(code), msg
+		}
+		if !o.running(ctx) {
+			return juju.StatusMaintenance, "slurmctld is not running"
+		}
+		if role := o.role(ctx); role != "" {
+			return juju.StatusActive, "slurmctld " + role
+		}
+		return juju.StatusWaiting, "waiting for the leader's configuration"
+	}
+	if apps := sortedKeys(st.Problems); len(apps) > 0 {
+		return juju.StatusBlocked, fmt.Sprintf("slurmd application %s: %s", apps[0], st.Problems[apps[0]])
+	}
+	if !o.running(ctx) {
+		return juju.StatusMaintenance, "slurmctld is not running"
+	}
+	nodes, err := o.nodes(ctx)
+	if err != nil {
+		if errors.Is(err, slurm.ErrControllerUnreachable) {
+			return juju.StatusWaiting, "slurmctld is not responding"
+		}
+		return juju.StatusWaiting, fmt.Sprintf("cannot list nodes: %v", err)
+	}
+	if apps := sortedKeys(st.Removing); len(apps) > 0 {
+		app, r := apps[0], st.Removing[apps[0]]
+		if len(r.Pending) > 0 {
+			msg := fmt.Sprintf("removing partition %s: pending jobs %s can never run there; run settle-jobs partition=%s with move-to=<partition> or cancel=true", app, strings.Join(r.Pending, ","), app)
+			if others := r.Jobs - len(r.Pending); others > 0 {
+				msg += fmt.Sprintf(" (also waiting for %d other jobs to finish)", others)
+			}
+			return juju.StatusBlocked, msg
+		}
+		jobs := "the jobs" // not counted yet (removal.Jobs is -1 until squeue answers)
+		if r.Jobs >= 0 {
+			jobs = fmt.Sprintf("%d jobs", r.Jobs)
+		}
+		return juju.StatusWaiting, fmt.Sprintf("waiting for %s in partition %s to finish before removing it", jobs, app)
+	}
+	var idle, alloc, draining, drained, down int
+	// FUTURE records (future-nodes) are no nodes: never up, never scheduled.
+	nodes = slices.DeleteFunc(slices.Clone(nodes), func(n slurm.Node) bool { return n.State.Base == slurm.StateFuture })
+	for _, n := range nodes {
+		switch {
+		case n.State.Draining():
+			draining++
+		case n.State.Drain():
+			drained++
+		case n.State.Down():
+			down++
+		case n.State.Busy():
+			alloc++
+		case n.State.Base == slurm.StateIdle:
+			idle++
+		}
+	}
+	msg := fmt.Sprintf("slurmctld up, %d nodes (%d idle, %d allocated, %d drained", len(nodes), idle, alloc, drained)
+	if role := o.role(ctx); role != "" {
+		msg = fmt.Sprintf("slurmctld %s, %d nodes (%d idle, %d allocated, %d drained", role, len(nodes), idle, alloc, drained)
+	}
+	if draining > 0 {
+		msg += fmt.Sprintf(", %d draining", draining)
+	}
+	if down > 0 {
+		msg += fmt.Sprintf(", %d down", down)
+	}
+	msg += ")"
+	if pend := sortedKeys(st.Pending); len(pend) > 0 {
+		msg += "; removing " + hostlist.CompressSorted(pend) + " once idle"
+	}
+	if len(st.Apps) == 0 {
+		msg += "; waiting for a slurmd application"
+	}
+	msg += rebootStatus(st.Reboots)
+	return juju.StatusActive, msg
+}
+
+// rebootStatus is the rolling reboot's part of the unit status, or "".
+func rebootStatus(r *rebootPlan) string {
+	if r == nil {
+		return ""
+	}
+	msg := fmt.Sprintf("; rebooting %s", hostlist.Compress(sortedKeys(r.Asked)))
+	if len(r.Queued) > 0 {
+		msg += fmt.Sprintf(", %d nodes queued (max-unavailable %d)", len(r.Queued), r.Max)
+	}
+	return msg
+}
