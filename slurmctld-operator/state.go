@@ -82,7 +82,7 @@ type charmState struct {
 type published struct {
 	// PortOpen: SlurmctldPort was opened.
 	PortOpen bool `json:"port-open,omitempty"`
-	// Peers is the peer application bag the leader last wrote (publishPeers).
+	// Peers is the peer application bag the leader last wrote (publisher.peers).
 	Peers map[string]string `json:"peers,omitempty"`
 	// SecretID, KeyID and KeyHash are the auth key secret, the key id of the revision whose
 	// key was written to this host and the SHA-256 of that key file. While the file still
