@@ -234,3 +234,23 @@ func TestTakeoverAction(t *testing.T) {
 		}
 	}
 }
+
+// TestHALoginNodes: login units (sackd relation) get every controller, primary first, from
+// the same list as slurmd units, once the leader lists a backup, and again from a hook that
+// does not plan the controllers (a login unit's relation-changed).
+func TestHALoginNodes(t *testing.T) {
+	e := newEnv(t)
+	in := e.loginJoined()
+	if err := os.MkdirAll(e.c.Path(stateSaveDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"10.0.0.1:6817", "10.0.0.2:6817"}
+	out := e.run(withHA(in), jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/1"))
+	if d := cmp.Diff(want, loginBag(t, out).Controllers); d != "" {
+		t.Errorf("login controllers after the backup joined (-want +got):\n%s", d)
+	}
+	out = e.run(out, jujutest.RelationHook(juju.RelationChanged, loginRel, "login/0"))
+	if d := cmp.Diff(want, loginBag(t, out).Controllers); d != "" {
+		t.Errorf("login controllers from a hook that does not plan them (-want +got):\n%s", d)
+	}
+}
