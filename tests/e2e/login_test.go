@@ -185,6 +185,9 @@ func loginNode(t *testing.T, c *cluster, r release) {
 	if _, code, _ := c.tryExec("sackd/0", "timeout", "20", "sinfo"); code == 0 {
 		t.Errorf("sinfo answers on a login node with no controller")
 	}
+	// The relation counts against sackd's limit of one until both sides' broken hooks have
+	// run (Juju counts dying relations too): slurmctld's may still be under way here.
+	c.waitIdle()
 	c.integrate("slurmctld", "sackd")
 	c.waitActive()
 	c.loginReady("after a new relation")
