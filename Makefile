@@ -1,10 +1,10 @@
 # Run every target from the repository root (the go.work root).
 SHELL   := /bin/bash
 GO      ?= go
-MODULES := libs interfaces slurmctld-operator slurmd-operator sackd-operator autoscaler tests
+MODULES := libs interfaces slurmctld-operator slurmd-operator sackd-operator slurmdbd-operator autoscaler tests
 PKGS    := $(foreach m,$(MODULES),./$(m)/...)
 # Unit-test modules run under the race detector; tests/ drives real daemons and runs without it.
-RACE_PKGS := $(foreach m,libs interfaces slurmctld-operator slurmd-operator sackd-operator autoscaler,./$(m)/...)
+RACE_PKGS := $(foreach m,libs interfaces slurmctld-operator slurmd-operator sackd-operator slurmdbd-operator autoscaler,./$(m)/...)
 
 .PHONY: deps images build charms charmcraft-projects tools demo bench test test-unit test-referee test-integration lint fmt clean
 
@@ -27,12 +27,13 @@ tools:
 	cd tests && CGO_ENABLED=0 $(GO) build -o ../build/bin/ctlevents ./cmd/ctlevents
 	cd autoscaler && CGO_ENABLED=0 $(GO) build -o ../build/bin/slurm-autoscaler ./cmd/slurm-autoscaler
 
-# Packed charms, as `juju deploy` takes them: build/slurmctld.charm, build/slurmd.charm and
-# build/sackd.charm.
+# Packed charms, as `juju deploy` takes them: build/slurmctld.charm, build/slurmd.charm,
+# build/sackd.charm and build/slurmdbd.charm.
 charms:
 	$(GO) run ./tests/cmd/charmpack -o build/slurmctld.charm slurmctld-operator
 	$(GO) run ./tests/cmd/charmpack -o build/slurmd.charm slurmd-operator
 	$(GO) run ./tests/cmd/charmpack -o build/sackd.charm sackd-operator
+	$(GO) run ./tests/cmd/charmpack -o build/slurmdbd.charm slurmdbd-operator
 
 # Self-contained charmcraft projects (the charm plus the libs and interfaces it uses), for a
 # plain `charmcraft pack` (managed mode mounts only the project directory):
@@ -42,6 +43,7 @@ charmcraft-projects:
 	$(GO) run ./tests/cmd/charmpack --stage build/charmcraft/slurmctld-operator slurmctld-operator
 	$(GO) run ./tests/cmd/charmpack --stage build/charmcraft/slurmd-operator slurmd-operator
 	$(GO) run ./tests/cmd/charmpack --stage build/charmcraft/sackd-operator sackd-operator
+	$(GO) run ./tests/cmd/charmpack --stage build/charmcraft/slurmdbd-operator slurmdbd-operator
 
 # The main job: a real Slurm cluster run by the operators under the local model (needs root).
 # TARGET=pebble (default), bookworm, trixie or forky: see scripts/demo.sh.

@@ -9,11 +9,14 @@ need_apt=()
 # program of tests/e2e TestMPI with gcc; Slurm 22.05's mpi/pmix plugin loads the unversioned
 # libpmix.so, which only libpmix-dev ships (a dependency of libopenmpi-dev, checked on its own).
 for pair in slurmctld:slurmctld slurmd:slurmd scontrol:slurm-client munged:munge \
+            slurmdbd:slurmdbd mariadbd:mariadb-server mariadb:mariadb-client \
             ip:iproute2 nsenter:util-linux unshare:util-linux curl:curl pgrep:procps \
             gcc:gcc mpicc:libopenmpi-dev sshfs:sshfs socat:socat; do
   cmd=${pair%%:*} pkg=${pair#*:}
   command -v "$cmd" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
+# slurmdbd's MySQL storage plugin is a package of its own, with no program to look for.
+ls /usr/lib/*/slurm-wlm/accounting_storage_mysql.so >/dev/null 2>&1 || need_apt+=(slurm-wlm-mysql-plugin)
 # apt_get runs apt-get, waiting (bounded) while another apt or dpkg run holds one of apt's locks
 # instead of failing at once: apt itself waits for dpkg's frontend lock (DPkg::Lock::Timeout);
 # a lock apt does not wait for (the lists lock of `apt-get update`) is retried here.

@@ -18,6 +18,10 @@ suites=("$@")
 
 # Packages of every image (minbase plus these). dbus: the charms' systemd backend talks D-Bus.
 common=(systemd systemd-sysv dbus slurmd slurmctld slurm-client munge iproute2 procps)
+# Accounting: slurmdbd with its MySQL plugin, and MariaDB for the test database charm
+# (tests/charms/mariadb); installed disabled like the rest. All machines of a suite share one
+# image (an overlay each), so this costs disk once per suite, not per machine.
+accounting=(slurmdbd slurm-wlm-mysql-plugin mariadb-server)
 # Open MPI's runtime for MPI jobs launched by srun --mpi=pmix (TestMPITrixie): libopenmpi40
 # brings PMIx 5 (libpmix2t64), which Slurm's mpi/pmix plugin loads on every node, and (through
 # libucx0) AMD's ROCm libraries, most of its 250 MB; openmpi-common holds the texts of Open
@@ -29,9 +33,9 @@ customize=scripts/image-customize.sh
 
 packages() {
   case "$1" in
-    bookworm) echo "${common[*]}" ;;
-    trixie) echo "${common[*]} sackd ${mpi[*]}" ;;
-    forky) echo "${common[*]} sackd" ;;
+    bookworm) echo "${common[*]} ${accounting[*]}" ;;
+    trixie) echo "${common[*]} sackd ${mpi[*]} ${accounting[*]}" ;;
+    forky) echo "${common[*]} sackd ${accounting[*]}" ;;
     *) echo "images: unknown suite $1 (bookworm, trixie, forky)" >&2; return 1 ;;
   esac
 }

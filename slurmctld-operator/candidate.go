@@ -180,13 +180,4 @@ func sweepCandidates(live string) {
 
 // refusal says in a status line what Slurm refused: the key and value it names, then its
 // first message.
-func refusal(ce *slurm.ConfigError) string {
-	msg := "Slurm cannot read the configuration"
-	if len(ce.Messages) > 0 {
-		msg = ce.Messages[0]
-	}
-	if ce.Key == "" {
-		return "Slurm refuses it: " + msg
-	}
-	return fmt.Sprintf("Slurm refuses %s=%s: %s", ce.Key, ce.Value, msg)
-}
+func refusal(ce *slurm.ConfigError) string { return ce.Refusal("Slurm") }

@@ -42,6 +42,7 @@ var managedKeys = []string{
 	"SlurmctldPidFile", "SlurmdPidFile", "SlurmctldLogFile", "SlurmdLogFile", "SelectType",
 	"ProctrackType", "TaskPlugin", "MpiDefault", "ReturnToService", "MaxNodeCount", "TreeWidth",
 	"SlurmctldParameters", "Include", "GresTypes",
+	"AccountingStorageType", "AccountingStorageHost", "AccountingStoragePort", "AccountingStorageBackupHost",
 	"NodeName", "NodeSet", "PartitionName", "DownNodes", "FrontendName", "SlurmctldAddr",
 }
 

@@ -16,8 +16,7 @@
 // # Code layout
 //
 // Files use one another one way, from the hooks down to the pure parts: no file uses a name
-// defined in a file listed above it here (tests aside). Each job has one type, in its own
-// file, holding the hook it works for.
+// defined in a file listed above it here (tests aside). Each job has one type, in its own file, holding the hook it works for.
 //
 //	main.go               builds a Charm from the environment (charm.Main), or runs the removal
 //	                      waiter (dispatch slurmctld-removal-waiter)
@@ -31,6 +30,8 @@
 //	                      loses units, leaves
 //	sackd.go              loginNodes: the login applications (sackd relation): their units in
 //	                      /etc/hosts, the controllers, key and configuration digest published
+//	accounting.go         dbdRelation: the slurmdbd relation (accounting): the key and version
+//	                      published, slurmdbd's address into slurm.conf, turned on or off
 //	partition_removal.go  partitionRemovals: a departed application's partition, removed once
 //	                      no job record is left
 //	backup.go             backup: a unit that is not the leader, a backup controller running

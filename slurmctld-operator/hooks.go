@@ -8,6 +8,7 @@ import (
 
 	"github.com/charmed-slurm/operators/interfaces/mountinfo"
 	"github.com/charmed-slurm/operators/interfaces/sackd"
+	"github.com/charmed-slurm/operators/interfaces/slurmdbd"
 	"github.com/charmed-slurm/operators/libs/apt"
 	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/juju"
@@ -34,6 +35,7 @@ func (c *Charm) Router() *juju.Router {
 	for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted, juju.RelationBroken} {
 		r.HandleRelation("slurmd", k, hs.Handle((*hook).slurmdRelation))
 		r.HandleRelation(sackd.RequirerEndpoint, k, hs.Handle((*hook).sackdRelation))
+		r.HandleRelation(slurmdbd.RequirerEndpoint, k, hs.Handle((*hook).slurmdbdRelation))
 	}
 	r.Handle(juju.Stop, c.stateless((*hook).stopWaiter))
 	r.Handle(juju.Remove, c.stateless((*hook).stopWaiter))
@@ -173,6 +175,9 @@ func (h *hook) configure(ctx context.Context) error {
 	if err := (publisher{h}).peers(ctx); err != nil {
 		return err
 	}
+	if err := (dbdRelation{h}).publish(ctx); err != nil {
+		return err
+	}
 	return h.report(ctx)
 }
 
@@ -201,6 +206,15 @@ func (h *hook) updateStatus(ctx context.Context) error {
 // the status.
 func (h *hook) slurmdRelation(ctx context.Context) error {
 	if err := (slurmdRelation{h}).handle(ctx); err != nil {
+		return err
+	}
+	return h.report(ctx)
+}
+
+// slurmdbdRelation handles every hook of the slurmdbd endpoint (dbdRelation.handle: accounting)
+// and sets the status.
+func (h *hook) slurmdbdRelation(ctx context.Context) error {
+	if err := (dbdRelation{h}).handle(ctx); err != nil {
 		return err
 	}
 	return h.report(ctx)

@@ -85,13 +85,6 @@ func (h *hook) sackdRelation(ctx context.Context) error {
 	return h.report(ctx)
 }
 
-// loginHost is a login unit's host name and address, as its unit databag gave them.
-type loginHost struct {
-	Relation juju.RelationID `json:"relation"`
-	Hostname string          `json:"hostname"`
-	Address  string          `json:"address"`
-}
-
 // loginNodes is what one hook does for the login applications.
 type loginNodes struct{ h *hook }
 

@@ -145,13 +145,51 @@ func (sc slurmConf) write(ctx context.Context, feat slurm.Features) (bool, error
 				return fmt.Errorf("slurm-conf-parameters: %w", err)
 			}
 		}
-		return nil
+		return sc.editAccounting(d)
 	}, slurmconf.EditOptions{})
 	if err != nil {
 		return false, fmt.Errorf("cannot write %s: %w", confPath, err)
 	}
 	h.st.ExtraKeys = h.extra.Keys()
 	return changed || created, nil
+}
+
+// accountingTRES is what AccountingStorageTRES adds to Slurm's default TRES (cpu, mem, node,
+// energy, billing, fs/disk, vmem, pages): GPUs, so that sacct shows gres/gpu.
+const accountingTRES = "gres/gpu"
+
+// editAccounting sets slurm.conf's accounting keys for the accounting state (write runs it
+// after slurm-conf-parameters): the slurmdbd keys when accounting is on, none when it is off;
+// AccountingStorageTRES unless slurm-conf-parameters sets it.
+func (sc slurmConf) editAccounting(d *slurmconf.Doc) error {
+	h := sc.h
+	a := h.st.Accounting
+	on := a.storage() != ""
+	typ := "accounting_storage/none"
+	if on {
+		typ = "accounting_storage/slurmdbd"
+	}
+	if err := d.Set("AccountingStorageType", typ); err != nil {
+		return err
+	}
+	if !on {
+		d.Delete("AccountingStorageHost")
+		d.Delete("AccountingStoragePort")
+	} else {
+		if err := d.Set("AccountingStorageHost", a.Host); err != nil {
+			return err
+		}
+		if err := d.Set("AccountingStoragePort", strconv.Itoa(a.Port)); err != nil {
+			return err
+		}
+	}
+	if !h.extra.Has("AccountingStorageTRES") {
+		d.Delete("AccountingStorageTRES")
+		if on {
+			return d.Set("AccountingStorageTRES", accountingTRES)
+		}
+	}
+	return nil
 }
 
 func hasFold(list []string, s string) bool {

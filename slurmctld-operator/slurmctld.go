@@ -254,6 +254,7 @@ func (ctl slurmctldDaemon) start(ctx context.Context) error {
 	}
 	// slurm.conf as written is what slurmctld now runs with.
 	h.st.GresRunning = h.st.gresTypes()
+	h.st.AccountingRunning = h.st.Accounting.storage()
 	if err := ctl.waitUp(ctx, "started"); err != nil {
 		return err
 	}
@@ -279,10 +280,14 @@ func (ctl slurmctldDaemon) waitUp(ctx context.Context, what string) error {
 }
 
 // apply makes a running slurmctld read its configuration files after they changed: one
-// restart when GresTypes differs from what it runs with (Slurm ignores a GresTypes change
-// on reconfigure), else one `scontrol reconfigure` when changed is set.
+// restart when its accounting storage or GresTypes differs from what it runs with (Slurm
+// loads its accounting plugin at start only, and ignores a GresTypes change on reconfigure),
+// else one `scontrol reconfigure` when changed is set.
 func (ctl slurmctldDaemon) apply(ctx context.Context, changed bool) error {
 	h := ctl.h
+	if h.st.accountingRestartNeeded() {
+		return ctl.restartForAccounting(ctx)
+	}
 	if h.st.gresRestartNeeded() {
 		return ctl.restartForGres(ctx)
 	}
@@ -313,6 +318,89 @@ func (ctl slurmctldDaemon) restartForGres(ctx context.Context) error {
 	h.logf(ctx, juju.LevelInfo, "restarted slurmctld: GresTypes %q → %q (a GresTypes change needs a restart)", prev, want)
 	ctl.repairPartitions(ctx)
 	return nil
+}
+
+// restartForAccounting restarts slurmctld so that it loads the accounting storage slurm.conf
+// names. Running and queued jobs survive it (StateSaveLocation); the hook waits for no job,
+// only (bounded) for slurmctld to answer. The status says why it restarts.
+//
+// A cluster that slurmdbd does not know yet registers itself at this start. Slurm 23.02 and
+// later keep a ClusterID in StateSaveLocation/clustername, made up at the first start without
+// accounting, and a slurmdbd before 26.05 registers the cluster under an id of its own:
+// slurmctld then refuses to start ("CLUSTER ID MISMATCH"). So for a cluster slurmdbd does not
+// hold, the file goes first and slurmctld takes slurmdbd's id (the check is there against two
+// controllers sharing one StateSaveLocation, which this is not). If slurmctld does not come
+// back with accounting all the same, accounting is turned off again, naming the failure, and
+// slurmctld is restarted as it was: it keeps scheduling.
+func (ctl slurmctldDaemon) restartForAccounting(ctx context.Context) error {
+	h := ctl.h
+	want := h.st.Accounting.storage()
+	why := "turn accounting off"
+	if want != "" {
+		why = "turn accounting on (slurmdbd at " + want + ")"
+		if err := ctl.forgetLocalClusterID(ctx); err != nil {
+			return err
+		}
+	}
+	if err := h.progress(ctx, "restarting slurmctld to "+why+"; running jobs keep running"); err != nil {
+		return err
+	}
+	if err := h.c.restart(ctx, svcSlurmctld); err != nil {
+		return err
+	}
+	h.st.AccountingRunning = want
+	h.st.GresRunning = h.st.gresTypes() // the restart applies every key
+	h.nodes.forget()
+	if err := ctl.waitUp(ctx, "restarted"); err != nil {
+		if want == "" {
+			return err
+		}
+		return ctl.rollBackAccounting(ctx, err)
+	}
+	h.logf(ctx, juju.LevelInfo, "restarted slurmctld to %s", why)
+	ctl.repairPartitions(ctx)
+	return nil
+}
+
+// forgetLocalClusterID removes StateSaveLocation/clustername when slurmdbd does not know the
+// cluster yet (see restartForAccounting). slurmdbd is asked with the live slurm.conf, which
+// names it already.
+func (ctl slurmctldDaemon) forgetLocalClusterID(ctx context.Context) error {
+	h := ctl.h
+	known, err := h.c.client().ClusterKnown(ctx, h.cfg.ClusterName)
+	if err != nil {
+		h.logf(ctx, juju.LevelWarning, "cannot ask slurmdbd whether it knows cluster %s (the ClusterID file stays): %v", h.cfg.ClusterName, err)
+		return nil
+	}
+	if known {
+		return nil
+	}
+	path := h.c.Path(stateSaveDir + "/clustername")
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("cannot remove %s: %w", path, err)
+	}
+	h.logf(ctx, juju.LevelInfo, "cluster %s is new to slurmdbd: it registers with slurmdbd's ClusterID", h.cfg.ClusterName)
+	return nil
+}
+
+// rollBackAccounting turns accounting off again after slurmctld failed to come back with it
+// (cause), and restarts slurmctld without it.
+func (ctl slurmctldDaemon) rollBackAccounting(ctx context.Context, cause error) error {
+	h := ctl.h
+	h.st.Accounting.Refused = "slurmctld did not start with accounting (see " + slurmctldLog + "): " + firstLine(cause.Error())
+	h.logf(ctx, juju.LevelError, "accounting turned off again: %v", cause)
+	feat, err := h.features(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := h.conf.change(ctx, func(ctx context.Context) (bool, error) { return slurmConf{h}.write(ctx, feat) }); err != nil {
+		return errors.Join(cause, err)
+	}
+	if err := h.c.restart(ctx, svcSlurmctld); err != nil {
+		return errors.Join(cause, err)
+	}
+	h.st.AccountingRunning = ""
+	return ctl.waitUp(ctx, "restarted without accounting")
 }
 
 // reconfigure runs one `scontrol reconfigure`.

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/juju"
@@ -50,6 +52,11 @@ type charmState struct {
 	Pending map[string]pendingNode `json:"pending,omitempty"`
 	// Removing are slurmd applications whose partition is being removed (relation broken).
 	Removing map[string]removal `json:"removing,omitempty"`
+	// Accounting is the slurmdbd relation's state (accounting.go), or nil.
+	Accounting *accounting `json:"accounting,omitempty"`
+	// AccountingRunning is the accounting storage (host:port, "" for none) slurmctld was last
+	// started or restarted with.
+	AccountingRunning string `json:"accounting-running,omitempty"`
 	// Reboots is the rolling reboot under way (reboot action), or nil.
 	Reboots *rebootPlan `json:"reboots,omitempty"`
 	// Published is what this unit, as leader, last wrote to Juju in hooks that succeeded;
@@ -101,6 +108,8 @@ type published struct {
 	// LoginKnown and Login are the same for the sackd relations (login applications).
 	LoginKnown bool                              `json:"login-known,omitempty"`
 	Login      map[juju.RelationID]*publishedRel `json:"login,omitempty"`
+	// Dbd is what was written to the slurmdbd relation (accounting.go).
+	Dbd *publishedDbd `json:"dbd,omitempty"`
 }
 
 // publishedRel is what was written to one relation (slurmd or sackd).
@@ -111,6 +120,53 @@ type publishedRel struct {
 	Granted string `json:"granted,omitempty"`
 }
 
+// publishedDbd is what was written to the slurmdbd relation (published.Dbd): the secret
+// granted and the databag, as for a slurmd relation.
+type publishedDbd struct {
+	Relation juju.RelationID `json:"relation"`
+	publishedRel
+}
+
+// accounting is what the controller knows of its slurmdbd (the slurmdbd relation,
+// accounting.go).
+type accounting struct {
+	// Relation and App are the slurmdbd relation and application.
+	Relation juju.RelationID `json:"relation"`
+	App      string          `json:"app,omitempty"`
+	// Host, Port and Version are slurmdbd's data, once published.
+	Host    string `json:"host,omitempty"`
+	Port    int    `json:"port,omitempty"`
+	Version string `json:"version,omitempty"`
+	// Refused says why accounting stays off with this slurmdbd ("" when it is on).
+	Refused string `json:"refused,omitempty"`
+}
+
+// storage is the AccountingStorageHost:Port slurm.conf should name, "" for no accounting.
+func (a *accounting) storage() string {
+	if a == nil || a.Host == "" || a.Refused != "" {
+		return ""
+	}
+	return a.Host + ":" + strconv.Itoa(a.Port)
+}
+
+// joined is a with the relation id and application, keeping slurmdbd's data of the same
+// relation.
+func (a *accounting) joined(rel juju.RelationID, app string) *accounting {
+	if a == nil || a.Relation != rel {
+		return &accounting{Relation: rel, App: app}
+	}
+	if app != "" {
+		a.App = app
+	}
+	return a
+}
+
+// accountingRestartNeeded reports whether slurmctld runs with another accounting storage than
+// slurm.conf names (Slurm reads it at start only).
+func (s *charmState) accountingRestartNeeded() bool {
+	return s.AccountingRunning != s.Accounting.storage()
+}
+
 // clone is a deep copy of p (nil gives an empty record).
 func (p *published) clone() *published {
 	if p == nil {
@@ -118,6 +174,11 @@ func (p *published) clone() *published {
 	}
 	q := *p
 	q.Relations, q.Login = cloneRels(p.Relations), cloneRels(p.Login)
+	if p.Dbd != nil {
+		d := *p.Dbd
+		d.Data = maps.Clone(p.Dbd.Data)
+		q.Dbd = &d
+	}
 	return &q
 }
 
@@ -154,6 +215,13 @@ func record(rels *map[juju.RelationID]*publishedRel, id juju.RelationID) *publis
 // empty reports whether p records nothing.
 func (p *published) empty() bool {
 	return p == nil || reflect.DeepEqual(*p, published{}) || reflect.DeepEqual(*p, published{Relations: map[juju.RelationID]*publishedRel{}})
+}
+
+// loginHost is a login unit's host name and address, as its unit databag gave them.
+type loginHost struct {
+	Relation juju.RelationID `json:"relation"`
+	Hostname string          `json:"hostname"`
+	Address  string          `json:"address"`
 }
 
 // pendingNode is a node whose unit departed, with its removal as far as it went.
@@ -229,4 +297,10 @@ func (st *charmState) stateSaveLocation() string {
 		return sharedStateDir
 	}
 	return stateSaveDir
+}
+
+// firstLine is s up to its first new line (a status line from a longer error).
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
 }

@@ -15,7 +15,7 @@ import (
 // report sets the unit status from everything known in this hook, unless this unit set
 // the same status last (the kit's status cache, saved with the state).
 func (h *hook) report(ctx context.Context) error {
-	code, msg := unitStatus(ctx, h.st, h.leader, h.configProblem(), observer{running: h.c.running, nodes: h.nodes.list, role: h.haStatus, backupWait: h.backupWait})
+	code, msg := unitStatus(ctx, h.st, h.leader, h.configProblem(), observer{running: h.c.running, nodes: h.nodes.list, dbdQueue: h.c.client().DbdAgentQueue, role: h.haStatus, backupWait: h.backupWait})
 	return h.k.SetUnitStatus(ctx, code, msg)
 }
 
@@ -25,12 +25,14 @@ func (h *hook) progress(ctx context.Context, msg string) error {
 }
 
 // observer is what the status asks of the host beyond the state, each only when the status
-// gets that far: whether slurmctld runs, the node list and this controller's role among
-// several (haStatus, "" with one controller); and, on a unit that is not the leader, what
-// keeps it from running slurmctld ("code:message", "" when nothing does).
+// gets that far: whether slurmctld runs, the node list, (with accounting on) how many
+// records wait for slurmdbd, and this controller's role among several (haStatus, "" with one
+// controller); and, on a unit that is not the leader, what keeps it from running slurmctld
+// ("code:message", "" when nothing does).
 type observer struct {
 	running    func(ctx context.Context) bool
 	nodes      func(ctx context.Context) ([]slurm.Node, error)
+	dbdQueue   func(ctx context.Context) (int, error)
 	role       func(ctx context.Context) string
 	backupWait string
 }
@@ -119,8 +121,34 @@ func unitStatus(ctx context.Context, st *charmState, leader bool, configProblem 
 	if len(st.Apps) == 0 {
 		msg += "; waiting for a slurmd application"
 	}
+	msg += accountingStatus(ctx, st, o)
 	msg += rebootStatus(st.Reboots)
 	return juju.StatusActive, msg
+}
+
+// accountingStatus is the accounting part of the unit status ("" without a slurmdbd
+// relation): off and why, waiting for slurmdbd, the restart pending, or the records queued
+// for slurmdbd (sdiag's DBD agent queue) while slurmdbd or its database is away.
+func accountingStatus(ctx context.Context, st *charmState, o observer) string {
+	a := st.Accounting
+	switch {
+	case a == nil:
+		return ""
+	case a.Refused != "":
+		return "; accounting off: " + a.Refused
+	case a.Host == "":
+		return "; waiting for slurmdbd"
+	case st.AccountingRunning != a.storage():
+		return "; accounting not applied yet (slurmctld restart pending)"
+	}
+	n, err := o.dbdQueue(ctx)
+	switch {
+	case err != nil:
+		return "; accounting via slurmdbd (cannot read sdiag: " + firstLine(err.Error()) + ")"
+	case n > 0:
+		return fmt.Sprintf("; accounting behind: %d records queued for slurmdbd", n)
+	}
+	return "; accounting via slurmdbd"
 }
 
 // rebootStatus is the rolling reboot's part of the unit status, or "".

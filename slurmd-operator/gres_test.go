@@ -12,10 +12,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/gres"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/juju/jujutest"
-	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
 // t4 is a detected pair of Tesla T4s.
@@ -30,7 +30,7 @@ type gpuRunner struct {
 	calls int
 }
 
-func (r *gpuRunner) Run(ctx context.Context, argv []string, env []string) (slurm.Output, error) {
+func (r *gpuRunner) Run(ctx context.Context, argv []string, env []string) (command.Output, error) {
 	if argv[0] != "nvidia-smi" {
 		return r.host.Run(ctx, argv, env)
 	}
@@ -38,12 +38,12 @@ func (r *gpuRunner) Run(ctx context.Context, argv []string, env []string) (slurm
 	defer r.mu.Unlock()
 	r.calls++
 	if !slices.Equal(argv, gres.NvidiaSMIQuery()) {
-		return slurm.Output{Stderr: []byte("unexpected query"), ExitCode: 2}, nil
+		return command.Output{Stderr: []byte("unexpected query"), ExitCode: 2}, nil
 	}
 	if r.csv == "" {
-		return slurm.Output{}, &os.PathError{Op: "exec", Path: "nvidia-smi", Err: os.ErrNotExist}
+		return command.Output{}, &os.PathError{Op: "exec", Path: "nvidia-smi", Err: os.ErrNotExist}
 	}
-	return slurm.Output{Stdout: []byte(r.csv)}, nil
+	return command.Output{Stdout: []byte(r.csv)}, nil
 }
 
 func (r *gpuRunner) setCSV(csv string) {

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/munge"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/service/servicetest"
-	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurm/slurmtest"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
@@ -127,31 +127,31 @@ func (h *host) slurmdStarted(argv []string) (bool, error) {
 	return true, os.WriteFile(path, []byte("ClusterName=test\n"), 0o644)
 }
 
-// Run implements slurm.Runner.
-func (h *host) Run(ctx context.Context, argv []string, env []string) (slurm.Output, error) {
+// Run implements command.Runner.
+func (h *host) Run(ctx context.Context, argv []string, env []string) (command.Output, error) {
 	h.mu.Lock()
 	h.calls = append(h.calls, strings.Join(argv, " "))
 	failApt, machine, mungeUp, version := h.failApt, h.machine, h.mungeUp, h.version
 	h.mu.Unlock()
 	switch {
 	case slices.Equal(argv, []string{"slurmd", "-V"}) && version != "":
-		return slurm.Output{Stdout: []byte("slurm-wlm " + version + "\n")}, nil
+		return command.Output{Stdout: []byte("slurm-wlm " + version + "\n")}, nil
 	case argv[0] == munge.ClientPath && (mungeUp == nil || !mungeUp()):
-		return slurm.Output{Stderr: []byte("munge: Error: Failed to access \"/run/munge/munge.socket.2\": No such file or directory\n"), ExitCode: 1}, nil
+		return command.Output{Stderr: []byte("munge: Error: Failed to access \"/run/munge/munge.socket.2\": No such file or directory\n"), ExitCode: 1}, nil
 	case argv[0] == "apt-get" && failApt:
-		return slurm.Output{Stderr: []byte("E: Unable to locate package slurmd\n"), ExitCode: 100}, nil
+		return command.Output{Stderr: []byte("E: Unable to locate package slurmd\n"), ExitCode: 100}, nil
 	case argv[0] == "apt-get":
-		return slurm.Output{}, nil
+		return command.Output{}, nil
 	case slices.Equal(argv, []string{"slurmd", "-C"}) && machine != "":
-		return slurm.Output{Stdout: []byte(machine)}, nil
+		return command.Output{Stdout: []byte(machine)}, nil
 	case argv[0] == "scontrol" || argv[0] == "squeue":
 		i := slices.IndexFunc(env, func(s string) bool { return strings.HasPrefix(s, "SLURM_CONF=") })
 		if i < 0 {
-			return slurm.Output{}, fmt.Errorf("%s run without SLURM_CONF", argv[0])
+			return command.Output{}, fmt.Errorf("%s run without SLURM_CONF", argv[0])
 		}
 		if conf := strings.TrimPrefix(env[i], "SLURM_CONF="); !exists(conf) {
 			// Real clients retry for a minute, then fail like this.
-			return slurm.Output{Stderr: []byte(argv[0] + ": error: s_p_parse_file: cannot stat file " + conf + ": No such file or directory, retrying in 1sec up to 60sec\n" +
+			return command.Output{Stderr: []byte(argv[0] + ": error: s_p_parse_file: cannot stat file " + conf + ": No such file or directory, retrying in 1sec up to 60sec\n" +
 				argv[0] + ": error: ClusterName needs to be specified\n" + argv[0] + ": fatal: Unable to process configuration file\n"), ExitCode: 1}, nil
 		}
 	}

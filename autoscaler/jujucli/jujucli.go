@@ -165,7 +165,7 @@ func (c *CLI) RemoveUnit(ctx context.Context, units ...string) error {
 	return err
 }
 
-// UnitRunner is a slurm.Runner (command.Runner) that runs each command on a unit's machine with
+// UnitRunner is a command.Runner that runs each command on a unit's machine with
 // `juju exec --unit UNIT -- env KEY=value... argv` and reports the command's own exit code.
 type UnitRunner struct {
 	CLI  *CLI

@@ -12,7 +12,7 @@ import (
 	"github.com/charmed-slurm/operators/libs/command"
 )
 
-// recorder is a slurm.Runner that records argv and env and answers out.
+// recorder is a command.Runner that records argv and env and answers out.
 type recorder struct {
 	calls [][]string
 	env   [][]string

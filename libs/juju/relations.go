@@ -94,9 +94,20 @@ func (c Relations) set(ctx context.Context, data map[string]string, args ...stri
 	return err
 }
 
+// First is the first relation on endpoint, or "" when there is none: for an endpoint with
+// `limit: 1`, the relation.
+func (c Relations) First(ctx context.Context, endpoint string) (RelationID, error) {
+	ids, err := c.IDs(ctx, endpoint)
+	if err != nil || len(ids) == 0 {
+		return "", err
+	}
+	return ids[0], nil
+}
+
 // RemoteAppData reads the databag of the application at the other end of relation id, and
 // names it: on a hook of that relation the event names the application (no relation-list),
-// otherwise relation-list -r <id> --app does.
+// otherwise relation-list -r <id> --app does. No application there yet gives "" and a nil
+// bag.
 func (hc *HookContext) RemoteAppData(ctx context.Context, id RelationID) (app string, data map[string]string, err error) {
 	if ev := hc.Event; ev.Kind.IsRelation() && ev.Relation == id {
 		app = ev.RemoteApp
@@ -105,6 +116,9 @@ func (hc *HookContext) RemoteAppData(ctx context.Context, id RelationID) (app st
 		if app, err = hc.Relations.RemoteApp(ctx, id); err != nil {
 			return "", nil, fmt.Errorf("cannot find the application at the other end of %s: %w", id, err)
 		}
+	}
+	if app == "" {
+		return "", nil, nil
 	}
 	if data, err = hc.Relations.AppData(ctx, id, app); err != nil {
 		return app, nil, fmt.Errorf("cannot read the data of %s on %s: %w", app, id, err)

@@ -3,6 +3,7 @@ package slurm
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -33,6 +34,22 @@ func (e *ConfigError) Error() string {
 	return "Slurm refuses the configuration: " + strings.Join(e.Messages, "; ")
 }
 
+// Refusal says in one status line what who ("Slurm", "slurmdbd") refused: the key and value
+// the parser names, then its first message.
+func (e *ConfigError) Refusal(who string) string {
+	msg := who + " cannot read the configuration"
+	if len(e.Messages) > 0 {
+		msg = e.Messages[0]
+	}
+	switch {
+	case e.Key == "":
+		return who + " refuses it: " + msg
+	case e.Value == "":
+		return fmt.Sprintf("%s refuses %s: %s", who, e.Key, msg)
+	}
+	return fmt.Sprintf("%s refuses %s=%s: %s", who, e.Key, e.Value, msg)
+}
+
 var (
 	confErrorLine = regexp.MustCompile(`(?m)^\S+: (?:error|fatal): (.*)$`)
 	// Slurm 22.05's parser names the bad key in one of these forms.
@@ -41,7 +58,7 @@ var (
 		regexp.MustCompile(`^Bad value for (\w+): (.*)$`),
 		regexp.MustCompile(`^(\w+) value \(?"?(.*?)"?\)? is (?:not a valid number|less than zero|out of range|greater than \d+)`),
 		regexp.MustCompile(`^"(.*)" is not a valid option for "(\w+)"`),
-		regexp.MustCompile(`^Parsing error at unrecognized key: (\w+)`),
+		regexp.MustCompile(`^(?:\w+: )?Parsing error at unrecognized key: (\w+)`),
 	}
 	confFileForm = regexp.MustCompile(`(?:in file|failed in file) (\S+) line \d+`)
 )
@@ -105,4 +122,32 @@ func parseConfigError(conf, text string) *ConfigError {
 		e.Messages = []string{strings.TrimSpace(text)}
 	}
 	return e
+}
+
+// CheckDbdConfig makes slurmdbd's own parser read dir/slurmdbd.conf without starting the
+// daemon, and returns slurmdbd's version. slurmdbd reads slurmdbd.conf from the directory of
+// SLURM_CONF, and reads it before its command line: `slurmdbd -V` with SLURM_CONF in dir exits
+// non-zero when the parser refuses the file (an unknown key, a bad value, a mode other than
+// 0600 or 0640, an owner other than its SlurmUser) and prints the version when it reads it.
+// A refusal is a *ConfigError naming the key Slurm complains about.
+func (c *Client) CheckDbdConfig(ctx context.Context, dir string) (Version, error) {
+	if c.Runner == nil {
+		return Version{}, fmt.Errorf("slurm client has no Runner")
+	}
+	ctx, cancel := context.WithTimeout(ctx, CheckConfigTimeout)
+	defer cancel()
+	conf := filepath.Join(dir, "slurmdbd.conf")
+	env := append(append([]string(nil), c.Env...), "SLURM_CONF="+filepath.Join(dir, "slurm.conf"))
+	out, err := c.Runner.Run(ctx, []string{"slurmdbd", "-V"}, env)
+	if err != nil {
+		return Version{}, fmt.Errorf("cannot check %s with slurmdbd's parser: %w", conf, err)
+	}
+	if out.ExitCode != 0 {
+		return Version{}, parseConfigError(conf, string(out.Stderr)+string(out.Stdout))
+	}
+	v, err := ParseVersion(strings.TrimSpace(string(out.Stdout)))
+	if err != nil {
+		return Version{}, fmt.Errorf("cannot read slurmdbd's version: %w", err)
+	}
+	return v, nil
 }

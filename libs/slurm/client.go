@@ -23,8 +23,9 @@ const DefaultTimeout = 30 * time.Second
 
 // Client runs Slurm commands. The zero value is not usable: set Runner and Conf.
 type Client struct {
-	// Runner runs the commands (required).
-	Runner Runner
+	// Runner runs the commands (required): an argv slice plus extra KEY=value environment
+	// entries; a non-zero exit is reported through Output.ExitCode, not as an error.
+	Runner command.Runner
 	// Conf is the slurm.conf path, passed to every client command as SLURM_CONF
 	// (required for commands that talk to slurmctld: without it clients try DNS SRV).
 	Conf string
@@ -43,7 +44,7 @@ type Client struct {
 
 // exec runs argv through the Runner with the per-command timeout. A command that timed out
 // talking to the controller (needConf) is an unreachable controller.
-func (c *Client) exec(ctx context.Context, needConf bool, argv, env []string) (Output, error) {
+func (c *Client) exec(ctx context.Context, needConf bool, argv, env []string) (command.Output, error) {
 	timeout := c.Timeout
 	if timeout == 0 {
 		timeout = DefaultTimeout

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurm/slurmtest"
 )
@@ -226,14 +227,14 @@ func TestLocalJobsListJobs(t *testing.T) {
 	listjobs := []string{"scontrol", "listjobs", "--json"}
 	tests := []struct {
 		name    string
-		out     slurm.Output
+		out     command.Output
 		want    []slurm.Job
 		wantErr bool
 	}{
-		{"jobs", slurm.Output{Stdout: []byte(`{"jobs":[{"job_id":12,"step_id":"batch"},{"job_id":13}]}`)},
+		{"jobs", command.Output{Stdout: []byte(`{"jobs":[{"job_id":12,"step_id":"batch"},{"job_id":13}]}`)},
 			[]slurm.Job{{ID: "12", State: "RUNNING"}, {ID: "13", State: "RUNNING"}}, false},
-		{"none", slurm.Output{Stderr: []byte("No slurmstepd's found on this node\n"), ExitCode: 1}, nil, false},
-		{"failure", slurm.Output{Stderr: []byte("boom\n"), ExitCode: 2}, nil, true},
+		{"none", command.Output{Stderr: []byte("No slurmstepd's found on this node\n"), ExitCode: 1}, nil, false},
+		{"failure", command.Output{Stderr: []byte("boom\n"), ExitCode: 2}, nil, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -319,11 +320,11 @@ func TestWaitDrainedErrors(t *testing.T) {
 
 // notifyRunner signals on ran after every command.
 type notifyRunner struct {
-	slurm.Runner
+	command.Runner
 	ran chan<- struct{}
 }
 
-func (n notifyRunner) Run(ctx context.Context, argv, env []string) (slurm.Output, error) {
+func (n notifyRunner) Run(ctx context.Context, argv, env []string) (command.Output, error) {
 	out, err := n.Runner.Run(ctx, argv, env)
 	n.ran <- struct{}{}
 	return out, err
@@ -348,21 +349,21 @@ func TestPartitionJobRecords(t *testing.T) {
 	argv := []string{"squeue", "-h", "-t", "all", "-p", "ns1", "-o", "%i|%T|%P|%u|%N|%j"}
 	tests := []struct {
 		name    string
-		out     slurm.Output
+		out     command.Output
 		want    []slurm.Job
 		wantErr bool
 	}{
 		// Written by hand in the format of the real squeue-partition capture; -t all adds the
 		// finished records. capture.sh has a partition-records case, not recorded yet.
-		{"finished records", slurm.Output{Stdout: []byte("4|PENDING|ns1|root||wrap\n3|COMPLETED|ns1|root|node1|wrap\n2|CANCELLED|ns1|root|node1|sleep|pipe job\n")},
+		{"finished records", command.Output{Stdout: []byte("4|PENDING|ns1|root||wrap\n3|COMPLETED|ns1|root|node1|wrap\n2|CANCELLED|ns1|root|node1|sleep|pipe job\n")},
 			[]slurm.Job{
 				{ID: "4", State: "PENDING", Partition: "ns1", User: "root", Name: "wrap"},
 				{ID: "3", State: "COMPLETED", Partition: "ns1", User: "root", Nodes: "node1", Name: "wrap"},
 				{ID: "2", State: "CANCELLED", Partition: "ns1", User: "root", Nodes: "node1", Name: "sleep|pipe job"},
 			}, false},
-		{"none", slurm.Output{}, nil, false},
-		{"unknown partition", slurm.Output{Stderr: []byte("squeue: error: Invalid partition name specified\n"), ExitCode: 1}, nil, false},
-		{"unreachable", slurm.Output{Stderr: []byte("slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n"), ExitCode: 1}, nil, true},
+		{"none", command.Output{}, nil, false},
+		{"unknown partition", command.Output{Stderr: []byte("squeue: error: Invalid partition name specified\n"), ExitCode: 1}, nil, false},
+		{"unreachable", command.Output{Stderr: []byte("slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n"), ExitCode: 1}, nil, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,12 +3,13 @@
 //
 // # Running commands
 //
-// Every command goes through a [Runner]: an argv slice plus extra environment entries,
-// never a shell string. [ExecRunner] runs commands on this host; give it a Command
-// function to run them somewhere else, for example inside a test host's namespaces:
+// Every command goes through a [command.Runner] (libs/command): an argv slice plus extra
+// environment entries, never a shell string. [command.Exec] runs commands on this host; give
+// it a Command function to run them somewhere else, for example inside a test host's
+// namespaces:
 //
 //	c := &slurm.Client{
-//		Runner: slurm.ExecRunner{Command: host.Command}, // func(ctx, argv) *exec.Cmd
+//		Runner: command.Exec{Command: host.Command}, // func(ctx, argv) *exec.Cmd
 //		Conf:   "/etc/slurm/slurm.conf",
 //	}
 //

@@ -11,7 +11,7 @@ import (
 
 // Removing a dynamic node: drain, wait for its jobs, then delete (slurmd stopped first).
 func Example() {
-	r := &slurmtest.Runner{} // in production: slurm.ExecRunner{}
+	r := &slurmtest.Runner{} // in production: command.Exec{}
 	r.Expect(slurmtest.Real("drain-busy"), slurmtest.Real("squeue-node-empty"),
 		slurmtest.Real("show-node-drained"), slurmtest.Real("delete-busy"), slurmtest.Real("delete-drained"))
 	c := &slurm.Client{Runner: r, Conf: "/etc/slurm/slurm.conf"}

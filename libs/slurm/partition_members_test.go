@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurm/slurmtest"
 )
@@ -192,7 +193,7 @@ func TestRepairPartitionMembership(t *testing.T) {
 		wantCalls: [][]string{showNode.Argv, moved.Argv, update.Argv, showNode.Argv, moved.Argv},
 	}, {
 		name: "no NodeSets",
-		cases: []slurmtest.Case{showNode, {Argv: moved.Argv, Output: slurm.Output{
+		cases: []slurmtest.Case{showNode, {Argv: moved.Argv, Output: command.Output{
 			Stdout: []byte(strings.Replace(string(moved.Output.Stdout), "NodeSets=base", "NodeSets=(null)", 1))}}},
 		wantErr:   `cannot repair partition "base" (missing [node3 node5], extra [node4]): it has no NodeSets`,
 		wantCalls: [][]string{showNode.Argv, moved.Argv},

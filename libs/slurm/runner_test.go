@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
@@ -16,10 +17,10 @@ func TestExecRunner(t *testing.T) {
 	var wrapped []string
 	for _, tt := range []struct {
 		name string
-		r    slurm.ExecRunner
+		r    command.Exec
 	}{
-		{"direct", slurm.ExecRunner{}},
-		{"wrapped", slurm.ExecRunner{Command: func(ctx context.Context, argv []string) *exec.Cmd {
+		{"direct", command.Exec{}},
+		{"wrapped", command.Exec{Command: func(ctx context.Context, argv []string) *exec.Cmd {
 			wrapped = argv
 			return exec.CommandContext(ctx, "env", argv...)
 		}}},
@@ -29,7 +30,7 @@ func TestExecRunner(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := slurm.Output{Stdout: []byte("out a b\n/x/slurm.conf"), Stderr: []byte("err\n"), ExitCode: 3}
+			want := command.Output{Stdout: []byte("out a b\n/x/slurm.conf"), Stderr: []byte("err\n"), ExitCode: 3}
 			if d := cmp.Diff(want, out); d != "" {
 				t.Errorf("output (-want +got):\n%s", d)
 			}
@@ -38,15 +39,15 @@ func TestExecRunner(t *testing.T) {
 	if len(wrapped) != 4 {
 		t.Errorf("Command got argv %q", wrapped)
 	}
-	if _, err := (slurm.ExecRunner{}).Run(ctx, []string{"/nonexistent/scontrol"}, nil); err == nil {
+	if _, err := (command.Exec{}).Run(ctx, []string{"/nonexistent/scontrol"}, nil); err == nil {
 		t.Error("running a missing program: no error")
 	}
-	if _, err := (slurm.ExecRunner{}).Run(ctx, nil, nil); err == nil {
+	if _, err := (command.Exec{}).Run(ctx, nil, nil); err == nil {
 		t.Error("empty argv: no error")
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := (slurm.ExecRunner{}).Run(cctx, []string{"/bin/true"}, nil); err == nil {
+	if _, err := (command.Exec{}).Run(cctx, []string{"/bin/true"}, nil); err == nil {
 		t.Error("cancelled context: no error")
 	}
 }
@@ -59,7 +60,7 @@ func TestRealSlurmd(t *testing.T) {
 		}
 		t.Skipf("SKIPPED: slurmd is not installed (scripts/deps.sh installs it): %v", err)
 	}
-	c := &slurm.Client{Runner: slurm.ExecRunner{}}
+	c := &slurm.Client{Runner: command.Exec{}}
 	ctx := context.Background()
 	v, err := c.SlurmdVersion(ctx)
 	if err != nil {

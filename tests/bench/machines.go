@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/service/systemd"
 	"github.com/charmed-slurm/operators/libs/slurm"
@@ -62,7 +63,7 @@ func NewMachineRaw(ctx context.Context, n *hosts.Network, image string) (*Machin
 	}
 	r := &MachineRaw{net: n, image: image, feat: slurm.FeaturesOf(v), key: key, ctl: ctl, poll: 20 * time.Millisecond,
 		conf: "RealMemory=1000 CPUs=1 Feature=raw",
-		sc:   &slurm.Client{Runner: slurm.ExecRunner{Command: ctl.Command}, Conf: ControllerConf}}
+		sc:   &slurm.Client{Runner: command.Exec{Command: ctl.Command}, Conf: ControllerConf}}
 	if err := r.prepareAuth(ctx, ctl); err != nil {
 		return nil, err
 	}

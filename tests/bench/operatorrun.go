@@ -14,6 +14,7 @@ import (
 	"github.com/canonical/pebble/client"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/tests/charmpack"
 	"github.com/charmed-slurm/operators/tests/hosts"
@@ -166,6 +167,14 @@ func startModel(ctx context.Context, n *hosts.Network, tools, name string, updat
 	}, nil
 }
 
+// hostMachines is startModel's provisioner of Pebble hosts on n: hosts keep their own /tmp, so
+// the model's directory and the hook tools beside tools are bound into each.
+func hostMachines(n *hosts.Network, tools string) func(dir string) model.Provisioner {
+	return func(dir string) model.Provisioner {
+		return &model.HostMachines{Network: n, Binds: []string{dir, filepath.Dir(tools)}}
+	}
+}
+
 // deploy deploys slurmctld and one slurmd unit, integrates them, waits (up to timeout) until
 // both are active and slurmd/0's node is IDLE, and records prefix+"deploy_s" (where says on
 // what the units run).
@@ -189,14 +198,14 @@ func (c *opCluster) deploy(ctx context.Context, rep *Report, ctldCharm, slurmdCh
 		if err != nil {
 			return err
 		}
-		c.sc = &slurm.Client{Runner: slurm.ExecRunner{Command: m.Command}, Conf: ControllerConf}
+		c.sc = &slurm.Client{Runner: command.Exec{Command: m.Command}, Conf: ControllerConf}
 	} else {
 		h, err := c.host("slurmctld/0")
 		if err != nil {
 			return err
 		}
 		c.ctl = h
-		c.sc = &slurm.Client{Runner: slurm.ExecRunner{Command: h.Command}, Conf: ControllerConf}
+		c.sc = &slurm.Client{Runner: command.Exec{Command: h.Command}, Conf: ControllerConf}
 	}
 	if err := c.waitIdle(withTimeout(ctx, timeout), slurmd.NodeName("slurmd/0")); err != nil {
 		return fmt.Errorf("slurmd/0 never idle: %w", err)
@@ -278,9 +287,7 @@ func runOperators(ctx context.Context, opts *RunOptions, rep *Report, root, scra
 			err = cerr
 		}
 	}()
-	c, stop, err := startModel(ctx, n, tools, "bench", time.Minute, false, func(dir string) model.Provisioner {
-		return &model.HostMachines{Network: n, Binds: []string{dir, filepath.Dir(tools)}}
-	})
+	c, stop, err := startModel(ctx, n, tools, "bench", time.Minute, false, hostMachines(n, tools))
 	if err != nil {
 		return err
 	}

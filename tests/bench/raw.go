@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/service/pebble"
 	"github.com/charmed-slurm/operators/libs/slurm"
@@ -118,7 +119,7 @@ func NewRawCluster(ctx context.Context, opts RawOptions) (*RawCluster, error) {
 		return nil, err
 	}
 	return &RawCluster{opts: opts, key: key, ctl: ctl,
-		sc: &slurm.Client{Runner: slurm.ExecRunner{Command: ctl.Command}, Conf: ControllerConf}}, nil
+		sc: &slurm.Client{Runner: command.Exec{Command: ctl.Command}, Conf: ControllerConf}}, nil
 }
 
 // Controller is the raw cluster's controller host.
@@ -321,7 +322,7 @@ func StartController(ctx context.Context, n *hosts.Network, name string, key []b
 		log, _ := os.ReadFile(ctl.Path("/var/log/slurm/slurmctld.log"))
 		return nil, fmt.Errorf("%w\n%s", err, log)
 	}
-	sc := &slurm.Client{Runner: slurm.ExecRunner{Command: ctl.Command}, Conf: ControllerConf}
+	sc := &slurm.Client{Runner: command.Exec{Command: ctl.Command}, Conf: ControllerConf}
 	err = Poll(ctx, 20*time.Millisecond, func() (bool, string) {
 		cs, err := sc.Ping(ctx)
 		if err != nil {

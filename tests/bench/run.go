@@ -19,11 +19,11 @@ import (
 
 // RunOptions configure Run.
 type RunOptions struct {
-	// Parts to run: "raw", "hooks", "join", "scale", "leave", "autoscale", "busy", and on
-	// systemd machines, for each Debian release machines boot (hoststest.Suites: "bookworm",
-	// "trixie", "forky"), "<suite>" (raw and operator joins interleaved, idle leaves) and
-	// "<suite>-scale" (MachineScales), and "reboot" (on machines of RebootOn); empty means
-	// all.
+	// Parts to run: "raw", "hooks", "join", "scale", "leave", "autoscale", "busy", "accounting"
+	// (job throughput with and without slurmdbd), and on systemd machines, for each Debian
+	// release machines boot (hoststest.Suites: "bookworm", "trixie", "forky"), "<suite>" (raw
+	// and operator joins interleaved, idle leaves) and "<suite>-scale" (MachineScales), and
+	// "reboot" (on machines of RebootOn); empty means all.
 	Parts []string
 	// Out is where WriteFiles puts the files (used for scratch only by Run: nothing).
 	Out string
@@ -60,7 +60,7 @@ func (o *RunOptions) progress(format string, args ...any) {
 // the machine parts follow hoststest.Suites, so a new Debian release there is measured
 // here too.
 func Parts() []string {
-	parts := []string{"hooks", "raw", "join", "leave", "scale", "autoscale", "busy"}
+	parts := []string{"hooks", "raw", "join", "leave", "scale", "autoscale", "busy", "accounting"}
 	for _, s := range hoststest.Suites {
 		parts = append(parts, s, s+"-scale")
 	}
@@ -159,6 +159,11 @@ func Run(ctx context.Context, opts RunOptions) (*Report, error) {
 	if opts.part("join") || opts.part("scale") || opts.part("leave") || opts.part("autoscale") || opts.part("busy") {
 		if err := runOperators(ctx, &opts, rep, root, scratch, raw); err != nil {
 			fail("operators", err)
+		}
+	}
+	if opts.part("accounting") {
+		if err := runAccounting(ctx, &opts, rep, root, scratch); err != nil {
+			fail("accounting", err)
 		}
 	}
 	if opts.machinePart() {

@@ -30,7 +30,7 @@ func TestPackOperators(t *testing.T) {
 		subordinate bool
 	}{{
 		dir: "slurmctld-operator", name: "slurmctld",
-		relations: map[string]map[string]string{"requires": {"slurmd": "slurmd", "sackd": "sackd"}, "provides": {"mount": "mount_info"}},
+		relations: map[string]map[string]string{"requires": {"slurmd": "slurmd", "sackd": "sackd", "slurmdbd": "slurmdbd"}, "provides": {"mount": "mount_info"}},
 	}, {
 		dir: "tests/charms/filesystem-client", name: "filesystem-client", subordinate: true,
 		relations: map[string]map[string]string{"requires": {"mount": "mount_info", "juju-info": "juju-info"}},
@@ -40,6 +40,12 @@ func TestPackOperators(t *testing.T) {
 	}, {
 		dir: "sackd-operator", name: "sackd",
 		relations: map[string]map[string]string{"provides": {"slurmctld": "sackd"}},
+	}, {
+		dir: "slurmdbd-operator", name: "slurmdbd",
+		relations: map[string]map[string]string{"provides": {"slurmctld": "slurmdbd"}, "requires": {"database": "mysql_client"}},
+	}, {
+		dir: "tests/charms/mariadb", name: "mariadb",
+		relations: map[string]map[string]string{"provides": {"database": "mysql_client"}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

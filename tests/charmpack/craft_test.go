@@ -32,7 +32,7 @@ func TestCraftBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, charm := range []string{"slurmctld-operator", "slurmd-operator", "sackd-operator"} {
+	for _, charm := range []string{"slurmctld-operator", "slurmd-operator", "sackd-operator", "slurmdbd-operator"} {
 		t.Run(charm, func(t *testing.T) {
 			tree := t.TempDir()
 			// In a checkout (charmcraft pack --destructive-mode): the project directory's

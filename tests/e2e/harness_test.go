@@ -32,6 +32,8 @@ var (
 	// fsClientPath is the test-only filesystem-client stand-in (tests/charms/filesystem-client).
 	fsClientPath string
 	sackdPath    string
+	slurmdbdPath string
+	mariadbPath  string
 )
 
 func TestMain(m *testing.M) {
@@ -60,7 +62,10 @@ func setup(m *testing.M) (int, error) {
 	slurmdPath = filepath.Join(tmp, "slurmd.charm")
 	fsClientPath = filepath.Join(tmp, "filesystem-client.charm")
 	sackdPath = filepath.Join(tmp, "sackd.charm")
-	for dir, out := range map[string]string{"slurmctld-operator": slurmctldPath, "slurmd-operator": slurmdPath, "sackd-operator": sackdPath, "tests/charms/filesystem-client": fsClientPath} {
+	slurmdbdPath = filepath.Join(tmp, "slurmdbd.charm")
+	mariadbPath = filepath.Join(tmp, "mariadb.charm")
+	for dir, out := range map[string]string{"slurmctld-operator": slurmctldPath, "slurmd-operator": slurmdPath, "sackd-operator": sackdPath,
+		"slurmdbd-operator": slurmdbdPath, "tests/charms/mariadb": mariadbPath, "tests/charms/filesystem-client": fsClientPath} {
 		if err := charmpack.Pack(ctx, charmpack.Options{Dir: filepath.Join(root, dir), Out: out}); err != nil {
 			return 0, err
 		}
@@ -472,7 +477,7 @@ func (c *cluster) dumpDebug() {
 				continue
 			}
 			out.Reset()
-			c.m.Exec(ctx, unit, []string{"sh", "-c", "systemctl --no-pager status slurmd.service slurmctld.service munge.service; journalctl --no-pager -n 40 -o short-precise -u slurmd -u slurmctld -u munge; tail -n 30 /var/log/slurm/slurmd.log"}, &out, &out)
+			c.m.Exec(ctx, unit, []string{"sh", "-c", "systemctl --no-pager status slurmd.service slurmctld.service munge.service slurmdbd.service mariadb.service; journalctl --no-pager -n 40 -o short-precise -u slurmd -u slurmctld -u munge -u slurmdbd -u mariadb; tail -n 30 /var/log/slurm/slurmd.log /var/log/slurm/slurmdbd.log"}, &out, &out)
 			c.t.Logf("%s: systemd and slurmd:\n%s", unit, out.String())
 		}
 	}

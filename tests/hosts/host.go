@@ -24,7 +24,8 @@ var PrivateDirs = []string{
 	"/etc/slurm", "/etc/munge", "/etc/default",
 	"/var/spool/slurmd", "/var/spool/slurmctld", "/var/lib/slurm", "/var/log/slurm",
 	"/var/lib/munge", "/var/log/munge", "/var/lib/juju", "/var/lib/pebble",
-	"/root", // the working directory of Command: files a job or a test writes there stay in the host
+	"/var/lib/mysql", // the test database charm's data directory (tests/charms/mariadb)
+	"/root",          // the working directory of Command: files a job or a test writes there stay in the host
 	// Scratch space of jobs and daemons (Open MPI's session directory, Slurm's PMIx directories
 	// under /tmp): hosts sharing them collide on names made of a user and job id alone.
 	"/tmp", "/var/tmp",

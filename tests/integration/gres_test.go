@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/gres"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/service/pebble"
@@ -48,7 +49,7 @@ func gresCluster(t *testing.T, gresTypes string) (*cluster, context.Context, *sl
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	return c, ctx, &slurm.Client{Runner: slurm.ExecRunner{Command: c.ctl.Command}, Conf: confPath, PollInterval: pollInterval}
+	return c, ctx, &slurm.Client{Runner: command.Exec{Command: c.ctl.Command}, Conf: confPath, PollInterval: pollInterval}
 }
 
 func writeFile(t testing.TB, path string, data []byte) {
@@ -86,7 +87,7 @@ func (c *cluster) addGPUHost(ctx context.Context, name string, count int) *hosts
 // machine.
 func detect(t *testing.T, ctx context.Context, h *hosts.Host) gres.Detection {
 	t.Helper()
-	det, err := gres.Detector{Runner: slurm.ExecRunner{Command: h.Command}, Root: h.ProcPath("/")}.Detect(ctx)
+	det, err := gres.Detector{Runner: command.Exec{Command: h.Command}, Root: h.ProcPath("/")}.Detect(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/tests/hosts"
@@ -54,7 +55,7 @@ func TestReconfigureKeepsDynamicNodesInPartitions(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sc := &slurm.Client{Runner: slurm.ExecRunner{Command: c.ctl.Command}, Conf: confPath, PollInterval: pollInterval}
+	sc := &slurm.Client{Runner: command.Exec{Command: c.ctl.Command}, Conf: confPath, PollInterval: pollInterval}
 	v, err := sc.Version(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -333,7 +334,7 @@ func (c *cluster) record(t *testing.T, ctx context.Context, name string, argv ..
 	if *recordReal == "" {
 		return
 	}
-	out, err := slurm.ExecRunner{Command: c.ctl.Command}.Run(ctx, argv, []string{"SLURM_CONF=" + confPath})
+	out, err := command.Exec{Command: c.ctl.Command}.Run(ctx, argv, []string{"SLURM_CONF=" + confPath})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/service/pebble"
 	"github.com/charmed-slurm/operators/libs/slurm"
@@ -36,7 +37,7 @@ func TestDynamicNodeLifecycle(t *testing.T) {
 	defer cancel()
 
 	sc := &slurm.Client{
-		Runner:       slurm.ExecRunner{Command: c.ctl.Command},
+		Runner:       command.Exec{Command: c.ctl.Command},
 		Conf:         confPath,
 		PollInterval: pollInterval,
 	}
@@ -55,7 +56,7 @@ func TestDynamicNodeLifecycle(t *testing.T) {
 		t.Errorf("Version = %v, want 22.05.x", v)
 	}
 	// slurmd -C on the compute host gives its real hardware.
-	nc := &slurm.Client{Runner: slurm.ExecRunner{Command: node.Command}}
+	nc := &slurm.Client{Runner: command.Exec{Command: node.Command}}
 	mi, err := nc.MachineInfo(ctx)
 	if err != nil {
 		t.Fatal(err)

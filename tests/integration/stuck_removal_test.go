@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/tests/hosts"
 )
@@ -24,7 +25,7 @@ func TestRemoverDeletesStuckNode(t *testing.T) {
 	c := newCluster(t, func(ctl *hosts.Host) []byte { return baseConf(t, ctl) })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	sc := &slurm.Client{Runner: slurm.ExecRunner{Command: c.ctl.Command}, Conf: confPath, PollInterval: pollInterval}
+	sc := &slurm.Client{Runner: command.Exec{Command: c.ctl.Command}, Conf: confPath, PollInterval: pollInterval}
 	v, err := sc.Version(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -89,7 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		},
 		Slurm: func(st *jujucli.Status) (autoscaler.Slurm, error) {
 			if *localSlurm {
-				return &slurm.Client{Runner: slurm.ExecRunner{}, Conf: *conf}, nil
+				return &slurm.Client{Runner: command.Exec{}, Conf: *conf}, nil
 			}
 			a, ok := st.Applications[*controller]
 			if !ok {

@@ -53,6 +53,7 @@ import (
 	"github.com/coreos/go-systemd/v22/dbus"
 	godbus "github.com/godbus/dbus/v5"
 
+	"github.com/charmed-slurm/operators/libs/atomicfile"
 	"github.com/charmed-slurm/operators/libs/service"
 )
 
@@ -145,7 +146,7 @@ func (m *Manager) Configure(ctx context.Context, spec service.Spec) error {
 	if err != nil {
 		return err
 	}
-	if err := m.write(EnvironmentFile(spec.Name), EnvironmentFileContent(spec)); err != nil {
+	if err := m.write(ctx, EnvironmentFile(spec.Name), EnvironmentFileContent(spec)); err != nil {
 		return fmt.Errorf("cannot configure service %q: %w", spec.Name, err)
 	}
 	return m.define(ctx, spec.Name, dropIn, digest)
@@ -175,7 +176,7 @@ func (m *Manager) check(spec service.Spec) (dropIn, digest string, err error) {
 // new drop-in of a unit nothing uses needs no reload.
 func (m *Manager) define(ctx context.Context, name, dropIn, digest string) error {
 	want := DigestVar + "=" + digest
-	if err := m.write(DropInFile(name), dropIn); err != nil {
+	if err := m.write(ctx, DropInFile(name), dropIn); err != nil {
 		return fmt.Errorf("cannot configure service %q: %w", name, err)
 	}
 	if m.holds(ctx, name, want) {
@@ -319,40 +320,13 @@ func ExecLine(argv []string) string {
 	return strings.Join(words, " ")
 }
 
-// write replaces path (without Root) with content unless it holds it already.
-func (m *Manager) write(path, content string) error {
+// write replaces path (without Root) with content unless it holds it already: atomically
+// (libs/atomicfile), mode 0644 even when it had another, creating missing directories.
+func (m *Manager) write(ctx context.Context, path, content string) error {
 	if old, err := os.ReadFile(m.path(path)); err == nil && string(old) == content {
 		return nil
 	}
-	return writeFile(m.path(path), []byte(content))
-}
-
-// writeFile replaces path atomically (temp file, fsync, rename), creating directories.
-func writeFile(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return atomicfile.Write(ctx, m.path(path), []byte(content), atomicfile.Options{Mode: 0o644, Reset: true, MkdirMode: 0o755})
 }
 
 // Enable implements service.Manager.

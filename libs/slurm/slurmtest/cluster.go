@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/hostlist"
 	"github.com/charmed-slurm/operators/libs/munge"
 	"github.com/charmed-slurm/operators/libs/slurm"
@@ -20,7 +21,7 @@ import (
 )
 
 // Cluster is a stateful fake of a Slurm controller, for unit tests of code that drives
-// nodes through package slurm (both charms, the removal protocol). It is a slurm.Runner: it
+// nodes through package slurm (both charms, the removal protocol). It is a command.Runner: it
 // keeps nodes and their jobs, applies the commands package slurm runs (show node, update
 // drain/resume/down, delete, squeue per node, scancel, reconfigure, ping) and answers with
 // the outputs recorded from real Slurm 22.05 (Real), with the node's name put in; a
@@ -377,8 +378,8 @@ func (c *Cluster) Calls() []Call {
 	return slices.Clone(c.calls)
 }
 
-// Run implements slurm.Runner.
-func (c *Cluster) Run(ctx context.Context, argv []string, env []string) (slurm.Output, error) {
+// Run implements command.Runner.
+func (c *Cluster) Run(ctx context.Context, argv []string, env []string) (command.Output, error) {
 	c.mu.Lock()
 	before := c.before
 	c.calls = append(c.calls, Call{Argv: slices.Clone(argv), Env: slices.Clone(env)})
@@ -387,7 +388,7 @@ func (c *Cluster) Run(ctx context.Context, argv []string, env []string) (slurm.O
 		before(argv)
 	}
 	if err := ctx.Err(); err != nil {
-		return slurm.Output{}, err
+		return command.Output{}, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -396,7 +397,7 @@ func (c *Cluster) Run(ctx context.Context, argv []string, env []string) (slurm.O
 		return c.checkConfig(env)
 	}
 	if c.conf != "" && controllerCommand(argv[0]) && argv[len(argv)-1] != "-V" && !slices.Contains(env, "SLURM_CONF="+c.conf) {
-		return slurm.Output{}, fmt.Errorf("slurmtest: %q run without SLURM_CONF=%s", argv, c.conf)
+		return command.Output{}, fmt.Errorf("slurmtest: %q run without SLURM_CONF=%s", argv, c.conf)
 	}
 	switch {
 	case len(argv) == 6 && a == strings.Join(append([]string{"scontrol", "reboot", "ASAP", "nextstate=resume"}, argv[4:]...), " ") && strings.HasPrefix(argv[4], "reason="):
@@ -412,7 +413,7 @@ func (c *Cluster) Run(ctx context.Context, argv []string, env []string) (slurm.O
 	case a == "slurmd -C":
 		return Real("slurmd-C").Output, nil
 	case len(argv) == 2 && argv[0] == munge.ClientPath && argv[1] == "-n":
-		return slurm.Output{Stdout: []byte("MUNGE:AwQFAAA=:\n")}, nil
+		return command.Output{Stdout: []byte("MUNGE:AwQFAAA=:\n")}, nil
 	case strings.HasPrefix(a, "scontrol update partitionname=") && len(argv) == 4 && strings.HasPrefix(argv[3], "state="):
 		return c.updatePartition(strings.TrimPrefix(argv[2], "partitionname="), strings.TrimPrefix(argv[3], "state=")), nil
 	case len(argv) >= 6 && argv[0] == "squeue" && argv[1] == "-h" && slices.Contains(argv, "-p"):
@@ -427,14 +428,14 @@ func (c *Cluster) Run(ctx context.Context, argv []string, env []string) (slurm.O
 		if c.unreachable {
 			return Real("reconfigure-unreachable").Output, nil
 		}
-		return slurm.Output{}, nil
+		return command.Output{}, nil
 	case a == "scontrol reconfigure":
 		if c.unreachable {
 			return Real("reconfigure-unreachable").Output, nil
 		}
 		c.reconfigures++
 		if err := c.readConfig(); err != nil {
-			return slurm.Output{}, err
+			return command.Output{}, err
 		}
 		return Real("reconfigure").Output, nil
 	case a == "scontrol show node -o":
@@ -448,7 +449,7 @@ func (c *Cluster) Run(ctx context.Context, argv []string, env []string) (slurm.O
 		for _, n := range slices.Sorted(maps.Keys(c.nodes)) {
 			lines = append(lines, c.showLine(n))
 		}
-		return slurm.Output{Stdout: []byte(strings.Join(lines, "\n") + "\n")}, nil
+		return command.Output{Stdout: []byte(strings.Join(lines, "\n") + "\n")}, nil
 	case strings.HasPrefix(a, "scontrol show node -o ") && len(argv) == 5:
 		return c.showNode(argv[4]), nil
 	case strings.HasPrefix(a, "scontrol update nodename="):
@@ -466,13 +467,13 @@ func (c *Cluster) Run(ctx context.Context, argv []string, env []string) (slurm.O
 				j.ended = true
 			}
 		}
-		return slurm.Output{}, nil
+		return command.Output{}, nil
 	}
-	return slurm.Output{}, fmt.Errorf("slurmtest: the fake cluster does not model %q", argv)
+	return command.Output{}, fmt.Errorf("slurmtest: the fake cluster does not model %q", argv)
 }
 
 // recorded is the recorded case with its node name (recordedName) replaced by name.
-func recorded(name, recordedName, node string) slurm.Output {
+func recorded(name, recordedName, node string) command.Output {
 	out := Real(name).Output
 	if node != "" {
 		out.Stdout = []byte(strings.ReplaceAll(string(out.Stdout), recordedName, node))
@@ -578,7 +579,7 @@ func (c *Cluster) jobLine(id string) string {
 	return fmt.Sprintf("%s|RUNNING|%s|root|%s|sleep|pipe job\n", id, j.partition, j.node)
 }
 
-func (c *Cluster) updatePartition(name, state string) slurm.Output {
+func (c *Cluster) updatePartition(name, state string) command.Output {
 	switch {
 	case c.unreachable:
 		return recorded("update-unreachable", "", "")
@@ -591,7 +592,7 @@ func (c *Cluster) updatePartition(name, state string) slurm.Output {
 
 // squeuePartition answers `squeue -h [-t all] -p P -o FORMAT`: pending jobs first, then
 // running ones (squeue's order), with ended records under -t all.
-func (c *Cluster) squeuePartition(argv []string) slurm.Output {
+func (c *Cluster) squeuePartition(argv []string) command.Output {
 	if c.unreachable {
 		return recorded("squeue-unreachable", "", "")
 	}
@@ -606,22 +607,22 @@ func (c *Cluster) squeuePartition(argv []string) slurm.Output {
 			b.WriteString(c.jobLine(id))
 		}
 	}
-	return slurm.Output{Stdout: []byte(b.String())}
+	return command.Output{Stdout: []byte(b.String())}
 }
 
-func (c *Cluster) showNode(name string) slurm.Output {
+func (c *Cluster) showNode(name string) command.Output {
 	switch {
 	case c.unreachable:
 		return recorded("show-node-unreachable", "node1", name)
 	case c.nodes[name] == nil:
 		return recorded("show-node-unknown", "nodeX", name)
 	}
-	return slurm.Output{Stdout: []byte(c.showLine(name) + "\n")}
+	return command.Output{Stdout: []byte(c.showLine(name) + "\n")}
 }
 
 // update applies `scontrol update nodename=N state=S [reason=R]` (args without "scontrol
 // update").
-func (c *Cluster) update(args []string) slurm.Output {
+func (c *Cluster) update(args []string) command.Output {
 	name := strings.TrimPrefix(args[0], "nodename=")
 	var state, reason string
 	for _, a := range args[1:] {
@@ -654,10 +655,10 @@ func (c *Cluster) update(args []string) slurm.Output {
 	default:
 		return Real("update-bad-state").Output
 	}
-	return slurm.Output{}
+	return command.Output{}
 }
 
-func (c *Cluster) delete(name string) slurm.Output {
+func (c *Cluster) delete(name string) command.Output {
 	switch {
 	case c.unreachable:
 		return recorded("delete-unreachable", "node1", name)
@@ -667,13 +668,13 @@ func (c *Cluster) delete(name string) slurm.Output {
 		return recorded("delete-busy", "node1", name)
 	}
 	delete(c.nodes, name)
-	return slurm.Output{}
+	return command.Output{}
 }
 
 // squeue plays `squeue -h -w LIST -t <active states>`: the jobs on any node of the comma
 // list (verified on 22.05: a list selects the jobs of each; one unknown name fails the whole
 // list with the single-node error naming it).
-func (c *Cluster) squeue(list string) slurm.Output {
+func (c *Cluster) squeue(list string) command.Output {
 	nodes := strings.Split(list, ",")
 	if c.unreachable {
 		return recorded("squeue-unreachable", "node1", nodes[0])
@@ -687,7 +688,7 @@ func (c *Cluster) squeue(list string) slurm.Output {
 	for _, id := range c.jobIDs(func(j *fakeJob) bool { return !j.ended && slices.Contains(nodes, j.node) }) {
 		b.WriteString(c.jobLine(id))
 	}
-	return slurm.Output{Stdout: []byte(b.String())}
+	return command.Output{Stdout: []byte(b.String())}
 }
 
 // controllerCommand reports whether program talks to slurmctld (and reads SLURM_CONF).
@@ -709,7 +710,7 @@ func (n *fakeNode) featureList() []string {
 
 // checkConfig plays `scontrol show hostnames x` reading the candidate slurm.conf that
 // env's SLURM_CONF names, with the recorded answers of real Slurm 22.05.
-func (c *Cluster) checkConfig(env []string) (slurm.Output, error) {
+func (c *Cluster) checkConfig(env []string) (command.Output, error) {
 	var conf string
 	for _, e := range env {
 		if v, ok := strings.CutPrefix(e, "SLURM_CONF="); ok {
@@ -717,17 +718,17 @@ func (c *Cluster) checkConfig(env []string) (slurm.Output, error) {
 		}
 	}
 	if conf == "" {
-		return slurm.Output{}, errors.New("slurmtest: scontrol show hostnames run without SLURM_CONF")
+		return command.Output{}, errors.New("slurmtest: scontrol show hostnames run without SLURM_CONF")
 	}
 	c.checked = append(c.checked, conf)
 	files, err := filepath.Glob(filepath.Join(filepath.Dir(conf), "*.conf"))
 	if err != nil || len(files) == 0 {
-		return slurm.Output{}, fmt.Errorf("slurmtest: no configuration beside %s", conf)
+		return command.Output{}, fmt.Errorf("slurmtest: no configuration beside %s", conf)
 	}
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {
-			return slurm.Output{}, err
+			return command.Output{}, err
 		}
 		if c.refuse != "" && strings.Contains(string(data), c.refuse) {
 			return Real("checkconf-refused").Output, nil
@@ -782,7 +783,7 @@ var (
 
 // showPartition answers `scontrol show partition -o NAME` from the recorded line of a
 // partition whose NodeSet is its name (show-partition-empty).
-func (c *Cluster) showPartition(name string) slurm.Output {
+func (c *Cluster) showPartition(name string) command.Output {
 	switch {
 	case c.unreachable:
 		return recorded("show-node-unreachable", "", "")
@@ -801,13 +802,13 @@ func (c *Cluster) showPartition(name string) slurm.Output {
 		k, _, _ := strings.Cut(f, "=")
 		return k + "=" + values[k]
 	})
-	return slurm.Output{Stdout: []byte(line)}
+	return command.Output{Stdout: []byte(line)}
 }
 
 // setPartitionNodes applies `scontrol update partitionname=P nodes=NODESETS`: the
 // partition is rebuilt from its NodeSets (its name, for the charms' partitions), so no
 // node of it is lost any more.
-func (c *Cluster) setPartitionNodes(name, nodes string) slurm.Output {
+func (c *Cluster) setPartitionNodes(name, nodes string) command.Output {
 	switch {
 	case c.unreachable:
 		return recorded("update-unreachable", "", "")
@@ -823,41 +824,41 @@ func (c *Cluster) setPartitionNodes(name, nodes string) slurm.Output {
 }
 
 // moveJob applies `scontrol update jobid=J partition=P` (a pending job only).
-func (c *Cluster) moveJob(id, partition string) slurm.Output {
+func (c *Cluster) moveJob(id, partition string) command.Output {
 	j := c.jobs[id]
 	switch {
 	case c.unreachable:
 		return recorded("update-unreachable", "", "")
 	case j == nil:
-		return slurm.Output{Stderr: []byte("slurm_update error: Invalid job id specified\n"), ExitCode: 1}
+		return command.Output{Stderr: []byte("slurm_update error: Invalid job id specified\n"), ExitCode: 1}
 	case j.node != "" || j.ended:
-		return slurm.Output{Stderr: []byte("scontrol: error: Job is no longer pending execution for job " + id + "\n"), ExitCode: 1}
+		return command.Output{Stderr: []byte("scontrol: error: Job is no longer pending execution for job " + id + "\n"), ExitCode: 1}
 	case c.partitions[partition] == "":
-		return slurm.Output{Stderr: []byte("slurm_update error: Invalid partition name specified\n"), ExitCode: 1}
+		return command.Output{Stderr: []byte("slurm_update error: Invalid partition name specified\n"), ExitCode: 1}
 	}
 	j.partition = partition
-	return slurm.Output{}
+	return command.Output{}
 }
 
 // reboot applies `scontrol reboot ASAP nextstate=resume reason=R NODES`: each node is
 // drained with the reason and marked REBOOT_REQUESTED until Rebooted. The answers are not
 // recorded ones.
-func (c *Cluster) reboot(reason, list string) slurm.Output {
+func (c *Cluster) reboot(reason, list string) command.Output {
 	if c.unreachable {
 		return recorded("update-unreachable", "", "")
 	}
 	names, err := hostlist.Expand(list)
 	if err != nil {
-		return slurm.Output{Stderr: []byte("scontrol: error: Invalid node name specified\n"), ExitCode: 1}
+		return command.Output{Stderr: []byte("scontrol: error: Invalid node name specified\n"), ExitCode: 1}
 	}
 	for _, name := range names {
 		if c.nodes[name] == nil {
-			return slurm.Output{Stderr: []byte("scontrol: error: Invalid node name specified\n"), ExitCode: 1}
+			return command.Output{Stderr: []byte("scontrol: error: Invalid node name specified\n"), ExitCode: 1}
 		}
 	}
 	for _, name := range names {
 		n := c.nodes[name]
 		n.reboot, n.drain, n.reason = true, true, reason
 	}
-	return slurm.Output{}
+	return command.Output{}
 }

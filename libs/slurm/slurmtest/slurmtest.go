@@ -33,8 +33,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/command/commandtest"
-	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
 //go:embed real real-24.11 real-26.05
@@ -84,6 +84,6 @@ func readCase(dir, name string) Case {
 	}
 	return Case{
 		Argv:   strings.Split(strings.TrimSuffix(string(read("argv")), "\n"), "\n"),
-		Output: slurm.Output{Stdout: read("stdout"), Stderr: read("stderr"), ExitCode: rc},
+		Output: command.Output{Stdout: read("stdout"), Stderr: read("stderr"), ExitCode: rc},
 	}
 }
