@@ -226,3 +226,54 @@ func (h *hook) haStatus(ctx context.Context) string {
 	}
 	return fmt.Sprintf("%s controller standing by (active: %s)", role, act.Unit)
 }
+
+// departure is this unit leaving the application: its slurmctld stops for good, and when it
+// was the controller in control, the first other backup is asked to take control at once
+// (`scontrol takeover`) instead of after SlurmctldTimeout. slurmctld saves its whole state
+// as it stops (SIGTERM), so the backup loads every job; a backup in takeover mode takes
+// control as soon as the controllers before it stop answering (backup.c, run_backup).
+type departure struct{ h *hook }
+
+// handOver stops slurmctld and, if it was in control, hands control over; it records that the
+// unit leaves (charmState.Leaving). A takeover Slurm refuses is logged: the backups still take
+// control after SlurmctldTimeout.
+func (d departure) handOver(ctx context.Context) error {
+	h := d.h
+	h.st.Leaving = true
+	if !h.c.running(ctx) {
+		return nil
+	}
+	if h.ctls == nil {
+		h.ctls = h.st.Controllers
+	}
+	active := h.isActive()
+	if err := h.progress(ctx, "leaving: stopping slurmctld"); err != nil {
+		return err
+	}
+	if err := h.c.Services.Stop(ctx, svcSlurmctld); err != nil {
+		return fmt.Errorf("cannot stop slurmctld: %w", err)
+	}
+	if !active {
+		h.logf(ctx, juju.LevelInfo, "leaving: slurmctld stopped (it was not in control)")
+		return nil
+	}
+	// The first backup that is not this unit: `scontrol takeover i` shuts down the
+	// controllers before i and makes i take control.
+	i := -1
+	for j := 1; j < len(h.ctls) && i < 0; j++ { // index 0, the primary, takes no takeover
+		if h.ctls[j].Unit != h.hc.Event.Unit {
+			i = j
+		}
+	}
+	if i < 0 {
+		h.logf(ctx, juju.LevelWarning, "leaving: slurmctld stopped; no backup controller to hand control to")
+		return nil
+	}
+	if err := h.c.client().Takeover(ctx, i); err != nil {
+		h.logf(ctx, juju.LevelWarning, "leaving: %s (backup %d) did not take control: %v; it takes control after SlurmctldTimeout", h.ctls[i].Unit, i, err)
+		return nil
+	}
+	h.st.HandedTo = h.ctls[i].Unit
+	h.logf(ctx, juju.LevelInfo, "leaving: slurmctld stopped, control handed to %s (backup %d)", h.ctls[i].Unit, i)
+	return nil
+}

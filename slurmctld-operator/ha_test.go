@@ -254,3 +254,71 @@ func TestHALoginNodes(t *testing.T) {
 		t.Errorf("login controllers from a hook that does not plan them (-want +got):\n%s", d)
 	}
 }
+
+// TestHALeaving: a controller unit that leaves the application (remove-unit: its first
+// relation-departed names itself as the departing unit) stops its slurmctld for good; in
+// control, it asks the first backup to take control (`scontrol takeover 1`) right
+// after the stop; standing by, it asks nothing. No later hook of the unit (its storage going,
+// its peers departing) starts slurmctld again.
+func TestHALeaving(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		active    uint64 // the heartbeat's controller index
+		takeovers int
+		status    string
+	}{
+		{"in control", 0, 1, "leaving: slurmctld stopped, control handed to slurmctld/1"},
+		{"standing by", 1, 0, "leaving: slurmctld stopped"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			if err := os.MkdirAll(e.c.Path(stateSaveDir), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			out := e.run(withHA(e.joined()), jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/1"))
+			hb := make([]byte, 16)
+			binary.BigEndian.PutUint64(hb[:8], uint64(time.Now().Unix()))
+			binary.BigEndian.PutUint64(hb[8:], tc.active)
+			if err := os.WriteFile(e.c.Path(sharedStateDir+"/heartbeat"), hb, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if !e.svc.isActive("slurmctld") {
+				t.Fatal("slurmctld not running before the removal")
+			}
+			starts := e.svc.count("start slurmctld") + e.svc.count("restart slurmctld")
+
+			// Dying, the unit resigned its leadership (as Juju's uniter and the model do).
+			out.Leader = false
+			departs := jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", "slurmd/0")
+			departs.DepartingUnit = "slurmctld/0"
+			out = e.run(out, departs)
+			if e.svc.isActive("slurmctld") {
+				t.Error("slurmctld still runs on the leaving unit")
+			}
+			if n := e.slurm.count("scontrol", "takeover", "1"); n != tc.takeovers {
+				t.Errorf("%d takeovers of backup 1, want %d", n, tc.takeovers)
+			}
+			if out.UnitStatus.Code != juju.StatusMaintenance || out.UnitStatus.Message != tc.status {
+				t.Errorf("status %+v, want maintenance %q", out.UnitStatus, tc.status)
+			}
+			// The rest of the departure, in an order Juju may choose: the peers go (the storage
+			// still mounted: a backup's configure would start slurmctld), then the storage.
+			for _, ev := range []juju.Event{
+				jujutest.RelationHook(juju.RelationDeparted, "slurmctld-peers:0", "slurmctld/1"),
+				jujutest.Hook(juju.UpdateStatus),
+				jujutest.RelationHook(juju.RelationBroken, "mount:5", ""),
+			} {
+				if ev.Kind == juju.RelationDeparted {
+					ev.DepartingUnit = "slurmctld/0"
+				}
+				out = e.run(out, ev)
+			}
+			if n := e.svc.count("start slurmctld") + e.svc.count("restart slurmctld") - starts; n != 0 || e.svc.isActive("slurmctld") {
+				t.Errorf("slurmctld started %d times after the unit began leaving (active %v)", n, e.svc.isActive("slurmctld"))
+			}
+			if n := e.slurm.count("scontrol", "takeover"); n != tc.takeovers {
+				t.Errorf("%d takeovers in all, want %d", n, tc.takeovers)
+			}
+		})
+	}
+}

@@ -23,19 +23,19 @@ func (c *Charm) Router() *juju.Router {
 	r := juju.NewRouter()
 	r.Handle(juju.Install, hs.Handle((*hook).install))
 	for _, k := range []juju.Kind{juju.LeaderElected, juju.LeaderSettingsChanged, juju.ConfigChanged, juju.Start} {
-		r.Handle(k, hs.Handle((*hook).configure))
+		r.Handle(k, hs.Handle(unlessLeaving((*hook).configure)))
 	}
-	r.Handle(juju.UpgradeCharm, hs.Handle((*hook).upgradeCharm))
+	r.Handle(juju.UpgradeCharm, hs.Handle(unlessLeaving((*hook).upgradeCharm)))
 	// High availability: the peers and the shared storage change the controllers.
 	for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted, juju.RelationBroken} {
-		r.HandleRelation(peerEndpoint, k, hs.Handle((*hook).configure))
-		r.HandleRelation(mountinfo.EndpointName, k, hs.Handle((*hook).configure))
+		r.HandleRelation(peerEndpoint, k, hs.Handle(unlessLeaving((*hook).configure)))
+		r.HandleRelation(mountinfo.EndpointName, k, hs.Handle(unlessLeaving((*hook).configure)))
 	}
-	r.Handle(juju.UpdateStatus, hs.Handle((*hook).updateStatus))
+	r.Handle(juju.UpdateStatus, hs.Handle(unlessLeaving((*hook).updateStatus)))
 	for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted, juju.RelationBroken} {
-		r.HandleRelation("slurmd", k, hs.Handle((*hook).slurmdRelation))
-		r.HandleRelation(sackd.RequirerEndpoint, k, hs.Handle((*hook).sackdRelation))
-		r.HandleRelation(slurmdbd.RequirerEndpoint, k, hs.Handle((*hook).slurmdbdRelation))
+		r.HandleRelation("slurmd", k, hs.Handle(unlessLeaving((*hook).slurmdRelation)))
+		r.HandleRelation(sackd.RequirerEndpoint, k, hs.Handle(unlessLeaving((*hook).sackdRelation)))
+		r.HandleRelation(slurmdbd.RequirerEndpoint, k, hs.Handle(unlessLeaving((*hook).slurmdbdRelation)))
 	}
 	r.Handle(juju.Stop, c.stateless((*hook).stopWaiter))
 	r.Handle(juju.Remove, c.stateless((*hook).stopWaiter))
@@ -67,6 +67,25 @@ func (h *hook) finish(ctx context.Context) error {
 		return err
 	}
 	return h.end(ctx)
+}
+
+// unlessLeaving runs fn unless this unit leaves the application (remove-unit, or the
+// application removed): the first hook that says so, a relation-departed whose departing unit
+// is this one, hands control to a backup (departure.handOver), and from then on no hook of
+// the unit starts or restarts slurmctld, whatever the order of the hooks that follow (its
+// shared storage going, its peers departing).
+func unlessLeaving(fn charm.Func[*hook]) charm.Func[*hook] {
+	return func(h *hook, ctx context.Context) error {
+		if ev := h.hc.Event; ev.Kind == juju.RelationDeparted && ev.DepartingUnit == ev.Unit && !h.st.Leaving {
+			if err := (departure{h}).handOver(ctx); err != nil {
+				return err
+			}
+		}
+		if h.st.Leaving {
+			return h.report(ctx)
+		}
+		return fn(h, ctx)
+	}
 }
 
 // thenStatus runs action, which changes nodes in Slurm, then sets the unit status again:

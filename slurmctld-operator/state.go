@@ -75,6 +75,11 @@ type charmState struct {
 	Controllers []controller `json:"controllers,omitempty"`
 	// AppliedConf is the hash of the leader's configuration a backup controller runs with.
 	AppliedConf string `json:"applied-conf,omitempty"`
+	// Leaving: this unit leaves the application (departure); its slurmctld was stopped and
+	// is never started again. HandedTo is the controller it asked to take control ("" when
+	// it was not in control or had no backup).
+	Leaving  bool   `json:"leaving,omitempty"`
+	HandedTo string `json:"handed-to,omitempty"`
 }
 
 // published records what the leader wrote to Juju (ports, relation data, secret grants) and

@@ -41,6 +41,12 @@ type observer struct {
 // the configuration's problem, then (only when it gets that far) whether slurmctld runs and
 // its node list.
 func unitStatus(ctx context.Context, st *charmState, leader bool, configProblem error, o observer) (juju.StatusCode, string) {
+	if st.Leaving {
+		if st.HandedTo != "" {
+			return juju.StatusMaintenance, "leaving: slurmctld stopped, control handed to " + st.HandedTo
+		}
+		return juju.StatusMaintenance, "leaving: slurmctld stopped"
+	}
 	if configProblem != nil {
 		return juju.StatusBlocked, configProblem.Error()
 	}

@@ -305,3 +305,98 @@ func TestBackupNeedsStorage(t *testing.T) {
 	}
 	c.waitIdleNodes(1)
 }
+
+// TestRemoveActiveController: remove-unit of the controller in control (the primary, also the
+// leader) while a 2-node job runs and jobs are queued. The leaving unit stops its slurmctld
+// and hands control to the backup at once (REQUEST_TAKEOVER in the backup's log, not a wait
+// for SlurmctldTimeout); the backup becomes the leader and the only controller; the slurmd
+// units restart with it alone as --conf-server while the job runs, and every job runs once.
+// The seconds without a controller accepting sbatch are logged (docs/ha.md).
+func TestRemoveActiveController(t *testing.T) {
+	c := newHACluster(t)
+	addr1 := strings.TrimSpace(c.exec("slurmctld/1", "hostname", "-I"))
+	running := c.sbatch("slurmd", "-N2", "--exclusive", "--wrap", "sleep 60")
+	c.waitJobState(running, "RUNNING", 30*time.Second)
+	var queued []string
+	for i := 0; i < 2; i++ {
+		queued = append(queued, c.sbatch("slurmd", "-N1", "--wrap", "sleep 1"))
+	}
+	c.waitStateSaved(time.Now())
+	pids := map[string]string{}
+	for _, u := range []string{"slurmd/0", "slurmd/1"} {
+		pids[u] = strings.TrimSpace(c.exec(u, "pgrep", "-x", "slurmd"))
+	}
+
+	c.ctl = "slurmctld/1"
+	if err := c.m.RemoveUnit(c.bg(), "slurmctld/0"); err != nil {
+		t.Fatal(err)
+	}
+	removed := time.Now()
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, u := range []string{"slurmd/0", "slurmd/1", "slurmctld/0", "slurmctld/1"} {
+				for _, r := range c.hookRuns(u, removed) {
+					t.Logf("after remove-unit: %s ran %s at %s (failed %v)", u, r.Hook, r.Start.Format("15:04:05.000"), r.Failed)
+				}
+			}
+		}
+	})
+	// Probe with sbatch on the backup until slurmctld/0 is gone and slurmctld/1 leads alone.
+	var submitted []string
+	var lastOK time.Time
+	var longest time.Duration
+	gone := false
+	deadline := time.Now().Add(3 * time.Minute)
+	for !gone || time.Since(lastOK) > time.Second {
+		if time.Now().After(deadline) {
+			st, msg := c.unitStatus("slurmctld/1")
+			t.Fatalf("slurmctld/0 not gone or slurmctld/1 not leading alone within 3m: %s: %s", st, msg)
+		}
+		out, code, _ := c.tryExec("slurmctld/1", "env", "SLURM_CONF="+ctlConf, "sbatch", "--parsable", "-p", "slurmd", "-o", "/dev/null", "--wrap", "true")
+		now := time.Now()
+		if code == 0 {
+			submitted = append(submitted, strings.TrimSpace(out))
+			from := lastOK
+			if from.IsZero() {
+				from = removed
+			}
+			if d := now.Sub(from); d > longest {
+				longest = d
+			}
+			lastOK = now
+		}
+		if !gone {
+			st0, _ := c.unitStatus("slurmctld/0")
+			st, msg := c.unitStatus("slurmctld/1")
+			gone = st0 == "" && st == "active" && strings.HasPrefix(msg, "slurmctld up")
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Logf("remove-unit of the active controller: longest time without sbatch accepted %s (%d jobs submitted meanwhile)", longest.Round(100*time.Millisecond), len(submitted))
+	if !strings.Contains(c.exec("slurmctld/1", "cat", ctlLogPath), "REQUEST_TAKEOVER") {
+		t.Error("the backup took control without a takeover request (it waited out SlurmctldTimeout)")
+	}
+
+	// The slurmd units follow the controller that stays, restarted while the job runs.
+	want := addr1 + ":6817"
+	c.eventually(2*time.Minute, "slurmd units with slurmctld/1 alone", func() (bool, string) {
+		a, b := c.confServers("slurmd/0"), c.confServers("slurmd/1")
+		return a == want && b == want, a + " " + b
+	})
+	if s := c.jobState(running); s != "RUNNING" {
+		t.Logf("job %s is %s once the slurmd units restarted (not a proof that a restart keeps it)", running, s)
+	}
+	for u, pid := range pids {
+		if now := strings.TrimSpace(c.exec(u, "pgrep", "-x", "slurmd")); now == pid {
+			t.Errorf("%s: slurmd not restarted for the new --conf-server (pid %s)", u, pid)
+		}
+	}
+	for _, id := range append(append([]string{running}, queued...), submitted...) {
+		c.waitJobState(id, "COMPLETED", 2*time.Minute)
+		if out := c.slurm("scontrol", "show", "job", "-o", id); !strings.Contains(out, " Restarts=0 ") {
+			t.Errorf("job %s ran again: %s", id, out)
+		}
+	}
+	c.waitIdleNodes(2)
+	c.slurm("srun", "-p", "slurmd", "-N2", "true")
+}
