@@ -141,11 +141,44 @@ func (h *hook) planControllers(ctx context.Context, st storage) ([]controller, e
 		}
 		cands = append(cands, c)
 	}
-	ctls := nextControllers(prev, cands)
+	ctls := h.retire(ctx, prev, nextControllers(prev, cands))
 	if err := checkControllers(ctls); err != nil {
 		return nil, fmt.Errorf("cannot list the controllers: %w", err)
 	}
 	return ctls, nil
+}
+
+// retire is next, the controller list after a change of the peers, unless only backups
+// listed after every remaining controller left and this unit's slurmctld, in control, runs
+// with prev: then the backups that left stay at the end of the list, marked Gone, so that
+// SlurmctldHost (read at start only) keeps its value and the controller in control is
+// neither restarted nor reconfigured for a backup's removal. They go at the next change that
+// restarts slurmctld anyway (a controller added), and are never published as controllers.
+func (h *hook) retire(ctx context.Context, prev, next []controller) []controller {
+	if len(next) == 0 || len(next) >= len(prev) || !slices.Equal(h.st.RunningHosts, hostsOf(prev)) {
+		return next
+	}
+	for i, c := range next {
+		if prev[i] != c {
+			return next
+		}
+	}
+	saved := h.ctls
+	h.ctls = prev
+	active := h.isActive()
+	h.ctls = saved
+	if !active || !h.c.running(ctx) {
+		return next
+	}
+	out := slices.Clone(next)
+	for _, p := range prev[len(next):] {
+		if !p.Gone {
+			h.logf(ctx, juju.LevelInfo, "%s left: it stays in SlurmctldHost until slurmctld next starts (no restart for a backup's removal)", p.Unit)
+		}
+		p.Gone = true
+		out = append(out, p)
+	}
+	return out
 }
 
 func unitNumber(u string) int {
@@ -205,7 +238,8 @@ func (h *hook) haStatus(ctx context.Context) string {
 	if h.ctls == nil {
 		h.ctls = h.st.Controllers
 	}
-	if len(h.ctls) < 2 {
+	n := len(live(h.ctls))
+	if n < 2 {
 		return ""
 	}
 	unit := h.hc.Event.Unit
@@ -220,9 +254,9 @@ func (h *hook) haStatus(ctx context.Context) string {
 	act, ok := h.activeController()
 	switch {
 	case !ok:
-		return fmt.Sprintf("%s of %d controllers, active one unknown (no fresh heartbeat)", role, len(h.ctls))
+		return fmt.Sprintf("%s of %d controllers, active one unknown (no fresh heartbeat)", role, n)
 	case act.Unit == unit:
-		return fmt.Sprintf("active controller (%s of %d)", role, len(h.ctls))
+		return fmt.Sprintf("active controller (%s of %d)", role, n)
 	}
 	return fmt.Sprintf("%s controller standing by (active: %s)", role, act.Unit)
 }

@@ -208,7 +208,7 @@ func TestHABackup(t *testing.T) {
 // TestTakeoverAction: on a backup, `scontrol takeover <its index>`; refused on the primary
 // and on a unit that is not a controller.
 func TestTakeoverAction(t *testing.T) {
-	ctls := []controller{{"slurmctld/0", "ctl", "10.0.0.1"}, {"slurmctld/1", "ctl1", "10.0.0.2"}}
+	ctls := []controller{{Unit: "slurmctld/0", Host: "ctl", Addr: "10.0.0.1"}, {Unit: "slurmctld/1", Host: "ctl1", Addr: "10.0.0.2"}}
 	raw, err := encodeControllers(ctls)
 	if err != nil {
 		t.Fatal(err)
@@ -318,6 +318,83 @@ func TestHALeaving(t *testing.T) {
 			}
 			if n := e.slurm.count("scontrol", "takeover"); n != tc.takeovers {
 				t.Errorf("%d takeovers in all, want %d", n, tc.takeovers)
+			}
+		})
+	}
+}
+
+// TestHABackupRemoved: a backup standing by that leaves (its peer relation departed) leaves the
+// controller in control untouched: no restart, no reconfigure, slurm.conf as it was (the
+// backup stays in SlurmctldHost, marked gone, until slurmctld next starts), while the slurmd
+// units get the primary alone. A controller added later replaces it with one restart. When
+// the backup that leaves is the one in control, the leader restarts for the shorter list.
+func TestHABackupRemoved(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		active   uint64 // the heartbeat's controller index
+		restarts int
+	}{
+		{"standing by", 0, 0},
+		{"in control", 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			if err := os.MkdirAll(e.c.Path(stateSaveDir), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			out := e.run(withHA(e.joined()), jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/1"))
+			hb := make([]byte, 16)
+			binary.BigEndian.PutUint64(hb[:8], uint64(time.Now().Unix()))
+			binary.BigEndian.PutUint64(hb[8:], tc.active)
+			if err := os.WriteFile(e.c.Path(sharedStateDir+"/heartbeat"), hb, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			conf := e.read(confPath)
+			restarts, reconfigures := e.svc.count("restart slurmctld"), e.slurm.count("scontrol", "reconfigure")
+
+			out.Relations[len(out.Relations)-1].RemoteUnits = map[string]map[string]string{}
+			out = e.run(out, jujutest.RelationHook(juju.RelationDeparted, "slurmctld-peers:0", "slurmctld/1"))
+			if n := e.svc.count("restart slurmctld") - restarts; n != tc.restarts {
+				t.Errorf("%d restarts of slurmctld, want %d", n, tc.restarts)
+			}
+			if n := e.slurm.count("scontrol", "reconfigure") - reconfigures; n != 0 {
+				t.Errorf("%d reconfigures of slurmctld, want none", n)
+			}
+			got := e.read(confPath)
+			if tc.restarts == 0 && got != conf {
+				t.Errorf("slurm.conf changed:\n%s", cmp.Diff(conf, got))
+			}
+			if tc.restarts == 1 && strings.Count(got, "SlurmctldHost=") != 1 {
+				t.Errorf("slurm.conf after the restart:\n%s", got)
+			}
+			for _, r := range out.Relations {
+				if r.ID != "slurmd:1" {
+					continue
+				}
+				b, err := slurmd.DecodeControllerBag(r.LocalAppData)
+				if d := cmp.Diff([]string{"10.0.0.1:6817"}, b.Controllers); err != nil || d != "" {
+					t.Errorf("slurmd relation controllers (-want +got, %v):\n%s", err, d)
+				}
+			}
+			if tc.restarts > 0 {
+				return
+			}
+			if strings.Contains(out.UnitStatus.Message, "of 2") {
+				t.Errorf("status %+v counts the backup that left", out.UnitStatus)
+			}
+			// Quiet hooks change nothing; a new controller replaces the one that left.
+			out = e.run(out, jujutest.Hook(juju.UpdateStatus))
+			out = e.run(out, jujutest.Hook(juju.ConfigChanged))
+			if n := e.svc.count("restart slurmctld") - restarts; n != 0 || e.read(confPath) != conf {
+				t.Errorf("%d restarts after quiet hooks, slurm.conf changed %v", n, e.read(confPath) != conf)
+			}
+			out.Relations[len(out.Relations)-1].RemoteUnits = map[string]map[string]string{"slurmctld/2": {"hostname": "ctl2", "address": "10.0.0.3", "storage": "mounted"}}
+			out = e.run(out, jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/2"))
+			if n := e.svc.count("restart slurmctld") - restarts; n != 1 {
+				t.Errorf("%d restarts for the new controller, want 1", n)
+			}
+			if got := e.read(confPath); !strings.Contains(got, "SlurmctldHost=ctl(10.0.0.1)\nSlurmctldHost=ctl2(10.0.0.3)\n") || strings.Contains(got, "ctl1") {
+				t.Errorf("SlurmctldHost after a controller was added:\n%s", got)
 			}
 		})
 	}

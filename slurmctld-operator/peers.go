@@ -48,11 +48,15 @@ const (
 	storageMounted = "mounted"
 )
 
-// controller is one slurmctld of the cluster: its unit, host name and address.
+// controller is one slurmctld of the cluster: its unit, host name and address. Gone marks a
+// backup that left while the controller in control runs with it in SlurmctldHost: it stays at
+// the end of the list, published to no slurmd or login unit, until slurmctld next starts
+// (retire).
 type controller struct {
 	Unit string `json:"unit"`
 	Host string `json:"host"`
 	Addr string `json:"addr"`
+	Gone bool   `json:"gone,omitempty"`
 }
 
 // SlurmctldHost is the controller's SlurmctldHost value, host(addr).
@@ -105,9 +109,12 @@ func checkControllers(ctls []controller) error {
 		return fmt.Errorf("%d controllers, at most %d", len(ctls), maxControllers)
 	}
 	seen := map[string]bool{}
-	for _, c := range ctls {
+	for i, c := range ctls {
 		if err := c.check(); err != nil {
 			return err
+		}
+		if i > 0 && ctls[i-1].Gone && !c.Gone {
+			return fmt.Errorf("unit %s: listed after %s, which left", c.Unit, ctls[i-1].Unit)
 		}
 		for _, k := range []string{"u:" + c.Unit, "h:" + c.Host, "a:" + c.Addr} {
 			if seen[k] {
@@ -180,6 +187,11 @@ func trunc(s string) string {
 		return s[:64] + "…"
 	}
 	return s
+}
+
+// live are the controllers that did not leave.
+func live(ctls []controller) []controller {
+	return slices.DeleteFunc(slices.Clone(ctls), func(c controller) bool { return c.Gone })
 }
 
 // hostsOf are the SlurmctldHost values of the controllers.

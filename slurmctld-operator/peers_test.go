@@ -7,10 +7,10 @@ import (
 )
 
 func TestNextControllers(t *testing.T) {
-	a := controller{"slurmctld/0", "juju-0", "10.0.0.2"}
-	b := controller{"slurmctld/1", "juju-1", "10.0.0.3"}
-	c := controller{"slurmctld/2", "juju-2", "10.0.0.4"}
-	bMoved := controller{"slurmctld/1", "juju-1", "10.0.0.9"}
+	a := controller{Unit: "slurmctld/0", Host: "juju-0", Addr: "10.0.0.2"}
+	b := controller{Unit: "slurmctld/1", Host: "juju-1", Addr: "10.0.0.3"}
+	c := controller{Unit: "slurmctld/2", Host: "juju-2", Addr: "10.0.0.4"}
+	bMoved := controller{Unit: "slurmctld/1", Host: "juju-1", Addr: "10.0.0.9"}
 	for _, tc := range []struct {
 		name        string
 		prev, cands []controller
@@ -39,7 +39,9 @@ func TestDecodeControllers(t *testing.T) {
 	}{
 		{`[{"unit":"slurmctld/0","host":"juju-0","addr":"10.0.0.2"}]`, true},
 		{``, true},
-		{`[{"unit":"slurmctld/0","host":"juju-0","addr":"10.0.0.2"},{"unit":"slurmctld/1","host":"juju-0","addr":"10.0.0.3"}]`, false}, // same host
+		{`[{"unit":"slurmctld/0","host":"juju-0","addr":"10.0.0.2"},{"unit":"slurmctld/1","host":"juju-1","addr":"10.0.0.3","gone":true}]`, true},
+		{`[{"unit":"slurmctld/0","host":"juju-0","addr":"10.0.0.2","gone":true},{"unit":"slurmctld/1","host":"juju-1","addr":"10.0.0.3"}]`, false}, // left before a live one
+		{`[{"unit":"slurmctld/0","host":"juju-0","addr":"10.0.0.2"},{"unit":"slurmctld/1","host":"juju-0","addr":"10.0.0.3"}]`, false},             // same host
 		{`[{"unit":"slurmctld/0","host":"Juju_0","addr":"10.0.0.2"}]`, false},
 		{`[{"unit":"slurmctld/0","host":"juju-0","addr":"10.0.0.256"}]`, false},
 		{`[{"unit":"slurmctld","host":"juju-0","addr":"10.0.0.2"}]`, false},

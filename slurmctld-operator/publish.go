@@ -66,16 +66,16 @@ func (r *publishedRel) grant(ctx context.Context, secrets juju.Secrets, id juju.
 
 // controllers are the slurmctld addresses (host:port, primary first) that this controller
 // publishes to every application that uses the cluster (slurmd, sackd): every controller in
-// SlurmctldHost order as this hook planned them, or as the last configure hook did (a hook
+// SlurmctldHost order (but those that left: retire) as this hook planned them, or as the last configure hook did (a hook
 // that does not plan them keeps every controller); this controller's ingress address on the
 // slurmd endpoint alone without high availability. The one place that decides the list.
 func (h *hook) controllers(ctx context.Context) ([]string, error) {
 	if h.ctls == nil {
 		h.ctls = h.st.Controllers // a hook that did not plan them: the last plan
 	}
-	if len(h.ctls) > 0 {
-		out := make([]string, 0, len(h.ctls))
-		for _, c := range h.ctls {
+	if ctls := live(h.ctls); len(ctls) > 0 {
+		out := make([]string, 0, len(ctls))
+		for _, c := range ctls {
 			out = append(out, net.JoinHostPort(c.Addr, strconv.Itoa(SlurmctldPort)))
 		}
 		return out, nil

@@ -400,3 +400,44 @@ func TestRemoveActiveController(t *testing.T) {
 	c.waitIdleNodes(2)
 	c.slurm("srun", "-p", "slurmd", "-N2", "true")
 }
+
+// TestRemoveBackupController: remove-unit of the backup standing by while a job runs leaves the
+// primary untouched (same slurmctld PID, no start and no reconfigure in its log), the slurmd
+// units end with the primary alone as --conf-server, and the job completes once.
+func TestRemoveBackupController(t *testing.T) {
+	c := newHACluster(t)
+	addr0 := strings.TrimSpace(c.exec("slurmctld/0", "hostname", "-I"))
+	running := c.sbatch("slurmd", "-N2", "--exclusive", "--wrap", "sleep 30")
+	c.waitJobState(running, "RUNNING", 30*time.Second)
+	pid := c.ctlPID()
+	reconfigures, starts := c.reconfigures()
+
+	if err := c.m.RemoveUnit(c.bg(), "slurmctld/1"); err != nil {
+		t.Fatal(err)
+	}
+	c.eventually(2*time.Minute, "slurmctld/1 gone", func() (bool, string) {
+		st, msg := c.unitStatus("slurmctld/1")
+		return st == "", st + ": " + msg
+	})
+	want := addr0 + ":6817"
+	c.eventually(2*time.Minute, "slurmd units with slurmctld/0 alone", func() (bool, string) {
+		a, b := c.confServers("slurmd/0"), c.confServers("slurmd/1")
+		return a == want && b == want, a + " " + b
+	})
+	c.waitIdle()
+	if got := c.ctlPID(); got != pid {
+		t.Errorf("the primary's slurmctld restarted: pid %s, was %s", got, pid)
+	}
+	if r, s := c.reconfigures(); r != reconfigures || s != starts {
+		t.Errorf("the primary's slurmctld: %d reconfigures and %d starts, want %d and %d", r, s, reconfigures, starts)
+	}
+	if st, msg := c.unitStatus("slurmctld/0"); st != "active" || !strings.HasPrefix(msg, "slurmctld up") {
+		t.Errorf("slurmctld/0: %s: %s", st, msg)
+	}
+	c.waitJobState(running, "COMPLETED", 90*time.Second)
+	if out := c.slurm("scontrol", "show", "job", "-o", running); !strings.Contains(out, " Restarts=0 ") {
+		t.Errorf("job %s ran again: %s", running, out)
+	}
+	c.waitIdleNodes(2)
+	c.slurm("srun", "-p", "slurmd", "-N2", "true")
+}
