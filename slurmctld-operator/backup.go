@@ -8,8 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/charmed-slurm/operators/libs/atomicfile"
+	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
 // backup is a unit that is not the leader (controller high availability): a controller
@@ -85,22 +87,29 @@ func (b backup) configure(ctx context.Context) error {
 	if _, err := ctl.writeGresCgroup(ctx, feat); err != nil {
 		return err
 	}
-	if err := b.writeConf(ctx, files); err != nil {
+	wrote, err := b.writeConf(ctx, files)
+	if err != nil {
+		return err
+	}
+	if err := b.adopt(ctx); err != nil {
 		return err
 	}
 	sum := confHash(files)
+	// The running slurmctld has these files unless a hook wrote them since it applied them:
+	// AppliedConf is "" on a former leader, whose slurmctld runs with the files it wrote.
+	stale := sum != h.st.AppliedConf && (wrote || h.st.AppliedConf != "")
 	switch {
 	case !h.c.running(ctx):
 		if err := ctl.start(ctx); err != nil {
 			return err
 		}
-	case sum != h.st.AppliedConf && h.isActive() && slices.Equal(h.st.RunningHosts, hostsOf(ctls)):
+	case stale && h.isActive() && slices.Equal(h.st.RunningHosts, hostsOf(ctls)):
 		// In control (the primary is away) and the controllers unchanged: a restart would
 		// leave the cluster without a controller for SlurmctldTimeout; reconfigure instead.
 		if err := ctl.reconfigure(ctx); err != nil {
 			return err
 		}
-	case sum != h.st.AppliedConf:
+	case stale:
 		if err := h.progress(ctx, "restarting slurmctld with the leader's configuration"); err != nil {
 			return err
 		}
@@ -120,31 +129,59 @@ func (b backup) configure(ctx context.Context) error {
 }
 
 // writeConf installs the leader's configuration files and removes managed files it no
-// longer has (a removed partition's include).
-func (b backup) writeConf(ctx context.Context, files map[string]string) error {
+// longer has (a removed partition's include); it reports whether it changed a file.
+func (b backup) writeConf(ctx context.Context, files map[string]string) (bool, error) {
 	dir := b.h.c.Path(confDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return false, err
 	}
+	wrote := false
 	for _, name := range sortedKeys(files) {
 		p := filepath.Join(dir, name)
 		if old, err := os.ReadFile(p); err == nil && string(old) == files[name] {
 			continue
 		}
 		if err := atomicfile.Write(ctx, p, []byte(files[name]), atomicfile.Options{Mode: 0o644}); err != nil {
-			return fmt.Errorf("cannot write %s: %w", p, err)
+			return wrote, fmt.Errorf("cannot write %s: %w", p, err)
 		}
+		wrote = true
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return err
+		return wrote, err
 	}
 	for _, e := range entries {
 		if _, keep := files[e.Name()]; !keep && e.Type().IsRegular() && managedConf(e.Name()) {
 			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
-				return err
+				return wrote, err
 			}
+			wrote = true
 		}
+	}
+	return wrote, nil
+}
+
+// adopt keeps in this unit's state what the leader's slurm.conf says of the cluster, so that
+// this unit writes the same files should it become the leader (a leader change must change
+// nothing in Slurm): the slurmd applications (the partition includes, in slurm.conf's order)
+// and the generic resource names (GresTypes, which slurmctld runs with).
+func (b backup) adopt(ctx context.Context) error {
+	h := b.h
+	doc, err := slurmconf.ReadFile(ctx, h.c.Path(confPath))
+	if err != nil {
+		return fmt.Errorf("cannot read the leader's slurm.conf: %w", err)
+	}
+	var apps []string
+	for _, inc := range doc.Includes() {
+		if app, ok := includeApp(inc); ok {
+			apps = append(apps, app)
+		}
+	}
+	h.st.Apps = apps
+	if v, ok := doc.Get("GresTypes"); ok {
+		h.st.GresTypes = nil
+		h.st.addGresTypes(strings.Split(v, ","))
+		h.st.GresRunning = h.st.gresTypes()
 	}
 	return nil
 }

@@ -399,3 +399,101 @@ func TestHABackupRemoved(t *testing.T) {
 		})
 	}
 }
+
+// TestHALeaderChange: Juju moves the leadership from slurmctld/0 (primary, in control) to the
+// running backup slurmctld/1, both staying: the new leader keeps the controllers' order, writes
+// the same configuration and neither restarts nor reconfigures its slurmctld; the slurmd units
+// get the same controllers; the former leader, now a backup, changes nothing either.
+func TestHALeaderChange(t *testing.T) {
+	e := newEnv(t)
+	if err := os.MkdirAll(e.c.Path(stateSaveDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	leader := e.run(withHA(e.joined()), jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/1"))
+	var peerBag map[string]string
+	for _, r := range leader.Relations {
+		if r.ID == "slurmctld-peers:0" {
+			peerBag = r.LocalAppData
+		}
+	}
+	hb := make([]byte, 16)
+	binary.BigEndian.PutUint64(hb[:8], uint64(time.Now().Unix()))
+	for _, env := range []*env{e} {
+		if err := os.WriteFile(env.c.Path(sharedStateDir+"/heartbeat"), hb, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	b := newEnv(t)
+	b.c.Hostname = func() (string, error) { return "ctl1", nil }
+	in := baseState()
+	in.Unit, in.Leader, in.PrivateAddress = "slurmctld/1", false, "10.0.0.2"
+	in.Secrets = leader.Secrets
+	in.Relations = []jujutest.Relation{
+		{ID: "mount:5", RemoteApp: "filesystem-client", RemoteUnits: map[string]map[string]string{"filesystem-client/1": {"mounted": "true"}}},
+		{ID: "slurmctld-peers:0", RemoteApp: "slurmctld", LocalAppData: peerBag,
+			RemoteUnits: map[string]map[string]string{"slurmctld/0": {"hostname": "ctl", "address": "10.0.0.1", "storage": "mounted"}}},
+		relation("slurmd:1", "slurmd", compute(t, "slurmd", ""), "slurmd/0"),
+	}
+	out := b.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/0"))
+	if err := os.MkdirAll(b.c.Path(sharedStateDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b.c.Path(sharedStateDir+"/heartbeat"), hb, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	conf := b.read(confPath)
+	bStarts := b.svc.count("start slurmctld") + b.svc.count("restart slurmctld") + b.svc.count("stop slurmctld")
+	bReconf := b.slurm.count("scontrol", "reconfigure")
+
+	// The leadership moves to slurmctld/1.
+	out.Leader = true
+	out = b.run(out, jujutest.Hook(juju.LeaderElected))
+	if n := b.svc.count("start slurmctld") + b.svc.count("restart slurmctld") + b.svc.count("stop slurmctld") - bStarts; n != 0 {
+		t.Errorf("the new leader started, restarted or stopped slurmctld %d times", n)
+	}
+	if n := b.slurm.count("scontrol", "reconfigure") - bReconf; n != 0 {
+		t.Errorf("the new leader reconfigured slurmctld %d times", n)
+	}
+	if got := b.read(confPath); got != conf {
+		t.Errorf("the new leader's slurm.conf differs from the one it ran with:\n%s", cmp.Diff(conf, got))
+	}
+	var newBag map[string]string
+	for _, r := range out.Relations {
+		switch r.ID {
+		case "slurmctld-peers:0":
+			newBag = r.LocalAppData
+		case "slurmd:1":
+			bag, err := slurmd.DecodeControllerBag(r.LocalAppData)
+			if d := cmp.Diff([]string{"10.0.0.1:6817", "10.0.0.2:6817"}, bag.Controllers); err != nil || d != "" {
+				t.Errorf("slurmd controllers from the new leader (-want +got, %v):\n%s", err, d)
+			}
+		}
+	}
+	if d := cmp.Diff(peerBag[peerKeyControllers], newBag[peerKeyControllers]); d != "" {
+		t.Errorf("controllers in the peer bag changed with the leader (-old +new):\n%s", d)
+	}
+	if !strings.Contains(out.UnitStatus.Message, "backup 1 controller standing by (active: slurmctld/0)") {
+		t.Errorf("the new leader's status %+v", out.UnitStatus)
+	}
+
+	// The former leader runs as a backup with the new leader's bag: nothing changes in Slurm.
+	leader.Leader = false
+	for i, r := range leader.Relations {
+		if r.ID == "slurmctld-peers:0" {
+			leader.Relations[i].LocalAppData = newBag
+		}
+	}
+	aStarts := e.svc.count("start slurmctld") + e.svc.count("restart slurmctld") + e.svc.count("stop slurmctld")
+	aReconf := e.slurm.count("scontrol", "reconfigure")
+	out = e.run(leader, jujutest.Hook(juju.LeaderSettingsChanged))
+	if n := e.svc.count("start slurmctld") + e.svc.count("restart slurmctld") + e.svc.count("stop slurmctld") - aStarts; n != 0 {
+		t.Errorf("the former leader started, restarted or stopped slurmctld %d times", n)
+	}
+	if n := e.slurm.count("scontrol", "reconfigure") - aReconf; n != 0 {
+		t.Errorf("the former leader reconfigured slurmctld %d times", n)
+	}
+	if !strings.Contains(out.UnitStatus.Message, "active controller (primary of 2)") {
+		t.Errorf("the former leader's status %+v", out.UnitStatus)
+	}
+}

@@ -204,6 +204,13 @@ var placeholderPartition = slurmconf.Partition{Name: "unconfigured", Params: slu
 // partitionInclude is the include line's (relative) path for app's partition file.
 func partitionInclude(app string) string { return "partition-" + app + ".conf" }
 
+// includeApp is the application whose partition include inc is (partitionInclude's inverse).
+func includeApp(inc string) (string, bool) {
+	app, ok := strings.CutPrefix(inc, "partition-")
+	app, ok2 := strings.CutSuffix(app, ".conf")
+	return app, ok && ok2 && app != "" && !strings.ContainsAny(app, "/\\")
+}
+
 // defaultApp is the application whose partition is the default one: default-partition when it
 // names a related application, else the first one that is not being removed.
 func (sc slurmConf) defaultApp() string {
