@@ -125,26 +125,10 @@ func TestHABackupWithoutStorage(t *testing.T) {
 // TestHABackup: a unit with the storage mounted, listed by the leader, writes the leader's
 // configuration, installs the key from the application's secret and runs slurmctld.
 func TestHABackup(t *testing.T) {
-	e := newEnv(t)
-	leader := e.run(withHA(e.joined()), jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/1"))
-	var peerBag map[string]string
-	for _, r := range leader.Relations {
-		if r.ID == "slurmctld-peers:0" {
-			peerBag = r.LocalAppData
-		}
-	}
+	e, leader := haLeader(t, 0)
+	peerBag := peerAppBag(leader)
 	conf := e.read(confPath)
-
-	b := newEnv(t)
-	b.c.Hostname = func() (string, error) { return "ctl1", nil }
-	in := baseState()
-	in.Unit, in.Leader, in.PrivateAddress = "slurmctld/1", false, "10.0.0.2"
-	in.Secrets = leader.Secrets
-	in.Relations = []jujutest.Relation{
-		{ID: "mount:5", RemoteApp: "filesystem-client", RemoteUnits: map[string]map[string]string{"filesystem-client/1": {"mounted": "true"}}},
-		{ID: "slurmctld-peers:0", RemoteApp: "slurmctld", LocalAppData: peerBag,
-			RemoteUnits: map[string]map[string]string{"slurmctld/0": {"hostname": "ctl", "address": "10.0.0.1", "storage": "mounted"}}},
-	}
+	b, in := haBackup(t, leader)
 	out := b.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/0"))
 	if got := b.read(confPath); got != conf {
 		t.Errorf("backup's slurm.conf differs from the leader's:\n%s", cmp.Diff(conf, got))
@@ -271,17 +255,7 @@ func TestHALeaving(t *testing.T) {
 		{"standing by", 1, 0, "leaving: slurmctld stopped"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t)
-			if err := os.MkdirAll(e.c.Path(stateSaveDir), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			out := e.run(withHA(e.joined()), jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/1"))
-			hb := make([]byte, 16)
-			binary.BigEndian.PutUint64(hb[:8], uint64(time.Now().Unix()))
-			binary.BigEndian.PutUint64(hb[8:], tc.active)
-			if err := os.WriteFile(e.c.Path(sharedStateDir+"/heartbeat"), hb, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			e, out := haLeader(t, tc.active)
 			if !e.svc.isActive("slurmctld") {
 				t.Fatal("slurmctld not running before the removal")
 			}
@@ -338,17 +312,7 @@ func TestHABackupRemoved(t *testing.T) {
 		{"in control", 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t)
-			if err := os.MkdirAll(e.c.Path(stateSaveDir), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			out := e.run(withHA(e.joined()), jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/1"))
-			hb := make([]byte, 16)
-			binary.BigEndian.PutUint64(hb[:8], uint64(time.Now().Unix()))
-			binary.BigEndian.PutUint64(hb[8:], tc.active)
-			if err := os.WriteFile(e.c.Path(sharedStateDir+"/heartbeat"), hb, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			e, out := haLeader(t, tc.active)
 			conf := e.read(confPath)
 			restarts, reconfigures := e.svc.count("restart slurmctld"), e.slurm.count("scontrol", "reconfigure")
 
@@ -405,43 +369,12 @@ func TestHABackupRemoved(t *testing.T) {
 // the same configuration and neither restarts nor reconfigures its slurmctld; the slurmd units
 // get the same controllers; the former leader, now a backup, changes nothing either.
 func TestHALeaderChange(t *testing.T) {
-	e := newEnv(t)
-	if err := os.MkdirAll(e.c.Path(stateSaveDir), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	leader := e.run(withHA(e.joined()), jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/1"))
-	var peerBag map[string]string
-	for _, r := range leader.Relations {
-		if r.ID == "slurmctld-peers:0" {
-			peerBag = r.LocalAppData
-		}
-	}
-	hb := make([]byte, 16)
-	binary.BigEndian.PutUint64(hb[:8], uint64(time.Now().Unix()))
-	for _, env := range []*env{e} {
-		if err := os.WriteFile(env.c.Path(sharedStateDir+"/heartbeat"), hb, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	b := newEnv(t)
-	b.c.Hostname = func() (string, error) { return "ctl1", nil }
-	in := baseState()
-	in.Unit, in.Leader, in.PrivateAddress = "slurmctld/1", false, "10.0.0.2"
-	in.Secrets = leader.Secrets
-	in.Relations = []jujutest.Relation{
-		{ID: "mount:5", RemoteApp: "filesystem-client", RemoteUnits: map[string]map[string]string{"filesystem-client/1": {"mounted": "true"}}},
-		{ID: "slurmctld-peers:0", RemoteApp: "slurmctld", LocalAppData: peerBag,
-			RemoteUnits: map[string]map[string]string{"slurmctld/0": {"hostname": "ctl", "address": "10.0.0.1", "storage": "mounted"}}},
-		relation("slurmd:1", "slurmd", compute(t, "slurmd", ""), "slurmd/0"),
-	}
+	e, leader := haLeader(t, 0)
+	peerBag := peerAppBag(leader)
+	b, in := haBackup(t, leader)
+	in.Relations = append(in.Relations, relation("slurmd:1", "slurmd", compute(t, "slurmd", ""), "slurmd/0"))
 	out := b.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/0"))
-	if err := os.MkdirAll(b.c.Path(sharedStateDir), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(b.c.Path(sharedStateDir+"/heartbeat"), hb, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeHeartbeat(t, b, 0)
 	conf := b.read(confPath)
 	bStarts := b.svc.count("start slurmctld") + b.svc.count("restart slurmctld") + b.svc.count("stop slurmctld")
 	bReconf := b.slurm.count("scontrol", "reconfigure")
@@ -496,4 +429,59 @@ func TestHALeaderChange(t *testing.T) {
 	if !strings.Contains(out.UnitStatus.Message, "active controller (primary of 2)") {
 		t.Errorf("the former leader's status %+v", out.UnitStatus)
 	}
+}
+
+// haLeader is the leader slurmctld/0 with the backup slurmctld/1 listed (withHA), and the
+// heartbeat of the controller at index active in the shared StateSaveLocation.
+func haLeader(t *testing.T, active uint64) (*env, jujutest.State) {
+	t.Helper()
+	e := newEnv(t)
+	if err := os.MkdirAll(e.c.Path(stateSaveDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := e.run(withHA(e.joined()), jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/1"))
+	writeHeartbeat(t, e, active)
+	return e, out
+}
+
+// writeHeartbeat writes slurmctld's heartbeat file (now, the index of the controller in
+// control) in e's shared StateSaveLocation.
+func writeHeartbeat(t *testing.T, e *env, active uint64) {
+	t.Helper()
+	hb := make([]byte, 16)
+	binary.BigEndian.PutUint64(hb[:8], uint64(time.Now().Unix()))
+	binary.BigEndian.PutUint64(hb[8:], active)
+	if err := os.MkdirAll(e.c.Path(sharedStateDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.c.Path(sharedStateDir+"/heartbeat"), hb, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// peerAppBag is the peer relation's application bag in st.
+func peerAppBag(st jujutest.State) map[string]string {
+	for _, r := range st.Relations {
+		if r.ID == "slurmctld-peers:0" {
+			return r.LocalAppData
+		}
+	}
+	return nil
+}
+
+// haBackup is slurmctld/1 (host ctl1, 10.0.0.2) with its storage mounted and the peer bag
+// and secrets of leader (slurmctld/0), before its first hook.
+func haBackup(t *testing.T, leader jujutest.State) (*env, jujutest.State) {
+	t.Helper()
+	b := newEnv(t)
+	b.c.Hostname = func() (string, error) { return "ctl1", nil }
+	in := baseState()
+	in.Unit, in.Leader, in.PrivateAddress = "slurmctld/1", false, "10.0.0.2"
+	in.Secrets = leader.Secrets
+	in.Relations = []jujutest.Relation{
+		{ID: "mount:5", RemoteApp: "filesystem-client", RemoteUnits: map[string]map[string]string{"filesystem-client/1": {"mounted": "true"}}},
+		{ID: "slurmctld-peers:0", RemoteApp: "slurmctld", LocalAppData: peerAppBag(leader),
+			RemoteUnits: map[string]map[string]string{"slurmctld/0": {"hostname": "ctl", "address": "10.0.0.1", "storage": "mounted"}}},
+	}
+	return b, in
 }

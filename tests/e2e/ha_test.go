@@ -131,17 +131,7 @@ func TestControllerFailover(t *testing.T) {
 
 	c.killHost("slurmctld/0", "pebble", "slurmctld", "munged", "sshfs")
 	killed := time.Now()
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, u := range []string{"slurmd/0", "slurmd/1", "slurmctld/0", "slurmctld/1"} {
-				for _, r := range c.hookRuns(u, killed) {
-					t.Logf("after the kill: %s ran %s at %s (failed %v)", u, r.Hook, r.Start.Format("15:04:05.000"), r.Failed)
-				}
-				st, msg := c.unitStatus(u)
-				t.Logf("%s: %s: %s", u, st, msg)
-			}
-		}
-	})
+	c.logHooksOnFailure("the kill", killed)
 	c.ctl = "slurmctld/1"
 	var tookOver, accepted time.Duration // killed → first job accepted
 	var late string
@@ -190,6 +180,23 @@ func TestControllerFailover(t *testing.T) {
 	if code := c.m.RunCLI(c.bg(), model.Request{Argv: []string{"destroy", "--timeout", "2m"}}, &stdout, &stderr); code != 0 {
 		t.Errorf("destroy with a dead controller host: exit %d: %s", code, stderr.String())
 	}
+}
+
+// logHooksOnFailure logs, if the test fails, the hooks each unit of an HA cluster ran after
+// what happened at t0, and their statuses.
+func (c *cluster) logHooksOnFailure(what string, t0 time.Time) {
+	c.t.Cleanup(func() {
+		if !c.t.Failed() {
+			return
+		}
+		for _, u := range []string{"slurmd/0", "slurmd/1", "slurmctld/0", "slurmctld/1"} {
+			for _, r := range c.hookRuns(u, t0) {
+				c.t.Logf("after %s: %s ran %s at %s (failed %v)", what, u, r.Hook, r.Start.Format("15:04:05.000"), r.Failed)
+			}
+			st, msg := c.unitStatus(u)
+			c.t.Logf("%s: %s: %s", u, st, msg)
+		}
+	})
 }
 
 // pebbleCtl runs `pebble <verb> <service>` on a Pebble host.
@@ -332,15 +339,7 @@ func TestRemoveActiveController(t *testing.T) {
 		t.Fatal(err)
 	}
 	removed := time.Now()
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, u := range []string{"slurmd/0", "slurmd/1", "slurmctld/0", "slurmctld/1"} {
-				for _, r := range c.hookRuns(u, removed) {
-					t.Logf("after remove-unit: %s ran %s at %s (failed %v)", u, r.Hook, r.Start.Format("15:04:05.000"), r.Failed)
-				}
-			}
-		}
-	})
+	c.logHooksOnFailure("remove-unit", removed)
 	// Probe with sbatch on the backup until slurmctld/0 is gone and slurmctld/1 leads alone.
 	var submitted []string
 	var lastOK time.Time
