@@ -402,14 +402,19 @@ func TestRemoveActiveController(t *testing.T) {
 
 // TestRemoveBackupController: remove-unit of the backup standing by while a job runs leaves the
 // primary untouched (same slurmctld PID, no start and no reconfigure in its log), the slurmd
-// units end with the primary alone as --conf-server, and the job completes once.
+// units restart with the primary alone as --conf-server while the job runs, and the job
+// completes once: a slurmd restart for a changed controller list keeps running jobs.
 func TestRemoveBackupController(t *testing.T) {
 	c := newHACluster(t)
 	addr0 := strings.TrimSpace(c.exec("slurmctld/0", "hostname", "-I"))
-	running := c.sbatch("slurmd", "-N2", "--exclusive", "--wrap", "sleep 30")
+	running := c.sbatch("slurmd", "-N2", "--exclusive", "--wrap", "sleep 120")
 	c.waitJobState(running, "RUNNING", 30*time.Second)
 	pid := c.ctlPID()
 	reconfigures, starts := c.reconfigures()
+	slurmds := map[string]string{}
+	for _, u := range []string{"slurmd/0", "slurmd/1"} {
+		slurmds[u] = strings.TrimSpace(c.exec(u, "pgrep", "-x", "slurmd"))
+	}
 
 	if err := c.m.RemoveUnit(c.bg(), "slurmctld/1"); err != nil {
 		t.Fatal(err)
@@ -423,6 +428,14 @@ func TestRemoveBackupController(t *testing.T) {
 		a, b := c.confServers("slurmd/0"), c.confServers("slurmd/1")
 		return a == want && b == want, a + " " + b
 	})
+	for u, was := range slurmds {
+		if now := strings.TrimSpace(c.exec(u, "pgrep", "-x", "slurmd")); now == was {
+			t.Errorf("%s: slurmd not restarted for the new --conf-server (pid %s)", u, was)
+		}
+	}
+	if s := c.jobState(running); s != "RUNNING" {
+		t.Errorf("job %s is %s after the slurmd restarts, want RUNNING (started before them)", running, s)
+	}
 	c.waitIdle()
 	if got := c.ctlPID(); got != pid {
 		t.Errorf("the primary's slurmctld restarted: pid %s, was %s", got, pid)
@@ -433,9 +446,9 @@ func TestRemoveBackupController(t *testing.T) {
 	if st, msg := c.unitStatus("slurmctld/0"); st != "active" || !strings.HasPrefix(msg, "slurmctld up") {
 		t.Errorf("slurmctld/0: %s: %s", st, msg)
 	}
-	c.waitJobState(running, "COMPLETED", 90*time.Second)
-	if out := c.slurm("scontrol", "show", "job", "-o", running); !strings.Contains(out, " Restarts=0 ") {
-		t.Errorf("job %s ran again: %s", running, out)
+	c.waitJobState(running, "COMPLETED", 3*time.Minute)
+	if out := c.slurm("scontrol", "show", "job", "-o", running); !strings.Contains(out, " Restarts=0 ") || !strings.Contains(out, " ExitCode=0:0 ") {
+		t.Errorf("job %s ran again or failed: %s", running, out)
 	}
 	c.waitIdleNodes(2)
 	c.slurm("srun", "-p", "slurmd", "-N2", "true")
