@@ -280,7 +280,13 @@ func (d departure) handOver(ctx context.Context) error {
 	if h.ctls == nil {
 		h.ctls = h.st.Controllers
 	}
-	active := h.isActive()
+	// The primary hands over whatever the heartbeat says: its subordinate may have unmounted
+	// the shared storage already (Juju orders the two units' departures in no way), and a
+	// backup already in control skips the request ("already in controller mode"). A backup
+	// hands over only when the heartbeat says it is in control: its takeover request would
+	// shut down the controllers before the one asked.
+	primary := len(h.ctls) > 1 && h.ctls[0].Unit == h.hc.Event.Unit
+	active := primary || h.isActive()
 	if err := h.progress(ctx, "leaving: stopping slurmctld"); err != nil {
 		return err
 	}

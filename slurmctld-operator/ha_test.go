@@ -239,10 +239,10 @@ func TestHALoginNodes(t *testing.T) {
 	}
 }
 
-// TestHALeaving: a controller unit that leaves the application (remove-unit: its first
-// relation-departed names itself as the departing unit) stops its slurmctld for good; in
-// control, it asks the first backup to take control (`scontrol takeover 1`) right
-// after the stop; standing by, it asks nothing. No later hook of the unit (its storage going,
+// TestHALeaving: the primary controller leaving the application (remove-unit: its first
+// relation-departed names itself as the departing unit) stops its slurmctld for good and asks
+// the first backup to take control (`scontrol takeover 1`) right after the stop. (A backup
+// standing by asks nothing: tests/e2e TestRemoveBackupController.) No later hook of the unit (its storage going,
 // its peers departing) starts slurmctld again.
 func TestHALeaving(t *testing.T) {
 	for _, tc := range []struct {
@@ -252,7 +252,11 @@ func TestHALeaving(t *testing.T) {
 		status    string
 	}{
 		{"in control", 0, 1, "leaving: slurmctld stopped, control handed to slurmctld/1"},
-		{"standing by", 1, 0, "leaving: slurmctld stopped"},
+		// Not in control: the request is harmless (Slurm skips it on a controller in
+		// control), and the primary asks whatever the heartbeat says (its storage may be
+		// gone already).
+		{"primary not in control", 1, 1, "leaving: slurmctld stopped, control handed to slurmctld/1"},
+		{"no heartbeat", 99, 1, "leaving: slurmctld stopped, control handed to slurmctld/1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, out := haLeader(t, tc.active)

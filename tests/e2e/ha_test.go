@@ -189,7 +189,7 @@ func (c *cluster) logHooksOnFailure(what string, t0 time.Time) {
 		if !c.t.Failed() {
 			return
 		}
-		for _, u := range []string{"slurmd/0", "slurmd/1", "slurmctld/0", "slurmctld/1"} {
+		for _, u := range []string{"slurmd/0", "slurmd/1", "slurmctld/0", "slurmctld/1", "filesystem-client/0", "filesystem-client/1"} {
 			for _, r := range c.hookRuns(u, t0) {
 				c.t.Logf("after %s: %s ran %s at %s (failed %v)", what, u, r.Hook, r.Start.Format("15:04:05.000"), r.Failed)
 			}
@@ -341,7 +341,10 @@ func TestRemoveActiveController(t *testing.T) {
 	removed := time.Now()
 	c.logHooksOnFailure("remove-unit", removed)
 	// Probe with sbatch on the backup until slurmctld/0 is gone and slurmctld/1 leads alone.
+	// Each probe has a name of its own: a job lost with the primary would otherwise hide
+	// behind the next job given its id again.
 	var submitted []string
+	names := map[string]string{}
 	var lastOK time.Time
 	var longest time.Duration
 	gone := false
@@ -351,10 +354,16 @@ func TestRemoveActiveController(t *testing.T) {
 			st, msg := c.unitStatus("slurmctld/1")
 			t.Fatalf("slurmctld/0 not gone or slurmctld/1 not leading alone within 3m: %s: %s", st, msg)
 		}
-		out, code, _ := c.tryExec("slurmctld/1", "env", "SLURM_CONF="+ctlConf, "sbatch", "--parsable", "-p", "slurmd", "-o", "/dev/null", "--wrap", "true")
+		name := fmt.Sprintf("probe-%d", len(submitted))
+		out, code, _ := c.tryExec("slurmctld/1", "env", "SLURM_CONF="+ctlConf, "sbatch", "--parsable", "-J", name, "-p", "slurmd", "-o", "/dev/null", "--wrap", "true")
 		now := time.Now()
 		if code == 0 {
-			submitted = append(submitted, strings.TrimSpace(out))
+			id := strings.TrimSpace(out)
+			if _, dup := names[id]; dup {
+				t.Errorf("job id %s given twice (to %s and %s): the first job was lost", id, names[id], name)
+			}
+			names[id] = name
+			submitted = append(submitted, id)
 			from := lastOK
 			if from.IsZero() {
 				from = removed
@@ -392,8 +401,12 @@ func TestRemoveActiveController(t *testing.T) {
 	}
 	for _, id := range append(append([]string{running}, queued...), submitted...) {
 		c.waitJobState(id, "COMPLETED", 2*time.Minute)
-		if out := c.slurm("scontrol", "show", "job", "-o", id); !strings.Contains(out, " Restarts=0 ") {
+		out := c.slurm("scontrol", "show", "job", "-o", id)
+		if !strings.Contains(out, " Restarts=0 ") {
 			t.Errorf("job %s ran again: %s", id, out)
+		}
+		if name, ok := names[id]; ok && !strings.Contains(out, " JobName="+name+" ") {
+			t.Errorf("job %s is not the probe %s submitted (lost with the primary): %s", id, name, out)
 		}
 	}
 	c.waitIdleNodes(2)
