@@ -297,11 +297,11 @@ func (d departure) handOver(ctx context.Context) error {
 		h.logf(ctx, juju.LevelInfo, "leaving: slurmctld stopped (it was not in control)")
 		return nil
 	}
-	// The first backup that is not this unit: `scontrol takeover i` shuts down the
-	// controllers before i and makes i take control.
+	// The first backup that is not this unit and did not leave: `scontrol takeover i` shuts
+	// down the controllers before i and makes i take control.
 	i := -1
 	for j := 1; j < len(h.ctls) && i < 0; j++ { // index 0, the primary, takes no takeover
-		if h.ctls[j].Unit != h.hc.Event.Unit {
+		if h.ctls[j].Unit != h.hc.Event.Unit && !h.ctls[j].Gone {
 			i = j
 		}
 	}
