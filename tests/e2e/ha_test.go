@@ -343,7 +343,7 @@ func TestRemoveActiveController(t *testing.T) {
 	// Nothing is submitted until the primary's slurmctld stopped: a job it accepted in the
 	// seconds before can be lost when its filesystem-client unit unmounts the storage before
 	// the slurmctld unit's first hook (Juju orders the two units' departures in no way; seen
-	// in 2 of 2 runs that probed at once: docs/ha.md).
+	// in 2 of 4 runs that probed at once: docs/ha.md).
 	c.eventually(time.Minute, "the primary's slurmctld stopped", func() (bool, string) {
 		out, _, _ := c.tryExec("slurmctld/1", "env", "SLURM_CONF="+ctlConf, "scontrol", "ping")
 		for _, line := range strings.Split(out, "\n") {
