@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/tests/hosts"
 	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
 	"github.com/charmed-slurm/operators/tests/model"
@@ -103,15 +104,7 @@ func newHACluster(t *testing.T) *cluster {
 // outage joins through the second --conf-server.
 func TestControllerFailover(t *testing.T) {
 	c := newHACluster(t)
-	addrs := map[string]string{}
-	for _, u := range []string{"slurmctld/0", "slurmctld/1"} {
-		addrs[u] = strings.TrimSpace(c.exec(u, "hostname", "-I"))
-	}
-	want := addrs["slurmctld/0"] + ":6817," + addrs["slurmctld/1"] + ":6817"
-	c.eventually(60*time.Second, "slurmd units with both controllers", func() (bool, string) {
-		a, b := c.confServers("slurmd/0"), c.confServers("slurmd/1")
-		return a == want && b == want, a + " " + b
-	})
+	c.waitBothConfServers()
 	c.waitIdleNodes(2)
 	ping := c.slurm("scontrol", "ping")
 	if strings.Count(ping, "is UP") != 2 {
@@ -197,6 +190,18 @@ func (c *cluster) logHooksOnFailure(what string, t0 time.Time) {
 			c.t.Logf("%s: %s: %s", u, st, msg)
 		}
 	})
+}
+
+// waitBothConfServers waits until both slurmd units run with both controllers as
+// --conf-server, primary first, and returns that argument.
+func (c *cluster) waitBothConfServers() string {
+	c.t.Helper()
+	want := strings.TrimSpace(c.exec("slurmctld/0", "hostname", "-I")) + ":6817," + strings.TrimSpace(c.exec("slurmctld/1", "hostname", "-I")) + ":6817"
+	c.eventually(60*time.Second, "slurmd units with both controllers", func() (bool, string) {
+		a, b := c.confServers("slurmd/0"), c.confServers("slurmd/1")
+		return a == want && b == want, a + " " + b
+	})
+	return want
 }
 
 // pebbleCtl runs `pebble <verb> <service>` on a Pebble host.
@@ -478,5 +483,67 @@ func TestRemoveBackupController(t *testing.T) {
 		t.Errorf("job %s ran again or failed: %s", running, out)
 	}
 	c.waitIdleNodes(2)
+	c.slurm("srun", "-p", "slurmd", "-N2", "true")
+}
+
+// TestLeaderMoves: Juju moves the leadership from slurmctld/0 (primary, in control) to the
+// backup slurmctld/1 while a 2-node job runs: neither slurmctld starts, stops or reconfigures
+// (same PIDs, no start or reconfigure in their logs), slurmctld/0 stays in control, the slurmd
+// units keep both controllers, primary first, without restarting, and the job completes once.
+func TestLeaderMoves(t *testing.T) {
+	c := newHACluster(t)
+	want := c.waitBothConfServers()
+	c.waitIdle()
+	running := c.sbatch("slurmd", "-N2", "--exclusive", "--wrap", "sleep 30")
+	c.waitJobState(running, "RUNNING", 30*time.Second)
+	pids, logs, slurmds := map[string]string{}, map[string]slurm.ControllerEvents{}, map[string]string{}
+	for _, u := range []string{"slurmctld/0", "slurmctld/1"} {
+		pids[u] = strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmctld"))
+		logs[u] = slurm.ParseControllerLog([]byte(c.exec(u, "cat", ctlLogPath)))
+	}
+	for _, u := range []string{"slurmd/0", "slurmd/1"} {
+		slurmds[u] = strings.TrimSpace(c.exec(u, "pgrep", "-x", "slurmd"))
+	}
+
+	moved := time.Now()
+	c.logHooksOnFailure("the leadership move", moved)
+	if err := c.m.MoveLeader(c.bg(), "slurmctld/1"); err != nil {
+		t.Fatal(err)
+	}
+	c.eventually(time.Minute, "slurmctld/1 ran leader-elected", func() (bool, string) {
+		for _, r := range c.hookRuns("slurmctld/1", moved) {
+			if r.Hook == "leader-elected" {
+				return true, ""
+			}
+		}
+		return false, ""
+	})
+	c.waitIdle()
+	for _, u := range []string{"slurmctld/0", "slurmctld/1"} {
+		if now := strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmctld")); now != pids[u] {
+			t.Errorf("%s: slurmctld pid %s, was %s", u, now, pids[u])
+		}
+		ev := slurm.ParseControllerLog([]byte(c.exec(u, "cat", ctlLogPath)))
+		if ev.Starts != logs[u].Starts || ev.Reconfigures != logs[u].Reconfigures {
+			t.Errorf("%s: %d starts and %d reconfigures in slurmctld's log, were %d and %d", u, ev.Starts, ev.Reconfigures, logs[u].Starts, logs[u].Reconfigures)
+		}
+	}
+	for u, pid := range slurmds {
+		if now := strings.TrimSpace(c.exec(u, "pgrep", "-x", "slurmd")); now != pid {
+			t.Errorf("%s: slurmd restarted (pid %s, was %s)", u, now, pid)
+		}
+		if got := c.confServers(u); got != want {
+			t.Errorf("%s: --conf-server %s, want %s", u, got, want)
+		}
+	}
+	c.eventually(30*time.Second, "slurmctld/0 in control, slurmctld/1 standing by", func() (bool, string) {
+		_, m0 := c.unitStatus("slurmctld/0")
+		_, m1 := c.unitStatus("slurmctld/1")
+		return strings.Contains(m0, "active controller (primary of 2)") && strings.Contains(m1, "backup 1 controller standing by (active: slurmctld/0)"), m0 + " | " + m1
+	})
+	c.waitJobState(running, "COMPLETED", 90*time.Second)
+	if out := c.slurm("scontrol", "show", "job", "-o", running); !strings.Contains(out, " Restarts=0 ") {
+		t.Errorf("job %s ran again: %s", running, out)
+	}
 	c.slurm("srun", "-p", "slurmd", "-N2", "true")
 }

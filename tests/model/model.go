@@ -1050,6 +1050,34 @@ func (m *Model) cleanup() {
 	}
 }
 
+// MoveLeader gives unit's application leadership to unit, as Juju does when the leader's
+// agent stops renewing its lease (its machine cut off, its agent restarted) and another unit
+// claims it: the former leader resigns without a hook at its next resolver pass and gets
+// leader-settings-changed like any other unit; unit accepts the leadership (leader-elected)
+// once nothing is queued or failed.
+func (m *Model) MoveLeader(ctx context.Context, unit string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u, ok := m.state.Units[unit]
+	if !ok {
+		return fmt.Errorf("cannot move leadership: unit %q not found", unit)
+	}
+	if u.Dying {
+		return fmt.Errorf("cannot move leadership: unit %q is being removed", unit)
+	}
+	a := m.state.Applications[u.App]
+	if a.Leader == unit {
+		return nil
+	}
+	a.Leader = unit
+	m.progress("%s: elected leader of %s (leadership moved)", unit, u.App)
+	if err := m.save(); err != nil {
+		return err
+	}
+	m.notify()
+	return nil
+}
+
 // electLeader picks a new leader for app if it has none; callers hold m.mu.
 func (m *Model) electLeader(app string) {
 	a := m.state.Applications[app]
