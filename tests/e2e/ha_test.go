@@ -336,7 +336,7 @@ func TestRemoveActiveController(t *testing.T) {
 	c.waitStateSaved(time.Now())
 	pids := map[string]string{}
 	for _, u := range []string{"slurmd/0", "slurmd/1"} {
-		pids[u] = strings.TrimSpace(c.exec(u, "pgrep", "-x", "slurmd"))
+		pids[u] = strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmd"))
 	}
 
 	c.ctl = "slurmctld/1"
@@ -414,7 +414,7 @@ func TestRemoveActiveController(t *testing.T) {
 		t.Logf("job %s is %s once the slurmd units restarted (not a proof that a restart keeps it)", running, s)
 	}
 	for u, pid := range pids {
-		if now := strings.TrimSpace(c.exec(u, "pgrep", "-x", "slurmd")); now == pid {
+		if now := strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmd")); now == pid {
 			t.Errorf("%s: slurmd not restarted for the new --conf-server (pid %s)", u, pid)
 		}
 	}
@@ -445,7 +445,7 @@ func TestRemoveBackupController(t *testing.T) {
 	reconfigures, starts := c.reconfigures()
 	slurmds := map[string]string{}
 	for _, u := range []string{"slurmd/0", "slurmd/1"} {
-		slurmds[u] = strings.TrimSpace(c.exec(u, "pgrep", "-x", "slurmd"))
+		slurmds[u] = strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmd"))
 	}
 
 	if err := c.m.RemoveUnit(c.bg(), "slurmctld/1"); err != nil {
@@ -461,7 +461,7 @@ func TestRemoveBackupController(t *testing.T) {
 		return a == want && b == want, a + " " + b
 	})
 	for u, was := range slurmds {
-		if now := strings.TrimSpace(c.exec(u, "pgrep", "-x", "slurmd")); now == was {
+		if now := strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmd")); now == was {
 			t.Errorf("%s: slurmd not restarted for the new --conf-server (pid %s)", u, was)
 		}
 	}
@@ -502,7 +502,7 @@ func TestLeaderMoves(t *testing.T) {
 		logs[u] = slurm.ParseControllerLog([]byte(c.exec(u, "cat", ctlLogPath)))
 	}
 	for _, u := range []string{"slurmd/0", "slurmd/1"} {
-		slurmds[u] = strings.TrimSpace(c.exec(u, "pgrep", "-x", "slurmd"))
+		slurmds[u] = strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmd"))
 	}
 
 	moved := time.Now()
@@ -529,7 +529,7 @@ func TestLeaderMoves(t *testing.T) {
 		}
 	}
 	for u, pid := range slurmds {
-		if now := strings.TrimSpace(c.exec(u, "pgrep", "-x", "slurmd")); now != pid {
+		if now := strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmd")); now != pid {
 			t.Errorf("%s: slurmd restarted (pid %s, was %s)", u, now, pid)
 		}
 		if got := c.confServers(u); got != want {
