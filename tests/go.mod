@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/charmed-slurm/operators/interfaces v0.0.0-00010101000000-000000000000
 	github.com/charmed-slurm/operators/libs v0.0.0-00010101000000-000000000000
+	github.com/juju/gnuflag v1.0.0
 )
 
 require (

@@ -491,3 +491,18 @@ func TestAddHostFailure(t *testing.T) {
 		t.Fatal("Close still waiting for the failed AddHost after a minute")
 	}
 }
+
+// A pebble binary in a host's private directory (a checkout cloned under /tmp) is refused with
+// a message naming the directory: each host would see its own, empty /tmp instead.
+func TestNewNetworkRefusesPebbleInPrivateDir(t *testing.T) {
+	f, err := os.CreateTemp("/tmp", "pebble-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	t.Cleanup(func() { os.Remove(f.Name()) })
+	_, err = hosts.NewNetwork(context.Background(), hosts.NetworkOptions{Prefix: "pt", Dir: t.TempDir(), PebbleBin: f.Name(), RegistryDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "lies in /tmp, which every host replaces with its own") {
+		t.Fatalf("NewNetwork with pebble in /tmp: got %v, want the /tmp refusal", err)
+	}
+}

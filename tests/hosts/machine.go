@@ -335,7 +335,11 @@ func (m *Machine) startLocked() error {
 		return err
 	}
 	defer log.Close()
-	argv := m.nspawnArgv()
+	procs, err := m.machineCgroups()
+	if err != nil {
+		return err
+	}
+	argv := cgroupArgv(procs, m.nspawnArgv())
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = nspawnEnv(m.systemd)
 	cmd.Stdout, cmd.Stderr = log, log
@@ -429,6 +433,7 @@ func (m *Machine) supervise(c *child) {
 		return
 	}
 	m.nspawn, m.pid1 = nil, 0
+	m.removeMachineCgroups() // the boot's processes are gone with its PID 1
 	if !m.closing && c.cmd.ProcessState.ExitCode() == NspawnExitReboot {
 		time.AfterFunc(RebootDelay, m.bootAgain)
 		return

@@ -431,3 +431,69 @@ func BenchmarkMachineDown(b *testing.B) {
 		}
 	})
 }
+
+// TestMachinesOwnCgroups: two Debian 14 machines (systemd 262 on the unified hierarchy) each
+// get cgroups of their own, and restart a unit of the same name at the same time, many times,
+// without one machine's systemd removing the cgroup the other is starting the unit into. With
+// the machines sharing one /payload, such restarts failed now and then with "Failed to spawn
+// executor: No such file or directory" (result 'resources').
+func TestMachinesOwnCgroups(t *testing.T) {
+	n := hoststest.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	img := hoststest.Image(t, "forky")
+	var ms []*hosts.Machine
+	for _, name := range []string{"m1", "m2"} {
+		m, err := n.AddMachine(ctx, hosts.MachineOptions{Name: name, Image: img})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	seen := map[string]string{}
+	for _, m := range ms {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", m.PID()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			_, path, _ := strings.Cut(line, ":")
+			if !strings.HasPrefix(path, ":") && !strings.HasPrefix(path, "name=systemd:") {
+				continue // a v1 controller hierarchy: not the machine's
+			}
+			if !strings.Contains(path, "/charmed-slurm/"+m.NetNS+"/") {
+				t.Errorf("machine %s's PID 1 is in cgroup %q, want one below charmed-slurm/%s", m.Name, path, m.NetNS)
+			}
+			if other, ok := seen[path]; ok {
+				t.Errorf("machines %s and %s share cgroup %q", other, m.Name, path)
+			}
+			seen[path] = m.Name
+		}
+	}
+	unit := "[Unit]\nStartLimitIntervalSec=0\n[Service]\nExecStart=/bin/sleep infinity\n"
+	for _, m := range ms {
+		if err := os.WriteFile(m.Path("/etc/systemd/system/ad-cg.service"), []byte(unit), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := m.Run(ctx, "systemctl", "daemon-reload"); err != nil {
+			t.Fatalf("%s: daemon-reload: %v: %s", m.Name, err, out)
+		}
+	}
+	errs := make(chan error, len(ms))
+	for _, m := range ms {
+		go func() {
+			for i := range 30 {
+				if out, err := m.Run(ctx, "systemctl", "restart", "ad-cg.service"); err != nil {
+					errs <- fmt.Errorf("%s: restart %d: %v: %s", m.Name, i, err, out)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range ms {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

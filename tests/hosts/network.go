@@ -94,6 +94,13 @@ func NewNetwork(ctx context.Context, opts NetworkOptions) (*Network, error) {
 	if _, err := os.Stat(opts.PebbleBin); err != nil {
 		return nil, fmt.Errorf("cannot create network: pebble binary: %w", err)
 	}
+	// Each host has its own /tmp, /root, ... (PrivateDirs): a pebble binary there, as in a
+	// checkout cloned under /tmp, is not the file a host would run.
+	if bin, err := filepath.Abs(opts.PebbleBin); err == nil {
+		if d := privateDirOf(bin); d != "" {
+			return nil, fmt.Errorf("cannot create network: pebble binary %s lies in %s, which every host replaces with its own: build it (or clone the repository) outside %s", bin, d, strings.Join(PrivateDirs, ", "))
+		}
+	}
 	if opts.RegistryDir == "" {
 		opts.RegistryDir = DefaultRegistryDir
 	}

@@ -7,7 +7,7 @@ package model
 // under the machine lock; runner/runner.go: `/bin/bash <script>` in the charm directory with
 // the hook variables but no JUJU_DISPATCH_PATH, its writes flushed whatever the commands'
 // exit code; runner/context/contextfactory.go: context id <unit>-run-commands-<n>, no hook
-// name). The client is jujuc under the name juju-exec (tests/cmd/jujuc).
+// name). The client is jujuc under the name juju-exec (tests/cmd/jujuc, tests/model/jujuexec).
 
 import (
 	"bytes"
@@ -23,16 +23,17 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/charmed-slurm/operators/tests/model/jujuexec"
 	"github.com/charmed-slurm/operators/tests/model/wire"
 )
 
-// JujuExec is the name under which jujuc is juju-exec, the command that runs commands in a
-// unit's hook context from the unit's machine.
-const JujuExec = "juju-exec"
+// JujuExec is the name under which jujuc is juju-exec (tests/model/jujuexec), the command
+// that runs commands in a unit's hook context from the unit's machine.
+const JujuExec = jujuexec.Name
 
 // RunSocket is the name of the juju-exec socket in each unit's agent directory on its
 // machine (/var/lib/juju/agents/unit-<app>-<n>/run.socket), where Juju's uniter listens too.
-const RunSocket = "run.socket"
+const RunSocket = jujuexec.RunSocket
 
 // RunCommands is the hook kind of a juju-exec context (Hook.Kind): it names the context
 // (<unit>-run-commands-<n>) and is no hook, so JUJU_HOOK_NAME is empty and there is no

@@ -5,12 +5,13 @@
 // prints what the model answers and exits with the tool's exit code. Files named by --file
 // (and key#file=path secret values) are read here, inside the unit's host, and sent as input.
 //
-// Under the name juju-exec it is the machine's juju-exec (exec.go): it asks a unit's agent,
-// through the run socket in the unit's agent directory, to run commands in a hook context.
+// Under the name juju-exec it is the machine's juju-exec (tests/model/jujuexec): it asks a
+// unit's agent, through the run socket in the unit's agent directory, to run commands in a
+// hook context.
 //
-// It imports only the standard library and tests/model/wire: a hook starts it for every tool
-// call, so its start-up is part of every hook's time (the juju-local CLI is three times its
-// size).
+// It imports only the standard library, tests/model/wire and tests/model/jujuexec (with
+// Juju's flag package, gnuflag): a hook starts it for every tool call, so its start-up is part
+// of every hook's time (the juju-local CLI is three times its size).
 package main
 
 import (
@@ -22,13 +23,14 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/charmed-slurm/operators/tests/model/jujuexec"
 	"github.com/charmed-slurm/operators/tests/model/wire"
 )
 
 func main() {
 	name := filepath.Base(os.Args[0])
-	if name == "juju-exec" {
-		os.Exit(jujuExec(os.Args[1:], execEnv{Getenv: os.Getenv, DataDir: dataDir(os.Args[0], exec.LookPath), Stdout: os.Stdout, Stderr: os.Stderr}))
+	if name == jujuexec.Name {
+		os.Exit(jujuexec.Main(os.Args[1:], jujuexec.Env{Getenv: os.Getenv, DataDir: jujuexec.DataDir(os.Args[0], exec.LookPath), Stdout: os.Stdout, Stderr: os.Stderr}))
 	}
 	os.Exit(runTool(name, os.Args[1:]))
 }
