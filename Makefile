@@ -62,7 +62,7 @@ bench: deps
 # go test's usual lines through build/bin/testsummary (tests/cmd/testsummary), which keeps the
 # run's JSON in build/test-*.json. Under CI=true a skipped test fails the run unless it is one
 # of these helper tests (tests that skip themselves unless another test runs them):
-SKIP_HELPERS := TestCrashChild,TestMachineCrashChild,TestRecordSlurm,TestRealLifecycle,TestRealNoReload,TestRealRestartOnFailure,TestRealKillAll,TestRealMunge,TestRealUnknownUnit
+SKIP_HELPERS := TestCrashChild,TestMachineCrashChild,TestRecordSlurm,TestRealLifecycle,TestRealNoReload,TestRealRestartOnFailure,TestRealKillAll,TestRealSuccessSignals,TestRealMunge,TestRealUnknownUnit
 TESTSUMMARY   = build/bin/testsummary -helpers $(SKIP_HELPERS)
 
 test: deps lint test-unit test-referee test-integration

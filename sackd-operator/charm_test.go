@@ -544,7 +544,7 @@ func TestServiceStates(t *testing.T) {
 func TestPublishHost(t *testing.T) {
 	e := newEnv(t)
 	e.join()
-	want := map[string]string{"hostname": "juju-3", "address": "10.0.0.14"}
+	want := map[string]string{"hostname": "juju-3", "address": "10.0.0.14", "slurm_version": "24.11.5"}
 	if d := cmp.Diff(want, e.state.Relations[0].LocalUnitData); d != "" {
 		t.Errorf("unit data (-want +got):\n%s", d)
 	}
@@ -624,4 +624,33 @@ func TestVersionChecked(t *testing.T) {
 			t.Errorf("service calls %q: a running sackd is left as it runs", calls)
 		}
 	})
+}
+
+// TestWaitsForReadableConf: while the controller's conf_min_version names a newer release
+// than this machine's (slurm.conf carries keys sackd cannot parse: it would exit on them),
+// sackd is not started and nothing is written, the unit waiting and saying why, its release
+// published beside its host name; once the controller drops conf_min_version, it joins.
+func TestWaitsForReadableConf(t *testing.T) {
+	e := newEnv(t)
+	e.ctlVersion = slurm.Version{Major: 26, Minor: 5, Micro: 5}
+	e.must(jujutest.Hook(juju.Install))
+	e.related()
+	e.state.Relations[0].RemoteAppData[slurmd.KeyConfMinVersion] = "25.11.0"
+	for _, ev := range []juju.Event{
+		jujutest.RelationHook(juju.RelationCreated, relID, ""),
+		jujutest.RelationHook(juju.RelationJoined, relID, "slurmctld/0"),
+		jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0"),
+	} {
+		e.must(ev)
+	}
+	e.wantStatus(juju.StatusWaiting, "sackd 24.11.5 cannot read the configuration slurmctld serves (it needs Slurm 25.11 or later): waiting for slurmctld to leave out the keys sackd 24.11 lacks")
+	if got := e.state.Relations[0].LocalUnitData["slurm_version"]; got != "24.11.5" {
+		t.Errorf("unit databag slurm_version %q, want 24.11.5", got)
+	}
+	if e.exists(KeyFile) || e.exists(RunDir) {
+		t.Errorf("a waiting login node has the key or sackd's directory")
+	}
+	delete(e.state.Relations[0].RemoteAppData, slurmd.KeyConfMinVersion)
+	e.must(jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0"))
+	e.wantStatus(juju.StatusActive, ReadyMessage)
 }

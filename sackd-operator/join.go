@@ -30,6 +30,16 @@ func (h *hook) join(ctx context.Context, rel juju.RelationID, data sackd.Control
 		return h.refresh(ctx)
 	}
 	h.st.VersionRefused = ""
+	if wait := slurm.CheckConfVersion("sackd", data.ConfMinVersion, mine); wait != nil {
+		// sackd would exit on a key of the configuration it fetches: the controller leaves
+		// it out once it has read this unit's version (publishHost).
+		if h.st.ConfWaiting != wait.Error() {
+			h.logf(ctx, juju.LevelInfo, "not starting sackd yet: %v", wait)
+		}
+		h.st.ConfWaiting = wait.Error()
+		return h.refresh(ctx)
+	}
+	h.st.ConfWaiting = ""
 	keyChanged, err := h.writeKey(ctx, data.AuthKey)
 	if err != nil {
 		return err
@@ -105,7 +115,7 @@ func (h *hook) leave(ctx context.Context, gone bool) error {
 	if h.st.Applied != nil {
 		h.logf(ctx, juju.LevelInfo, "sackd stopped, the key and the cached configuration removed: this machine is no longer a login node")
 	}
-	h.st.Applied, h.st.VersionRefused = nil, ""
+	h.st.Applied, h.st.VersionRefused, h.st.ConfWaiting = nil, "", ""
 	if gone {
 		return h.report(ctx, observed{left: true})
 	}

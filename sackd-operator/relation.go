@@ -10,6 +10,7 @@ import (
 
 	"github.com/charmed-slurm/operators/interfaces/sackd"
 	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
 // relation handles the slurmctld relation's hooks and secret-changed through the interface's
@@ -73,11 +74,20 @@ func (h *hook) publishHost(ctx context.Context, id juju.RelationID, fresh bool) 
 	if err != nil {
 		return fmt.Errorf("cannot read this unit's address %q: %w", ingress, err)
 	}
+	// The release sackd runs, so that the controller serves no configuration it cannot
+	// read (none from a local build without a release: not published).
+	var v slurm.Version
+	if r := h.st.Release; r != nil {
+		v, _ = slurm.ParseVersion(r.Version)
+	}
 	rec := &PublishedHost{Relation: id, Hostname: name, Address: addr.String()}
+	if !v.IsZero() {
+		rec.SlurmVersion = v.String()
+	}
 	if p := h.st.Host; p != nil && *p == *rec {
 		return nil
 	}
-	if err := (sackd.Provider{HookContext: h.hc}).PublishHost(ctx, id, sackd.LoginHost{Hostname: name, Address: addr}); err != nil {
+	if err := (sackd.Provider{HookContext: h.hc}).PublishHost(ctx, id, sackd.LoginHost{Hostname: name, Address: addr, SlurmVersion: v}); err != nil {
 		return fmt.Errorf("cannot publish this login node's host name and address: %w", err)
 	}
 	h.published = rec

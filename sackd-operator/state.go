@@ -21,6 +21,9 @@ type State struct {
 	// VersionRefused says why the controller's Slurm does not accept this machine's sackd
 	// (slurm.CheckLoginVersion): sackd was not (re)started for it.
 	VersionRefused string `json:"version-refused,omitempty"`
+	// ConfWaiting says why this machine's sackd waits for the controller's configuration
+	// (slurm.CheckConfVersion against conf_min_version): sackd was not (re)started for it.
+	ConfWaiting string `json:"conf-waiting,omitempty"`
 	// StatusCache holds the status and the version this unit last set; the same is not set
 	// again.
 	charm.StatusCache
@@ -48,6 +51,8 @@ type PublishedHost struct {
 	Relation juju.RelationID `json:"relation"`
 	Hostname string          `json:"hostname"`
 	Address  string          `json:"address"`
+	// SlurmVersion is the release published beside them ("" for none).
+	SlurmVersion string `json:"slurm-version,omitempty"`
 }
 
 // Applied is what sackd runs with.

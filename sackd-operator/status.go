@@ -48,6 +48,8 @@ func unitStatus(st *State, o observed) (juju.StatusCode, string) {
 		return juju.StatusBlocked, "slurmctld relation: " + o.dataErr.Error()
 	case a == nil && st.VersionRefused != "":
 		return juju.StatusBlocked, st.VersionRefused
+	case a == nil && st.ConfWaiting != "":
+		return juju.StatusWaiting, st.ConfWaiting
 	case a == nil && o.relationErr != nil:
 		return juju.StatusWaiting, fmt.Sprintf("cannot list the slurmctld relation: %v", o.relationErr)
 	case a == nil && o.noRelation:
@@ -56,6 +58,10 @@ func unitStatus(st *State, o observed) (juju.StatusCode, string) {
 		return juju.StatusWaiting, "waiting for slurmctld data"
 	}
 	code, msg := sackdStatus(a, o)
+	if st.ConfWaiting != "" {
+		// The controller's configuration changed under a running sackd: it runs on.
+		msg += "; " + st.ConfWaiting
+	}
 	if st.VersionRefused != "" {
 		// The controller's Slurm (or this machine's) changed under a running sackd: it runs
 		// on, untouched.

@@ -4,7 +4,7 @@
 # console (machines are driven from outside), and no hostname or machine id of the builder.
 set -eu
 root=$1
-for u in munge.service slurmd.service slurmctld.service sackd.service slurmdbd.service mariadb.service; do
+for u in munge.service slurmd.service slurmctld.service sackd.service slurmdbd.service mariadb.service prometheus.service prometheus-node-exporter.service; do
   chroot "$root" systemctl disable "$u" >/dev/null 2>&1 || true
 done
 chroot "$root" systemctl mask console-getty.service getty@.service >/dev/null 2>&1

@@ -28,6 +28,11 @@ accounting=(slurmdbd slurm-wlm-mysql-plugin mariadb-server)
 # MPI's error messages. No mpirun (openmpi-bin) and no compiler: the test's program is built on
 # the test machine.
 mpi=(libopenmpi40 openmpi-common)
+# Debian's Prometheus (3.5 in Debian 14, with promtool) for the observability tests
+# (tests/e2e TestObservabilityMachines): the test runs it on a machine of the cluster's own
+# release, with the scrape jobs and rule files the slurmctld charm publishes on cos-agent.
+# Slurm serves OpenMetrics from 25.11, so only forky's image needs it.
+prom=(prometheus)
 # Run in the image root once the packages are in; its content is part of the key.
 customize=scripts/image-customize.sh
 
@@ -35,7 +40,7 @@ packages() {
   case "$1" in
     bookworm) echo "${common[*]} ${accounting[*]}" ;;
     trixie) echo "${common[*]} sackd ${mpi[*]} ${accounting[*]}" ;;
-    forky) echo "${common[*]} sackd ${accounting[*]}" ;;
+    forky) echo "${common[*]} sackd ${accounting[*]} ${prom[*]}" ;;
     *) echo "images: unknown suite $1 (bookworm, trixie, forky)" >&2; return 1 ;;
   esac
 }
@@ -75,9 +80,11 @@ for suite in "${suites[@]}"; do
     echo "images: $suite cached ($dir)"
   else
     echo "images: building $suite ($pkgs)"
-    # A killed build can leave mmdebstrap's /proc, /sys or /dev mounts behind: never descend
-    # into a mount while removing it.
-    umount -R -l "$dir.tmp/root" 2>/dev/null || true
+    # A killed build can leave mmdebstrap's /proc, /sys and /dev mounts behind, under a root
+    # that is itself no mount point (so `umount -R` of the root misses them): unmount every
+    # mount below the build directory, deepest first, and never descend into one while removing.
+    awk -v p="$PWD/$dir.tmp/" 'index($2, p) == 1 {print $2}' /proc/mounts | sort -r |
+      while read -r m; do umount -l "$m" || true; done
     rm -rf --one-file-system "$dir" "$dir.tmp"
     mkdir -p "$dir.tmp"
     start=$(date +%s)

@@ -18,7 +18,7 @@ import (
 // AccountingStorageTRES=gres/gpu (unless slurm-conf-parameters sets it; slurmConf.editAccounting),
 // through the candidate check like every slurm.conf change, and slurmctld is restarted once
 // (slurmctldDaemon.restartForAccounting: Slurm loads its accounting storage plugin at start
-// only). Running and queued jobs survive the restart (they are in StateSaveLocation);
+// only; the hook does not wait for it, a later pass settles the restart). Running and queued jobs survive the restart (they are in StateSaveLocation);
 // slurmctld registers the cluster with slurmdbd and sends the records of the jobs it holds.
 // Removing the relation turns accounting off the same way. While slurmdbd or its database is
 // away slurmctld keeps scheduling and queues the records; the status shows the queue (sdiag's
@@ -137,24 +137,9 @@ func (r dbdRelation) gone(ctx context.Context) error {
 // slurmctld apply it (slurmctldDaemon.apply restarts it when its accounting storage changed).
 func (r dbdRelation) apply(ctx context.Context) error {
 	h := r.h
-	feat, err := h.features(ctx)
-	if err != nil {
-		return err
+	refused, err := slurmConf{h}.rewrite(ctx)
+	if refused != nil && h.st.Accounting != nil {
+		h.st.Accounting.Refused = "Slurm refuses the accounting configuration: " + refusal(refused)
 	}
-	changed, err := h.conf.change(ctx, func(ctx context.Context) (bool, error) { return slurmConf{h}.write(ctx, feat) })
-	var ce *slurm.ConfigError
-	switch {
-	case errors.As(err, &ce):
-		if h.st.Accounting != nil {
-			h.st.Accounting.Refused = "Slurm refuses the accounting configuration: " + refusal(ce)
-		}
-		h.logf(ctx, juju.LevelWarning, "slurm.conf left as it was: %v", err)
-		return nil
-	case err != nil:
-		return err
-	}
-	if !h.c.running(ctx) {
-		return nil
-	}
-	return slurmctldDaemon{h}.apply(ctx, changed)
+	return err
 }

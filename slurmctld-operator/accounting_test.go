@@ -36,8 +36,10 @@ func (e *env) confLines(want ...string) {
 }
 
 // TestAccountingOnAndOff: the relation publishes the controller's data and grants the key;
-// slurmdbd's data turns accounting on with one restart; a hook that changes nothing restarts
-// nothing; the relation's end turns it off with one restart.
+// slurmdbd's data turns accounting on with one restart, which the hook does not wait for: its
+// status says the restart is under way, the waiter watches it, and the next pass (here
+// update-status) finishes it; a hook that changes nothing restarts nothing; the relation's
+// end turns it off with one restart, finished the same way.
 func TestAccountingOnAndOff(t *testing.T) {
 	e := newEnv(t)
 	out := e.started()
@@ -61,27 +63,33 @@ func TestAccountingOnAndOff(t *testing.T) {
 	out = e.run(out, jujutest.RelationHook(juju.RelationChanged, dbdRel, "slurmdbd/0"))
 	e.confLines("AccountingStorageType=accounting_storage/slurmdbd", "AccountingStorageHost=10.0.0.9",
 		"AccountingStoragePort=6819", "AccountingStorageTRES=gres/gpu")
-	if n := e.svc.count("restart slurmctld"); n != 1 {
+	if n := e.svc.count("respawn slurmctld"); n != 1 {
 		t.Errorf("%d restarts of slurmctld turning accounting on, want 1", n)
 	}
-	if !strings.Contains(out.UnitStatus.Message, "; accounting via slurmdbd") {
-		t.Errorf("status %q", out.UnitStatus.Message)
+	e.restartUnderWay(out, "turn accounting on (slurmdbd at 10.0.0.9:6819)")
+	out = e.run(out, jujutest.Hook(juju.UpdateStatus))
+	if !strings.Contains(out.UnitStatus.Message, "; accounting via slurmdbd") || out.UnitStatus.Code != juju.StatusActive {
+		t.Errorf("status %+v", out.UnitStatus)
 	}
+	e.restartFinished(out, "turn accounting on (slurmdbd at 10.0.0.9:6819)")
 
 	e.svc.ResetCalls()
 	out = e.run(out, jujutest.Hook(juju.ConfigChanged))
-	if n := e.svc.count("restart slurmctld"); n != 0 {
+	if n := e.svc.count("respawn slurmctld"); n != 0 {
 		t.Errorf("config-changed restarted slurmctld %d times", n)
 	}
 
 	out = e.run(out, jujutest.RelationHook(juju.RelationBroken, dbdRel, ""))
 	e.confLines("AccountingStorageType=accounting_storage/none", "!AccountingStorageHost=10.0.0.9", "!AccountingStorageTRES=gres/gpu")
-	if n := e.svc.count("restart slurmctld"); n != 1 {
+	if n := e.svc.count("respawn slurmctld"); n != 1 {
 		t.Errorf("%d restarts of slurmctld turning accounting off, want 1", n)
 	}
-	if strings.Contains(out.UnitStatus.Message, "accounting") {
-		t.Errorf("status still speaks of accounting: %q", out.UnitStatus.Message)
+	e.restartUnderWay(out, "turn accounting off")
+	out = e.run(out, jujutest.Hook(juju.UpdateStatus))
+	if strings.Contains(out.UnitStatus.Message, "accounting") || out.UnitStatus.Code != juju.StatusActive {
+		t.Errorf("status still speaks of accounting: %+v", out.UnitStatus)
 	}
+	e.restartFinished(out, "turn accounting off")
 }
 
 func grantsOf(s jujutest.Secret) []string {
@@ -100,7 +108,7 @@ func TestAccountingOlderSlurmdbd(t *testing.T) {
 	e.svc.ResetCalls()
 	out = e.run(withDbd(out, dbdBag("21.08.8")), jujutest.RelationHook(juju.RelationChanged, dbdRel, "slurmdbd/0"))
 	e.confLines("AccountingStorageType=accounting_storage/none")
-	if n := e.svc.count("restart slurmctld"); n != 0 {
+	if n := e.svc.count("respawn slurmctld"); n != 0 {
 		t.Errorf("%d restarts", n)
 	}
 	if want := "; accounting off: slurmdbd 21.08.8 is older than the controller's Slurm " + out.Version + ": slurmdbd must be the controller's release or newer"; !strings.HasSuffix(out.UnitStatus.Message, want) || out.UnitStatus.Code != juju.StatusActive {

@@ -19,7 +19,8 @@ import (
 // nothing running and a status saying what it waits for.
 type backup struct{ h *hook }
 
-// configure brings the unit to its place and sets the status.
+// configure brings the unit to its place; the status is set by the caller (hook.configure)
+// from h.backupWait.
 func (b backup) configure(ctx context.Context) error {
 	h := b.h
 	st, err := h.storage(ctx)
@@ -56,7 +57,7 @@ func (b backup) configure(ctx context.Context) error {
 				return fmt.Errorf("cannot stop slurmctld: %w", err)
 			}
 		}
-		return h.report(ctx)
+		return nil
 	}
 	app, err := h.hc.Relations.AppData(ctx, rel, h.hc.Event.App)
 	if err != nil {
@@ -73,7 +74,7 @@ func (b backup) configure(ctx context.Context) error {
 	h.ctls = ctls
 	if !slices.ContainsFunc(ctls, func(c controller) bool { return c.Unit == unit }) || files == nil || app[peerKeySecret] == "" {
 		h.backupWait = "waiting:waiting for the leader to add this unit to the controllers"
-		return h.report(ctx)
+		return nil
 	}
 	feat, err := h.features(ctx)
 	if err != nil {
@@ -125,7 +126,7 @@ func (b backup) configure(ctx context.Context) error {
 	if err := (publisher{h}).openPort(ctx); err != nil {
 		return err
 	}
-	return h.report(ctx)
+	return nil
 }
 
 // writeConf installs the leader's configuration files and removes managed files it no

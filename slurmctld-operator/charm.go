@@ -61,15 +61,16 @@ type Charm struct {
 	// DeleteWait bounds delete-node's wait for cancelled jobs to end and for a delete that
 	// Slurm refuses as busy; zero means a minute.
 	DeleteWait time.Duration
-	// Waiter keeps the removal waiter (waiter.go) in step with the removals the leader's
-	// hooks leave under way; nil: no waiter, they finish on update-status.
+	// Waiter keeps the waiter (waiter.go) in step with the removals and the slurmctld restart
+	// the leader's hooks leave under way; nil: no waiter, they finish on update-status.
 	Waiter Waiter
 	// StuckFor is how long a departed unit's node may stay busy with no job before it is
 	// set DOWN to be deleted (Slurm 22.05 bug 16434); zero means slurm.DefaultStuckFor.
 	StuckFor time.Duration
 }
 
-// Waiter keeps the removal waiter in step with the removals the hooks leave under way.
+// Waiter keeps the waiter in step with what the hooks leave under way: removals and a
+// slurmctld restart.
 type Waiter interface {
 	// Watch records w as what to watch and makes sure a waiter runs while w is not empty;
 	// an empty w lets a running waiter end.
@@ -78,16 +79,21 @@ type Waiter interface {
 	Stop(ctx context.Context) error
 }
 
-// watchList is what the waiter watches: the leader's pending node removals and partitions
-// being removed, from the charm state at the end of each hook.
+// watchList is what the waiter watches: the leader's pending node removals, partitions being
+// removed and the slurmctld restart under way, from the charm state at the end of each hook.
 type watchList struct {
 	// Nodes are departed units' nodes, deleted once no job runs on them.
 	Nodes []string `json:"nodes,omitempty"`
 	// Partitions are removed applications' partitions, removed once no job record is left.
 	Partitions []string `json:"partitions,omitempty"`
+	// Restart is the deadline of the slurmctld restart under way (zero: none): finished once
+	// slurmctld answers again, failed (or rolled back) once the deadline has passed.
+	Restart time.Time `json:"restart,omitzero"`
 }
 
-func (w watchList) empty() bool { return len(w.Nodes) == 0 && len(w.Partitions) == 0 }
+func (w watchList) empty() bool {
+	return len(w.Nodes) == 0 && len(w.Partitions) == 0 && w.Restart.IsZero()
+}
 
 // defaultPoll is the pause between checks when Settings.PollInterval is zero.
 const defaultPoll = 2 * time.Second

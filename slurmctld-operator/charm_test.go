@@ -233,7 +233,7 @@ func TestConfigureStartsController(t *testing.T) {
 		t.Errorf("%d reconfigures, want 0", n)
 	}
 	for _, c := range e.svc.Calls() {
-		if strings.HasPrefix(c, "restart") || strings.HasPrefix(c, "start") {
+		if strings.HasPrefix(c, "restart") || strings.HasPrefix(c, "respawn") || strings.HasPrefix(c, "start") {
 			t.Errorf("unexpected %q", c)
 		}
 	}
@@ -649,7 +649,7 @@ func TestApplicationRemoved(t *testing.T) {
 	in := e.withApp("gpu", "gpu/0")
 	e.slurm.addNode("gpu-0", "gpu", false)
 	e.slurm.addJob("gpu", "gpu-0")
-	ctld := e.svc.count("start slurmctld") + e.svc.count("restart slurmctld")
+	ctld := e.svc.count("start slurmctld") + e.svc.count("restart slurmctld") + e.svc.count("respawn slurmctld")
 
 	out := e.run(in, jujutest.RelationHook(juju.RelationBroken, "slurmd:1", ""))
 	if e.slurm.count("scontrol", "update", "partitionname=gpu", "state=INACTIVE") != 1 {
@@ -687,7 +687,7 @@ func TestApplicationRemoved(t *testing.T) {
 	if n := e.slurm.count("scontrol", "reconfigure"); n != 2 {
 		t.Errorf("%d reconfigures, want 2", n)
 	}
-	if got := e.svc.count("start slurmctld") + e.svc.count("restart slurmctld"); got != ctld {
+	if got := e.svc.count("start slurmctld") + e.svc.count("restart slurmctld") + e.svc.count("respawn slurmctld"); got != ctld {
 		t.Errorf("slurmctld restarted")
 	}
 	if out.UnitStatus.Code != juju.StatusActive {

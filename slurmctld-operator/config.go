@@ -18,6 +18,7 @@ type config struct {
 	MaxNodeCount        int    `json:"max-node-count"`
 	SlurmConfParameters string `json:"slurm-conf-parameters"`
 	FutureNodes         string `json:"future-nodes"`
+	AlertThresholds     string `json:"alert-thresholds"`
 }
 
 // defaultConfig mirrors the defaults in charmcraft.yaml, used for options config-get leaves null.
@@ -89,6 +90,9 @@ func (cfg config) validate(keys *slurmconf.Keys) (slurmconf.Params, error) {
 	}
 	if _, err := parseFutureNodes(cfg.FutureNodes); err != nil {
 		return nil, &configError{"future-nodes", err.Error()}
+	}
+	if _, err := parseAlertThresholds(cfg.AlertThresholds); err != nil {
+		return nil, &configError{"alert-thresholds", err.Error()}
 	}
 	extra, err := slurmconf.ParseParams(cfg.SlurmConfParameters)
 	if err != nil {

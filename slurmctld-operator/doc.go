@@ -10,8 +10,11 @@
 // units never touches slurm.conf: departed nodes are drained and deleted once idle, by the
 // departing unit itself and, as a safety net, by this charm's reconcile on relation-departed
 // and update-status. No hook waits for Slurm: what one pass leaves (a node still running jobs,
-// a removed partition still holding job records) is watched by the removal waiter
-// (waiter.go), which wakes the charm through juju-exec. See README.md for the operator's view.
+// a removed partition still holding job records, a restarted slurmctld not answering yet) is
+// watched by the waiter (waiter.go), which wakes the charm through juju-exec. Every unit
+// offers COS its alert rules, dashboards and log on cos-agent, and a controller on Slurm 25.11
+// or later its OpenMetrics endpoints as scrape jobs (cos.go). See README.md for the
+// operator's view.
 //
 // # Code layout
 //
@@ -23,8 +26,8 @@
 //	hooks.go              Router and the kit's handlers (finish: login nodes synced, the record
 //	                      kept); the hook handlers: install, configure (leader-elected,
 //	                      config-changed, start, the peer and mount relations' hooks),
-//	                      upgrade-charm, update-status, the slurmd relation's hooks, stop and
-//	                      remove
+//	                      upgrade-charm, update-status, the slurmd and cos-agent relations'
+//	                      hooks, stop and remove
 //	actions.go            show-current-config, rotate-auth-key, settle-jobs, reboot, takeover
 //	slurmd_relation.go    slurmdRelation: a slurmd application joins, brings its partition,
 //	                      loses units, leaves
@@ -37,14 +40,17 @@
 //	backup.go             backup: a unit that is not the leader, a backup controller running
 //	                      the leader's configuration once the shared storage is mounted
 //	slurmctld.go          slurmctldDaemon: slurmctld configured, started, reconfigured or
-//	                      restarted (also when the controllers change), its partitions
-//	                      repaired after; the state moved to the shared storage once
+//	                      restarted (also when the controllers change; a restart is settled
+//	                      by a later pass), its partitions repaired after; the state moved to
+//	                      the shared storage once
 //	authkey.go            authKey: the auth key secret, the key file, munged
 //	slurmconf.go          slurmConf: slurm.conf and the partition files
 //	node_actions.go       set-node-state, drain, resume, delete-node
 //	node_removal.go       nodeRemovals: departed units' nodes, drained and deleted once idle
 //	publish.go            publisher: ControllerData, the controllers list, the secret's grants,
 //	                      the port, the peer application bag (controllers, configuration)
+//	cos.go                cosAgent: this unit's cos_agent data (rules, dashboards, its log
+//	                      file, a controller's scrape jobs) on each cos-agent relation
 //	reboot.go             rollingReboot: the rolling reboot moved on; RebootProgram
 //	ha.go                 controller high availability: the shared storage (mount relation),
 //	                      the peer relation, the leader's controller plan, the controller in
@@ -56,7 +62,7 @@
 //	candidate.go          confFiles: every edit made on a candidate copy Slurm's parser reads
 //	                      first
 //	gres.go               GresTypes and gres.conf
-//	waiter.go             the removal waiter: the process and the hooks' side of it
+//	waiter.go             the waiter (removals, restarts): the process and the hooks' side of it
 //	state.go              the state, and the record of what the leader wrote to Juju
 //	peers.go              the peer relation's keys, controller and its checks, the controller
 //	                      list's order, the shared configuration decoded
@@ -64,6 +70,8 @@
 //	config.go             the configuration, validated
 //	charm.go              the Charm's dependencies; the Waiter it hands removals to
 //	future.go             FUTURE records (future-nodes)
+//	cosdata.go            what cos-agent carries: the shipped alert rules (alert-thresholds)
+//	                      and dashboards, the scrape jobs; MetricsType's default
 //	nodes.go              nodeCache: one hook's node list
 //
 // Every hook and action is a method of hook (charm.Func), run through the charm kit's

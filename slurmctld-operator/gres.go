@@ -52,12 +52,18 @@ func (s *charmState) gresNames() []string {
 }
 
 // gresRunning are the names the running slurmctld manages (published to the slurmd
-// applications): those it was last started with; none before.
+// applications): those it was last started with, or while a restart is under way those it
+// ran with before (units start with a new name once slurmctld answers with it); none before
+// the first start.
 func (s *charmState) gresRunning() []string {
-	if s.GresRunning == "" {
+	v := s.GresRunning
+	if s.Restart != nil {
+		v = s.Restart.GresBefore
+	}
+	if v == "" {
 		return nil
 	}
-	return strings.Split(s.GresRunning, ",")
+	return strings.Split(v, ",")
 }
 
 // addGresTypes adds the names an application declares to the state (names never leave

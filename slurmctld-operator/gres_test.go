@@ -12,6 +12,7 @@ import (
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/juju/jujutest"
+	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
@@ -80,7 +81,7 @@ func TestGresConfigBeforeFirstStart(t *testing.T) {
 	if got := e.read(gresLocalPath); strings.Contains(got, "Name=") {
 		t.Errorf("controller's gres.local.conf has lines:\n%s", got)
 	}
-	if n := e.svc.count("restart slurmctld"); n != 0 {
+	if n := e.svc.count("respawn slurmctld"); n != 0 {
 		t.Errorf("%d restarts of slurmctld on a fresh controller", n)
 	}
 
@@ -90,7 +91,7 @@ func TestGresConfigBeforeFirstStart(t *testing.T) {
 	if d := cmp.Diff([]string{"gpu"}, publishedGres(t, out, 0)); d != "" {
 		t.Errorf("published gres_types (-want +got):\n%s", d)
 	}
-	if n := e.svc.count("restart slurmctld"); n != 0 {
+	if n := e.svc.count("respawn slurmctld"); n != 0 {
 		t.Errorf("%d restarts of slurmctld for a CPU-only application", n)
 	}
 
@@ -107,7 +108,7 @@ func TestGresConfigBeforeFirstStart(t *testing.T) {
 
 // TestGresDeclaredNameRestartsOnce: a name an application declares is added to GresTypes
 // with one slurmctld restart (not a reconfigure: Slurm ignores a GresTypes change on
-// reconfigure), and published as managed only after it; the same names again, gpu, or a
+// reconfigure), and published as managed only once slurmctld answers after it; the same names again, gpu, or a
 // second application's known names restart nothing; a name is never removed.
 func TestGresDeclaredNameRestartsOnce(t *testing.T) {
 	e := newEnv(t)
@@ -121,17 +122,16 @@ func TestGresDeclaredNameRestartsOnce(t *testing.T) {
 	reconf := e.slurm.count("scontrol", "reconfigure")
 
 	var restartedWith string
-	e.slurm.Before(func(argv []string) {
-		if restartedWith == "" && e.svc.count("restart slurmctld") == 1 {
-			restartedWith = e.confValue("GresTypes")
-		}
+	e.svc.OnStart(func(service.Spec) (bool, error) {
+		restartedWith = e.confValue("GresTypes")
+		return true, nil
 	})
 	out.Relations[1].RemoteAppData = computeGres(t, "fpga", "fpga", "bandwidth")
 	out = e.run(out, jujutest.RelationHook(juju.RelationChanged, "slurmd:2", "fpga/0"))
 	if got := e.confValue("GresTypes"); got != "gpu,bandwidth,fpga" {
 		t.Errorf("GresTypes=%q, want gpu,bandwidth,fpga", got)
 	}
-	if n := e.svc.count("restart slurmctld"); n != 1 {
+	if n := e.svc.count("respawn slurmctld"); n != 1 {
 		t.Fatalf("%d restarts of slurmctld for new names, want 1", n)
 	}
 	if restartedWith != "gpu,bandwidth,fpga" {
@@ -140,13 +140,21 @@ func TestGresDeclaredNameRestartsOnce(t *testing.T) {
 	if n := e.slurm.count("scontrol", "reconfigure"); n != reconf {
 		t.Errorf("%d reconfigures besides the restart (the new partition is read by the restart)", n-reconf)
 	}
+	// Published once slurmctld answers after the restart (here the next pass, update-status).
+	e.restartUnderWay(out, `apply GresTypes=gpu,bandwidth,fpga (was "gpu")`)
+	for i := range out.Relations {
+		if d := cmp.Diff([]string{"gpu"}, publishedGres(t, out, i)); d != "" {
+			t.Errorf("gres_types published on %s while slurmctld restarts (-want +got):\n%s", out.Relations[i].ID, d)
+		}
+	}
+	out = e.run(out, jujutest.Hook(juju.UpdateStatus))
+	if out.UnitStatus.Code != juju.StatusActive {
+		t.Errorf("status %+v", out.UnitStatus)
+	}
 	for i := range out.Relations {
 		if d := cmp.Diff([]string{"gpu", "bandwidth", "fpga"}, publishedGres(t, out, i)); d != "" {
 			t.Errorf("gres_types published on %s (-want +got):\n%s", out.Relations[i].ID, d)
 		}
-	}
-	if out.UnitStatus.Code != juju.StatusActive {
-		t.Errorf("status %+v", out.UnitStatus)
 	}
 
 	// The same data again, gpu alone, a subset: nothing restarts.
@@ -158,7 +166,7 @@ func TestGresDeclaredNameRestartsOnce(t *testing.T) {
 	out.Relations[1].RemoteAppData = computeGres(t, "fpga")
 	out = e.run(out, jujutest.RelationHook(juju.RelationChanged, "slurmd:2", "fpga/0"))
 	out = e.run(out, jujutest.Hook(juju.ConfigChanged))
-	if n := e.svc.count("restart slurmctld"); n != 1 {
+	if n := e.svc.count("respawn slurmctld"); n != 1 {
 		t.Errorf("%d restarts of slurmctld, want still 1", n)
 	}
 	if got := e.confValue("GresTypes"); got != "gpu,bandwidth,fpga" {
@@ -182,13 +190,13 @@ func TestGresRefusedPartitionAddsNoName(t *testing.T) {
 	if got := e.confValue("GresTypes"); got != "gpu" {
 		t.Errorf("GresTypes=%q after a refused partition", got)
 	}
-	if n := e.svc.count("restart slurmctld"); n != 0 {
+	if n := e.svc.count("respawn slurmctld"); n != 0 {
 		t.Errorf("%d restarts", n)
 	}
 	// A later hook does not bring the refused name back.
 	out = e.run(out, jujutest.Hook(juju.ConfigChanged))
-	if got := e.confValue("GresTypes"); got != "gpu" || e.svc.count("restart slurmctld") != 0 {
-		t.Errorf("GresTypes=%q, %d restarts after config-changed", got, e.svc.count("restart slurmctld"))
+	if got := e.confValue("GresTypes"); got != "gpu" || e.svc.count("respawn slurmctld") != 0 {
+		t.Errorf("GresTypes=%q, %d restarts after config-changed", got, e.svc.count("respawn slurmctld"))
 	}
 }
 
@@ -227,7 +235,7 @@ func TestGresUpgradeRestartsOnce(t *testing.T) {
 		}
 	}
 	out = e.run(out, jujutest.Hook(juju.UpgradeCharm))
-	if n := e.svc.count("restart slurmctld"); n != 1 {
+	if n := e.svc.count("respawn slurmctld"); n != 1 {
 		t.Errorf("%d restarts on upgrade-charm, want 1", n)
 	}
 	if got := e.confValue("GresTypes"); got != "gpu" {
@@ -240,7 +248,7 @@ func TestGresUpgradeRestartsOnce(t *testing.T) {
 		t.Errorf("published gres_types (-want +got):\n%s", d)
 	}
 	out = e.run(out, jujutest.Hook(juju.UpgradeCharm))
-	if n := e.svc.count("restart slurmctld"); n != 1 {
+	if n := e.svc.count("respawn slurmctld"); n != 1 {
 		t.Errorf("%d restarts after a second upgrade-charm, want 1", n)
 	}
 	if d := cmp.Diff([]string{"gpu"}, publishedGres(t, out, 0)); d != "" {

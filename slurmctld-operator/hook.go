@@ -47,8 +47,8 @@ type hook struct {
 }
 
 // lifecycle runs the charm's hooks: the state is loaded before the handler and saved once
-// after it. A failed hook's writes to Juju are discarded by Juju, so its record of them is
-// dropped (the next hook writes again), and so is its status cache (the next hook sets the
+// after it. A failed hook's writes to Juju are discarded by Juju, so its records of them
+// (Published, COS) are dropped (the next hook writes again), and so is its status cache (the next hook sets the
 // status again); the rest of the state is still saved, as the host changes it records
 // (slurmctld started, a key installed, a partition removed) are not undone.
 func (c *Charm) lifecycle() charm.Lifecycle[charmState] {
@@ -56,7 +56,7 @@ func (c *Charm) lifecycle() charm.Lifecycle[charmState] {
 		StateFile: c.StateFile,
 		StateName: StateName,
 		Failed: func(saved, cur charmState) charmState {
-			cur.Published, cur.StatusCache = saved.Published, saved.StatusCache
+			cur.Published, cur.StatusCache, cur.COS = saved.Published, saved.StatusCache, saved.COS
 			return cur
 		},
 	}
@@ -64,7 +64,8 @@ func (c *Charm) lifecycle() charm.Lifecycle[charmState] {
 
 // begin reads the configuration and leadership for a hook. install needs neither (it
 // installs packages and creates directories); leader-elected says by itself that this unit
-// leads, so it runs no is-leader.
+// leads, so it runs no is-leader. A leader's hook (not an action) then settles the slurmctld
+// restart under way, if any (slurmctldDaemon.settle).
 func (c *Charm) begin(ctx context.Context, k *charm.Hook[charmState]) (*hook, error) {
 	hc := k.HookContext
 	h := &hook{c: c, hc: hc, k: k, st: &k.State, conf: confFiles{c: c}, nodes: nodeCache{client: c.client}}
@@ -96,12 +97,19 @@ func (c *Charm) begin(ctx context.Context, k *charm.Hook[charmState]) (*hook, er
 	default:
 		h.pub = h.st.Published.clone()
 	}
+	if h.leader && kind != juju.Action {
+		// A slurmctld restart under way is finished (or failed) before anything else: one
+		// `scontrol ping`, nothing when none is under way.
+		if err := (slurmctldDaemon{h}).settle(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return h, nil
 }
 
-// watch hands the removals the hook leaves under way to the waiter (none on a unit that does
-// not lead: its waiter, if any, ends). A waiter that cannot start is no failure of the hook:
-// the removals still finish on update-status.
+// watch hands the removals and the slurmctld restart the hook leaves under way to the waiter
+// (none on a unit that does not lead: its waiter, if any, ends). A waiter that cannot start is
+// no failure of the hook: they still finish on update-status.
 func (h *hook) watch(ctx context.Context) {
 	if h.c.Waiter == nil {
 		return
@@ -111,7 +119,7 @@ func (h *hook) watch(ctx context.Context) {
 		list = h.st.watchList()
 	}
 	if err := h.c.Waiter.Watch(ctx, list); err != nil {
-		h.logf(ctx, juju.LevelWarning, "removals continue on update-status only: %v", err)
+		h.logf(ctx, juju.LevelWarning, "removals and restarts continue on update-status only: %v", err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/charmed-slurm/operators/interfaces/cosagent"
 	"github.com/charmed-slurm/operators/interfaces/mountinfo"
 	"github.com/charmed-slurm/operators/interfaces/sackd"
 	"github.com/charmed-slurm/operators/interfaces/slurmdbd"
@@ -36,6 +37,7 @@ func (c *Charm) Router() *juju.Router {
 		r.HandleRelation("slurmd", k, hs.Handle(unlessLeaving((*hook).slurmdRelation)))
 		r.HandleRelation(sackd.RequirerEndpoint, k, hs.Handle(unlessLeaving((*hook).sackdRelation)))
 		r.HandleRelation(slurmdbd.RequirerEndpoint, k, hs.Handle(unlessLeaving((*hook).slurmdbdRelation)))
+		r.HandleRelation(cosagent.Endpoint, k, hs.Handle(unlessLeaving((*hook).cosAgentRelation)))
 	}
 	r.Handle(juju.Stop, c.stateless((*hook).stopWaiter))
 	r.Handle(juju.Remove, c.stateless((*hook).stopWaiter))
@@ -63,6 +65,9 @@ func (c *Charm) handlers() charm.Handlers[charmState, *hook] {
 // relations follow the login units (loginNodes.sync), then the record of what the hook wrote
 // to Juju replaces the saved one (end).
 func (h *hook) finish(ctx context.Context) error {
+	if err := (metricsGate{h}).sync(ctx); err != nil {
+		return err
+	}
 	if err := (loginNodes{h}).sync(ctx); err != nil {
 		return err
 	}
@@ -169,19 +174,33 @@ func (c *Charm) makeDirs() error {
 // and configures.
 func (h *hook) upgradeCharm(ctx context.Context) error {
 	_ = h.stopWaiter(ctx)
+	if err := (metricsGate{h}).rescan(ctx); err != nil {
+		return err
+	}
 	return h.configure(ctx)
 }
 
 // configure brings the controller to its configured state: auth key, munged, slurm.conf,
 // partitions, slurmctld running, port open, ControllerData published, the controllers and
-// the configuration shared with the peers. It runs on leader-elected, config-changed, start,
-// upgrade-charm and the peer and mount relations' hooks; a unit that is not the leader
-// configures as a backup controller (backup).
+// the configuration shared with the peers, and the cos_agent data (every unit). It runs on
+// leader-elected, config-changed, start, upgrade-charm and the peer and mount relations'
+// hooks; a unit that is not the leader configures as a backup controller (backup).
 func (h *hook) configure(ctx context.Context) error {
 	if h.configProblem() != nil {
 		// Nothing is changed: a running slurmctld keeps its configuration.
 		return h.report(ctx)
 	}
+	if err := h.configureController(ctx); err != nil {
+		return err
+	}
+	if err := (cosAgent{h}).publish(ctx); err != nil {
+		return err
+	}
+	return h.report(ctx)
+}
+
+// configureController configures this unit's controller: the leader's, or a backup's.
+func (h *hook) configureController(ctx context.Context) error {
 	if !h.leader {
 		return backup{h}.configure(ctx)
 	}
@@ -194,10 +213,7 @@ func (h *hook) configure(ctx context.Context) error {
 	if err := (publisher{h}).peers(ctx); err != nil {
 		return err
 	}
-	if err := (dbdRelation{h}).publish(ctx); err != nil {
-		return err
-	}
-	return h.report(ctx)
+	return (dbdRelation{h}).publish(ctx)
 }
 
 // updateStatus repeats the reconciles (one pass each) and refreshes the status. One node
@@ -208,7 +224,7 @@ func (h *hook) updateStatus(ctx context.Context) error {
 		if err := (partitionRemovals{h}).pass(ctx); err != nil {
 			return err
 		}
-		if h.c.running(ctx) {
+		if h.st.Restart == nil && h.c.running(ctx) {
 			slurmctldDaemon{h}.repairPartitions(ctx)
 			if h.st.Reboots != nil {
 				if _, err := (rollingReboot{h}).advance(ctx); err != nil {
@@ -234,6 +250,15 @@ func (h *hook) slurmdRelation(ctx context.Context) error {
 // and sets the status.
 func (h *hook) slurmdbdRelation(ctx context.Context) error {
 	if err := (dbdRelation{h}).handle(ctx); err != nil {
+		return err
+	}
+	return h.report(ctx)
+}
+
+// cosAgentRelation handles every hook of the cos-agent endpoint: this unit's data is
+// published (again) to every cos-agent relation (cosAgent.publish), and the status set.
+func (h *hook) cosAgentRelation(ctx context.Context) error {
+	if err := (cosAgent{h}).publish(ctx); err != nil {
 		return err
 	}
 	return h.report(ctx)

@@ -27,7 +27,7 @@ func (pr partitionRemovals) pass(ctx context.Context) error {
 		}
 		removed = removed || done
 	}
-	if removed && h.c.running(ctx) {
+	if removed && (slurmctldDaemon{h}).live(ctx) {
 		return slurmctldDaemon{h}.reconfigure(ctx)
 	}
 	return nil

@@ -101,8 +101,12 @@ func (pb publisher) publish(ctx context.Context, rel juju.RelationID) error {
 		ClusterName:  h.cfg.ClusterName,
 		GresTypes:    h.st.gresRunning(),
 	}
-	// The version slurmd units check theirs against (none while unknown).
+	// The version slurmd units check theirs against (none while unknown), and the release
+	// the configuration needs (metricsgate.go).
 	bag.SlurmVersion, _ = slurm.ParseVersion(h.st.SlurmVersion)
+	if bag.ConfMinVersion, err = (metricsGate{h}).confMinVersion(ctx); err != nil {
+		return err
+	}
 	data, err := bag.Encode()
 	if err != nil {
 		return fmt.Errorf("cannot publish controller data on %s: %w", rel, err)

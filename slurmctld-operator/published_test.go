@@ -83,8 +83,9 @@ func TestUnchangedHookWritesNothing(t *testing.T) {
 		{"update-status", jujutest.Hook(juju.UpdateStatus), []string{"is-leader"}},
 		{"relation-created", jujutest.RelationHook(juju.RelationCreated, "slurmd:1", ""), []string{"is-leader"}},
 		{"relation-joined", jujutest.RelationHook(juju.RelationJoined, "slurmd:1", "slurmd/0"), []string{"is-leader"}},
+		// The application's data, then the unit's (its Slurm release: metricsgate.go).
 		{"relation-changed", jujutest.RelationHook(juju.RelationChanged, "slurmd:1", "slurmd/0"),
-			[]string{"is-leader", "relation-list", "relation-get"}},
+			[]string{"is-leader", "relation-list", "relation-get", "relation-get"}},
 		{"install", jujutest.Hook(juju.Install), nil},
 	}
 	for _, tt := range tests {

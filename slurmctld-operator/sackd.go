@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/charmed-slurm/operators/interfaces/sackd"
+	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/etchosts"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/slurm"
@@ -63,7 +64,7 @@ func (h *hook) sackdRelation(ctx context.Context) error {
 			if h.st.LoginHosts == nil {
 				h.st.LoginHosts = map[string]loginHost{}
 			}
-			h.st.LoginHosts[ev.Unit] = loginHost{Relation: ev.Relation, Hostname: ev.Host.Hostname, Address: ev.Host.Address.String()}
+			h.st.LoginHosts[ev.Unit] = loginHost{Relation: ev.Relation, Hostname: ev.Host.Hostname, Address: ev.Host.Address.String(), Version: loginVersion(ev.Host)}
 		}
 	case sackd.SackdDeparted:
 		delete(h.st.LoginHosts, ev.Unit)
@@ -134,10 +135,12 @@ func (l loginNodes) hosts(ctx context.Context) error {
 // data there, where the record says it is not so already. It does nothing on a unit that is
 // not the leader, while the configuration is refused (the running controller keeps the
 // previous one, as the slurmd relation does), before the auth key secret and slurm.conf
-// exist, and in install and actions.
+// exist, in install and actions, and while slurmctld restarts (a login unit would fetch the
+// configuration from a slurmctld that does not answer yet; the pass that finishes the restart
+// publishes).
 func (l loginNodes) publish(ctx context.Context) error {
 	h := l.h
-	if !h.leader || h.configProblem() != nil || h.st.SecretID == "" {
+	if !h.leader || h.configProblem() != nil || h.st.SecretID == "" || h.st.Restart != nil {
 		return nil
 	}
 	rels, err := l.relations(ctx)
@@ -156,7 +159,7 @@ func (l loginNodes) publish(ctx context.Context) error {
 		if r.Data != nil && maps.Equal(r.Data, bag) {
 			continue
 		}
-		if err := h.hc.Relations.SetAppData(ctx, rel, bag); err != nil {
+		if err := h.hc.Relations.SetAppData(ctx, rel, slurmd.ForRelationSet(bag)); err != nil {
 			return fmt.Errorf("cannot publish the controller's data on %s: %w", rel, err)
 		}
 		r.Data = bag
@@ -181,8 +184,14 @@ func (l loginNodes) bag(ctx context.Context) (map[string]string, error) {
 		ClusterName:  h.cfg.ClusterName,
 		ConfDigest:   sackd.DigestFiles(files),
 	}
-	// The version login units check theirs against (none while unknown), as slurmd units do.
+	// The version login units check theirs against (none while unknown), as slurmd units do,
+	// and the release the configuration needs (metricsgate.go).
 	cb.SlurmVersion, _ = slurm.ParseVersion(h.st.SlurmVersion)
+	if metrics, err := confHasMetrics(files[confPath]); err != nil {
+		return nil, err
+	} else if metrics {
+		cb.ConfMinVersion = metricsRelease
+	}
 	bag, err := cb.Encode()
 	if err != nil {
 		return nil, fmt.Errorf("cannot publish the controller's data to login nodes: %w", err)

@@ -108,6 +108,7 @@ func (sc slurmConf) write(ctx context.Context, feat slurm.Features) (bool, error
 		created = true
 	}
 	managed := sc.managedValues(feat, host, addr)
+	defaults := append(slices.Clone(defaultKeys), metricsDefaults(feat)...)
 	prevExtra := h.st.ExtraKeys
 	hosts := []string{host + "(" + addr + ")"}
 	if len(h.ctls) > 0 {
@@ -127,7 +128,7 @@ func (sc slurmConf) write(ctx context.Context, feat slurm.Features) (bool, error
 				return err
 			}
 		}
-		for _, p := range defaultKeys {
+		for _, p := range defaults {
 			_, present := d.Get(p.Key)
 			if !present || (hasFold(prevExtra, p.Key) && !h.extra.Has(p.Key)) {
 				if err := d.Set(p.Key, p.Value); err != nil {
@@ -136,7 +137,7 @@ func (sc slurmConf) write(ctx context.Context, feat slurm.Features) (bool, error
 			}
 		}
 		for _, k := range prevExtra {
-			if !h.extra.Has(k) && !defaultKeys.Has(k) {
+			if !h.extra.Has(k) && !defaults.Has(k) {
 				d.Delete(k)
 			}
 		}
@@ -145,13 +146,38 @@ func (sc slurmConf) write(ctx context.Context, feat slurm.Features) (bool, error
 				return fmt.Errorf("slurm-conf-parameters: %w", err)
 			}
 		}
-		return sc.editAccounting(d)
+		if err := sc.editAccounting(d); err != nil {
+			return err
+		}
+		metricsGate{h}.edit(d)
+		return nil
 	}, slurmconf.EditOptions{})
 	if err != nil {
 		return false, fmt.Errorf("cannot write %s: %w", confPath, err)
 	}
 	h.st.ExtraKeys = h.extra.Keys()
 	return changed || created, nil
+}
+
+// rewrite writes slurm.conf for the state (on a candidate Slurm's parser reads first) and has
+// a running slurmctld apply it (slurmctldDaemon.apply: one restart or one reconfigure). A
+// candidate Slurm refuses changes nothing: it is logged and returned as refused, not as an
+// error.
+func (sc slurmConf) rewrite(ctx context.Context) (refused *slurm.ConfigError, err error) {
+	h := sc.h
+	feat, err := h.features(ctx)
+	if err != nil {
+		return nil, err
+	}
+	changed, err := h.conf.change(ctx, func(ctx context.Context) (bool, error) { return sc.write(ctx, feat) })
+	if errors.As(err, &refused) {
+		h.logf(ctx, juju.LevelWarning, "slurm.conf left as it was: %v", err)
+		return refused, nil
+	}
+	if err != nil || !(slurmctldDaemon{h}).live(ctx) {
+		return nil, err
+	}
+	return nil, slurmctldDaemon{h}.apply(ctx, changed)
 }
 
 // accountingTRES is what AccountingStorageTRES adds to Slurm's default TRES (cpu, mem, node,

@@ -17,7 +17,9 @@ import (
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
-// startWait bounds the wait for a freshly started slurmctld to answer `scontrol ping`.
+// startWait bounds the time a slurmctld just started or restarted has to answer `scontrol
+// ping`: the first start waits for it (start); a restart returns at once and fails when a
+// later pass finds it not answering after that (settle).
 const startWait = 30 * time.Second
 
 // slurmctldDaemon is slurmctld on this host: its configuration brought to the charm's, started,
@@ -78,7 +80,7 @@ func (ctl slurmctldDaemon) ensure(ctx context.Context) error {
 	}
 	h.st.ConfRefused = ""
 	hosts := hostsOf(h.ctls)
-	running := h.c.running(ctx)
+	running := ctl.live(ctx)
 	switch {
 	case running && len(h.st.RunningHosts) > 0 && !slices.Equal(h.st.RunningHosts, hosts),
 		running && len(h.st.RunningHosts) == 0 && len(hosts) > 1:
@@ -235,7 +237,18 @@ func copyTree(src, dst string) error {
 	})
 }
 
-// start defines, enables and starts slurmctld and waits (bounded) until it answers.
+// live reports whether slurmctld runs or a restart of it is under way: a configuration change
+// then goes through apply, and start (which waits) is only for a slurmctld that is not
+// running at all.
+func (ctl slurmctldDaemon) live(ctx context.Context) bool {
+	return ctl.h.st.Restart != nil || ctl.h.c.running(ctx)
+}
+
+// start defines, enables and starts slurmctld and waits (bounded by startWait) until it
+// answers. This is the one wait for Slurm in a controller hook: a slurmctld that is not
+// running holds no job in its scheduler and no node registered, no action on the controller
+// can do anything without it, and the controller data the hook then publishes sends the
+// slurmd units to it; a slurmctld that does not come up fails the hook, naming its log.
 func (ctl slurmctldDaemon) start(ctx context.Context) error {
 	h := ctl.h
 	c := h.c
@@ -264,8 +277,7 @@ func (ctl slurmctldDaemon) start(ctx context.Context) error {
 
 // waitUp waits (bounded by startWait) until a slurmctld just started or restarted answers.
 func (ctl slurmctldDaemon) waitUp(ctx context.Context, what string) error {
-	h := ctl.h
-	c := h.c
+	c := ctl.h.c
 	wctx, cancel := context.WithTimeout(ctx, startWait)
 	defer cancel()
 	var last error
@@ -282,7 +294,9 @@ func (ctl slurmctldDaemon) waitUp(ctx context.Context, what string) error {
 // apply makes a running slurmctld read its configuration files after they changed: one
 // restart when its accounting storage or GresTypes differs from what it runs with (Slurm
 // loads its accounting plugin at start only, and ignores a GresTypes change on reconfigure),
-// else one `scontrol reconfigure` when changed is set.
+// else one `scontrol reconfigure` when changed is set. A restart still under way (the hook
+// settled it first, begin) is not restarted again unless the configuration asks for another
+// one; a reconfigure waits for it (reconfigure).
 func (ctl slurmctldDaemon) apply(ctx context.Context, changed bool) error {
 	h := ctl.h
 	if h.st.accountingRestartNeeded() {
@@ -298,67 +312,102 @@ func (ctl slurmctldDaemon) apply(ctx context.Context, changed bool) error {
 }
 
 // restartForGres restarts slurmctld so that it manages the GresTypes slurm.conf lists (a
-// restart keeps the dynamic nodes and the jobs, from the saved state), waits until it
-// answers, then checks partition membership as after a reconfigure.
+// restart keeps the dynamic nodes and the jobs, from the saved state); the restart is
+// finished by a later pass (settle).
 func (ctl slurmctldDaemon) restartForGres(ctx context.Context) error {
 	h := ctl.h
-	want := h.st.gresTypes()
-	if err := h.progress(ctx, "restarting slurmctld for GresTypes="+want); err != nil {
-		return err
-	}
-	if err := h.c.restart(ctx, svcSlurmctld); err != nil {
-		return err
-	}
-	prev := h.st.GresRunning
-	h.st.GresRunning = want
-	h.nodes.forget()
-	if err := ctl.waitUp(ctx, "restarted"); err != nil {
-		return err
-	}
-	h.logf(ctx, juju.LevelInfo, "restarted slurmctld: GresTypes %q → %q (a GresTypes change needs a restart)", prev, want)
-	ctl.repairPartitions(ctx)
-	return nil
+	return ctl.restart(ctx, restartGres, fmt.Sprintf("apply GresTypes=%s (was %q)", h.st.gresTypes(), h.st.GresRunning))
 }
 
 // restartForAccounting restarts slurmctld so that it loads the accounting storage slurm.conf
 // names. Running and queued jobs survive it (StateSaveLocation); the hook waits for no job,
-// only (bounded) for slurmctld to answer. The status says why it restarts.
+// nor for slurmctld to answer: a later pass finishes the restart (settle), or, when
+// slurmctld has not answered with accounting by the deadline, turns accounting off again,
+// naming the failure, and restarts slurmctld as it was, so that it keeps scheduling
+// (rollBackAccounting).
 //
 // A cluster that slurmdbd does not know yet registers itself at this start. Slurm 23.02 and
 // later keep a ClusterID in StateSaveLocation/clustername, made up at the first start without
 // accounting, and a slurmdbd before 26.05 registers the cluster under an id of its own:
 // slurmctld then refuses to start ("CLUSTER ID MISMATCH"). So for a cluster slurmdbd does not
 // hold, the file goes first and slurmctld takes slurmdbd's id (the check is there against two
-// controllers sharing one StateSaveLocation, which this is not). If slurmctld does not come
-// back with accounting all the same, accounting is turned off again, naming the failure, and
-// slurmctld is restarted as it was: it keeps scheduling.
+// controllers sharing one StateSaveLocation, which this is not).
 func (ctl slurmctldDaemon) restartForAccounting(ctx context.Context) error {
 	h := ctl.h
 	want := h.st.Accounting.storage()
-	why := "turn accounting off"
-	if want != "" {
-		why = "turn accounting on (slurmdbd at " + want + ")"
-		if err := ctl.forgetLocalClusterID(ctx); err != nil {
-			return err
-		}
+	if want == "" {
+		return ctl.restart(ctx, restartAccountingOff, "turn accounting off")
 	}
-	if err := h.progress(ctx, "restarting slurmctld to "+why+"; running jobs keep running"); err != nil {
+	if err := ctl.forgetLocalClusterID(ctx); err != nil {
 		return err
 	}
-	if err := h.c.restart(ctx, svcSlurmctld); err != nil {
-		return err
+	return ctl.restart(ctx, restartAccountingOn, "turn accounting on (slurmdbd at "+want+")")
+}
+
+// restart restarts slurmctld for kind (what, in words) and returns at once, recording the
+// restart under way in the state: slurm.conf as written is what slurmctld now starts with.
+// The service manager's Respawn returns once the process runs; whether slurmctld answers is
+// for a later pass to see (settle).
+func (ctl slurmctldDaemon) restart(ctx context.Context, kind restartKind, what string) error {
+	h := ctl.h
+	if err := h.c.Services.Respawn(ctx, svcSlurmctld); err != nil {
+		return fmt.Errorf("cannot restart slurmctld to %s (see %s): %w", what, slurmctldLog, err)
 	}
-	h.st.AccountingRunning = want
-	h.st.GresRunning = h.st.gresTypes() // the restart applies every key
+	now := h.c.Now()
+	before := h.st.GresRunning
+	if h.st.Restart != nil { // replaced: slurmctld has not answered since the earlier one
+		before = h.st.Restart.GresBefore
+	}
+	h.st.GresRunning = h.st.gresTypes()
+	h.st.AccountingRunning = h.st.Accounting.storage()
+	h.st.Restart = &pendingRestart{For: kind, What: what, At: now, Deadline: now.Add(startWait), GresBefore: before}
 	h.nodes.forget()
-	if err := ctl.waitUp(ctx, "restarted"); err != nil {
-		if want == "" {
-			return err
-		}
-		return ctl.rollBackAccounting(ctx, err)
+	h.logf(ctx, juju.LevelInfo, "restarting slurmctld to %s; running jobs keep running", what)
+	return nil
+}
+
+// settle makes one pass over the restart under way, if any, and never waits. slurmctld
+// answering finishes it: logged, the reconfigure a later change asked for run (kept for the
+// next pass if it fails), the partitions checked, new GresTypes names published to the slurmd
+// applications (the login applications get the configuration's digest at the end of the
+// hook, loginNodes.publish). Without an answer once its deadline has passed, a restart that
+// turned accounting on is rolled back (rollBackAccounting, again without waiting); any other
+// is failed, shown as blocked with the log to read, and still finished by a later pass that
+// finds slurmctld answering (Pebble and systemd restart a slurmctld that exits).
+func (ctl slurmctldDaemon) settle(ctx context.Context) error {
+	h := ctl.h
+	r := h.st.Restart
+	if r == nil {
+		return nil
 	}
-	h.logf(ctx, juju.LevelInfo, "restarted slurmctld to %s", why)
-	ctl.repairPartitions(ctx)
+	_, err := h.c.client().Ping(ctx)
+	if err == nil {
+		h.st.Restart = nil
+		h.nodes.forget()
+		h.logf(ctx, juju.LevelInfo, "restarted slurmctld to %s (answering %.1f s after the restart)", r.What, h.c.Now().Sub(r.At).Seconds())
+		if r.Reconfigure {
+			if err := ctl.reconfigure(ctx); err != nil {
+				h.st.Restart = r
+				return err
+			}
+		} else {
+			ctl.repairPartitions(ctx)
+		}
+		if r.GresBefore != h.st.GresRunning && h.configProblem() == nil {
+			// Only now may units start with the new names.
+			return publisher{h}.all(ctx)
+		}
+		return nil
+	}
+	if r.Failed != "" || h.c.Now().Before(r.Deadline) {
+		return nil
+	}
+	cause := fmt.Errorf("slurmctld did not answer within %s of its restart to %s (see %s): %w", startWait, r.What, slurmctldLog, err)
+	if r.For == restartAccountingOn && h.st.Accounting.storage() != "" && h.configProblem() == nil {
+		return ctl.rollBackAccounting(ctx, cause)
+	}
+	r.Failed = firstLine(cause.Error())
+	h.logf(ctx, juju.LevelError, "%v", cause)
 	return nil
 }
 
@@ -383,12 +432,12 @@ func (ctl slurmctldDaemon) forgetLocalClusterID(ctx context.Context) error {
 	return nil
 }
 
-// rollBackAccounting turns accounting off again after slurmctld failed to come back with it
-// (cause), and restarts slurmctld without it.
+// rollBackAccounting turns accounting off again after slurmctld did not come back with it
+// (cause), and restarts slurmctld without it, without waiting (settle finishes that restart).
 func (ctl slurmctldDaemon) rollBackAccounting(ctx context.Context, cause error) error {
 	h := ctl.h
-	h.st.Accounting.Refused = "slurmctld did not start with accounting (see " + slurmctldLog + "): " + firstLine(cause.Error())
-	h.logf(ctx, juju.LevelError, "accounting turned off again: %v", cause)
+	h.st.Accounting.Refused = firstLine(cause.Error())
+	h.logf(ctx, juju.LevelError, "turning accounting off again: %v", cause)
 	feat, err := h.features(ctx)
 	if err != nil {
 		return err
@@ -396,16 +445,23 @@ func (ctl slurmctldDaemon) rollBackAccounting(ctx context.Context, cause error) 
 	if _, err := h.conf.change(ctx, func(ctx context.Context) (bool, error) { return slurmConf{h}.write(ctx, feat) }); err != nil {
 		return errors.Join(cause, err)
 	}
-	if err := h.c.restart(ctx, svcSlurmctld); err != nil {
+	if err := ctl.restart(ctx, restartRollback, "turn accounting off again (slurmctld did not start with it)"); err != nil {
 		return errors.Join(cause, err)
 	}
-	h.st.AccountingRunning = ""
-	return ctl.waitUp(ctx, "restarted without accounting")
+	return nil
 }
 
-// reconfigure runs one `scontrol reconfigure`.
+// reconfigure runs one `scontrol reconfigure`; while a restart is under way, one once
+// slurmctld answers (the restart may have read the older files).
 func (ctl slurmctldDaemon) reconfigure(ctx context.Context) error {
 	h := ctl.h
+	if r := h.st.Restart; r != nil {
+		if !r.Reconfigure {
+			h.logf(ctx, juju.LevelInfo, "slurm.conf changed while slurmctld restarts: it reconfigures once it answers")
+		}
+		r.Reconfigure = true
+		return nil
+	}
 	if err := h.progress(ctx, "reconfiguring"); err != nil {
 		return err
 	}

@@ -24,6 +24,7 @@ func (sr slurmdRelation) handle(ctx context.Context) error {
 	h := sr.h
 	hc := h.hc
 	ev, evErr := slurmd.Requirer{HookContext: hc, Keys: charm.ConfKeys(h.st.SlurmVersion)}.Event(ctx)
+	metricsGate{h}.recordSlurmd(ctx, ev)
 	if !h.leader {
 		return nil
 	}
@@ -120,21 +121,15 @@ func (sr slurmdRelation) ready(ctx context.Context, ev slurmd.SlurmdReady) error
 		h.st.GresTypes = prevGres
 		return err
 	}
-	if !h.c.running(ctx) {
+	if !(slurmctldDaemon{h}).live(ctx) {
 		return nil
 	}
 	if changed {
 		h.logf(ctx, juju.LevelInfo, "partition %s changed: %s", ev.App, ev.Data.Partition)
 	}
-	restart := h.st.gresRestartNeeded()
-	if err := (slurmctldDaemon{h}).apply(ctx, changed); err != nil {
-		return err
-	}
-	if restart {
-		// Only now may units start with the new names: publish them everywhere.
-		return publisher{h}.all(ctx)
-	}
-	return nil
+	// A new GresTypes name restarts slurmctld; the pass that finds it answering publishes the
+	// names to every application (slurmctldDaemon.settle).
+	return (slurmctldDaemon{h}).apply(ctx, changed)
 }
 
 // departed records the departed unit's node and makes one pass of the removals of

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/juju"
@@ -57,8 +58,13 @@ type charmState struct {
 	// AccountingRunning is the accounting storage (host:port, "" for none) slurmctld was last
 	// started or restarted with.
 	AccountingRunning string `json:"accounting-running,omitempty"`
+	// Restart is the slurmctld restart under way (slurmctld.go: no hook waits for it), or nil.
+	Restart *pendingRestart `json:"restart,omitempty"`
 	// Reboots is the rolling reboot under way (reboot action), or nil.
 	Reboots *rebootPlan `json:"reboots,omitempty"`
+	// COS records the cos-agent relations and what this unit last wrote to them (cos.go);
+	// like Published, it is dropped when a hook fails.
+	COS cosRecord `json:"cos,omitzero"`
 	// Published is what this unit, as leader, last wrote to Juju in hooks that succeeded;
 	// see published.
 	Published *published `json:"published,omitempty"`
@@ -80,6 +86,46 @@ type charmState struct {
 	// it was not in control or had no backup).
 	Leaving  bool   `json:"leaving,omitempty"`
 	HandedTo string `json:"handed-to,omitempty"`
+	// SlurmdReleases are the Slurm releases slurmd applications and units said they run, by
+	// application or unit name (metricsgate.go).
+	SlurmdReleases map[string]nodeRelease `json:"slurmd-releases,omitempty"`
+}
+
+// restartKind is what a restart of slurmctld applies.
+type restartKind string
+
+const (
+	// restartAccountingOn and restartAccountingOff load (or drop) the accounting storage
+	// slurm.conf names: Slurm loads its accounting plugin at start only.
+	restartAccountingOn  restartKind = "accounting-on"
+	restartAccountingOff restartKind = "accounting-off"
+	// restartGres applies a GresTypes change, which a reconfigure ignores.
+	restartGres restartKind = "gres"
+	// restartRollback turns accounting off again: slurmctld did not answer with it.
+	restartRollback restartKind = "accounting-rollback"
+)
+
+// pendingRestart is a restart of slurmctld that no hook waited for: the hook that restarted
+// slurmctld returned at once, and a later pass (the waiter's wake, the leader's next hook,
+// update-status) finishes it once slurmctld answers, or fails it once Deadline has passed
+// without an answer (slurmctldDaemon.settle).
+type pendingRestart struct {
+	For restartKind `json:"for"`
+	// What is what the restart does, in words for the log and the status ("turn accounting
+	// on (slurmdbd at 10.0.0.9:6819)").
+	What string `json:"what"`
+	// At is when slurmctld was restarted; Deadline when a restart it has not answered fails.
+	At       time.Time `json:"at"`
+	Deadline time.Time `json:"deadline"`
+	// GresBefore is the GresTypes value slurmctld ran with before the restart: the names
+	// published as managed until it answers (gresRunning).
+	GresBefore string `json:"gres-before,omitempty"`
+	// Reconfigure: slurm.conf changed again after the restart, which may have read the older
+	// file: slurmctld reconfigures once it answers.
+	Reconfigure bool `json:"reconfigure,omitempty"`
+	// Failed says how the restart failed (no answer by Deadline), for the blocked status; a
+	// later pass that finds slurmctld answering still finishes it.
+	Failed string `json:"failed,omitempty"`
 }
 
 // published records what the leader wrote to Juju (ports, relation data, secret grants) and
@@ -227,6 +273,9 @@ type loginHost struct {
 	Relation juju.RelationID `json:"relation"`
 	Hostname string          `json:"hostname"`
 	Address  string          `json:"address"`
+	// Version is the Slurm release the unit said its sackd runs; "" when it said none (an
+	// older charm): metricsgate.go.
+	Version string `json:"version,omitempty"`
 }
 
 // pendingNode is a node whose unit departed, with its removal as far as it went.
@@ -245,6 +294,14 @@ type removal struct {
 	// Pending are the ids of the partition's pending jobs: they can never run there (the
 	// partition is inactive and its nodes go) and wait for the settle-jobs action.
 	Pending []string `json:"pending,omitempty"`
+}
+
+// cosRecord is what a unit knows of its cos-agent relations: their ids (as the last
+// cos-agent relation hook listed them) and a digest of the data it last wrote to them, so
+// that a hook whose data is unchanged writes nothing and runs no hook tool for it.
+type cosRecord struct {
+	Relations []juju.RelationID `json:"relations,omitempty"`
+	Digest    string            `json:"digest,omitempty"`
 }
 
 // rebootPlan is a rolling reboot under way: Slurm has been asked to reboot the Asked nodes

@@ -10,12 +10,13 @@ import (
 	"github.com/charmed-slurm/operators/libs/hostlist"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/slurm"
+	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
 
 // report sets the unit status from everything known in this hook, unless this unit set
 // the same status last (the kit's status cache, saved with the state).
 func (h *hook) report(ctx context.Context) error {
-	code, msg := unitStatus(ctx, h.st, h.leader, h.configProblem(), observer{running: h.c.running, nodes: h.nodes.list, dbdQueue: h.c.client().DbdAgentQueue, role: h.haStatus, backupWait: h.backupWait})
+	code, msg := unitStatus(ctx, h.st, h.leader, h.configProblem(), h.extra, observer{running: h.c.running, nodes: h.nodes.list, dbdQueue: h.c.client().DbdAgentQueue, role: h.haStatus, backupWait: h.backupWait})
 	return h.k.SetUnitStatus(ctx, code, msg)
 }
 
@@ -37,10 +38,10 @@ type observer struct {
 	backupWait string
 }
 
-// unitStatus is the unit status, the one place it is worded: from the state, leadership and
-// the configuration's problem, then (only when it gets that far) whether slurmctld runs and
-// its node list.
-func unitStatus(ctx context.Context, st *charmState, leader bool, configProblem error, o observer) (juju.StatusCode, string) {
+// unitStatus is the unit status, the one place it is worded: from the state, leadership, the
+// configuration's problem and its slurm.conf parameters (extra) and the slurmctld restart
+// under way, then (only when it gets that far) whether slurmctld runs and its node list.
+func unitStatus(ctx context.Context, st *charmState, leader bool, configProblem error, extra slurmconf.Params, o observer) (juju.StatusCode, string) {
 	if st.Leaving {
 		if st.HandedTo != "" {
 			return juju.StatusMaintenance, "leaving: slurmctld stopped, control handed to " + st.HandedTo
@@ -67,6 +68,12 @@ func unitStatus(ctx context.Context, st *charmState, leader bool, configProblem 
 	}
 	if apps := sortedKeys(st.Problems); len(apps) > 0 {
 		return juju.StatusBlocked, fmt.Sprintf("slurmd application %s: %s", apps[0], st.Problems[apps[0]])
+	}
+	if r := st.Restart; r != nil {
+		if r.Failed != "" {
+			return juju.StatusBlocked, r.Failed
+		}
+		return juju.StatusMaintenance, "slurmctld restarting to " + r.What + "; running jobs keep running"
 	}
 	if !o.running(ctx) {
 		return juju.StatusMaintenance, "slurmctld is not running"
@@ -128,12 +135,12 @@ func unitStatus(ctx context.Context, st *charmState, leader bool, configProblem 
 		msg += "; waiting for a slurmd application"
 	}
 	msg += accountingStatus(ctx, st, o)
-	msg += rebootStatus(st.Reboots)
+	msg += rebootStatus(st.Reboots) + cosStatus(st, extra)
 	return juju.StatusActive, msg
 }
 
 // accountingStatus is the accounting part of the unit status ("" without a slurmdbd
-// relation): off and why, waiting for slurmdbd, the restart pending, or the records queued
+// relation): off and why, waiting for slurmdbd, a restart still to make, or the records queued
 // for slurmdbd (sdiag's DBD agent queue) while slurmdbd or its database is away.
 func accountingStatus(ctx context.Context, st *charmState, o observer) string {
 	a := st.Accounting
@@ -167,4 +174,23 @@ func rebootStatus(r *rebootPlan) string {
 		msg += fmt.Sprintf(", %d nodes queued (max-unavailable %d)", len(r.Queued), r.Max)
 	}
 	return msg
+}
+
+// cosStatus is the unit status's note on COS with a cos-agent relation: on Slurm older than
+// 25.11 that no metrics come; when slurm-conf-parameters (extra) hides jobs (PrivateData) and
+// lets no scrape through, that Slurm refuses the scrapes.
+func cosStatus(st *charmState, extra slurmconf.Params) string {
+	if note := metricsStatus(st); note != "" {
+		return note
+	}
+	if len(st.COS.Relations) == 0 || st.SlurmVersion == "" {
+		return ""
+	}
+	if !openMetrics(st.SlurmVersion) {
+		return fmt.Sprintf("; no metrics for cos-agent: Slurm %s serves none (25.11 or later does)", st.SlurmVersion)
+	}
+	if metricsRefused(extra) {
+		return "; metrics for cos-agent refused: PrivateData hides jobs, set MetricsParameters=ignore_private_data in slurm-conf-parameters"
+	}
+	return ""
 }

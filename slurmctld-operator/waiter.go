@@ -23,17 +23,20 @@ import (
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
-// The removal waiter. A controller hook never waits for Slurm: what it cannot finish in one
-// pass (a departed unit's node still runs jobs, a removed application's partition still holds
-// job records) finishes from a later event. Juju gives a machine charm no timer but
-// update-status (every 5 minutes by default), so the leader's hooks start a small process,
-// the waiter, which holds no machine lock: it watches Slurm and, when a removal can proceed,
-// asks Juju to run the charm's update-status handler through juju-exec, which takes the
-// machine lock and runs one pass like any hook. The hooks tell it what to watch (the watch
-// file); at most one waiter runs per unit (the lock file, an flock it holds); it ends when
-// nothing is left to watch, when the charm's dispatch changes or goes (an upgrade, the unit's
-// removal; upgrade-charm, stop and remove also end it) and after its lifetime, and it writes
-// what it does to its log file, all in the unit's charm directory.
+// The waiter. A controller hook never waits for Slurm: what it cannot finish in one pass (a
+// departed unit's node still runs jobs, a removed application's partition still holds job
+// records, a restarted slurmctld does not answer yet) finishes from a later event. Juju gives
+// a machine charm no timer but update-status (every 5 minutes by default), so the leader's
+// hooks start a small process, the waiter, which holds no machine lock: it watches Slurm and,
+// when a removal can proceed, or slurmctld answers after a restart (or has not by the
+// restart's deadline), asks Juju to run the charm's update-status handler through juju-exec,
+// which takes the machine lock and runs one pass like any hook. The hooks tell it what to
+// watch (the watch file); at most one waiter runs per unit (the lock file, an flock it holds);
+// it ends when nothing is left to watch, when the charm's dispatch changes or goes (an
+// upgrade, the unit's removal; upgrade-charm, stop and remove also end it) and after its
+// lifetime, and it writes what it does to its log file, all in the unit's charm directory.
+// Its command and file names keep the word "removal" they were born with: a waiter of the
+// previous charm is recognised by them.
 
 // Files of the waiter in the unit's charm directory, and dispatch's first argument that makes
 // it the waiter.
@@ -45,7 +48,8 @@ const (
 )
 
 // wakeCommands is what the waiter asks juju-exec to run in the unit's hook context: the
-// charm's update-status handler, the one pass over every removal that update-status makes.
+// charm's update-status handler, the one pass over every removal and the restart under way
+// that update-status makes.
 const wakeCommands = `JUJU_DISPATCH_PATH=hooks/update-status exec "$JUJU_CHARM_DIR/dispatch"`
 
 // Bounds of the waiter (removalWaiter's zero values).
@@ -70,9 +74,14 @@ const (
 	maxWaiterLog = 1 << 20
 )
 
-// watchList is what the waiter must watch for this state: every removal under way.
+// watchList is what the waiter must watch for this state: every removal under way, and the
+// slurmctld restart under way until it has failed (update-status still looks at a failed one).
 func (s *charmState) watchList() watchList {
-	return watchList{Nodes: sortedKeys(s.Pending), Partitions: sortedKeys(s.Removing)}
+	w := watchList{Nodes: sortedKeys(s.Pending), Partitions: sortedKeys(s.Removing)}
+	if r := s.Restart; r != nil && r.Failed == "" {
+		w.Restart = r.Deadline
+	}
+	return w
 }
 
 // procWaiter is a unit's waiter: a process started from the charm's dispatch by a hook,
@@ -242,12 +251,13 @@ func isWaiter(pid int) bool {
 }
 
 // removalWaiter is the waiter process: every Interval it reads the watch list and asks Slurm,
-// cheaply, whether a removal can proceed: a node is gone, or is not busy (`scontrol show
-// node`: not ALLOCATED, MIXED or COMPLETING) and its LastBusyTime is IdleGrace ago, a partition
-// has no job record left
-// (`squeue -t all -p`). It wakes the charm when that set is not empty and it or the watch list
-// changed since the last wake (a pass that could not finish everything is followed by
-// another), and at least every Refresh while it watches anything.
+// cheaply, whether what the charm left can proceed: a restarted slurmctld answers (`scontrol
+// ping`) or its restart's deadline has passed; a node is gone, or is not busy (`scontrol show
+// node`: not ALLOCATED, MIXED or COMPLETING) and its LastBusyTime is IdleGrace ago; a
+// partition has no job record left (`squeue -t all -p`). While a restarted slurmctld does not
+// answer, the removals are not asked about. It wakes the charm when that set is not empty and
+// it or the watch list changed since the last wake (a pass that could not finish everything
+// is followed by another), and at least every Refresh while it watches anything.
 type removalWaiter struct {
 	// Dir is the unit's charm directory (watch list, lock, dispatch); Unit the unit.
 	Dir, Unit string
@@ -331,7 +341,7 @@ func (w *removalWaiter) Run(ctx context.Context) error {
 		key := fmt.Sprintf("%s %v", ready, list)
 		switch {
 		case err != nil:
-			w.logf("cannot check the removals: %v", err)
+			w.logf("cannot check what it watches: %v", err)
 		case ready != "" && key != lastWake:
 			w.wake(ctx, ready)
 			woke, lastWake = w.now(), key
@@ -356,9 +366,20 @@ func (w *removalWaiter) tryLock(lock *os.File) bool {
 	return true
 }
 
-// ready lists the removals of list that can proceed now, in words ("" for none).
+// ready lists what of list can proceed now, in words ("" for none).
 func (w *removalWaiter) ready(ctx context.Context, list watchList) (string, error) {
 	var out []string
+	if !list.Restart.IsZero() {
+		_, err := w.Client.Ping(ctx)
+		switch {
+		case err == nil:
+			out = append(out, "slurmctld answers again")
+		case !w.now().Before(list.Restart):
+			return "slurmctld has not answered by its restart's deadline", nil
+		default:
+			return "", nil // nothing else can be asked of it yet
+		}
+	}
 	if len(list.Nodes) > 0 {
 		nodes, err := w.Client.Nodes(ctx)
 		if err != nil {

@@ -519,3 +519,60 @@ func fakeLastBusy() time.Time {
 	}
 	return t
 }
+
+// TestRemovalWaiterWatchesARestart: while a restarted slurmctld does not answer, the waiter
+// asks it nothing else (the removals cannot be asked about) and does not wake the charm; it
+// wakes it once slurmctld answers, or once the restart's deadline has passed without an
+// answer, and ends when the charm's pass leaves nothing to watch.
+func TestRemovalWaiterWatchesARestart(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		deadline time.Duration // from now
+		answerAt int           // the Slurm call at which slurmctld answers again (0: never)
+		why      string
+	}{
+		{name: "slurmctld answers", deadline: time.Hour, answerAt: 10, why: "slurmctld answers again"},
+		{name: "deadline passed", deadline: -time.Second, why: "slurmctld has not answered by its restart's deadline"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.started()
+			e.slurm.addNode("slurmd-1", "slurmd", true) // idle: its removal can proceed
+			e.slurm.SetUnreachable(true)
+			x := &fakeExec{}
+			w, log := e.removalWaiter(watchList{Nodes: []string{"slurmd-1"}, Restart: time.Now().Add(tt.deadline)}, x)
+			var mu sync.Mutex
+			calls, others := 0, 0
+			e.slurm.Before(func(argv []string) {
+				mu.Lock()
+				defer mu.Unlock()
+				if calls++; calls == tt.answerAt {
+					e.slurm.SetUnreachable(false)
+				}
+				if strings.Join(argv, " ") != "scontrol ping" {
+					others++
+				}
+			})
+			defer e.slurm.Before(nil)
+			answered := func() bool { _, err := w.Client.Ping(context.Background()); return err == nil }
+			x.charm = func() {
+				if tt.answerAt > 0 && !answered() {
+					t.Error("woken while slurmctld does not answer, before the deadline")
+				}
+				(&procWaiter{Dir: w.Dir}).writeWatch(context.Background(), watchList{})
+			}
+			runWaiter(t, w)
+			if x.count() != 1 || !strings.Contains(log.String(), "waking the charm: "+tt.why) {
+				t.Errorf("%d wakes, want one for %q:\n%s", x.count(), tt.why, log)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if tt.answerAt > 0 && calls < tt.answerAt {
+				t.Errorf("woken after %d Slurm calls, before slurmctld answered", calls)
+			}
+			if tt.answerAt == 0 && others > 0 {
+				t.Errorf("%d Slurm calls besides scontrol ping while slurmctld does not answer", others)
+			}
+		})
+	}
+}

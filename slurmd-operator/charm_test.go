@@ -284,14 +284,14 @@ func TestPublishPartition(t *testing.T) {
 		config:     "MaxTime=1:00:00 DefaultTime=10:00",
 		leader:     true,
 		event:      jujutest.Hook(juju.ConfigChanged),
-		wantBag:    map[string]string{"version": "1", "nodeset": "NodeSet=slurmd Feature=slurmd", "partition": "PartitionName=slurmd Nodes=slurmd MaxTime=1:00:00 DefaultTime=10:00"},
+		wantBag:    map[string]string{"version": "1", "nodeset": "NodeSet=slurmd Feature=slurmd", "partition": "PartitionName=slurmd Nodes=slurmd MaxTime=1:00:00 DefaultTime=10:00", "slurm_version": "22.05.8"},
 		wantStatus: juju.WorkloadStatus{Code: juju.StatusWaiting, Message: "waiting for slurmctld data"},
 		wantApp:    juju.WorkloadStatus{Code: juju.StatusActive, Message: "partition slurmd: MaxTime=1:00:00 DefaultTime=10:00"},
 	}, {
 		name:       "empty on leader-elected",
 		leader:     true,
 		event:      jujutest.Hook(juju.LeaderElected),
-		wantBag:    map[string]string{"version": "1", "nodeset": "NodeSet=slurmd Feature=slurmd", "partition": "PartitionName=slurmd Nodes=slurmd"},
+		wantBag:    map[string]string{"version": "1", "nodeset": "NodeSet=slurmd Feature=slurmd", "partition": "PartitionName=slurmd Nodes=slurmd", "slurm_version": "22.05.8"},
 		wantStatus: juju.WorkloadStatus{Code: juju.StatusWaiting, Message: "waiting for slurmctld data"},
 		wantApp:    juju.WorkloadStatus{Code: juju.StatusActive, Message: "partition slurmd"},
 	}, {

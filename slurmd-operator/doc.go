@@ -52,6 +52,7 @@
 //	actions.go   node-config and detect-gres
 //	relation.go  the slurmctld relation's hooks and secret-changed: the controller's data
 //	             (the registrar joins, the removal departs), the partition the leader publishes
+//	cos.go       the cos-agent relation's hooks: slurmd's log for the COS collector
 //	register.go  registrar: registration in one place: the join (auth key, --conf, slurmd
 //	             started), re-registration, the staged node-config applied after a boot
 //	depart.go    removal: the node's record removed (slurm.Remover), the departure

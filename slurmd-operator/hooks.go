@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmed-slurm/operators/interfaces/cosagent"
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/apt"
 	"github.com/charmed-slurm/operators/libs/charm"
@@ -30,6 +31,7 @@ func (c *Charm) Router() *juju.Router {
 	r.Handle(juju.SecretChanged, handle((*hook).relation))
 	for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted, juju.RelationBroken} {
 		r.HandleRelation(slurmd.ProviderEndpoint, k, handle((*hook).relation))
+		r.HandleRelation(cosagent.Endpoint, k, hs.Handle((*hook).cosAgentRelation))
 	}
 	r.HandleAction("node-config", handle((*hook).nodeConfig))
 	r.HandleAction("detect-gres", handle((*hook).detectGres))

@@ -51,6 +51,16 @@ func (r registrar) join(ctx context.Context, data slurmd.ControllerData) error {
 	refusal := slurm.CheckNodeVersion(data.SlurmVersion, version)
 	if refusal == nil {
 		h.st.VersionRefused = ""
+		if wait := slurm.CheckConfVersion("slurmd", data.ConfMinVersion, version); wait != nil {
+			// slurmd would exit on a key of the configuration it fetches: the controller
+			// leaves it out once it has read this unit's version (publishUnit).
+			if h.st.ConfWaiting != wait.Error() {
+				h.logf(ctx, juju.LevelInfo, "not starting slurmd yet: %v", wait)
+			}
+			h.st.ConfWaiting = wait.Error()
+			return h.refresh(ctx)
+		}
+		h.st.ConfWaiting = ""
 		return r.apply(ctx, data, slurm.FeaturesOf(version))
 	}
 	if h.st.VersionRefused != refusal.Error() {

@@ -21,9 +21,15 @@ func (h *hook) relation(ctx context.Context) error {
 		h.st.Departed = false
 	}
 	if ev.Kind == juju.RelationBroken {
-		h.st.Published, h.st.Controller = nil, nil
+		h.st.Published, h.st.Controller, h.st.UnitPublished = nil, nil, ""
 	}
 	l := slurmctldRelation{h}
+	switch ev.Kind {
+	case juju.RelationCreated, juju.RelationJoined, juju.RelationChanged:
+		if err := l.publishUnit(ctx, ev.Relation); err != nil {
+			return err
+		}
+	}
 	if err := l.event(ctx); err != nil {
 		return err
 	}
@@ -59,6 +65,11 @@ func (l slurmctldRelation) publish(ctx context.Context) error {
 	}
 	var bag map[string]string
 	if cerr == nil {
+		// The leader's release: the controller's sign that this charm's units publish
+		// theirs (an older charm's bag has none).
+		if data.SlurmVersion, cerr = h.version(ctx); cerr != nil {
+			return cerr
+		}
 		bag = data.Encode()
 	}
 	if !force && h.st.App == string(code)+": "+msg {
@@ -91,6 +102,27 @@ func (l slurmctldRelation) publish(ctx context.Context) error {
 		}
 	}
 	return h.k.SetAppStatus(ctx, code, msg, force)
+}
+
+// publishUnit writes this unit's UnitData (the Slurm release its slurmd runs) on relation id
+// unless the record says it is there. A relation hook writes it before slurmd may start, so
+// that the controller learns the release that will read its configuration (it leaves out
+// the keys that release lacks, and says so in conf_min_version, which join waits for).
+func (l slurmctldRelation) publishUnit(ctx context.Context, id juju.RelationID) error {
+	h := l.h
+	v, err := h.version(ctx)
+	if err != nil {
+		return err
+	}
+	rec := string(id) + " " + v.String()
+	if h.st.UnitPublished == rec {
+		return nil
+	}
+	if err := (slurmd.Provider{HookContext: h.hc}).PublishUnit(ctx, id, slurmd.UnitData{SlurmVersion: v}); err != nil {
+		return fmt.Errorf("cannot publish this unit's Slurm version on %s: %w", id, err)
+	}
+	h.st.UnitPublished = rec
+	return nil
 }
 
 // samePublishedRelation reports whether rel, where the data was last published, is the
@@ -146,6 +178,9 @@ func (l slurmctldRelation) reapply(ctx context.Context) error {
 	id, err := h.relationID(ctx)
 	if err != nil || id == "" {
 		return errors.Join(err, h.refresh(ctx))
+	}
+	if err := l.publishUnit(ctx, id); err != nil {
+		return err
 	}
 	data, err := slurmd.Provider{HookContext: h.hc}.Controller(ctx, id)
 	if err != nil {

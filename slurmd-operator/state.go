@@ -47,6 +47,12 @@ type State struct {
 	// VersionRefused says why the controller's Slurm does not accept this machine's
 	// (slurm.CheckNodeVersion): slurmd was not (re)started for it.
 	VersionRefused string `json:"version-refused,omitempty"`
+	// ConfWaiting says why this machine's slurmd waits for the controller's configuration
+	// (slurm.CheckConfVersion against conf_min_version): slurmd was not (re)started for it.
+	ConfWaiting string `json:"conf-waiting,omitempty"`
+	// UnitPublished is the relation and the Slurm version this unit last published in its
+	// unit databag ("slurmctld:3 24.11.5"); dropped with a failed hook.
+	UnitPublished string `json:"unit-published,omitempty"`
 	// Published is the ComputeData this unit last published as leader, and where; a hook
 	// whose data is the same skips the write.
 	Published *Published `json:"published,omitempty"`

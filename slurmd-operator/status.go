@@ -71,6 +71,8 @@ func unitStatus(st *State, cfgErr error, node string, o observed) (juju.StatusCo
 		return juju.StatusWaiting, "waiting for slurmctld: no controller address"
 	case st.Applied == nil && st.VersionRefused != "":
 		return juju.StatusBlocked, st.VersionRefused
+	case st.Applied == nil && st.ConfWaiting != "":
+		return juju.StatusWaiting, st.ConfWaiting
 	case o.gresHeld, st.Applied == nil && len(st.GresWaiting) > 0:
 		return juju.StatusWaiting, unmanagedStatus(st.GresWaiting)
 	case st.Applied == nil:
@@ -108,6 +110,10 @@ func nodeStatus(st *State, n slurm.Node) (juju.StatusCode, string) {
 	}
 	if st.StagedNodeConfig != "" {
 		msg += "; node-config staged for the next reboot"
+	}
+	if st.ConfWaiting != "" {
+		// The controller's configuration changed under a running node: it runs on.
+		msg += "; " + st.ConfWaiting
 	}
 	if st.VersionRefused != "" {
 		// The controller's Slurm changed under a running node: it runs on, untouched.

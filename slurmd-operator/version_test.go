@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -133,5 +134,49 @@ func TestGresConfAutoDetectOff(t *testing.T) {
 				t.Errorf("applied gres.conf %+v differs from the file", st.Applied)
 			}
 		})
+	}
+}
+
+// TestSlurmdWaitsForReadableConf: a unit publishes its Slurm release in its unit databag on
+// its first relation hook, before slurmd may start; while the controller's conf_min_version
+// names a newer release (slurm.conf carries keys this slurmd cannot parse, and it would exit
+// on them) slurmd is not started and the unit waits, saying why; once the controller drops
+// conf_min_version the next relation-changed starts it. An unchanged hook writes the unit
+// databag no more.
+func TestSlurmdWaitsForReadableConf(t *testing.T) {
+	e := newEnv(t)
+	e.slurm.version = "24.11.5"
+	if err := e.run(jujutest.Hook(juju.Install)); err != nil {
+		t.Fatal(err)
+	}
+	e.relatedTo("26.05.5")
+	e.state.Relations[0].RemoteAppData[slurmd.KeyConfMinVersion] = "25.11.0"
+	e.joinHooks()
+	if got := e.state.Relations[0].LocalUnitData[slurmd.KeySlurmVersion]; got != "24.11.5" {
+		t.Errorf("unit databag slurm_version %q, want 24.11.5", got)
+	}
+	want := "slurmd 24.11.5 cannot read the configuration slurmctld serves (it needs Slurm 25.11 or later): waiting for slurmctld to leave out the keys slurmd 24.11 lacks"
+	if st := e.status(); st.Code != juju.StatusWaiting || st.Message != want {
+		t.Errorf("status %+v, want waiting: %s", st, want)
+	}
+	if calls := e.svcCalls(SlurmdService); len(calls) != 0 {
+		t.Errorf("slurmd service calls %q: want none", calls)
+	}
+	if e.slurm.hasNode(node) {
+		t.Errorf("node %s registered", node)
+	}
+	if tools := e.runTools(jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0")); slices.Contains(tools, "relation-set") {
+		t.Errorf("an unchanged relation-changed wrote relation data: %q", tools)
+	}
+
+	delete(e.state.Relations[0].RemoteAppData, slurmd.KeyConfMinVersion)
+	if err := e.run(jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0")); err != nil {
+		t.Fatal(err)
+	}
+	if !e.slurm.hasNode(node) {
+		t.Fatalf("node %s did not register once the controller serves a configuration it reads (status %+v)", node, e.status())
+	}
+	if st := e.savedState(); st.ConfWaiting != "" {
+		t.Errorf("ConfWaiting %q kept", st.ConfWaiting)
 	}
 }

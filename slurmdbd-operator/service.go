@@ -66,7 +66,11 @@ func (h *hook) startSlurmdbd(ctx context.Context, restart bool) error {
 	}
 	// As slurm, as Debian 13's unit runs it: systemd then makes its RuntimeDirectory
 	// (/run/slurmdbd, where 24.11 binds its sack socket) slurm's.
-	spec := service.Spec{Name: Service, Summary: "Slurm accounting daemon", Command: []string{"/usr/sbin/slurmdbd", "-D"}, User: SlurmUser}
+	// slurmdbd 26.05 wakes its RPC thread with a SIGUSR1 to itself while it shuts down on
+	// SIGTERM (rpc_mgr_wake), and now and then its handler is gone by then: it dies by that
+	// signal. Counted as a clean exit, an operator's stop leaves it stopped (inactive), not
+	// failed, which the charm would start again. slurmdbd ignores SIGUSR1 otherwise.
+	spec := service.Spec{Name: Service, Summary: "Slurm accounting daemon", Command: []string{"/usr/sbin/slurmdbd", "-D"}, User: SlurmUser, SuccessSignals: []string{"SIGUSR1"}}
 	if err := c.Services.Configure(ctx, spec); err != nil {
 		return fmt.Errorf("cannot configure slurmdbd: %w", err)
 	}

@@ -21,7 +21,10 @@
 // Each login unit publishes in its unit databag the short host name srun sends the
 // controllers ("hostname", gethostname up to the first dot) and its ingress address
 // ("address"): slurmctld reaches srun by that name, and a controller that no DNS tells about
-// the login nodes resolves them from this (LoginHost).
+// the login nodes resolves them from this (LoginHost); and the Slurm release its sackd runs
+// ("slurm_version", absent from an older charm), before it starts sackd: sackd parses the
+// configuration it fetches, so the controller serves none that release cannot read, and the
+// unit waits while the controller's "conf_min_version" names a newer release.
 //
 // The key itself never appears in relation data. Decoding is strict: an unknown version, a
 // malformed value or a secret that cannot be read gives a *DataError naming the field, never
@@ -105,6 +108,9 @@ type ControllerBag struct {
 	ConfDigest string
 	// SlurmVersion is the Slurm release slurmctld runs; zero when the controller does not say.
 	SlurmVersion slurm.Version
+	// ConfMinVersion is the oldest Slurm release that reads the configuration slurmctld
+	// serves (slurmd.KeyConfMinVersion); zero when the controller names none.
+	ConfMinVersion slurm.Version
 }
 
 // ControllerData is ControllerBag with the auth key read from its secret.
@@ -118,7 +124,7 @@ type ControllerData struct {
 
 // shared is the part of b encoded as the slurmd relation's controller data.
 func (b ControllerBag) shared() slurmd.ControllerBag {
-	return slurmd.ControllerBag{Controllers: b.Controllers, AuthSecretID: b.AuthSecretID, ClusterName: b.ClusterName, SlurmVersion: b.SlurmVersion}
+	return slurmd.ControllerBag{Controllers: b.Controllers, AuthSecretID: b.AuthSecretID, ClusterName: b.ClusterName, SlurmVersion: b.SlurmVersion, ConfMinVersion: b.ConfMinVersion}
 }
 
 // Encode renders the databag.
@@ -151,7 +157,7 @@ func DecodeControllerBag(bag map[string]string) (ControllerBag, error) {
 			return ControllerBag{}, err
 		}
 	}
-	return ControllerBag{Controllers: cb.Controllers, AuthSecretID: cb.AuthSecretID, ClusterName: cb.ClusterName, ConfDigest: digest, SlurmVersion: cb.SlurmVersion}, nil
+	return ControllerBag{Controllers: cb.Controllers, AuthSecretID: cb.AuthSecretID, ClusterName: cb.ClusterName, ConfDigest: digest, SlurmVersion: cb.SlurmVersion, ConfMinVersion: cb.ConfMinVersion}, nil
 }
 
 // checkDigest accepts a hex SHA-256, as DigestFiles renders it.
@@ -186,6 +192,9 @@ type LoginHost struct {
 	Hostname string
 	// Address is the unit's ingress address on the relation.
 	Address netip.Addr
+	// SlurmVersion is the Slurm release the unit's sackd runs; zero: not written (an older
+	// charm's unit, or a local build with no release).
+	SlurmVersion slurm.Version
 }
 
 // check validates h: a host name with no dot (srun sends the name up to the first dot) and
@@ -205,7 +214,11 @@ func (h LoginHost) Encode() (map[string]string, error) {
 	if err := h.check(); err != nil {
 		return nil, err
 	}
-	return map[string]string{KeyHostname: h.Hostname, KeyAddress: h.Address.String()}, nil
+	bag := map[string]string{KeyHostname: h.Hostname, KeyAddress: h.Address.String()}
+	if !h.SlurmVersion.IsZero() {
+		bag[slurmd.KeySlurmVersion] = h.SlurmVersion.String()
+	}
+	return bag, nil
 }
 
 // DecodeLoginHost reads a login unit's databag. A bag with neither key is ErrNotReady (the
@@ -220,7 +233,11 @@ func DecodeLoginHost(bag map[string]string) (LoginHost, error) {
 	if err != nil {
 		return LoginHost{}, &DataError{Field: KeyAddress, Msg: fmt.Sprintf("not an IP address: %q", short(addr))}
 	}
-	h := LoginHost{Hostname: name, Address: a}
+	v, err := slurmd.DecodeVersion(bag, slurmd.KeySlurmVersion)
+	if err != nil {
+		return LoginHost{}, dataError(err)
+	}
+	h := LoginHost{Hostname: name, Address: a, SlurmVersion: v}
 	if err := h.check(); err != nil {
 		return LoginHost{}, err
 	}

@@ -328,6 +328,14 @@ func TestLoginHost(t *testing.T) {
 	if err != nil || back != h {
 		t.Errorf("round trip %+v, %v", back, err)
 	}
+	// With the release sackd runs (absent from an older charm's unit).
+	h.SlurmVersion = slurm.Version{Major: 24, Minor: 11, Micro: 5}
+	if bag, err = h.Encode(); err != nil || bag["slurm_version"] != "24.11.5" {
+		t.Errorf("bag with the release %v, %v", bag, err)
+	}
+	if back, err = sackd.DecodeLoginHost(bag); err != nil || back != h {
+		t.Errorf("round trip with the release %+v, %v", back, err)
+	}
 	// Juju's own keys alone: not published yet.
 	if _, err := sackd.DecodeLoginHost(map[string]string{"ingress-address": "10.0.0.1"}); !errors.Is(err, sackd.ErrNotReady) {
 		t.Errorf("Juju's keys only: %v, want ErrNotReady", err)
@@ -343,6 +351,7 @@ func TestLoginHost(t *testing.T) {
 		{map[string]string{"hostname": "juju-3", "address": "juju-3"}, "address"},
 		{map[string]string{"hostname": "juju-3"}, "address"},
 		{map[string]string{"hostname": "juju-3", "address": "fe80::1%eth0"}, "address"},
+		{map[string]string{"hostname": "juju-3", "address": "10.0.0.1", "slurm_version": "24.11"}, "slurm_version"},
 	} {
 		_, err := sackd.DecodeLoginHost(bad.bag)
 		var de *sackd.DataError

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
@@ -150,12 +151,21 @@ func ReadAuthSecret(ctx context.Context, secrets juju.Secrets, id string) (key [
 }
 
 func data(cb ControllerBag, key []byte, keyID string) ControllerData {
-	return ControllerData{AuthKey: key, AuthKeyID: keyID, Controllers: cb.Controllers, ClusterName: cb.ClusterName, GresTypes: cb.GresTypes, AuthSecretID: cb.AuthSecretID, SlurmVersion: cb.SlurmVersion}
+	return ControllerData{AuthKey: key, AuthKeyID: keyID, Controllers: cb.Controllers, ClusterName: cb.ClusterName, GresTypes: cb.GresTypes, AuthSecretID: cb.AuthSecretID, SlurmVersion: cb.SlurmVersion, ConfMinVersion: cb.ConfMinVersion}
 }
 
 // PublishCompute writes ComputeData to the application databag of relation id (leader only).
 func (p Provider) PublishCompute(ctx context.Context, id juju.RelationID, data ComputeData) error {
 	return p.HookContext.Relations.SetAppData(ctx, id, data.Encode())
+}
+
+// PublishUnit writes this unit's UnitData to its unit databag of relation id.
+func (p Provider) PublishUnit(ctx context.Context, id juju.RelationID, u UnitData) error {
+	bag, err := u.Encode()
+	if err != nil {
+		return err
+	}
+	return p.HookContext.Relations.SetUnitData(ctx, id, bag)
 }
 
 // Event translates the current hook into a provider event. Hooks that are not about this
@@ -233,13 +243,36 @@ func (r Requirer) Compute(ctx context.Context, id juju.RelationID) (string, Comp
 	return app, d, err
 }
 
+// Unit reads the UnitData of slurmd unit unit on relation id: ErrNotReady when it has
+// published none (not yet, or an older charm).
+func (r Requirer) Unit(ctx context.Context, id juju.RelationID, unit string) (UnitData, error) {
+	bag, err := r.HookContext.Relations.UnitData(ctx, id, unit)
+	if err != nil {
+		return UnitData{}, fmt.Errorf("cannot read relation data of %s: %w", unit, err)
+	}
+	return DecodeUnitData(bag)
+}
+
 // PublishController writes the controller's databag on relation id (leader only).
 func (r Requirer) PublishController(ctx context.Context, id juju.RelationID, bag ControllerBag) error {
 	data, err := bag.Encode()
 	if err != nil {
 		return err
 	}
-	return r.HookContext.Relations.SetAppData(ctx, id, data)
+	return r.HookContext.Relations.SetAppData(ctx, id, ForRelationSet(data))
+}
+
+// ForRelationSet is a controller bag as relation-set must be given it: relation-set changes
+// only the keys it is given, so conf_min_version, when the bag leaves it out, is given empty,
+// which deletes what an earlier write left (a unit would wait on it). The other optional keys
+// keep what was written before, as they always have: gres_types names stay published while a
+// restart for new ones is under way.
+func ForRelationSet(bag map[string]string) map[string]string {
+	out := maps.Clone(bag)
+	if _, ok := out[KeyConfMinVersion]; !ok {
+		out[KeyConfMinVersion] = ""
+	}
+	return out
 }
 
 // Event translates the current hook into a requirer event; nil when the hook is not about this

@@ -63,6 +63,11 @@ const (
 	KeyPartition    = "partition"
 	KeyGresTypes    = "gres_types"
 	KeySlurmVersion = "slurm_version"
+	// KeyConfMinVersion (controller bag, optional) is the oldest Slurm release whose parser
+	// reads the configuration slurmctld serves to configless daemons: "25.11.0" while
+	// slurm.conf holds the OpenMetrics keys, absent when no release the version rule
+	// (slurm.CheckNodeVersion) admits is excluded.
+	KeyConfMinVersion = "conf_min_version"
 )
 
 // Secret content keys of the auth key secret.
@@ -110,11 +115,14 @@ type ControllerData struct {
 	AuthSecretID string
 	// SlurmVersion is the Slurm release slurmctld runs; zero when the controller does not say.
 	SlurmVersion slurm.Version
+	// ConfMinVersion is the oldest Slurm release that reads the configuration slurmctld
+	// serves (conf_min_version); zero when the controller names none.
+	ConfMinVersion slurm.Version
 }
 
 // Bag is d as it travels in the databag (the key stays in its secret).
 func (d ControllerData) Bag() ControllerBag {
-	return ControllerBag{Controllers: d.Controllers, AuthSecretID: d.AuthSecretID, ClusterName: d.ClusterName, GresTypes: d.GresTypes, SlurmVersion: d.SlurmVersion}
+	return ControllerBag{Controllers: d.Controllers, AuthSecretID: d.AuthSecretID, ClusterName: d.ClusterName, GresTypes: d.GresTypes, SlurmVersion: d.SlurmVersion, ConfMinVersion: d.ConfMinVersion}
 }
 
 // ControllerBag is ControllerData as it travels in the databag: the key stays in the secret.
@@ -126,6 +134,8 @@ type ControllerBag struct {
 	GresTypes []string
 	// SlurmVersion: see ControllerData; the zero Version is not written.
 	SlurmVersion slurm.Version
+	// ConfMinVersion: see ControllerData; the zero Version is not written.
+	ConfMinVersion slurm.Version
 }
 
 // Encode renders the databag.
@@ -149,10 +159,31 @@ func (b ControllerBag) Encode() (map[string]string, error) {
 	if err := encodeGresTypes(bag, b.GresTypes); err != nil {
 		return nil, err
 	}
-	if !b.SlurmVersion.IsZero() {
-		bag[KeySlurmVersion] = b.SlurmVersion.String()
-	}
+	encodeVersion(bag, KeySlurmVersion, b.SlurmVersion)
+	encodeVersion(bag, KeyConfMinVersion, b.ConfMinVersion)
 	return bag, nil
+}
+
+// encodeVersion writes v under key, unless v is zero.
+func encodeVersion(bag map[string]string, key string, v slurm.Version) {
+	if !v.IsZero() {
+		bag[key] = v.String()
+	}
+}
+
+// DecodeVersion reads the Slurm version under key (slurm_version, conf_min_version): zero
+// when absent; a bare version as Version.String writes it ("26.05.5"), anything else is a
+// *DataError naming key.
+func DecodeVersion(bag map[string]string, key string) (slurm.Version, error) {
+	raw, ok := bag[key]
+	if !ok {
+		return slurm.Version{}, nil
+	}
+	v, err := slurm.ParseVersion(raw)
+	if err != nil || strings.ContainsAny(raw, " \t\n") || v.String() != raw {
+		return slurm.Version{}, &DataError{Field: key, Msg: fmt.Sprintf("not a Slurm version such as 26.05.5: %q", short(raw))}
+	}
+	return v, nil
 }
 
 // CheckGresTypes checks a list of generic resource names as gres_types carries them: each a
@@ -237,14 +268,15 @@ func DecodeControllerBag(bag map[string]string) (ControllerBag, error) {
 	if err != nil {
 		return ControllerBag{}, err
 	}
-	var sv slurm.Version
-	if raw, ok := bag[KeySlurmVersion]; ok {
-		// A bare version as Version.String writes it ("26.05.5"), nothing else.
-		if sv, err = slurm.ParseVersion(raw); err != nil || strings.ContainsAny(raw, " \t\n") || sv.String() != raw {
-			return ControllerBag{}, &DataError{Field: KeySlurmVersion, Msg: fmt.Sprintf("not a Slurm version such as 26.05.5: %q", short(raw))}
-		}
+	sv, err := DecodeVersion(bag, KeySlurmVersion)
+	if err != nil {
+		return ControllerBag{}, err
 	}
-	return ControllerBag{Controllers: ctl, AuthSecretID: id, ClusterName: bag[KeyClusterName], GresTypes: gt, SlurmVersion: sv}, nil
+	cmv, err := DecodeVersion(bag, KeyConfMinVersion)
+	if err != nil {
+		return ControllerBag{}, err
+	}
+	return ControllerBag{Controllers: ctl, AuthSecretID: id, ClusterName: bag[KeyClusterName], GresTypes: gt, SlurmVersion: sv, ConfMinVersion: cmv}, nil
 }
 
 // short is s cut to 40 characters, for messages.
@@ -316,6 +348,10 @@ type ComputeData struct {
 	// with CheckGresTypes by Encode's callers; nil for none). The controller adds them to
 	// slurm.conf's GresTypes.
 	GresTypes []string
+	// SlurmVersion is the Slurm release the leader's slurmd runs ("slurm_version"; zero: not
+	// written). A charm that writes it also has every unit publish its own (UnitData); the
+	// controller takes a bag without it for an older charm's, whose units say nothing.
+	SlurmVersion slurm.Version
 }
 
 // NewComputeData builds the ComputeData of application app with the extra partition parameters
@@ -381,6 +417,7 @@ func (d ComputeData) Encode() map[string]string {
 		KeyPartition: d.Partition.String(),
 	}
 	_ = encodeGresTypes(bag, d.GresTypes)
+	encodeVersion(bag, KeySlurmVersion, d.SlurmVersion)
 	return bag
 }
 
@@ -436,7 +473,40 @@ func DecodeComputeDataFor(keys *slurmconf.Keys, app string, bag map[string]strin
 	if err != nil {
 		return ComputeData{}, err
 	}
-	return ComputeData{NodeSet: ns, Partition: p, GresTypes: gt}, nil
+	sv, err := DecodeVersion(bag, KeySlurmVersion)
+	if err != nil {
+		return ComputeData{}, err
+	}
+	return ComputeData{NodeSet: ns, Partition: p, GresTypes: gt, SlurmVersion: sv}, nil
+}
+
+// UnitData is what each slurmd unit publishes in its unit databag: the Slurm release its
+// slurmd runs ("slurm_version"), which the controller needs before it serves a configuration
+// that release cannot read (conf_min_version). A unit publishes it before it starts slurmd.
+type UnitData struct {
+	SlurmVersion slurm.Version
+}
+
+// Encode renders the unit databag; a zero version is an error (nothing to publish).
+func (u UnitData) Encode() (map[string]string, error) {
+	if u.SlurmVersion.IsZero() {
+		return nil, &DataError{Field: KeySlurmVersion, Msg: "no Slurm version"}
+	}
+	return map[string]string{KeySlurmVersion: u.SlurmVersion.String()}, nil
+}
+
+// DecodeUnitData reads a slurmd unit's databag. A bag without slurm_version is ErrNotReady
+// (the unit has not published yet, or its charm publishes nothing; Juju's own keys, such as
+// ingress-address, may be there).
+func DecodeUnitData(bag map[string]string) (UnitData, error) {
+	if _, ok := bag[KeySlurmVersion]; !ok {
+		return UnitData{}, ErrNotReady
+	}
+	v, err := DecodeVersion(bag, KeySlurmVersion)
+	if err != nil {
+		return UnitData{}, err
+	}
+	return UnitData{SlurmVersion: v}, nil
 }
 
 // NodeName is the Slurm node name of a unit: slurmd/3 → slurmd-3.

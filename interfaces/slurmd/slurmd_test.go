@@ -22,17 +22,20 @@ func TestControllerBagRoundTrip(t *testing.T) {
 		AuthSecretID: "secret:cu0abc",
 		ClusterName:  "hpc",
 		SlurmVersion: slurm.Version{Major: 26, Minor: 5, Micro: 5},
+		// The configuration carries 25.11's metrics keys.
+		ConfMinVersion: slurm.Version{Major: 25, Minor: 11},
 	}
 	bag, err := in.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"version":        "1",
-		"controllers":    `["10.0.0.1:6817","[fd00::2]:6817"]`,
-		"auth_secret_id": "secret:cu0abc",
-		"cluster_name":   "hpc",
-		"slurm_version":  "26.05.5",
+		"version":          "1",
+		"controllers":      `["10.0.0.1:6817","[fd00::2]:6817"]`,
+		"auth_secret_id":   "secret:cu0abc",
+		"cluster_name":     "hpc",
+		"slurm_version":    "26.05.5",
+		"conf_min_version": "25.11.0",
 	}
 	if d := cmp.Diff(want, bag); d != "" {
 		t.Errorf("encoded bag (-want +got):\n%s", d)
@@ -77,6 +80,7 @@ func TestDecodeControllerBagErrors(t *testing.T) {
 		{"slurm version not canonical", with("slurm_version", "26.5.5"), "slurm_version", "not a Slurm version"},
 		{"slurm version garbage", with("slurm_version", "latest"), "slurm_version", "not a Slurm version"},
 		{"slurm version empty", with("slurm_version", ""), "slurm_version", "not a Slurm version"},
+		{"conf min version garbage", with("conf_min_version", "25.11"), "conf_min_version", "not a Slurm version"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -211,7 +215,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add("1", `["a:6817"]`, "secret:x", "NodeSet=a Feature=a", "PartitionName=a Nodes=a", `["gpu","fpga"]`, "22.05.8")
 	f.Add("1", `["a:6817"]`, "secret:x", "NodeSet=a Feature=a", "PartitionName=a Nodes=a", `["x",1]`, "26.5")
 	f.Fuzz(func(t *testing.T, version, controllers, secret, nodeset, partition, gresTypes, slurmVersion string) {
-		cb, err := slurmd.DecodeControllerBag(map[string]string{"version": version, "controllers": controllers, "auth_secret_id": secret, "gres_types": gresTypes, "slurm_version": slurmVersion})
+		cb, err := slurmd.DecodeControllerBag(map[string]string{"version": version, "controllers": controllers, "auth_secret_id": secret, "gres_types": gresTypes, "slurm_version": slurmVersion, "conf_min_version": slurmVersion})
 		if err == nil {
 			bag, err := cb.Encode()
 			if err != nil {
@@ -225,7 +229,16 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("re-decode differs:\n%s", d)
 			}
 		}
-		cd, err := slurmd.DecodeComputeData("a", map[string]string{"version": version, "nodeset": nodeset, "partition": partition, "gres_types": gresTypes})
+		if u, err := slurmd.DecodeUnitData(map[string]string{"slurm_version": slurmVersion}); err == nil {
+			bag, err := u.Encode()
+			if err != nil {
+				t.Fatalf("accepted %+v but cannot encode it: %v", u, err)
+			}
+			if again, err := slurmd.DecodeUnitData(bag); err != nil || again != u {
+				t.Fatalf("unit data re-decode %+v, %v", again, err)
+			}
+		}
+		cd, err := slurmd.DecodeComputeData("a", map[string]string{"version": version, "nodeset": nodeset, "partition": partition, "gres_types": gresTypes, "slurm_version": slurmVersion})
 		if err == nil {
 			again, err := slurmd.DecodeComputeData("a", cd.Encode())
 			if err != nil {
@@ -360,5 +373,60 @@ func TestGresTypes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestUnitData: a slurmd unit's release travels in its unit databag; a bag without it (Juju's
+// own keys, an older charm's unit) is ErrNotReady; anything but a bare version is refused.
+// The application's bag says the leader's release, absent from an older charm's.
+func TestUnitData(t *testing.T) {
+	u := slurmd.UnitData{SlurmVersion: slurm.Version{Major: 24, Minor: 11, Micro: 5}}
+	bag, err := u.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(map[string]string{"slurm_version": "24.11.5"}, bag); d != "" {
+		t.Errorf("bag (-want +got):\n%s", d)
+	}
+	if back, err := slurmd.DecodeUnitData(bag); err != nil || back != u {
+		t.Errorf("round trip %+v, %v", back, err)
+	}
+	if _, err := (slurmd.UnitData{}).Encode(); err == nil {
+		t.Error("a zero version encoded")
+	}
+	if _, err := slurmd.DecodeUnitData(map[string]string{"ingress-address": "10.0.0.1"}); !errors.Is(err, slurmd.ErrNotReady) {
+		t.Errorf("Juju's keys only: %v, want ErrNotReady", err)
+	}
+	var de *slurmd.DataError
+	if _, err := slurmd.DecodeUnitData(map[string]string{"slurm_version": "24.11"}); !errors.As(err, &de) || de.Field != "slurm_version" {
+		t.Errorf("24.11: %v, want a DataError on slurm_version", err)
+	}
+
+	d, err := slurmd.NewComputeData("old", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.SlurmVersion = u.SlurmVersion
+	cb := d.Encode()
+	if cb["slurm_version"] != "24.11.5" {
+		t.Errorf("compute bag %v, want slurm_version 24.11.5", cb)
+	}
+	back, err := slurmd.DecodeComputeData("old", cb)
+	if err != nil || back.SlurmVersion != u.SlurmVersion {
+		t.Errorf("compute round trip %+v, %v", back, err)
+	}
+	delete(cb, "slurm_version")
+	if back, err := slurmd.DecodeComputeData("old", cb); err != nil || !back.SlurmVersion.IsZero() {
+		t.Errorf("an older charm's bag: %+v, %v", back, err)
+	}
+}
+
+// TestForRelationSet: conf_min_version, when the bag leaves it out, is given empty
+// (relation-set deletes it); the rest is the bag.
+func TestForRelationSet(t *testing.T) {
+	got := slurmd.ForRelationSet(map[string]string{"version": "1", "slurm_version": "26.05.5"})
+	want := map[string]string{"version": "1", "slurm_version": "26.05.5", "conf_min_version": ""}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
 	}
 }

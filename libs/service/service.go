@@ -36,9 +36,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 )
+
+// signalNameRE is a signal's name as systemd's SuccessExitStatus= takes it.
+var signalNameRE = regexp.MustCompile(`^SIG[A-Z0-9]{2,8}([+-][0-9]{1,2})?$`)
 
 // Spec defines a service.
 type Spec struct {
@@ -63,6 +67,12 @@ type Spec struct {
 	// child sackd forked to fetch the configuration running after sackd stops). Pebble
 	// signals the service's process group whatever this says.
 	KillAll bool
+	// SuccessSignals are signals ("SIGUSR1") whose death counts as a clean exit: systemd's
+	// SuccessExitStatus=, so that a stop the process ends by such a signal leaves the unit
+	// inactive, not failed (slurmdbd 26.05 can die by the SIGUSR1 it sends itself to wake its
+	// RPC thread while it shuts down on SIGTERM). Pebble records a service it stopped as
+	// inactive whatever its exit, and ignores this.
+	SuccessSignals []string
 }
 
 // Validate reports the first problem with s, naming the bad field.
@@ -76,6 +86,11 @@ func (s Spec) Validate() error {
 	for _, a := range s.Command {
 		if strings.ContainsAny(a, "\x00\n\r") {
 			return fmt.Errorf("invalid service %q: command argument %q contains a newline or NUL", s.Name, a)
+		}
+	}
+	for _, sig := range s.SuccessSignals {
+		if !signalNameRE.MatchString(sig) {
+			return fmt.Errorf("invalid service %q: success signal %q is not a signal name (SIGUSR1, SIGRTMIN+1)", s.Name, sig)
 		}
 	}
 	for k, v := range s.Environment {

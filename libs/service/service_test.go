@@ -82,6 +82,10 @@ func TestSpecValidate(t *testing.T) {
 		{"bad env name", service.Spec{Name: "a", Command: []string{"x"}, Environment: map[string]string{"A B": "x"}}, false},
 		{"bad user", service.Spec{Name: "a", Command: []string{"x"}, User: "a:b"}, false},
 		{"negative kill delay", service.Spec{Name: "a", Command: []string{"x"}, KillDelay: -1}, false},
+		{"success signals", service.Spec{Name: "a", Command: []string{"x"}, SuccessSignals: []string{"SIGUSR1", "SIGRTMIN+1"}}, true},
+		{"success signal by number", service.Spec{Name: "a", Command: []string{"x"}, SuccessSignals: []string{"10"}}, false},
+		{"success signal with a newline", service.Spec{Name: "a", Command: []string{"x"}, SuccessSignals: []string{"SIGUSR1\nExecStart=/bin/evil"}}, false},
+		{"success signal with a space", service.Spec{Name: "a", Command: []string{"x"}, SuccessSignals: []string{"SIGUSR1 SIGTERM"}}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if err := tt.spec.Validate(); (err == nil) != tt.ok {

@@ -81,3 +81,28 @@ func checkVersion(daemon string, ctl, node Version) error {
 	}
 	return nil
 }
+
+// ConfVersionError reports a daemon older than the configuration slurmctld serves needs: its
+// parser refuses a key of a later release and the daemon exits at start (24.11's slurmd and
+// sackd on 26.05's MetricsType: "Parsing error at unrecognized key"). It is a wait, not a
+// fault: a controller that knows the daemon's release leaves such keys out.
+type ConfVersionError struct {
+	// Daemon is the waiting daemon's program name: "slurmd" or "sackd".
+	Daemon string
+	// Needed is the oldest release that reads the configuration; Node the daemon's.
+	Needed, Node Version
+}
+
+func (e *ConfVersionError) Error() string {
+	return fmt.Sprintf("%s %s cannot read the configuration slurmctld serves (it needs Slurm %d.%02d or later): waiting for slurmctld to leave out the keys %s %d.%02d lacks",
+		e.Daemon, e.Node, e.Needed.Major, e.Needed.Minor, e.Daemon, e.Node.Major, e.Node.Minor)
+}
+
+// CheckConfVersion returns nil when daemon of version node reads a configuration that needs
+// release needed (by major.minor); a zero version on either side (unknown) is never refused.
+func CheckConfVersion(daemon string, needed, node Version) error {
+	if needed.IsZero() || node.IsZero() || node.AtLeast(needed.Major, needed.Minor) {
+		return nil
+	}
+	return &ConfVersionError{Daemon: daemon, Needed: needed, Node: node}
+}

@@ -119,3 +119,42 @@ func FuzzCheckNodeVersion(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckConfVersion(t *testing.T) {
+	v := func(s string) slurm.Version {
+		t.Helper()
+		if s == "" {
+			return slurm.Version{}
+		}
+		x, err := slurm.ParseVersion(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	for _, tc := range []struct {
+		needed, node string
+		want         string
+	}{
+		{"", "24.11.5", ""},
+		{"25.11.0", "", ""},
+		{"25.11.0", "25.11.0", ""},
+		{"25.11.0", "26.05.5", ""},
+		{"25.11.0", "25.11.9", ""},
+		{"25.11.0", "25.05.4", "slurmd 25.05.4 cannot read the configuration slurmctld serves (it needs Slurm 25.11 or later): waiting for slurmctld to leave out the keys slurmd 25.05 lacks"},
+		{"25.11.0", "24.11.5", "slurmd 24.11.5 cannot read the configuration slurmctld serves (it needs Slurm 25.11 or later): waiting for slurmctld to leave out the keys slurmd 24.11 lacks"},
+	} {
+		err := slurm.CheckConfVersion("slurmd", v(tc.needed), v(tc.node))
+		got := ""
+		if err != nil {
+			got = err.Error()
+			var ce *slurm.ConfVersionError
+			if !errors.As(err, &ce) || ce.Node != v(tc.node) || ce.Needed != v(tc.needed) {
+				t.Errorf("%s, %s: %#v, want a *ConfVersionError naming both", tc.needed, tc.node, err)
+			}
+		}
+		if got != tc.want {
+			t.Errorf("CheckConfVersion(%s, %s) = %q, want %q", tc.needed, tc.node, got, tc.want)
+		}
+	}
+}

@@ -194,8 +194,13 @@ func TestVersionFeatures(t *testing.T) {
 		{in: "slurm 24.11.6", want: slurm.Version{24, 11, 6}, feat: with(authSlurm, func(f *slurm.Features) { from2405(f); f.FutureNodes = false })},
 		{in: "slurm 25.05.0", want: slurm.Version{25, 5, 0}, feat: with(authSlurm, from2405)},
 		{in: "slurm 25.05.1", want: slurm.Version{25, 5, 1}, feat: with(authSlurm, func(f *slurm.Features) { from2405(f); f.FutureNodes = false })},
-		{in: "slurm 25.11", want: slurm.Version{25, 11, 0}, feat: with(authSlurm, func(f *slurm.Features) { from2405(f); f.FutureNodes = false })},
-		{in: "slurm-wlm 26.05.5", want: slurm.Version{26, 5, 5}, feat: with(authSlurm, func(f *slurm.Features) { from2405(f); f.FutureNodes = false; f.GPUAutoDetect = true })},
+		{in: "slurm 25.11", want: slurm.Version{25, 11, 0}, feat: with(authSlurm, func(f *slurm.Features) { from2405(f); f.FutureNodes = false; f.OpenMetrics = true })},
+		{in: "slurm-wlm 26.05.5", want: slurm.Version{26, 5, 5}, feat: with(authSlurm, func(f *slurm.Features) {
+			from2405(f)
+			f.FutureNodes = false
+			f.GPUAutoDetect = true
+			f.OpenMetrics = true
+		})},
 		{in: "", wantErr: true},
 		{in: "munge 0.5.15", wantErr: true},
 		{in: "slurm x.y.z", wantErr: true},

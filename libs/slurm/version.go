@@ -101,6 +101,11 @@ type Features struct {
 	// _try_to_reconfig), rather than re-reading the files in the running process: see
 	// [ReconfigureKeepsPID].
 	ReconfigureReexecs bool
+	// OpenMetrics reports whether slurmctld serves OpenMetrics on SlurmctldPort
+	// (/metrics/nodes, /metrics/jobs, /metrics/partitions, /metrics/scheduler,
+	// /metrics/jobs-users-accts) once slurm.conf says MetricsType=metrics/openmetrics (25.11;
+	// seen on 26.05.5). Without MetricsType the paths answer 200 with an empty body.
+	OpenMetrics bool
 }
 
 // FeaturesOf returns the choices for Slurm version v. A zero Version is treated as the
@@ -124,6 +129,7 @@ func FeaturesOf(v Version) Features {
 	f.GPUAutoDetect = v.AtLeast(26, 5)
 	f.ReconfigureReexecs = v.AtLeast(23, 11)
 	f.Sackd = v.AtLeast(23, 11)
+	f.OpenMetrics = v.AtLeast(25, 11)
 	return f
 }
 

@@ -27,7 +27,7 @@ func TestJujuReadsCharms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, dir := range []string{"slurmctld-operator", "slurmd-operator", "sackd-operator", "slurmdbd-operator", "tests/charms/mariadb", "tests/testdata/testcharm"} {
+	for _, dir := range []string{"slurmctld-operator", "slurmd-operator", "sackd-operator", "slurmdbd-operator", "tests/charms/mariadb", "tests/testdata/testcharm", "tests/charms/cos-agent"} {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			t.Parallel()
 			src := filepath.Join(root, dir)

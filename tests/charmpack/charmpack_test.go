@@ -30,13 +30,13 @@ func TestPackOperators(t *testing.T) {
 		subordinate bool
 	}{{
 		dir: "slurmctld-operator", name: "slurmctld",
-		relations: map[string]map[string]string{"requires": {"slurmd": "slurmd", "sackd": "sackd", "slurmdbd": "slurmdbd"}, "provides": {"mount": "mount_info"}},
+		relations: map[string]map[string]string{"requires": {"slurmd": "slurmd", "sackd": "sackd", "slurmdbd": "slurmdbd"}, "provides": {"mount": "mount_info", "cos-agent": "cos_agent"}},
 	}, {
 		dir: "tests/charms/filesystem-client", name: "filesystem-client", subordinate: true,
 		relations: map[string]map[string]string{"requires": {"mount": "mount_info", "juju-info": "juju-info"}},
 	}, {
 		dir: "slurmd-operator", name: "slurmd",
-		relations: map[string]map[string]string{"provides": {"slurmctld": "slurmd"}},
+		relations: map[string]map[string]string{"provides": {"slurmctld": "slurmd", "cos-agent": "cos_agent"}},
 	}, {
 		dir: "sackd-operator", name: "sackd",
 		relations: map[string]map[string]string{"provides": {"slurmctld": "sackd"}},
@@ -46,6 +46,9 @@ func TestPackOperators(t *testing.T) {
 	}, {
 		dir: "tests/charms/mariadb", name: "mariadb",
 		relations: map[string]map[string]string{"provides": {"database": "mysql_client"}},
+	}, {
+		dir: "tests/charms/cos-agent", name: "cos-agent-standin",
+		relations: map[string]map[string]string{"requires": {"cos-agent": "cos_agent"}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

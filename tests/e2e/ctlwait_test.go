@@ -203,3 +203,105 @@ func (c *cluster) logRuns(what string, t0 time.Time) {
 	c.t.Logf("%s: controller hooks and juju-exec runs: %s", what, strings.Join(lines, ", "))
 	c.t.Logf("%s: longest controller hook: %s, %.3f s", what, longest.Hook, longest.Duration().Seconds())
 }
+
+// TestControllerNeverWaitsForRestarts: the controller's hooks that restart slurmctld (the
+// slurmdbd relation turning accounting on, then its removal turning it off) return without
+// waiting for slurmctld to answer, while a job runs: each restart is finished (slurmctld
+// found answering, logged, the status back to active) by a later run of the charm, which with
+// update-status every 30 minutes is the waiter's juju-exec (or another of the relation's
+// hooks, which settles it first). The restarting hooks' durations are logged.
+func TestControllerNeverWaitsForRestarts(t *testing.T) {
+	t.Parallel()
+	c := newClusterFrom(t, clusterOptions{units: 1, updateStatus: 30 * time.Minute})
+	start := time.Now()
+	release := filepath.Join(t.TempDir(), "release")
+	job := c.sbatch("slurmd", "--wrap", "while [ ! -e "+release+" ]; do sleep 0.1; done")
+	c.waitJobState(job, "RUNNING", 30*time.Second)
+	c.deploy(mariadbPath, "mariadb", 1, nil)
+	c.deploy(slurmdbdPath, "slurmdbd", 1, nil)
+	c.integrate("slurmdbd", "mariadb")
+
+	t0 := time.Now()
+	c.integrate("slurmctld", "slurmdbd")
+	c.waitActive()
+	c.restartFinishedLater(t0, "turn accounting on")
+	c.eventually(time.Minute, "slurmctld active with accounting", func() (bool, string) {
+		st, msg := c.unitStatus("slurmctld/0")
+		return st == "active" && strings.Contains(msg, "; accounting via slurmdbd"), st + ": " + msg
+	})
+	if s := c.jobState(job); s != "RUNNING" {
+		t.Errorf("job %s is %s after the restart that turned accounting on, want RUNNING (held by the test)", job, s)
+	}
+
+	t1 := time.Now()
+	if err := c.m.RemoveRelation(c.bg(), "slurmctld", "slurmdbd"); err != nil {
+		t.Fatal(err)
+	}
+	c.restartFinishedLater(t1, "turn accounting off")
+	c.eventually(time.Minute, "slurmctld active without accounting", func() (bool, string) {
+		st, msg := c.unitStatus("slurmctld/0")
+		return st == "active" && !strings.Contains(msg, "accounting"), st + ": " + msg
+	})
+	if s := c.jobState(job); s != "RUNNING" {
+		t.Errorf("job %s is %s after the restart that turned accounting off, want RUNNING (held by the test)", job, s)
+	}
+	c.exec("slurmd/0", "install", "-D", "-m", "0644", "/dev/null", release)
+	c.waitJobState(job, "COMPLETED", time.Minute)
+	if us := ended(c.hookRuns("slurmctld/0", start), "update-status"); len(us) > 0 {
+		t.Errorf("update-status ran on the controller (every 30 min here): %v; the restarts must not need it", us)
+	}
+	t.Log("waiter's log:\n" + c.exec("slurmctld/0", "cat", ctlWaiterLog))
+}
+
+// restartFinishedLater checks, from the model's lines since t0, that the controller's hook
+// that restarted slurmctld to what had ended before a later run found slurmctld answering
+// and finished the restart, and that this run is no update-status; it logs both runs.
+func (c *cluster) restartFinishedLater(t0 time.Time, what string) {
+	c.t.Helper()
+	var restarting, restarted time.Time
+	var restarter, finisher model.HookRun
+	c.eventually(2*time.Minute, "the controller's restart to "+what+" and the run that finished it", func() (bool, string) {
+		restarting = c.loggedAt(t0, "slurmctld/0", "restarting slurmctld to "+what)
+		restarted = c.loggedAt(t0, "slurmctld/0", "restarted slurmctld to "+what)
+		if restarting.IsZero() || restarted.IsZero() {
+			return false, fmt.Sprintf("log lines at %v and %v", restarting, restarted)
+		}
+		runs := c.hookRuns("slurmctld/0", t0)
+		var ok1, ok2 bool
+		restarter, ok1 = runAt(runs, restarting)
+		finisher, ok2 = runAt(runs, restarted)
+		return ok1 && ok2 && !restarter.End.IsZero() && !finisher.End.IsZero(), fmt.Sprint(runs)
+	})
+	if restarter.End.After(restarted) || restarter == finisher {
+		c.t.Errorf("the controller's %s that restarted slurmctld to %s (%v → %v) was still running when slurmctld answered (%v): it waited",
+			restarter.Hook, what, restarter.Start, restarter.End, restarted)
+	}
+	if finisher.Hook == "update-status" {
+		c.t.Errorf("the restart to %s was finished by update-status, not by the waiter's wake or a later hook", what)
+	}
+	c.t.Logf("restart to %s: %s restarted slurmctld and took %.3f s; %s %.2f s later found it answering and finished it (took %.3f s)",
+		what, restarter.Hook, restarter.Duration().Seconds(), finisher.Hook, finisher.Start.Sub(restarter.End).Seconds(), finisher.Duration().Seconds())
+}
+
+// loggedAt is when unit first logged (juju-log) a line containing msg since t0; zero if it
+// has not.
+func (c *cluster) loggedAt(t0 time.Time, unit, msg string) time.Time {
+	c.trace.mu.Lock()
+	defer c.trace.mu.Unlock()
+	for _, l := range c.trace.lines {
+		if !l.At.Before(t0) && strings.Contains(l.Text, " unit."+unit+".juju-log ") && strings.Contains(l.Text, msg) {
+			return l.At
+		}
+	}
+	return time.Time{}
+}
+
+// runAt is the run of runs under way at at.
+func runAt(runs []model.HookRun, at time.Time) (model.HookRun, bool) {
+	for _, r := range runs {
+		if !r.Start.After(at) && (r.End.IsZero() || !r.End.Before(at)) {
+			return r, true
+		}
+	}
+	return model.HookRun{}, false
+}

@@ -34,6 +34,8 @@ var (
 	sackdPath    string
 	slurmdbdPath string
 	mariadbPath  string
+	// cosStandinPath is the cos_agent requirer stand-in (tests/charms/cos-agent).
+	cosStandinPath string
 )
 
 func TestMain(m *testing.M) {
@@ -64,8 +66,10 @@ func setup(m *testing.M) (int, error) {
 	sackdPath = filepath.Join(tmp, "sackd.charm")
 	slurmdbdPath = filepath.Join(tmp, "slurmdbd.charm")
 	mariadbPath = filepath.Join(tmp, "mariadb.charm")
+	cosStandinPath = filepath.Join(tmp, "cos-agent-standin.charm")
 	for dir, out := range map[string]string{"slurmctld-operator": slurmctldPath, "slurmd-operator": slurmdPath, "sackd-operator": sackdPath,
-		"slurmdbd-operator": slurmdbdPath, "tests/charms/mariadb": mariadbPath, "tests/charms/filesystem-client": fsClientPath} {
+		"slurmdbd-operator": slurmdbdPath, "tests/charms/mariadb": mariadbPath, "tests/charms/filesystem-client": fsClientPath,
+		"tests/charms/cos-agent": cosStandinPath} {
 		if err := charmpack.Pack(ctx, charmpack.Options{Dir: filepath.Join(root, dir), Out: out}); err != nil {
 			return 0, err
 		}
@@ -361,8 +365,14 @@ func (c *cluster) nodeNames() []string {
 // eventually polls cond until it holds or d passes; cond describes what it last saw.
 func (c *cluster) eventually(d time.Duration, what string, cond func() (bool, string)) {
 	c.t.Helper()
+	c.eventuallyEvery(d, 100*time.Millisecond, what, cond)
+}
+
+// eventuallyEvery is eventually polling every interval.
+func (c *cluster) eventuallyEvery(d, interval time.Duration, what string, cond func() (bool, string)) {
+	c.t.Helper()
 	deadline := time.Now().Add(d)
-	tick := time.NewTicker(100 * time.Millisecond)
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	var last string
 	for {

@@ -224,7 +224,8 @@ func loginNode(t *testing.T, c *cluster, r release) {
 //     Debian 13, 24.11): the unit is blocked naming both versions, sackd never runs and no key
 //     is written; the controller is unaffected.
 //   - Right order (slurmctld on Debian 14, the login application on Debian 13): the 24.11
-//     login node submits to the 26.05 controller, and its jobs run.
+//     login node submits to the 26.05 controller, and its jobs run; the controller leaves
+//     MetricsType out of slurm.conf first (24.11's sackd exits on it) and says why.
 func TestLoginNodeMixedReleases(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -254,6 +255,8 @@ func TestLoginNodeMixedReleases(t *testing.T) {
 			if tc.joins {
 				c.loginReady("with a newer controller")
 				c.jobsFromLogin("with a newer controller")
+				c.metricsOffFor("login application sackd", tc.login, tc.ctl)
+				c.neverRefusedConf("sackd/0", "sackd")
 				return
 			}
 			code, msg := c.unitStatus("sackd/0")

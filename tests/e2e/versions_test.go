@@ -19,7 +19,9 @@ import (
 //     starts on its machine and no node record of it exists; an application of the
 //     controller's release beside it joins as usual.
 //   - Right order (the controller first: slurmctld on Debian 14, a slurmd application on
-//     Debian 13): the 24.11 node joins the 26.05 controller and runs jobs.
+//     Debian 13): the 24.11 node joins the 26.05 controller and runs jobs; the controller,
+//     which had metrics on, leaves MetricsType out of slurm.conf first (24.11's slurmd exits
+//     on it) and says why.
 func TestMixedReleases(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -35,6 +37,47 @@ func TestMixedReleases(t *testing.T) {
 			mixedReleases(t, tc.ctl, tc.app, tc.joins)
 		})
 	}
+}
+
+// metricsOffFor checks, on a controller of release ctl that serves OpenMetrics, that
+// slurm.conf carries no metrics key (an older slurmd or sackd would exit on it) while who runs
+// the older release old, and that the controller's status says so.
+func (c *cluster) metricsOffFor(who string, old, ctl release) {
+	c.t.Helper()
+	if !slurmAtLeast(ctl.slurm, 25, 11) {
+		return
+	}
+	if conf := c.exec("slurmctld/0", "cat", ctlConf); strings.Contains(conf, "Metrics") {
+		c.t.Errorf("slurm.conf keeps a metrics key beside %s on Slurm %s:\n%s", who, old.slurm, conf)
+	}
+	want := "metrics off: " + who + " runs Slurm " + old.slurm + "; metrics need 25.11 on every node"
+	c.eventually(30*time.Second, "slurmctld/0's status to say metrics are off", func() (bool, string) {
+		_, msg := c.unitStatus("slurmctld/0")
+		return strings.Contains(msg, want), msg
+	})
+}
+
+// neverRefusedConf checks that daemon on unit's machine never read a configuration it could
+// not parse (as 24.11's did on 26.05's MetricsType: "Parsing error at unrecognized key", fatal):
+// the unit waited for the controller to leave such keys out before it started the daemon.
+func (c *cluster) neverRefusedConf(unit, daemon string) {
+	c.t.Helper()
+	journal := c.exec(unit, "journalctl", "--no-pager", "-o", "cat", "-u", daemon+".service")
+	if strings.Contains(journal, "unrecognized key") {
+		c.t.Errorf("%s's %s read a configuration it cannot parse:\n%s", unit, daemon, journal)
+	}
+	if !strings.Contains(c.exec(unit, "systemctl", "is-active", daemon+".service"), "active") {
+		c.t.Errorf("%s's %s is not active", unit, daemon)
+	}
+}
+
+// slurmAtLeast reports whether release ("26.05") is major.minor or later.
+func slurmAtLeast(release string, major, minor int) bool {
+	var ma, mi int
+	if _, err := fmt.Sscanf(release, "%d.%d", &ma, &mi); err != nil {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
 }
 
 // mixedReleases deploys slurmctld on ctl's machines and a slurmd application "other" on app's,
@@ -62,6 +105,8 @@ func mixedReleases(t *testing.T, ctl, app release, joins bool) {
 		})
 		c.slurm("srun", "-p", "other", "true")
 		c.slurm("srun", "-p", "slurmd", "true")
+		c.metricsOffFor("slurmd application other", app, ctl)
+		c.neverRefusedConf("other/0", "slurmd")
 		return
 	}
 	code, msg := c.unitStatus("other/0")

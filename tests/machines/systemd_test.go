@@ -35,7 +35,7 @@ func TestSystemdBackend(t *testing.T) {
 				t.Logf("systemd on %s after the failure:\n%s", suite, diag)
 				t.Fatalf("the real systemd tests failed on %s: %v", suite, err)
 			}
-			for _, name := range []string{"TestRealLifecycle", "TestRealNoReload"} {
+			for _, name := range []string{"TestRealLifecycle", "TestRealNoReload", "TestRealSuccessSignals"} {
 				if strings.Contains(string(out), "--- SKIP") || !strings.Contains(string(out), "--- PASS: "+name+" ") {
 					t.Fatalf("the real systemd tests did not all run on %s (%s)", suite, name)
 				}

@@ -404,6 +404,55 @@ func TestRealKillAll(t *testing.T) {
 	}
 }
 
+// TestRealSuccessSignals runs, under the packaged slurmd unit, a daemon that dies by SIGUSR1
+// when asked to stop (as slurmdbd 26.05 now and then does): without SuccessSignals the stop
+// leaves the unit failed, with SIGUSR1 among them inactive.
+func TestRealSuccessSignals(t *testing.T) {
+	m := realManager(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	t.Cleanup(func() {
+		m.Stop(context.Background(), "slurmd")
+		os.Remove(systemd.DropInFile("slurmd"))
+		systemctl(t, "daemon-reload")
+		systemctl(t, "reset-failed", "slurmd.service")
+	})
+	// On SIGTERM the daemon (perl: Debian's perl-base is essential) sends itself SIGUSR1,
+	// whose action is the default one: it dies by it.
+	// It says it is ready (its handler set) in a file, which the test waits for.
+	const ready = "/run/success-signals-ready"
+	script := `$SIG{TERM} = sub { $SIG{USR1} = "DEFAULT"; kill "USR1", $$; sleep 5; exit 3 }; open(my $f, ">", "` + ready + `") or die; close $f; sleep 1 while 1`
+	for _, signals := range [][]string{nil, {"SIGUSR1"}} {
+		os.Remove(ready)
+		spec := service.Spec{Name: "slurmd", SuccessSignals: signals, Command: []string{"/usr/bin/perl", "-e", script}}
+		if err := m.Configure(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Start(ctx, "slurmd"); err != nil {
+			t.Fatal(err)
+		}
+		eventually(ctx, t, "the daemon's ready file", func() (bool, string) {
+			_, err := os.Stat(ready)
+			return err == nil, systemctl(t, "status", "slurmd.service")
+		})
+		if err := m.Stop(ctx, "slurmd"); err != nil {
+			t.Fatal(err)
+		}
+		st, err := m.Status(ctx, "slurmd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := service.StateFailed
+		if len(signals) > 0 {
+			want = service.StateInactive
+		}
+		if st.State != want {
+			t.Errorf("success signals %v: after a stop ended by SIGUSR1 the unit is %v, want %v (%s)", signals, st.State, want,
+				systemctl(t, "show", "-p", "Result,ExecMainStatus,SuccessExitStatus", "slurmd.service"))
+		}
+	}
+}
+
 // journal is what systemd logged about unit.
 func journal(t *testing.T, unit string) string {
 	t.Helper()

@@ -304,6 +304,9 @@ func renderDropIn(spec service.Spec) (dropIn, digest string, err error) {
 	if spec.KillAll {
 		b.WriteString("KillMode=control-group\n")
 	}
+	if len(spec.SuccessSignals) > 0 {
+		b.WriteString("SuccessExitStatus=" + strings.Join(spec.SuccessSignals, " ") + "\n")
+	}
 	sum := sha256.Sum256([]byte(b.String()))
 	digest = hex.EncodeToString(sum[:8])
 	return b.String() + "Environment=" + DigestVar + "=" + digest + "\n", digest, nil

@@ -365,6 +365,27 @@ func TestKillAll(t *testing.T) {
 	}
 }
 
+// TestSuccessSignals: a spec's success signals are the drop-in's SuccessExitStatus=; a spec
+// without any writes none (its drop-in, and digest, stay as they were).
+func TestSuccessSignals(t *testing.T) {
+	spec := slurmdSpec()
+	plain, err := systemd.DropIn(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(plain, "SuccessExitStatus") {
+		t.Errorf("drop-in without success signals says SuccessExitStatus:\n%s", plain)
+	}
+	spec.SuccessSignals = []string{"SIGUSR1", "SIGUSR2"}
+	dropIn, err := systemd.DropIn(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(dropIn, "\nSuccessExitStatus=SIGUSR1 SIGUSR2\n") {
+		t.Errorf("drop-in lacks SuccessExitStatus=SIGUSR1 SIGUSR2:\n%s", dropIn)
+	}
+}
+
 // TestReservedEnvironment: the spec's environment cannot set the variables the backend
 // writes itself.
 func TestReservedEnvironment(t *testing.T) {
