@@ -57,6 +57,7 @@ func (b backup) configure(ctx context.Context) error {
 				return fmt.Errorf("cannot stop slurmctld: %w", err)
 			}
 		}
+		h.st.Restart = nil
 		return nil
 	}
 	app, err := h.hc.Relations.AppData(ctx, rel, h.hc.Event.App)
@@ -100,7 +101,7 @@ func (b backup) configure(ctx context.Context) error {
 	// AppliedConf is "" on a former leader, whose slurmctld runs with the files it wrote.
 	stale := sum != h.st.AppliedConf && (wrote || h.st.AppliedConf != "")
 	switch {
-	case !h.c.running(ctx):
+	case !ctl.live(ctx):
 		if err := ctl.start(ctx); err != nil {
 			return err
 		}
@@ -111,13 +112,8 @@ func (b backup) configure(ctx context.Context) error {
 			return err
 		}
 	case stale:
-		if err := h.progress(ctx, "restarting slurmctld with the leader's configuration"); err != nil {
-			return err
-		}
-		if err := h.c.restart(ctx, svcSlurmctld); err != nil {
-			return err
-		}
-		if err := ctl.waitUp(ctx, "restarted"); err != nil {
+		// Finished by a later pass, as every restart (settle).
+		if err := ctl.restart(ctx, restartShared, "run the leader's configuration"); err != nil {
 			return err
 		}
 	}

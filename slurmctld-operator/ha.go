@@ -274,6 +274,7 @@ type departure struct{ h *hook }
 func (d departure) handOver(ctx context.Context) error {
 	h := d.h
 	h.st.Leaving = true
+	h.st.Restart = nil // its slurmctld stops for good: no restart left to finish
 	if !h.c.running(ctx) {
 		return nil
 	}

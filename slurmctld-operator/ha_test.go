@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"maps"
@@ -42,7 +43,7 @@ func TestHALeader(t *testing.T) {
 	if err := writeTestFile(e.c.Path(stateSaveDir+"/node_state"), "nodes"); err != nil {
 		t.Fatal(err)
 	}
-	restarts := e.svc.count("restart slurmctld") + e.svc.count("stop slurmctld")
+	restarts := e.svc.restarts("slurmctld") + e.svc.count("stop slurmctld")
 	out := e.run(withHA(in), jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/1"))
 	conf := e.read(confPath)
 	if !strings.Contains(conf, "StateSaveLocation=/mnt/slurmctld-statefs/checkpoint\n") {
@@ -54,7 +55,7 @@ func TestHALeader(t *testing.T) {
 	if got := e.read(sharedStateDir + "/node_state"); got != "nodes" {
 		t.Errorf("state not moved: node_state %q", got)
 	}
-	if n := e.svc.count("restart slurmctld") + e.svc.count("stop slurmctld") - restarts; n < 1 || n > 2 {
+	if n := e.svc.restarts("slurmctld") + e.svc.count("stop slurmctld") - restarts; n < 1 || n > 2 {
 		t.Errorf("%d stops and restarts of slurmctld, want the stop for the move and at most one restart", n)
 	}
 	var mountBag, peerBag map[string]string
@@ -163,10 +164,10 @@ func TestHABackup(t *testing.T) {
 	bag := maps.Clone(peerBag)
 	bag["conf"] = string(raw)
 	out.Relations[1].LocalAppData = bag
-	restarts, reconfigures := b.svc.count("restart slurmctld"), b.slurm.count("scontrol", "reconfigure")
+	restarts, reconfigures := b.svc.restarts("slurmctld"), b.slurm.count("scontrol", "reconfigure")
 	out = b.run(out, jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/0"))
-	if b.svc.count("restart slurmctld") != restarts || b.slurm.count("scontrol", "reconfigure") != reconfigures+1 {
-		t.Errorf("the active backup restarted (%d) or did not reconfigure once (%d)", b.svc.count("restart slurmctld")-restarts, b.slurm.count("scontrol", "reconfigure")-reconfigures)
+	if b.svc.restarts("slurmctld") != restarts || b.slurm.count("scontrol", "reconfigure") != reconfigures+1 {
+		t.Errorf("the active backup restarted (%d) or did not reconfigure once (%d)", b.svc.restarts("slurmctld")-restarts, b.slurm.count("scontrol", "reconfigure")-reconfigures)
 	}
 	if !strings.Contains(out.UnitStatus.Message, "active controller (backup 1 of 2)") {
 		t.Errorf("status %+v", out.UnitStatus)
@@ -184,8 +185,12 @@ func TestHABackup(t *testing.T) {
 	if conf := b.read(confPath); !strings.Contains(conf, "StateSaveLocation=/mnt/slurmctld-statefs/checkpoint\n") || strings.Count(conf, "SlurmctldHost=") != 1 || !strings.Contains(conf, "SlurmctldHost=ctl1(10.0.0.2)") {
 		t.Errorf("the new leader's slurm.conf:\n%s", conf)
 	}
-	if !b.svc.isActive("slurmctld") || out.UnitStatus.Code != juju.StatusActive {
-		t.Errorf("the new leader: slurmctld active %v, status %+v", b.svc.isActive("slurmctld"), out.UnitStatus)
+	if want := jujuStatus(juju.StatusMaintenance, "slurmctld restarting to run with the controllers ctl1(10.0.0.2); running jobs keep running"); !b.svc.isActive("slurmctld") || !cmp.Equal(want, out.UnitStatus) {
+		t.Errorf("the new leader: slurmctld active %v, status %+v, want %+v", b.svc.isActive("slurmctld"), out.UnitStatus, want)
+	}
+	out = b.run(out, jujutest.Hook(juju.UpdateStatus)) // the waiter's wake: it answers
+	if out.UnitStatus.Code != juju.StatusActive {
+		t.Errorf("the new leader once slurmctld answers: status %+v", out.UnitStatus)
 	}
 }
 
@@ -220,7 +225,8 @@ func TestTakeoverAction(t *testing.T) {
 }
 
 // TestHALoginNodes: login units (sackd relation) get every controller, primary first, from
-// the same list as slurmd units, once the leader lists a backup, and again from a hook that
+// the same list as slurmd units, once the leader lists a backup and its slurmctld answers
+// after the restart for it (the pass that finishes the restart), and again from a hook that
 // does not plan the controllers (a login unit's relation-changed).
 func TestHALoginNodes(t *testing.T) {
 	e := newEnv(t)
@@ -230,6 +236,7 @@ func TestHALoginNodes(t *testing.T) {
 	}
 	want := []string{"10.0.0.1:6817", "10.0.0.2:6817"}
 	out := e.run(withHA(in), jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/1"))
+	out = e.run(out, jujutest.Hook(juju.UpdateStatus)) // the waiter's wake: it answers
 	if d := cmp.Diff(want, loginBag(t, out).Controllers); d != "" {
 		t.Errorf("login controllers after the backup joined (-want +got):\n%s", d)
 	}
@@ -263,7 +270,7 @@ func TestHALeaving(t *testing.T) {
 			if !e.svc.isActive("slurmctld") {
 				t.Fatal("slurmctld not running before the removal")
 			}
-			starts := e.svc.count("start slurmctld") + e.svc.count("restart slurmctld")
+			starts := e.svc.count("start slurmctld") + e.svc.restarts("slurmctld")
 
 			// Dying, the unit resigned its leadership (as Juju's uniter and the model do).
 			out.Leader = false
@@ -291,7 +298,7 @@ func TestHALeaving(t *testing.T) {
 				}
 				out = e.run(out, ev)
 			}
-			if n := e.svc.count("start slurmctld") + e.svc.count("restart slurmctld") - starts; n != 0 || e.svc.isActive("slurmctld") {
+			if n := e.svc.count("start slurmctld") + e.svc.restarts("slurmctld") - starts; n != 0 || e.svc.isActive("slurmctld") {
 				t.Errorf("slurmctld started %d times after the unit began leaving (active %v)", n, e.svc.isActive("slurmctld"))
 			}
 			if n := e.slurm.count("scontrol", "takeover"); n != tc.takeovers {
@@ -318,11 +325,11 @@ func TestHABackupRemoved(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e, out := haLeader(t, tc.active)
 			conf := e.read(confPath)
-			restarts, reconfigures := e.svc.count("restart slurmctld"), e.slurm.count("scontrol", "reconfigure")
+			restarts, reconfigures := e.svc.restarts("slurmctld"), e.slurm.count("scontrol", "reconfigure")
 
 			out.Relations[len(out.Relations)-1].RemoteUnits = map[string]map[string]string{}
 			out = e.run(out, jujutest.RelationHook(juju.RelationDeparted, "slurmctld-peers:0", "slurmctld/1"))
-			if n := e.svc.count("restart slurmctld") - restarts; n != tc.restarts {
+			if n := e.svc.restarts("slurmctld") - restarts; n != tc.restarts {
 				t.Errorf("%d restarts of slurmctld, want %d", n, tc.restarts)
 			}
 			if n := e.slurm.count("scontrol", "reconfigure") - reconfigures; n != 0 {
@@ -353,12 +360,12 @@ func TestHABackupRemoved(t *testing.T) {
 			// Quiet hooks change nothing; a new controller replaces the one that left.
 			out = e.run(out, jujutest.Hook(juju.UpdateStatus))
 			out = e.run(out, jujutest.Hook(juju.ConfigChanged))
-			if n := e.svc.count("restart slurmctld") - restarts; n != 0 || e.read(confPath) != conf {
+			if n := e.svc.restarts("slurmctld") - restarts; n != 0 || e.read(confPath) != conf {
 				t.Errorf("%d restarts after quiet hooks, slurm.conf changed %v", n, e.read(confPath) != conf)
 			}
 			out.Relations[len(out.Relations)-1].RemoteUnits = map[string]map[string]string{"slurmctld/2": {"hostname": "ctl2", "address": "10.0.0.3", "storage": "mounted"}}
 			out = e.run(out, jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/2"))
-			if n := e.svc.count("restart slurmctld") - restarts; n != 1 {
+			if n := e.svc.restarts("slurmctld") - restarts; n != 1 {
 				t.Errorf("%d restarts for the new controller, want 1", n)
 			}
 			if got := e.read(confPath); !strings.Contains(got, "SlurmctldHost=ctl(10.0.0.1)\nSlurmctldHost=ctl2(10.0.0.3)\n") || strings.Contains(got, "ctl1") {
@@ -380,13 +387,13 @@ func TestHALeaderChange(t *testing.T) {
 	out := b.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/0"))
 	writeHeartbeat(t, b, 0)
 	conf := b.read(confPath)
-	bStarts := b.svc.count("start slurmctld") + b.svc.count("restart slurmctld") + b.svc.count("stop slurmctld")
+	bStarts := b.svc.count("start slurmctld") + b.svc.restarts("slurmctld") + b.svc.count("stop slurmctld")
 	bReconf := b.slurm.count("scontrol", "reconfigure")
 
 	// The leadership moves to slurmctld/1.
 	out.Leader = true
 	out = b.run(out, jujutest.Hook(juju.LeaderElected))
-	if n := b.svc.count("start slurmctld") + b.svc.count("restart slurmctld") + b.svc.count("stop slurmctld") - bStarts; n != 0 {
+	if n := b.svc.count("start slurmctld") + b.svc.restarts("slurmctld") + b.svc.count("stop slurmctld") - bStarts; n != 0 {
 		t.Errorf("the new leader started, restarted or stopped slurmctld %d times", n)
 	}
 	if n := b.slurm.count("scontrol", "reconfigure") - bReconf; n != 0 {
@@ -421,10 +428,10 @@ func TestHALeaderChange(t *testing.T) {
 			leader.Relations[i].LocalAppData = newBag
 		}
 	}
-	aStarts := e.svc.count("start slurmctld") + e.svc.count("restart slurmctld") + e.svc.count("stop slurmctld")
+	aStarts := e.svc.count("start slurmctld") + e.svc.restarts("slurmctld") + e.svc.count("stop slurmctld")
 	aReconf := e.slurm.count("scontrol", "reconfigure")
 	out = e.run(leader, jujutest.Hook(juju.LeaderSettingsChanged))
-	if n := e.svc.count("start slurmctld") + e.svc.count("restart slurmctld") + e.svc.count("stop slurmctld") - aStarts; n != 0 {
+	if n := e.svc.count("start slurmctld") + e.svc.restarts("slurmctld") + e.svc.count("stop slurmctld") - aStarts; n != 0 {
 		t.Errorf("the former leader started, restarted or stopped slurmctld %d times", n)
 	}
 	if n := e.slurm.count("scontrol", "reconfigure") - aReconf; n != 0 {
@@ -488,4 +495,120 @@ func haBackup(t *testing.T, leader jujutest.State) (*env, jujutest.State) {
 			RemoteUnits: map[string]map[string]string{"slurmctld/0": {"hostname": "ctl", "address": "10.0.0.1", "storage": "mounted"}}},
 	}
 	return b, in
+}
+
+// TestHARestartsDoNotWait: the restarts high availability needs go through the one restart
+// record (restartUnderWay), as TestRestartHookDoesNotWait's: the leader's for a new
+// SlurmctldHost list (a backup added, its state moved to the shared storage) and a backup's
+// for the leader's new configuration. The hook returns at once while the restarted
+// slurmctld answers nothing, pinging it not once; a pass while only the other controller
+// answers finishes nothing (scontrol ping lists both: this unit's must answer); the first
+// pass once it answers finishes the restart.
+func TestHARestartsDoNotWait(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// setup returns the unit's env, its state and the hook that restarts slurmctld.
+		setup func(t *testing.T) (*env, jujutest.State, juju.Event)
+		host  string // this unit's host; the other controller's is other
+		other string
+		what  string
+		role  string // in the status once finished
+	}{
+		{name: "leader: a backup added", setup: func(t *testing.T) (*env, jujutest.State, juju.Event) {
+			e := newEnv(t)
+			if err := os.MkdirAll(e.c.Path(stateSaveDir), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return e, withHA(e.joined()), jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/1")
+		}, host: "ctl", other: "ctl1", what: "run from the shared storage with the controllers ctl(10.0.0.1),ctl1(10.0.0.2)", role: "primary of 2"},
+		{name: "backup: the leader's configuration changed", setup: func(t *testing.T) (*env, jujutest.State, juju.Event) {
+			_, leader := haLeader(t, 0)
+			b, in := haBackup(t, leader)
+			out := b.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/0"))
+			writeHeartbeat(t, b, 0)
+			bag := maps.Clone(peerAppBag(out))
+			var files map[string]string
+			if err := json.Unmarshal([]byte(bag["conf"]), &files); err != nil {
+				t.Fatal(err)
+			}
+			files["partition-gpu.conf"] = "NodeSet=gpu Feature=gpu\nPartitionName=gpu Nodes=gpu\n"
+			raw, _ := json.Marshal(files)
+			bag["conf"] = string(raw)
+			for i, r := range out.Relations {
+				if r.ID == "slurmctld-peers:0" {
+					out.Relations[i].LocalAppData = bag
+				}
+			}
+			return b, out, jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/0")
+		}, host: "ctl1", other: "ctl", what: "run the leader's configuration", role: "backup 1 controller standing by (active: slurmctld/0)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, in, ev := tc.setup(t)
+			e.slurm.SetControllers([]string{"ctl", "ctl1"}, tc.host) // this unit's slurmctld restarts
+			pings, respawns := e.slurm.count("scontrol", "ping"), e.svc.count("respawn slurmctld")
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			out, err := jujutest.Run(t, in, ev, func(_ context.Context, hc *juju.HookContext) error {
+				return e.c.Router().Dispatch(ctx, hc)
+			})
+			if err != nil || ctx.Err() != nil {
+				t.Fatalf("%s: %v (guard: %v): the hook waited", ev.Name, err, ctx.Err())
+			}
+			if n := e.slurm.count("scontrol", "ping") - pings; n != 0 {
+				t.Errorf("the restarting hook pinged slurmctld %d times, want none", n)
+			}
+			if n := e.svc.count("respawn slurmctld") - respawns; n != 1 {
+				t.Errorf("%d restarts, want 1", n)
+			}
+			e.restartUnderWay(out, tc.what)
+
+			out = e.run(out, jujutest.Hook(juju.UpdateStatus)) // only the other one answers
+			e.restartUnderWay(out, tc.what)
+			if n := e.svc.count("respawn slurmctld") - respawns; n != 1 {
+				t.Errorf("%d restarts after a pass while it restarts, want still 1", n)
+			}
+
+			e.slurm.SetControllers([]string{"ctl", "ctl1"})
+			out = e.run(out, jujutest.Hook(juju.UpdateStatus))
+			e.restartFinished(out, tc.what)
+			if out.UnitStatus.Code != juju.StatusActive || !strings.Contains(out.UnitStatus.Message, tc.role) {
+				t.Errorf("status %+v once slurmctld answers, want active naming %q", out.UnitStatus, tc.role)
+			}
+		})
+	}
+}
+
+// TestHARestartDeadline: a backup whose restart has not answered by its deadline is blocked,
+// naming the log, the waiter stops watching it, and a later pass that finds it answering
+// finishes it.
+func TestHARestartDeadline(t *testing.T) {
+	_, leader := haLeader(t, 0)
+	b, in := haBackup(t, leader)
+	clock := b.withClock()
+	out := b.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/0"))
+	writeHeartbeat(t, b, 0)
+	b.slurm.SetControllers([]string{"ctl", "ctl1"}, "ctl1")
+	// A changed file of the leader's (the shared configuration, as TestHARestartsDoNotWait).
+	bag := maps.Clone(peerAppBag(out))
+	bag[peerKeyConf] = strings.Replace(bag[peerKeyConf], "ClusterName=", "#\\nClusterName=", 1)
+	for i, r := range out.Relations {
+		if r.ID == "slurmctld-peers:0" {
+			out.Relations[i].LocalAppData = bag
+		}
+	}
+	out = b.run(out, jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/0"))
+	what := "run the leader's configuration"
+	b.restartUnderWay(out, what)
+	clock.advance(startWait)
+	out = b.run(out, jujutest.Hook(juju.UpdateStatus))
+	want := jujuStatus(juju.StatusBlocked, "slurmctld did not answer within 30s of its restart to "+what+" (see /var/log/slurm/slurmctld.log): cannot ping slurmctld on ctl1 (backup): slurm controller unreachable")
+	if d := cmp.Diff(want, out.UnitStatus); d != "" {
+		t.Errorf("status (-want +got):\n%s", d)
+	}
+	if w := b.waiter.last(); !w.empty() {
+		t.Errorf("the waiter still watches %+v after the restart failed", w)
+	}
+	b.slurm.SetControllers([]string{"ctl", "ctl1"})
+	out = b.run(out, jujutest.Hook(juju.UpdateStatus))
+	b.restartFinished(out, what)
 }

@@ -105,5 +105,11 @@ func newFakeServices() *fakeServices { return &fakeServices{servicetest.New()} }
 // count returns how many calls equal call ("restart slurmctld").
 func (s *fakeServices) count(call string) int { return s.Count(call) }
 
+// restarts counts the restarts of service name, with or without the supervisor's stay-up
+// check (Restart, Respawn).
+func (s *fakeServices) restarts(name string) int {
+	return s.Count("restart "+name) + s.Count("respawn "+name)
+}
+
 // isActive reports whether service name runs.
 func (s *fakeServices) isActive(name string) bool { return s.Active(name) }

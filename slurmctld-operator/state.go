@@ -103,6 +103,11 @@ const (
 	restartGres restartKind = "gres"
 	// restartRollback turns accounting off again: slurmctld did not answer with it.
 	restartRollback restartKind = "accounting-rollback"
+	// restartControllers applies a change of the controllers (SlurmctldHost, read at start
+	// only) on the leader, or the move of its state to the shared storage.
+	restartControllers restartKind = "controllers"
+	// restartShared applies the leader's configuration on a backup controller.
+	restartShared restartKind = "shared-conf"
 )
 
 // pendingRestart is a restart of slurmctld that no hook waited for: the hook that restarted
@@ -114,6 +119,9 @@ type pendingRestart struct {
 	// What is what the restart does, in words for the log and the status ("turn accounting
 	// on (slurmdbd at 10.0.0.9:6819)").
 	What string `json:"what"`
+	// Host is this unit's SlurmctldHost name: its slurmctld must answer (answers), not
+	// another controller's.
+	Host string `json:"host,omitempty"`
 	// At is when slurmctld was restarted; Deadline when a restart it has not answered fails.
 	At       time.Time `json:"at"`
 	Deadline time.Time `json:"deadline"`

@@ -58,6 +58,9 @@ func unitStatus(ctx context.Context, st *charmState, leader bool, configProblem 
 		if code, msg, ok := strings.Cut(o.backupWait, ":"); ok {
 			return juju.StatusCode(code), msg
 		}
+		if code, msg, ok := restartStatus(st.Restart); ok {
+			return code, msg
+		}
 		if !o.running(ctx) {
 			return juju.StatusMaintenance, "slurmctld is not running"
 		}
@@ -69,11 +72,8 @@ func unitStatus(ctx context.Context, st *charmState, leader bool, configProblem 
 	if apps := sortedKeys(st.Problems); len(apps) > 0 {
 		return juju.StatusBlocked, fmt.Sprintf("slurmd application %s: %s", apps[0], st.Problems[apps[0]])
 	}
-	if r := st.Restart; r != nil {
-		if r.Failed != "" {
-			return juju.StatusBlocked, r.Failed
-		}
-		return juju.StatusMaintenance, "slurmctld restarting to " + r.What + "; running jobs keep running"
+	if code, msg, ok := restartStatus(st.Restart); ok {
+		return code, msg
 	}
 	if !o.running(ctx) {
 		return juju.StatusMaintenance, "slurmctld is not running"
@@ -137,6 +137,18 @@ func unitStatus(ctx context.Context, st *charmState, leader bool, configProblem 
 	msg += accountingStatus(ctx, st, o)
 	msg += rebootStatus(st.Reboots) + cosStatus(st, extra)
 	return juju.StatusActive, msg
+}
+
+// restartStatus is the status while the slurmctld restart r is under way (ok false when r is
+// nil): blocked naming its failure, else maintenance saying what it does.
+func restartStatus(r *pendingRestart) (juju.StatusCode, string, bool) {
+	switch {
+	case r == nil:
+		return "", "", false
+	case r.Failed != "":
+		return juju.StatusBlocked, r.Failed, true
+	}
+	return juju.StatusMaintenance, "slurmctld restarting to " + r.What + "; running jobs keep running", true
 }
 
 // accountingStatus is the accounting part of the unit status ("" without a slurmdbd
