@@ -155,19 +155,28 @@ func (h *hook) planControllers(ctx context.Context, st storage) ([]controller, e
 // neither restarted nor reconfigured for a backup's removal. They go at the next change that
 // restarts slurmctld anyway (a controller added), and are never published as controllers.
 func (h *hook) retire(ctx context.Context, prev, next []controller) []controller {
-	if len(next) == 0 || len(next) >= len(prev) || !slices.Equal(h.st.RunningHosts, hostsOf(prev)) {
+	if len(next) == 0 || len(next) >= len(prev) {
 		return next
-	}
-	for i, c := range next {
-		if prev[i] != c {
-			return next
-		}
 	}
 	saved := h.ctls
 	h.ctls = prev
-	active := h.isActive()
+	act, known := h.activeController()
 	h.ctls = saved
-	if !active || !h.c.running(ctx) {
+	why := ""
+	switch {
+	case !slices.Equal(h.st.RunningHosts, hostsOf(prev)):
+		why = fmt.Sprintf("slurmctld runs with %v, not %v", h.st.RunningHosts, hostsOf(prev))
+	case !slices.Equal(next, prev[:len(next)]):
+		why = "a controller listed before the last one left"
+	case !known:
+		why = "no fresh heartbeat says which controller is in control"
+	case act.Unit != h.hc.Event.Unit:
+		why = act.Unit + " is in control"
+	case !h.c.running(ctx):
+		why = "slurmctld is not running here"
+	}
+	if why != "" {
+		h.logf(ctx, juju.LevelInfo, "controllers left: SlurmctldHost changes (%s)", why)
 		return next
 	}
 	out := slices.Clone(next)
