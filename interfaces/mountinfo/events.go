@@ -182,19 +182,15 @@ func (p Provider) SetMounted(ctx context.Context, mounted bool) error {
 	return errors.Join(errs...)
 }
 
-// Event translates the current hook into a provider event: MountRequested once the principal
-// wrote a mountpoint (a bad request comes with its *DataError), MountUnrequested when its bag
-// holds none or the relation is broken.
+// Event translates the current hook into a provider event, on relation-changed only, as the
+// library's MountProvides observes nothing else: MountRequested once the principal wrote a
+// mountpoint (a bad request comes with its *DataError), MountUnrequested when its bag holds
+// none. The relation's departure (departed, broken) is no event: the real filesystem-client
+// unmounts nothing when its principal goes (its autofs map keeps the mount until the machine
+// does).
 func (p Provider) Event(ctx context.Context) (Event, error) {
 	ev := p.HookContext.Event
-	if !ev.Kind.IsRelation() || ev.Endpoint != EndpointName {
-		return nil, nil
-	}
-	switch ev.Kind {
-	case juju.RelationBroken:
-		return MountUnrequested{Relation: ev.Relation, App: ev.RemoteApp}, nil
-	case juju.RelationChanged:
-	default:
+	if ev.Kind != juju.RelationChanged || ev.Endpoint != EndpointName {
 		return nil, nil
 	}
 	app, info, err := p.info(ctx, ev.Relation)

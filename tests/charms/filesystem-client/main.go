@@ -2,6 +2,16 @@
 // on the charm kit: a subordinate that mounts an sshfs share where its principal asks through
 // the mount_info interface (interfaces/mountinfo) and reports the mount to it, as the real
 // charm does with NFS, CephFS or Lustre. See charmcraft.yaml.
+//
+// It unmounts as the real charm (charmed-hpc/filesystem-charms, src/charm.py and
+// src/utils/manager.py) does: never when its principal or its relations go. The real charm
+// mounts through an autofs direct map and handles relation-changed of `mount` (and config,
+// update-status, upgrade, its filesystem relation) only: no handler for the relation's
+// departure, stop or remove. A pass that cannot mount (no request, no filesystem) reports
+// "not mounted" to the principal but leaves the map, and the mount, as they were (the error
+// leaves its `mounts()` context before the map is written); only a pass that mounts rewrites
+// the map, replacing an earlier different mount. So the share stays mounted until the machine
+// goes, after the principal's hooks: a controller leaving saves its state on it (docs/ha.md).
 package main
 
 import (
@@ -55,18 +65,20 @@ func main() {
 	charm.Main(func(ev juju.Event) (juju.Handler, func(), error) {
 		services := auto.Detect(os.LookupEnv)
 		c := &client{services: services, run: command.Exec{Timeout: time.Minute}, mountTable: "/proc/self/mountinfo"}
-		lc := charm.Lifecycle[state]{StateName: stateName}
-		r := juju.NewRouter()
-		for _, k := range []juju.Kind{juju.Install, juju.ConfigChanged, juju.Start, juju.UpgradeCharm, juju.UpdateStatus} {
-			r.Handle(k, lc.Handler(c.reconcile))
-		}
-		for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted} {
-			r.HandleRelation(mountinfo.EndpointName, k, lc.Handler(c.reconcile))
-		}
-		r.HandleRelation(mountinfo.EndpointName, juju.RelationBroken, lc.Handler(c.unmount))
-		r.Handle(juju.Stop, lc.Handler(c.unmount))
-		return r.Dispatch, services.Close, nil
+		return c.router(charm.Lifecycle[state]{StateName: stateName}).Dispatch, services.Close, nil
 	})
+}
+
+// router routes the hooks the real charm observes to reconcile: nothing on the mount
+// relation's departure, stop or remove (TestNoUnmountOnDeparture).
+func (c *client) router(lc charm.Lifecycle[state]) *juju.Router {
+	r := juju.NewRouter()
+	for _, k := range []juju.Kind{juju.Install, juju.ConfigChanged, juju.Start, juju.UpgradeCharm, juju.UpdateStatus} {
+		r.Handle(k, lc.Handler(c.reconcile))
+	}
+	// As the library's MountProvides: relation-changed only.
+	r.HandleRelation(mountinfo.EndpointName, juju.RelationChanged, lc.Handler(c.reconcile))
+	return r
 }
 
 // blocked is a condition shown as the unit's status rather than failing the hook.
@@ -78,13 +90,14 @@ type blocked struct {
 func (b *blocked) Error() string { return b.msg }
 
 // reconcile mounts what is asked (unmounting a different earlier mount first) and reports
-// the mount to the principal.
+// the mount to the principal. What keeps it from mounting is reported as not mounted, with
+// any earlier mount left in place, as the real charm does.
 func (c *client) reconcile(ctx context.Context, h *charm.Hook[state]) error {
 	want, err := c.desired(ctx, h)
 	var b *blocked
 	if errors.As(err, &b) {
-		if uerr := c.stop(ctx, h); uerr != nil {
-			return uerr
+		if err := (mountinfo.Provider{HookContext: h.HookContext}).SetMounted(ctx, false); err != nil {
+			return err
 		}
 		return h.SetUnitStatus(ctx, b.code, b.msg)
 	}
@@ -166,9 +179,6 @@ func (c *client) desired(ctx context.Context, h *charm.Hook[state]) (mount, erro
 	if err != nil {
 		return mount{}, err
 	}
-	if h.Event.Kind == juju.RelationBroken {
-		ids = slices.DeleteFunc(ids, func(id juju.RelationID) bool { return id == h.Event.Relation })
-	}
 	var info mountinfo.Info
 	switch {
 	case len(ids) > 1:
@@ -205,18 +215,8 @@ func (c *client) desired(ctx context.Context, h *charm.Hook[state]) (mount, erro
 	return mount{endpoint: ep, mountpoint: info.Mountpoint, info: info}, nil
 }
 
-// unmount stops sshfs (the mount goes with it) and reports the filesystem unmounted.
-func (c *client) unmount(ctx context.Context, h *charm.Hook[state]) error {
-	if err := c.stop(ctx, h); err != nil {
-		return err
-	}
-	if h.Event.Kind == juju.Stop {
-		return nil
-	}
-	return h.SetUnitStatus(ctx, juju.StatusBlocked, "Missing `mountpoint` config or `mount` integration")
-}
-
-// stop stops the sshfs service, makes sure nothing stays mounted and tells the principal.
+// stop stops the sshfs service of an earlier mount that a different one replaces and makes
+// sure it is not mounted any more.
 func (c *client) stop(ctx context.Context, h *charm.Hook[state]) error {
 	mp := h.State.Mountpoint
 	if mp == "" {
@@ -233,12 +233,5 @@ func (c *client) stop(ctx context.Context, h *charm.Hook[state]) error {
 		}
 	}
 	h.State.Command, h.State.Mountpoint = nil, ""
-	if h.Event.Kind == juju.Stop {
-		return nil
-	}
-	err := mountinfo.Provider{HookContext: h.HookContext}.SetMounted(ctx, false)
-	if h.Event.Kind == juju.RelationBroken {
-		return nil // the broken relation takes no more data
-	}
-	return err
+	return nil
 }
