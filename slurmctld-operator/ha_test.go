@@ -601,3 +601,23 @@ func TestHARestartDeadline(t *testing.T) {
 	out = b.run(out, jujutest.Hook(juju.UpdateStatus))
 	b.restartFinished(out, what)
 }
+
+// TestHAAccountingNewCluster: accounting turned on for a cluster slurmdbd does not know yet
+// removes the ClusterID file where slurmctld keeps it, StateSaveLocation on the shared storage
+// (restartForAccounting), not the local directory it left.
+func TestHAAccountingNewCluster(t *testing.T) {
+	e, out := haLeader(t, 0)
+	e.slurm.dbdClusters = []string{}
+	for _, dir := range []string{stateSaveDir, sharedStateDir} {
+		if err := writeTestFile(e.c.Path(dir+"/clustername"), "charmed-slurm|42"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.run(withDbd(out, dbdBag(out.Version)), jujutest.RelationHook(juju.RelationChanged, dbdRel, "slurmdbd/0"))
+	if e.exists(sharedStateDir + "/clustername") {
+		t.Error("the shared StateSaveLocation keeps its ClusterID file: slurmctld would refuse slurmdbd's")
+	}
+	if !e.exists(stateSaveDir + "/clustername") {
+		t.Error("the local state directory's ClusterID file removed instead")
+	}
+}

@@ -340,8 +340,9 @@ func (ctl slurmctldDaemon) restartForGres(ctx context.Context) error {
 // later keep a ClusterID in StateSaveLocation/clustername, made up at the first start without
 // accounting, and a slurmdbd before 26.05 registers the cluster under an id of its own:
 // slurmctld then refuses to start ("CLUSTER ID MISMATCH"). So for a cluster slurmdbd does not
-// hold, the file goes first and slurmctld takes slurmdbd's id (the check is there against two
-// controllers sharing one StateSaveLocation, which this is not).
+// hold, the file goes first and slurmctld takes slurmdbd's id (the check is there against the
+// controllers of two clusters sharing one StateSaveLocation, which this is not: with a backup,
+// this cluster's controllers share the file, on the shared storage, stateSaveLocation).
 func (ctl slurmctldDaemon) restartForAccounting(ctx context.Context) error {
 	h := ctl.h
 	want := h.st.Accounting.storage()
@@ -442,7 +443,7 @@ func (ctl slurmctldDaemon) forgetLocalClusterID(ctx context.Context) error {
 	if known {
 		return nil
 	}
-	path := h.c.Path(stateSaveDir + "/clustername")
+	path := h.c.Path(h.st.stateSaveLocation() + "/clustername")
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("cannot remove %s: %w", path, err)
 	}
