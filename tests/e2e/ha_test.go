@@ -2,10 +2,13 @@ package e2e_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -192,6 +195,38 @@ func (c *cluster) logHooksOnFailure(what string, t0 time.Time) {
 	})
 }
 
+// logOnFailure follows file on unit's host from now on (`tail -F`, in the background) and logs
+// what it read if the test fails: a leaving unit's host, and its log with it, is gone by then.
+func (c *cluster) logOnFailure(unit, file string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	w := writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.m.Exec(ctx, unit, []string{"tail", "-n", "0", "-F", file}, w, io.Discard)
+	}()
+	c.t.Cleanup(func() {
+		cancel()
+		<-done
+		if c.t.Failed() {
+			mu.Lock()
+			defer mu.Unlock()
+			c.t.Logf("%s: %s from before the failure:\n%s", unit, file, buf.String())
+		}
+	})
+}
+
+// writerFunc is an io.Writer from a function.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
 // waitBothConfServers waits until both slurmd units run with both controllers as
 // --conf-server, primary first, and returns that argument.
 func (c *cluster) waitBothConfServers() string {
@@ -340,6 +375,7 @@ func TestRemoveActiveController(t *testing.T) {
 	}
 
 	c.ctl = "slurmctld/1"
+	c.logOnFailure("slurmctld/0", ctlLogPath)
 	if err := c.m.RemoveUnit(c.bg(), "slurmctld/0"); err != nil {
 		t.Fatal(err)
 	}
