@@ -383,7 +383,7 @@ func TestRemoveActiveController(t *testing.T) {
 	c.logHooksOnFailure("remove-unit", removed)
 	// Nothing is submitted until the primary's slurmctld stopped: a job it accepted in the
 	// seconds before can be lost (docs/ha.md, "Not promised": with the storage mounted
-	// throughout, probing from remove-unit lost 4 jobs in 1 of 4 runs).
+	// throughout, probing from remove-unit lost jobs in 2 of 5 runs).
 	c.eventually(time.Minute, "the primary's slurmctld stopped", func() (bool, string) {
 		out, _, _ := c.tryExec("slurmctld/1", "env", "SLURM_CONF="+ctlConf, "scontrol", "ping")
 		for _, line := range strings.Split(out, "\n") {
