@@ -11,7 +11,7 @@ need_apt=()
 for pair in slurmctld:slurmctld slurmd:slurmd scontrol:slurm-client munged:munge \
             slurmdbd:slurmdbd mariadbd:mariadb-server mariadb:mariadb-client \
             ip:iproute2 nsenter:util-linux unshare:util-linux curl:curl pgrep:procps \
-            gcc:gcc mpicc:libopenmpi-dev; do
+            gcc:gcc mpicc:libopenmpi-dev sshfs:sshfs socat:socat; do
   cmd=${pair%%:*} pkg=${pair#*:}
   command -v "$cmd" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
@@ -40,6 +40,8 @@ apt_get() {
   done
 }
 
+# The controller HA tests' storage host serves a directory with OpenSSH's sftp-server (no sshd).
+[ -x /usr/lib/openssh/sftp-server ] || need_apt+=(openssh-sftp-server)
 dpkg-query -W -f '${Status}' libpmix-dev 2>/dev/null | grep -q 'install ok installed' || need_apt+=(libpmix-dev)
 
 if [ ${#need_apt[@]} -gt 0 ]; then

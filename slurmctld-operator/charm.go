@@ -89,6 +89,8 @@ type watchList struct {
 	// Restart is the deadline of the slurmctld restart under way (zero: none): finished once
 	// slurmctld answers again, failed (or rolled back) once the deadline has passed.
 	Restart time.Time `json:"restart,omitzero"`
+	// Host is the SlurmctldHost name of the restarted slurmctld, the one that must answer.
+	Host string `json:"host,omitempty"`
 }
 
 func (w watchList) empty() bool {

@@ -341,7 +341,7 @@ func TestNonLeaderStandsBy(t *testing.T) {
 	in := baseState()
 	in.Unit, in.Leader = "slurmctld/1", false
 	out := e.run(in, jujutest.Hook(juju.ConfigChanged))
-	if out.UnitStatus.Code != juju.StatusBlocked || !strings.Contains(out.UnitStatus.Message, "only the leader runs slurmctld") {
+	if out.UnitStatus.Code != juju.StatusBlocked || !strings.Contains(out.UnitStatus.Message, "a backup controller needs shared storage: integrate slurmctld with filesystem-client") {
 		t.Errorf("status %+v", out.UnitStatus)
 	}
 	if len(out.Secrets) != 0 || len(e.svc.Calls()) != 0 || e.exists(confPath) {

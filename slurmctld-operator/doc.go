@@ -25,9 +25,10 @@
 //	                      waiter (dispatch slurmctld-removal-waiter)
 //	hooks.go              Router and the kit's handlers (finish: login nodes synced, the record
 //	                      kept); the hook handlers: install, configure (leader-elected,
-//	                      config-changed, start), upgrade-charm, update-status, the slurmd
-//	                      and cos-agent relations' hooks, stop and remove
-//	actions.go            show-current-config, rotate-auth-key, settle-jobs, reboot
+//	                      config-changed, start, the peer and mount relations' hooks),
+//	                      upgrade-charm, update-status, the slurmd and cos-agent relations'
+//	                      hooks, stop and remove
+//	actions.go            show-current-config, rotate-auth-key, settle-jobs, reboot, takeover
 //	slurmd_relation.go    slurmdRelation: a slurmd application joins, brings its partition,
 //	                      loses units, leaves
 //	sackd.go              loginNodes: the login applications (sackd relation): their units in
@@ -36,18 +37,24 @@
 //	                      published, slurmdbd's address into slurm.conf, turned on or off
 //	partition_removal.go  partitionRemovals: a departed application's partition, removed once
 //	                      no job record is left
+//	backup.go             backup: a unit that is not the leader, a backup controller running
+//	                      the leader's configuration once the shared storage is mounted
 //	slurmctld.go          slurmctldDaemon: slurmctld configured, started, reconfigured or
-//	                      restarted (a restart is settled by a later pass), its partitions
-//	                      repaired after
+//	                      restarted (also when the controllers change; a restart is settled
+//	                      by a later pass), its partitions repaired after; the state moved to
+//	                      the shared storage once
 //	authkey.go            authKey: the auth key secret, the key file, munged
 //	slurmconf.go          slurmConf: slurm.conf and the partition files
 //	node_actions.go       set-node-state, drain, resume, delete-node
 //	node_removal.go       nodeRemovals: departed units' nodes, drained and deleted once idle
 //	publish.go            publisher: ControllerData, the controllers list, the secret's grants,
-//	                      the port
+//	                      the port, the peer application bag (controllers, configuration)
 //	cos.go                cosAgent: this unit's cos_agent data (rules, dashboards, its log
 //	                      file, a controller's scrape jobs) on each cos-agent relation
 //	reboot.go             rollingReboot: the rolling reboot moved on; RebootProgram
+//	ha.go                 controller high availability: the shared storage (mount relation),
+//	                      the peer relation, the leader's controller plan, the controller in
+//	                      control (heartbeat) for the status and takeover
 //	status.go             unitStatus, the one place the status is worded; report (the one
 //	                      status-set) and progress
 //	hook.go               hook (one event: state, configuration and leadership read once), the
@@ -57,6 +64,8 @@
 //	gres.go               GresTypes and gres.conf
 //	waiter.go             the waiter (removals, restarts): the process and the hooks' side of it
 //	state.go              the state, and the record of what the leader wrote to Juju
+//	peers.go              the peer relation's keys, controller and its checks, the controller
+//	                      list's order, the shared configuration decoded
 //	cgroup.go             cgroup.conf
 //	config.go             the configuration, validated
 //	charm.go              the Charm's dependencies; the Waiter it hands removals to

@@ -35,6 +35,15 @@ type hook struct {
 	// Slurm: one `scontrol show node` serves the reconcile, the removals, the partition
 	// check and the status.
 	nodes nodeCache
+	// ctls are the controllers in SlurmctldHost order, as this hook planned (leader) or read
+	// them (the others); nil until then.
+	ctls []controller
+	// backupWait is what keeps a unit that is not the leader from running slurmctld,
+	// "code:message" ("" when nothing does).
+	backupWait string
+	// peerRel is the peer relation, once listed (peerRead).
+	peerRel  juju.RelationID
+	peerRead bool
 }
 
 // lifecycle runs the charm's hooks: the state is loaded before the handler and saved once
@@ -55,8 +64,8 @@ func (c *Charm) lifecycle() charm.Lifecycle[charmState] {
 
 // begin reads the configuration and leadership for a hook. install needs neither (it
 // installs packages and creates directories); leader-elected says by itself that this unit
-// leads, so it runs no is-leader. A leader's hook (not an action) then settles the slurmctld
-// restart under way, if any (slurmctldDaemon.settle).
+// leads, so it runs no is-leader. A hook (not an action) of a unit that is not leaving then
+// settles the slurmctld restart under way, if any (slurmctldDaemon.settle).
 func (c *Charm) begin(ctx context.Context, k *charm.Hook[charmState]) (*hook, error) {
 	hc := k.HookContext
 	h := &hook{c: c, hc: hc, k: k, st: &k.State, conf: confFiles{c: c}, nodes: nodeCache{client: c.client}}
@@ -88,9 +97,9 @@ func (c *Charm) begin(ctx context.Context, k *charm.Hook[charmState]) (*hook, er
 	default:
 		h.pub = h.st.Published.clone()
 	}
-	if h.leader && kind != juju.Action {
-		// A slurmctld restart under way is finished (or failed) before anything else: one
-		// `scontrol ping`, nothing when none is under way.
+	if kind != juju.Action && !h.st.Leaving {
+		// A slurmctld restart under way (the leader's or a backup's) is finished (or failed)
+		// before anything else: one `scontrol ping`, nothing when none is under way.
 		if err := (slurmctldDaemon{h}).settle(ctx); err != nil {
 			return nil, err
 		}
@@ -98,17 +107,14 @@ func (c *Charm) begin(ctx context.Context, k *charm.Hook[charmState]) (*hook, er
 	return h, nil
 }
 
-// watch hands the removals and the slurmctld restart the hook leaves under way to the waiter
-// (none on a unit that does not lead: its waiter, if any, ends). A waiter that cannot start is
-// no failure of the hook: they still finish on update-status.
+// watch hands the removals (the leader's) and the slurmctld restart (any controller's) the
+// hook leaves under way to the waiter; with nothing to watch, its waiter, if any, ends. A
+// waiter that cannot start is no failure of the hook: they still finish on update-status.
 func (h *hook) watch(ctx context.Context) {
 	if h.c.Waiter == nil {
 		return
 	}
-	var list watchList
-	if h.leader {
-		list = h.st.watchList()
-	}
+	list := h.st.watchList(h.leader)
 	if err := h.c.Waiter.Watch(ctx, list); err != nil {
 		h.logf(ctx, juju.LevelWarning, "removals and restarts continue on update-status only: %v", err)
 	}

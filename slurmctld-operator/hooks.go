@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/charmed-slurm/operators/interfaces/cosagent"
+	"github.com/charmed-slurm/operators/interfaces/mountinfo"
 	"github.com/charmed-slurm/operators/interfaces/sackd"
 	"github.com/charmed-slurm/operators/interfaces/slurmdbd"
 	"github.com/charmed-slurm/operators/libs/apt"
@@ -23,15 +24,20 @@ func (c *Charm) Router() *juju.Router {
 	r := juju.NewRouter()
 	r.Handle(juju.Install, hs.Handle((*hook).install))
 	for _, k := range []juju.Kind{juju.LeaderElected, juju.LeaderSettingsChanged, juju.ConfigChanged, juju.Start} {
-		r.Handle(k, hs.Handle((*hook).configure))
+		r.Handle(k, hs.Handle(unlessLeaving((*hook).configure)))
 	}
-	r.Handle(juju.UpgradeCharm, hs.Handle((*hook).upgradeCharm))
-	r.Handle(juju.UpdateStatus, hs.Handle((*hook).updateStatus))
+	r.Handle(juju.UpgradeCharm, hs.Handle(unlessLeaving((*hook).upgradeCharm)))
+	// High availability: the peers and the shared storage change the controllers.
 	for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted, juju.RelationBroken} {
-		r.HandleRelation("slurmd", k, hs.Handle((*hook).slurmdRelation))
-		r.HandleRelation(sackd.RequirerEndpoint, k, hs.Handle((*hook).sackdRelation))
-		r.HandleRelation(slurmdbd.RequirerEndpoint, k, hs.Handle((*hook).slurmdbdRelation))
-		r.HandleRelation(cosagent.Endpoint, k, hs.Handle((*hook).cosAgentRelation))
+		r.HandleRelation(peerEndpoint, k, hs.Handle(unlessLeaving((*hook).configure)))
+		r.HandleRelation(mountinfo.EndpointName, k, hs.Handle(unlessLeaving((*hook).configure)))
+	}
+	r.Handle(juju.UpdateStatus, hs.Handle(unlessLeaving((*hook).updateStatus)))
+	for _, k := range []juju.Kind{juju.RelationCreated, juju.RelationJoined, juju.RelationChanged, juju.RelationDeparted, juju.RelationBroken} {
+		r.HandleRelation("slurmd", k, hs.Handle(unlessLeaving((*hook).slurmdRelation)))
+		r.HandleRelation(sackd.RequirerEndpoint, k, hs.Handle(unlessLeaving((*hook).sackdRelation)))
+		r.HandleRelation(slurmdbd.RequirerEndpoint, k, hs.Handle(unlessLeaving((*hook).slurmdbdRelation)))
+		r.HandleRelation(cosagent.Endpoint, k, hs.Handle(unlessLeaving((*hook).cosAgentRelation)))
 	}
 	r.Handle(juju.Stop, c.stateless((*hook).stopWaiter))
 	r.Handle(juju.Remove, c.stateless((*hook).stopWaiter))
@@ -43,6 +49,7 @@ func (c *Charm) Router() *juju.Router {
 	r.HandleAction("rotate-auth-key", hs.Handle((*hook).rotateAuthKey))
 	r.HandleAction("settle-jobs", hs.Handle((*hook).settleJobs))
 	r.HandleAction("reboot", hs.Handle((*hook).reboot))
+	r.HandleAction("takeover", hs.Handle((*hook).takeover))
 	return r
 }
 
@@ -65,6 +72,25 @@ func (h *hook) finish(ctx context.Context) error {
 		return err
 	}
 	return h.end(ctx)
+}
+
+// unlessLeaving runs fn unless this unit leaves the application (remove-unit, or the
+// application removed): the first hook that says so, a relation-departed whose departing unit
+// is this one, hands control to a backup (departure.handOver), and from then on no hook of
+// the unit starts or restarts slurmctld, whatever the order of the hooks that follow (its
+// shared storage going, its peers departing).
+func unlessLeaving(fn charm.Func[*hook]) charm.Func[*hook] {
+	return func(h *hook, ctx context.Context) error {
+		if ev := h.hc.Event; ev.Kind == juju.RelationDeparted && ev.DepartingUnit == ev.Unit && !h.st.Leaving {
+			if err := (departure{h}).handOver(ctx); err != nil {
+				return err
+			}
+		}
+		if h.st.Leaving {
+			return h.report(ctx)
+		}
+		return fn(h, ctx)
+	}
 }
 
 // thenStatus runs action, which changes nodes in Slurm, then sets the unit status again:
@@ -155,17 +181,28 @@ func (h *hook) upgradeCharm(ctx context.Context) error {
 }
 
 // configure brings the controller to its configured state: auth key, munged, slurm.conf,
-// partitions, slurmctld running, port open, ControllerData published, and the cos_agent data
-// (every unit). It runs on
-// leader-elected, config-changed, start and upgrade-charm.
+// partitions, slurmctld running, port open, ControllerData published, the controllers and
+// the configuration shared with the peers, and the cos_agent data (every unit). It runs on
+// leader-elected, config-changed, start, upgrade-charm and the peer and mount relations'
+// hooks; a unit that is not the leader configures as a backup controller (backup).
 func (h *hook) configure(ctx context.Context) error {
-	if h.configProblem() != nil || !h.leader {
-		// Nothing is changed: a running slurmctld keeps its configuration. A standby unit
-		// still publishes its rules, dashboards and log file to COS.
-		if err := (cosAgent{h}).publish(ctx); err != nil {
-			return err
-		}
+	if h.configProblem() != nil {
+		// Nothing is changed: a running slurmctld keeps its configuration.
 		return h.report(ctx)
+	}
+	if err := h.configureController(ctx); err != nil {
+		return err
+	}
+	if err := (cosAgent{h}).publish(ctx); err != nil {
+		return err
+	}
+	return h.report(ctx)
+}
+
+// configureController configures this unit's controller: the leader's, or a backup's.
+func (h *hook) configureController(ctx context.Context) error {
+	if !h.leader {
+		return backup{h}.configure(ctx)
 	}
 	if err := (slurmctldDaemon{h}).ensure(ctx); err != nil {
 		return err
@@ -173,13 +210,10 @@ func (h *hook) configure(ctx context.Context) error {
 	if err := (publisher{h}).all(ctx); err != nil {
 		return err
 	}
-	if err := (dbdRelation{h}).publish(ctx); err != nil {
+	if err := (publisher{h}).peers(ctx); err != nil {
 		return err
 	}
-	if err := (cosAgent{h}).publish(ctx); err != nil {
-		return err
-	}
-	return h.report(ctx)
+	return (dbdRelation{h}).publish(ctx)
 }
 
 // updateStatus repeats the reconciles (one pass each) and refreshes the status. One node

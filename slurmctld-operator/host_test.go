@@ -26,6 +26,8 @@ type host struct {
 	aptFail bool
 	version string
 	mungeUp func() bool
+	// dbdClusters, when set, are the clusters slurmdbd knows (`sacctmgr show cluster`).
+	dbdClusters []string
 }
 
 func newHost(liveConfDir string) *host {
@@ -38,9 +40,16 @@ func newHost(liveConfDir string) *host {
 func (h *host) Run(ctx context.Context, argv []string, env []string) (command.Output, error) {
 	h.mu.Lock()
 	h.calls = append(h.calls, slices.Clone(argv))
-	aptFail, version, mungeUp := h.aptFail, h.version, h.mungeUp
+	aptFail, version, mungeUp, clusters := h.aptFail, h.version, h.mungeUp, h.dbdClusters
 	h.mu.Unlock()
 	switch {
+	case argv[0] == "sacctmgr" && clusters != nil && slices.Contains(argv, "cluster"):
+		// `sacctmgr -n -P show cluster NAME format=cluster`: the name if slurmdbd knows it.
+		var out string
+		if name := argv[len(argv)-2]; slices.Contains(clusters, name) {
+			out = name + "\n"
+		}
+		return command.Output{Stdout: []byte(out)}, nil
 	case argv[0] == "apt-get" && aptFail:
 		return command.Output{Stderr: []byte("E: Unable to locate package\n"), ExitCode: 100}, nil
 	case argv[0] == "apt-get":
@@ -104,6 +113,12 @@ func newFakeServices() *fakeServices { return &fakeServices{servicetest.New()} }
 
 // count returns how many calls equal call ("restart slurmctld").
 func (s *fakeServices) count(call string) int { return s.Count(call) }
+
+// restarts counts the restarts of service name, with or without the supervisor's stay-up
+// check (Restart, Respawn).
+func (s *fakeServices) restarts(name string) int {
+	return s.Count("restart "+name) + s.Count("respawn "+name)
+}
 
 // isActive reports whether service name runs.
 func (s *fakeServices) isActive(name string) bool { return s.Active(name) }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net"
@@ -64,9 +65,21 @@ func (r *publishedRel) grant(ctx context.Context, secrets juju.Secrets, id juju.
 }
 
 // controllers are the slurmctld addresses (host:port, primary first) that this controller
-// publishes to every application that uses the cluster (slurmd, sackd): its ingress address
-// on the slurmd endpoint. The one place that decides the list.
+// publishes to every application that uses the cluster (slurmd, sackd): every controller in
+// SlurmctldHost order (but those that left: retire) as this hook planned them, or as the last configure hook did (a hook
+// that does not plan them keeps every controller); this controller's ingress address on the
+// slurmd endpoint alone without high availability. The one place that decides the list.
 func (h *hook) controllers(ctx context.Context) ([]string, error) {
+	if h.ctls == nil {
+		h.ctls = h.st.Controllers // a hook that did not plan them: the last plan
+	}
+	if ctls := live(h.ctls); len(ctls) > 0 {
+		out := make([]string, 0, len(ctls))
+		for _, c := range ctls {
+			out = append(out, net.JoinHostPort(c.Addr, strconv.Itoa(SlurmctldPort)))
+		}
+		return out, nil
+	}
 	addr, err := h.ingress(ctx)
 	if err != nil {
 		return nil, err
@@ -133,5 +146,36 @@ func (pb publisher) openPort(ctx context.Context) error {
 		return fmt.Errorf("cannot open port %d: %w", SlurmctldPort, err)
 	}
 	h.pub.PortOpen = true
+	return nil
+}
+
+// peers writes the controllers, the configuration and the auth secret's id in the
+// peer application bag (leader only), when they changed.
+func (pb publisher) peers(ctx context.Context) error {
+	h := pb.h
+	rel, err := h.peerRelation(ctx)
+	if err != nil || rel == "" {
+		return err
+	}
+	ctls, err := encodeControllers(h.ctls)
+	if err != nil {
+		return err
+	}
+	files, err := h.sharedConf()
+	if err != nil {
+		return fmt.Errorf("cannot read the configuration to share: %w", err)
+	}
+	conf, err := json.Marshal(files)
+	if err != nil {
+		return err
+	}
+	bag := map[string]string{peerKeyControllers: ctls, peerKeyConf: string(conf), peerKeySecret: h.st.SecretID}
+	if h.pub.Peers != nil && maps.Equal(h.pub.Peers, bag) {
+		return nil
+	}
+	if err := h.hc.Relations.SetAppData(ctx, rel, bag); err != nil {
+		return fmt.Errorf("cannot publish the controllers to the peers: %w", err)
+	}
+	h.pub.Peers = bag
 	return nil
 }

@@ -76,9 +76,10 @@ func TestUnchangedHookWritesNothing(t *testing.T) {
 		ev   juju.Event
 		want []string // every hook tool of the second run
 	}{
-		// Only config-changed reads the configuration; the others use the copy it kept.
-		{"config-changed", jujutest.Hook(juju.ConfigChanged), []string{"config-get", "is-leader", "network-get"}},
-		{"start", jujutest.Hook(juju.Start), []string{"is-leader", "network-get"}},
+		// Only config-changed reads the configuration; the others use the copy it kept. The
+		// configure hooks list the mount and peer relations once each (high availability).
+		{"config-changed", jujutest.Hook(juju.ConfigChanged), []string{"config-get", "is-leader", "relation-ids", "network-get", "relation-ids"}},
+		{"start", jujutest.Hook(juju.Start), []string{"is-leader", "relation-ids", "network-get", "relation-ids"}},
 		{"update-status", jujutest.Hook(juju.UpdateStatus), []string{"is-leader"}},
 		{"relation-created", jujutest.RelationHook(juju.RelationCreated, "slurmd:1", ""), []string{"is-leader"}},
 		{"relation-joined", jujutest.RelationHook(juju.RelationJoined, "slurmd:1", "slurmd/0"), []string{"is-leader"}},
@@ -289,7 +290,9 @@ func TestRecordNotTrusted(t *testing.T) {
 		}
 		// The action recorded the revision it installed: configure reads no secret.
 		_, calls, err := e.runTools(out, jujutest.Hook(juju.ConfigChanged), nil)
-		if err != nil || len(only(calls, readTools)) != 0 {
+		// The mount and peer relations are listed on every configure hook (high
+		// availability), the slurmd relations not.
+		if err != nil || len(only(calls, readTools)) != 2 || len(only(calls, []string{"relation-ids"})) != 2 {
 			t.Errorf("config-changed after a rotation: %v, tools %q", err, calls)
 		}
 		// The key file no longer matches the record (changed behind the charm's back):

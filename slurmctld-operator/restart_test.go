@@ -89,6 +89,26 @@ func logged(out jujutest.State, prefix string) bool {
 	return false
 }
 
+// runRestartHook runs ev, a hook that restarts slurmctld, and fails the test if it waited
+// (its context, a 20 s guard, ended; with a slurmctld that does not answer, any wait for it
+// runs into the guard) or asked slurmctld anything (`scontrol ping`).
+func (e *env) runRestartHook(in jujutest.State, ev juju.Event) jujutest.State {
+	e.t.Helper()
+	pings := e.slurm.count("scontrol", "ping")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := jujutest.Run(e.t, in, ev, func(_ context.Context, hc *juju.HookContext) error {
+		return e.c.Router().Dispatch(ctx, hc)
+	})
+	if err != nil || ctx.Err() != nil {
+		e.t.Fatalf("%s: %v (guard: %v): the hook waited", ev.Name, err, ctx.Err())
+	}
+	if n := e.slurm.count("scontrol", "ping") - pings; n != 0 {
+		e.t.Errorf("the restarting hook pinged slurmctld %d times, want none", n)
+	}
+	return out
+}
+
 // restartCases are the hooks that restart slurmctld: slurmdbd's data (accounting on) and an
 // application declaring a new generic resource name (GresTypes).
 var restartCases = []struct {
@@ -116,18 +136,7 @@ func TestRestartHookDoesNotWait(t *testing.T) {
 			in := e.withApp("slurmd", "slurmd/0")
 			answer := e.slowRestarts()
 			in, ev := tt.setup(e, in)
-			pings := e.slurm.count("scontrol", "ping")
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			out, err := jujutest.Run(t, in, ev, func(_ context.Context, hc *juju.HookContext) error {
-				return e.c.Router().Dispatch(ctx, hc)
-			})
-			if err != nil || ctx.Err() != nil {
-				t.Fatalf("%s: %v (guard: %v): the hook waited", ev.Name, err, ctx.Err())
-			}
-			if n := e.slurm.count("scontrol", "ping") - pings; n != 0 {
-				t.Errorf("the restarting hook pinged slurmctld %d times, want none", n)
-			}
+			out := e.runRestartHook(in, ev)
 			if n := e.svc.count("respawn slurmctld"); n != 1 {
 				t.Errorf("%d restarts, want 1", n)
 			}

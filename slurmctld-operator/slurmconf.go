@@ -57,14 +57,13 @@ func (sc slurmConf) managedValues(feat slurm.Features, host, addr string) slurmc
 	h := sc.h
 	return slurmconf.Params{
 		{Key: "ClusterName", Value: h.cfg.ClusterName},
-		{Key: "SlurmctldHost", Value: host + "(" + addr + ")"},
 		{Key: "SlurmctldPort", Value: strconv.Itoa(SlurmctldPort)},
 		{Key: "SlurmdPort", Value: strconv.Itoa(SlurmdPort)},
 		{Key: "SlurmUser", Value: slurmUser},
 		{Key: "SlurmdUser", Value: "root"},
 		{Key: "AuthType", Value: feat.AuthType},
 		{Key: "CredType", Value: feat.CredType},
-		{Key: "StateSaveLocation", Value: stateSaveDir},
+		{Key: "StateSaveLocation", Value: h.st.stateSaveLocation()},
 		{Key: "SlurmdSpoolDir", Value: "/var/spool/slurmd"},
 		{Key: "SlurmctldPidFile", Value: "/run/slurmctld.pid"},
 		{Key: "SlurmdPidFile", Value: "/run/slurmd.pid"},
@@ -111,7 +110,19 @@ func (sc slurmConf) write(ctx context.Context, feat slurm.Features) (bool, error
 	managed := sc.managedValues(feat, host, addr)
 	defaults := append(slices.Clone(defaultKeys), metricsDefaults(feat)...)
 	prevExtra := h.st.ExtraKeys
+	hosts := []string{host + "(" + addr + ")"}
+	if len(h.ctls) > 0 {
+		hosts = hostsOf(h.ctls)
+	}
 	changed, err := slurmconf.Edit(ctx, path, func(d *slurmconf.Doc) error {
+		if !slices.Equal(d.GetAll("SlurmctldHost"), hosts) {
+			d.Delete("SlurmctldHost")
+			for _, v := range hosts {
+				if err := d.Add("SlurmctldHost", v); err != nil {
+					return err
+				}
+			}
+		}
 		for _, p := range managed {
 			if err := d.Set(p.Key, p.Value); err != nil {
 				return err
@@ -218,6 +229,13 @@ var placeholderPartition = slurmconf.Partition{Name: "unconfigured", Params: slu
 
 // partitionInclude is the include line's (relative) path for app's partition file.
 func partitionInclude(app string) string { return "partition-" + app + ".conf" }
+
+// includeApp is the application whose partition include inc is (partitionInclude's inverse).
+func includeApp(inc string) (string, bool) {
+	app, ok := strings.CutPrefix(inc, "partition-")
+	app, ok2 := strings.CutSuffix(app, ".conf")
+	return app, ok && ok2 && app != "" && !strings.ContainsAny(app, "/\\")
+}
 
 // defaultApp is the application whose partition is the default one: default-partition when it
 // names a related application, else the first one that is not being removed.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -36,19 +37,26 @@ func (ctl slurmctldDaemon) ensure(ctx context.Context) error {
 	if err := (authKey{h}).ensure(ctx, feat); err != nil {
 		return err
 	}
-	wrote, err := writeGresConf(ctx, h.c.Settings)
+	cgroupChanged, err := ctl.writeGresCgroup(ctx, feat)
 	if err != nil {
 		return err
 	}
-	if wrote {
-		h.logf(ctx, juju.LevelInfo, "wrote %s (Include %s)", gresConfPath, gresLocalPath)
-	}
-	cgroupChanged, err := writeCgroupConf(ctx, h.c.Settings, feat)
+	st, err := h.storage(ctx)
 	if err != nil {
 		return err
 	}
-	if cgroupChanged {
-		h.logf(ctx, juju.LevelInfo, "wrote %s (CgroupPlugin=disabled)", cgroupConfPath)
+	moved := false // moveState stopped a running slurmctld
+	switch {
+	case st.Mounted && !h.st.StateShared && h.st.AppliedConf != "":
+		// A backup becoming the leader: it runs on the shared state already.
+		h.st.StateShared = true
+	case st.Mounted && !h.st.StateShared:
+		if moved, err = ctl.moveState(ctx); err != nil {
+			return err
+		}
+	}
+	if h.ctls, err = h.planControllers(ctx, st); err != nil {
+		return err
 	}
 	prevExtra := h.st.ExtraKeys
 	changed, err := h.conf.change(ctx, func(ctx context.Context) (bool, error) {
@@ -72,19 +80,156 @@ func (ctl slurmctldDaemon) ensure(ctx context.Context) error {
 		return err
 	}
 	h.st.ConfRefused = ""
-	if ctl.live(ctx) {
+	hosts := hostsOf(h.ctls)
+	running := ctl.live(ctx)
+	switch {
+	case moved,
+		running && len(h.st.RunningHosts) > 0 && !slices.Equal(h.st.RunningHosts, hosts),
+		running && len(h.st.RunningHosts) == 0 && len(hosts) > 1:
+		// SlurmctldHost is read at start only.
+		if err := ctl.restartForControllers(ctx, hosts, moved); err != nil {
+			return err
+		}
+	case running:
 		if err := ctl.apply(ctx, changed || cgroupChanged); err != nil {
 			return err
 		}
-	} else if err := ctl.start(ctx); err != nil {
-		return err
+	default:
+		if err := ctl.start(ctx); err != nil {
+			return err
+		}
 	}
+	h.st.RunningHosts, h.st.Controllers = hosts, h.ctls
 	h.st.ClusterName = h.cfg.ClusterName
 	// The Slurm version in juju status's Version column, once per version.
 	if err := h.k.SetVersion(ctx, h.st.SlurmVersion); err != nil {
 		return err
 	}
 	return publisher{h}.openPort(ctx)
+}
+
+// writeGresCgroup writes gres.conf and cgroup.conf; it reports whether cgroup.conf changed.
+func (ctl slurmctldDaemon) writeGresCgroup(ctx context.Context, feat slurm.Features) (bool, error) {
+	h := ctl.h
+	wrote, err := writeGresConf(ctx, h.c.Settings)
+	if err != nil {
+		return false, err
+	}
+	if wrote {
+		h.logf(ctx, juju.LevelInfo, "wrote %s (Include %s)", gresConfPath, gresLocalPath)
+	}
+	cgroupChanged, err := writeCgroupConf(ctx, h.c.Settings, feat)
+	if err != nil {
+		return false, err
+	}
+	if cgroupChanged {
+		h.logf(ctx, juju.LevelInfo, "wrote %s (CgroupPlugin=disabled)", cgroupConfPath)
+	}
+	return cgroupChanged, nil
+}
+
+// restartForControllers restarts slurmctld so that it runs with the controllers hosts
+// (SlurmctldHost is read at start only), from the shared storage when moved (moveState
+// stopped it); like every restart, a later pass finishes it (settle).
+func (ctl slurmctldDaemon) restartForControllers(ctx context.Context, hosts []string, moved bool) error {
+	what := "run with the controllers " + strings.Join(hosts, ",")
+	if moved {
+		what = "run from the shared storage with the controllers " + strings.Join(hosts, ",")
+	}
+	return ctl.restart(ctx, restartControllers, what)
+}
+
+// moveState moves the controller's state to the shared storage, once, with slurmctld stopped:
+// the state directory is copied there when the shared one holds no state yet; a shared
+// directory already holding this cluster's state (another controller ran on it) is kept, one
+// of another cluster is refused. slurmctld starts again from the shared state when the hook
+// has rewritten slurm.conf; stopped reports whether it was running.
+func (ctl slurmctldDaemon) moveState(ctx context.Context) (stopped bool, err error) {
+	h := ctl.h
+	c := h.c
+	dst := c.Path(sharedStateDir)
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return false, fmt.Errorf("cannot create %s on the shared storage: %w", sharedStateDir, err)
+	}
+	if data, err := os.ReadFile(filepath.Join(dst, "clustername")); err == nil {
+		got, _, _ := strings.Cut(strings.TrimSpace(string(data)), "|")
+		if got != "" && got != h.cfg.ClusterName {
+			return false, fmt.Errorf("the shared storage holds the state of cluster %q, not %q: refusing to share it", got, h.cfg.ClusterName)
+		}
+	}
+	entries, err := os.ReadDir(dst)
+	if err != nil {
+		return false, fmt.Errorf("cannot read %s: %w", sharedStateDir, err)
+	}
+	if c.running(ctx) {
+		if err := h.progress(ctx, "stopping slurmctld to move its state to the shared storage"); err != nil {
+			return false, err
+		}
+		if err := c.Services.Stop(ctx, svcSlurmctld); err != nil {
+			return false, fmt.Errorf("cannot stop slurmctld: %w", err)
+		}
+		stopped = true
+	}
+	if len(entries) == 0 {
+		if err := copyTree(c.Path(stateSaveDir), dst); err != nil {
+			return false, fmt.Errorf("cannot copy %s to %s: %w", stateSaveDir, sharedStateDir, err)
+		}
+		h.logf(ctx, juju.LevelInfo, "moved the controller's state from %s to the shared %s", stateSaveDir, sharedStateDir)
+	} else {
+		h.logf(ctx, juju.LevelInfo, "the shared %s holds this cluster's state already: keeping it", sharedStateDir)
+	}
+	uid, gid, err := c.UserIDs(slurmUser)
+	if err != nil {
+		return false, err
+	}
+	if err := filepath.WalkDir(dst, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	}); err != nil {
+		return false, fmt.Errorf("cannot give %s to %s: %w", sharedStateDir, slurmUser, err)
+	}
+	h.st.StateShared = true
+	return stopped, nil
+}
+
+// copyTree copies the regular files and directories below src into dst (modes kept, each
+// file fsynced: the state must be on the shared storage before slurmctld starts from it).
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && p == src {
+				return nil // no state yet
+			}
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(to, info.Mode().Perm())
+		case !d.Type().IsRegular():
+			return nil // sockets, links: no state of slurmctld's
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		f, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, info.Mode().Perm())
+		if err != nil {
+			return err
+		}
+		_, werr := f.Write(data)
+		return errors.Join(werr, f.Sync(), f.Close())
+	})
 }
 
 // live reports whether slurmctld runs or a restart of it is under way: a configuration change
@@ -118,11 +263,15 @@ func (ctl slurmctldDaemon) start(ctx context.Context) error {
 	// slurm.conf as written is what slurmctld now runs with.
 	h.st.GresRunning = h.st.gresTypes()
 	h.st.AccountingRunning = h.st.Accounting.storage()
+	host, err := c.Hostname()
+	if err != nil {
+		return fmt.Errorf("cannot find the host name: %w", err)
+	}
 	wctx, cancel := context.WithTimeout(ctx, startWait)
 	defer cancel()
 	var last error
-	err := poll.Until(wctx, c.poll(), func(ctx context.Context) (bool, error) {
-		_, last = c.client().Ping(ctx)
+	err = poll.Until(wctx, c.poll(), func(ctx context.Context) (bool, error) {
+		last = answers(ctx, c.client(), host)
 		return last == nil, nil
 	})
 	if err != nil {
@@ -130,6 +279,26 @@ func (ctl slurmctldDaemon) start(ctx context.Context) error {
 	}
 	h.logf(ctx, juju.LevelInfo, "slurmctld started")
 	return nil
+}
+
+// answers returns nil when the slurmctld on host answers `scontrol ping`: with several
+// controllers in slurm.conf, the one listed under host (a backup standing by answers too);
+// with one, the one listed. Another controller answering says nothing of this one (a
+// restarted primary while its backup stands by).
+func answers(ctx context.Context, cl *slurm.Client, host string) error {
+	ctls, err := cl.Ping(ctx)
+	if len(ctls) <= 1 {
+		return err
+	}
+	for _, c := range ctls {
+		if c.Host == host && c.Up {
+			return nil
+		}
+		if c.Host == host {
+			return fmt.Errorf("cannot ping slurmctld on %s (%s): %w", host, c.Role, slurm.ErrControllerUnreachable)
+		}
+	}
+	return fmt.Errorf("cannot ping slurmctld on %s: scontrol ping lists no controller there", host)
 }
 
 // apply makes a running slurmctld read its configuration files after they changed: one
@@ -171,8 +340,9 @@ func (ctl slurmctldDaemon) restartForGres(ctx context.Context) error {
 // later keep a ClusterID in StateSaveLocation/clustername, made up at the first start without
 // accounting, and a slurmdbd before 26.05 registers the cluster under an id of its own:
 // slurmctld then refuses to start ("CLUSTER ID MISMATCH"). So for a cluster slurmdbd does not
-// hold, the file goes first and slurmctld takes slurmdbd's id (the check is there against two
-// controllers sharing one StateSaveLocation, which this is not).
+// hold, the file goes first and slurmctld takes slurmdbd's id (the check is there against the
+// controllers of two clusters sharing one StateSaveLocation, which this is not: with a backup,
+// this cluster's controllers share the file, on the shared storage, stateSaveLocation).
 func (ctl slurmctldDaemon) restartForAccounting(ctx context.Context) error {
 	h := ctl.h
 	want := h.st.Accounting.storage()
@@ -194,6 +364,10 @@ func (ctl slurmctldDaemon) restart(ctx context.Context, kind restartKind, what s
 	if err := h.c.Services.Respawn(ctx, svcSlurmctld); err != nil {
 		return fmt.Errorf("cannot restart slurmctld to %s (see %s): %w", what, slurmctldLog, err)
 	}
+	host, err := h.c.Hostname()
+	if err != nil {
+		return fmt.Errorf("cannot find the host name: %w", err)
+	}
 	now := h.c.Now()
 	before := h.st.GresRunning
 	if h.st.Restart != nil { // replaced: slurmctld has not answered since the earlier one
@@ -201,17 +375,18 @@ func (ctl slurmctldDaemon) restart(ctx context.Context, kind restartKind, what s
 	}
 	h.st.GresRunning = h.st.gresTypes()
 	h.st.AccountingRunning = h.st.Accounting.storage()
-	h.st.Restart = &pendingRestart{For: kind, What: what, At: now, Deadline: now.Add(startWait), GresBefore: before}
+	h.st.Restart = &pendingRestart{For: kind, What: what, Host: host, At: now, Deadline: now.Add(startWait), GresBefore: before}
 	h.nodes.forget()
 	h.logf(ctx, juju.LevelInfo, "restarting slurmctld to %s; running jobs keep running", what)
 	return nil
 }
 
 // settle makes one pass over the restart under way, if any, and never waits. slurmctld
-// answering finishes it: logged, the reconfigure a later change asked for run (kept for the
-// next pass if it fails), the partitions checked, new GresTypes names published to the slurmd
-// applications (the login applications get the configuration's digest at the end of the
-// hook, loginNodes.publish). Without an answer once its deadline has passed, a restart that
+// answering finishes it (this unit's: answers): logged and, on the leader, the reconfigure a
+// later change asked for run (kept for the next pass if it fails), the partitions checked,
+// new GresTypes names published to the slurmd applications (the login applications get the
+// configuration's digest at the end of the hook, loginNodes.publish); a backup controller's
+// restart only needs its slurmctld to answer, the rest is the leader's. Without an answer once its deadline has passed, a restart that
 // turned accounting on is rolled back (rollBackAccounting, again without waiting); any other
 // is failed, shown as blocked with the log to read, and still finished by a later pass that
 // finds slurmctld answering (Pebble and systemd restart a slurmctld that exits).
@@ -221,7 +396,7 @@ func (ctl slurmctldDaemon) settle(ctx context.Context) error {
 	if r == nil {
 		return nil
 	}
-	_, err := h.c.client().Ping(ctx)
+	err := answers(ctx, h.c.client(), r.Host)
 	if err == nil {
 		h.st.Restart = nil
 		h.nodes.forget()
@@ -231,8 +406,11 @@ func (ctl slurmctldDaemon) settle(ctx context.Context) error {
 				h.st.Restart = r
 				return err
 			}
-		} else {
+		} else if h.leader {
 			ctl.repairPartitions(ctx)
+		}
+		if !h.leader {
+			return nil
 		}
 		if r.GresBefore != h.st.GresRunning && h.configProblem() == nil {
 			// Only now may units start with the new names.
@@ -244,7 +422,7 @@ func (ctl slurmctldDaemon) settle(ctx context.Context) error {
 		return nil
 	}
 	cause := fmt.Errorf("slurmctld did not answer within %s of its restart to %s (see %s): %w", startWait, r.What, slurmctldLog, err)
-	if r.For == restartAccountingOn && h.st.Accounting.storage() != "" && h.configProblem() == nil {
+	if r.For == restartAccountingOn && h.leader && h.st.Accounting.storage() != "" && h.configProblem() == nil {
 		return ctl.rollBackAccounting(ctx, cause)
 	}
 	r.Failed = firstLine(cause.Error())
@@ -265,7 +443,7 @@ func (ctl slurmctldDaemon) forgetLocalClusterID(ctx context.Context) error {
 	if known {
 		return nil
 	}
-	path := h.c.Path(stateSaveDir + "/clustername")
+	path := h.c.Path(h.st.stateSaveLocation() + "/clustername")
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("cannot remove %s: %w", path, err)
 	}

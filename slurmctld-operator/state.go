@@ -70,6 +70,22 @@ type charmState struct {
 	Published *published `json:"published,omitempty"`
 	// LoginHosts are the login units (sackd relations) by unit name, which /etc/hosts lists.
 	LoginHosts map[string]loginHost `json:"login-hosts,omitempty"`
+	// StateShared: StateSaveLocation is on the shared storage (sharedStateDir); the leader
+	// moved the state there once (moveState).
+	StateShared bool `json:"state-shared,omitempty"`
+	// RunningHosts are the SlurmctldHost values slurmctld was last started with (it reads
+	// them only at start); nil: this unit alone.
+	RunningHosts []string `json:"running-hosts,omitempty"`
+	// Controllers are the controllers as the last configure hook planned or read them, for
+	// the status of the hooks that do not read them again.
+	Controllers []controller `json:"controllers,omitempty"`
+	// AppliedConf is the hash of the leader's configuration a backup controller runs with.
+	AppliedConf string `json:"applied-conf,omitempty"`
+	// Leaving: this unit leaves the application (departure); its slurmctld was stopped and
+	// is never started again. HandedTo is the controller it asked to take control ("" when
+	// it was not in control or had no backup).
+	Leaving  bool   `json:"leaving,omitempty"`
+	HandedTo string `json:"handed-to,omitempty"`
 	// SlurmdReleases are the Slurm releases slurmd applications and units said they run, by
 	// application or unit name (metricsgate.go).
 	SlurmdReleases map[string]nodeRelease `json:"slurmd-releases,omitempty"`
@@ -87,6 +103,11 @@ const (
 	restartGres restartKind = "gres"
 	// restartRollback turns accounting off again: slurmctld did not answer with it.
 	restartRollback restartKind = "accounting-rollback"
+	// restartControllers applies a change of the controllers (SlurmctldHost, read at start
+	// only) on the leader, or the move of its state to the shared storage.
+	restartControllers restartKind = "controllers"
+	// restartShared applies the leader's configuration on a backup controller.
+	restartShared restartKind = "shared-conf"
 )
 
 // pendingRestart is a restart of slurmctld that no hook waited for: the hook that restarted
@@ -98,6 +119,9 @@ type pendingRestart struct {
 	// What is what the restart does, in words for the log and the status ("turn accounting
 	// on (slurmdbd at 10.0.0.9:6819)").
 	What string `json:"what"`
+	// Host is this unit's SlurmctldHost name: its slurmctld must answer (answers), not
+	// another controller's.
+	Host string `json:"host,omitempty"`
 	// At is when slurmctld was restarted; Deadline when a restart it has not answered fails.
 	At       time.Time `json:"at"`
 	Deadline time.Time `json:"deadline"`
@@ -124,6 +148,8 @@ type pendingRestart struct {
 type published struct {
 	// PortOpen: SlurmctldPort was opened.
 	PortOpen bool `json:"port-open,omitempty"`
+	// Peers is the peer application bag the leader last wrote (publisher.peers).
+	Peers map[string]string `json:"peers,omitempty"`
 	// SecretID, KeyID and KeyHash are the auth key secret, the key id of the revision whose
 	// key was written to this host and the SHA-256 of that key file. While the file still
 	// has that hash, the secret is not read again.
@@ -333,6 +359,14 @@ func (s *charmState) setProblem(app, msg string) {
 // sortedKeys returns m's keys in order.
 func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
 	return slices.Sorted(maps.Keys(m))
+}
+
+// stateSaveLocation is StateSaveLocation: on the shared storage once the state moved there.
+func (st *charmState) stateSaveLocation() string {
+	if st.StateShared {
+		return sharedStateDir
+	}
+	return stateSaveDir
 }
 
 // firstLine is s up to its first new line (a status line from a longer error).

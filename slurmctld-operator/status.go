@@ -16,7 +16,7 @@ import (
 // report sets the unit status from everything known in this hook, unless this unit set
 // the same status last (the kit's status cache, saved with the state).
 func (h *hook) report(ctx context.Context) error {
-	code, msg := unitStatus(ctx, h.st, h.leader, h.configProblem(), h.extra, observer{running: h.c.running, nodes: h.nodes.list, dbdQueue: h.c.client().DbdAgentQueue})
+	code, msg := unitStatus(ctx, h.st, h.leader, h.configProblem(), h.extra, observer{running: h.c.running, nodes: h.nodes.list, dbdQueue: h.c.client().DbdAgentQueue, role: h.haStatus, backupWait: h.backupWait})
 	return h.k.SetUnitStatus(ctx, code, msg)
 }
 
@@ -26,18 +26,28 @@ func (h *hook) progress(ctx context.Context, msg string) error {
 }
 
 // observer is what the status asks of the host beyond the state, each only when the status
-// gets that far: whether slurmctld runs, the node list, and (with accounting on) how many
-// records wait for slurmdbd.
+// gets that far: whether slurmctld runs, the node list, (with accounting on) how many
+// records wait for slurmdbd, and this controller's role among several (haStatus, "" with one
+// controller); and, on a unit that is not the leader, what keeps it from running slurmctld
+// ("code:message", "" when nothing does).
 type observer struct {
-	running  func(ctx context.Context) bool
-	nodes    func(ctx context.Context) ([]slurm.Node, error)
-	dbdQueue func(ctx context.Context) (int, error)
+	running    func(ctx context.Context) bool
+	nodes      func(ctx context.Context) ([]slurm.Node, error)
+	dbdQueue   func(ctx context.Context) (int, error)
+	role       func(ctx context.Context) string
+	backupWait string
 }
 
 // unitStatus is the unit status, the one place it is worded: from the state, leadership, the
 // configuration's problem and its slurm.conf parameters (extra) and the slurmctld restart
 // under way, then (only when it gets that far) whether slurmctld runs and its node list.
 func unitStatus(ctx context.Context, st *charmState, leader bool, configProblem error, extra slurmconf.Params, o observer) (juju.StatusCode, string) {
+	if st.Leaving {
+		if st.HandedTo != "" {
+			return juju.StatusMaintenance, "leaving: slurmctld stopped, control handed to " + st.HandedTo
+		}
+		return juju.StatusMaintenance, "leaving: slurmctld stopped"
+	}
 	if configProblem != nil {
 		return juju.StatusBlocked, configProblem.Error()
 	}
@@ -45,16 +55,25 @@ func unitStatus(ctx context.Context, st *charmState, leader bool, configProblem 
 		return juju.StatusBlocked, st.ConfRefused
 	}
 	if !leader {
-		return juju.StatusBlocked, "standby unit: only the leader runs slurmctld (controller high availability is not supported yet)"
+		if code, msg, ok := strings.Cut(o.backupWait, ":"); ok {
+			return juju.StatusCode(code), msg
+		}
+		if code, msg, ok := restartStatus(st.Restart); ok {
+			return code, msg
+		}
+		if !o.running(ctx) {
+			return juju.StatusMaintenance, "slurmctld is not running"
+		}
+		if role := o.role(ctx); role != "" {
+			return juju.StatusActive, "slurmctld " + role
+		}
+		return juju.StatusWaiting, "waiting for the leader's configuration"
 	}
 	if apps := sortedKeys(st.Problems); len(apps) > 0 {
 		return juju.StatusBlocked, fmt.Sprintf("slurmd application %s: %s", apps[0], st.Problems[apps[0]])
 	}
-	if r := st.Restart; r != nil {
-		if r.Failed != "" {
-			return juju.StatusBlocked, r.Failed
-		}
-		return juju.StatusMaintenance, "slurmctld restarting to " + r.What + "; running jobs keep running"
+	if code, msg, ok := restartStatus(st.Restart); ok {
+		return code, msg
 	}
 	if !o.running(ctx) {
 		return juju.StatusMaintenance, "slurmctld is not running"
@@ -99,6 +118,9 @@ func unitStatus(ctx context.Context, st *charmState, leader bool, configProblem 
 		}
 	}
 	msg := fmt.Sprintf("slurmctld up, %d nodes (%d idle, %d allocated, %d drained", len(nodes), idle, alloc, drained)
+	if role := o.role(ctx); role != "" {
+		msg = fmt.Sprintf("slurmctld %s, %d nodes (%d idle, %d allocated, %d drained", role, len(nodes), idle, alloc, drained)
+	}
 	if draining > 0 {
 		msg += fmt.Sprintf(", %d draining", draining)
 	}
@@ -115,6 +137,18 @@ func unitStatus(ctx context.Context, st *charmState, leader bool, configProblem 
 	msg += accountingStatus(ctx, st, o)
 	msg += rebootStatus(st.Reboots) + cosStatus(st, extra)
 	return juju.StatusActive, msg
+}
+
+// restartStatus is the status while the slurmctld restart r is under way (ok false when r is
+// nil): blocked naming its failure, else maintenance saying what it does.
+func restartStatus(r *pendingRestart) (juju.StatusCode, string, bool) {
+	switch {
+	case r == nil:
+		return "", "", false
+	case r.Failed != "":
+		return juju.StatusBlocked, r.Failed, true
+	}
+	return juju.StatusMaintenance, "slurmctld restarting to " + r.What + "; running jobs keep running", true
 }
 
 // accountingStatus is the accounting part of the unit status ("" without a slurmdbd

@@ -74,12 +74,16 @@ const (
 	maxWaiterLog = 1 << 20
 )
 
-// watchList is what the waiter must watch for this state: every removal under way, and the
-// slurmctld restart under way until it has failed (update-status still looks at a failed one).
-func (s *charmState) watchList() watchList {
-	w := watchList{Nodes: sortedKeys(s.Pending), Partitions: sortedKeys(s.Removing)}
+// watchList is what the waiter must watch for this state: on the leader every removal under
+// way, and on every unit the slurmctld restart under way until it has failed (update-status
+// still looks at a failed one).
+func (s *charmState) watchList(leader bool) watchList {
+	var w watchList
+	if leader {
+		w = watchList{Nodes: sortedKeys(s.Pending), Partitions: sortedKeys(s.Removing)}
+	}
 	if r := s.Restart; r != nil && r.Failed == "" {
-		w.Restart = r.Deadline
+		w.Restart, w.Host = r.Deadline, r.Host
 	}
 	return w
 }
@@ -370,7 +374,7 @@ func (w *removalWaiter) tryLock(lock *os.File) bool {
 func (w *removalWaiter) ready(ctx context.Context, list watchList) (string, error) {
 	var out []string
 	if !list.Restart.IsZero() {
-		_, err := w.Client.Ping(ctx)
+		err := answers(ctx, w.Client, list.Host)
 		switch {
 		case err == nil:
 			out = append(out, "slurmctld answers again")

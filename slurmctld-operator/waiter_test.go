@@ -523,38 +523,52 @@ func fakeLastBusy() time.Time {
 // TestRemovalWaiterWatchesARestart: while a restarted slurmctld does not answer, the waiter
 // asks it nothing else (the removals cannot be asked about) and does not wake the charm; it
 // wakes it once slurmctld answers, or once the restart's deadline has passed without an
-// answer, and ends when the charm's pass leaves nothing to watch.
+// answer, and ends when the charm's pass leaves nothing to watch. With two controllers, the
+// restarted one (the watch list's host) must answer: the other answering is not enough.
 func TestRemovalWaiterWatchesARestart(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
 		deadline time.Duration // from now
 		answerAt int           // the Slurm call at which slurmctld answers again (0: never)
+		host     string        // the restarted controller's, with ctl and ctl1 configured ("": one)
 		why      string
 	}{
 		{name: "slurmctld answers", deadline: time.Hour, answerAt: 10, why: "slurmctld answers again"},
 		{name: "deadline passed", deadline: -time.Second, why: "slurmctld has not answered by its restart's deadline"},
+		{name: "a backup's answers, the primary's did", deadline: time.Hour, answerAt: 10, host: "ctl1", why: "slurmctld answers again"},
+		{name: "the primary's answers, the backup's did", deadline: time.Hour, answerAt: 10, host: "ctl", why: "slurmctld answers again"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
 			e.started()
 			e.slurm.addNode("slurmd-1", "slurmd", true) // idle: its removal can proceed
-			e.slurm.SetUnreachable(true)
+			down := func(d bool) {
+				switch {
+				case tt.host == "":
+					e.slurm.SetUnreachable(d)
+				case d:
+					e.slurm.SetControllers([]string{"ctl", "ctl1"}, tt.host)
+				default:
+					e.slurm.SetControllers([]string{"ctl", "ctl1"})
+				}
+			}
+			down(true)
 			x := &fakeExec{}
-			w, log := e.removalWaiter(watchList{Nodes: []string{"slurmd-1"}, Restart: time.Now().Add(tt.deadline)}, x)
+			w, log := e.removalWaiter(watchList{Nodes: []string{"slurmd-1"}, Restart: time.Now().Add(tt.deadline), Host: tt.host}, x)
 			var mu sync.Mutex
 			calls, others := 0, 0
 			e.slurm.Before(func(argv []string) {
 				mu.Lock()
 				defer mu.Unlock()
 				if calls++; calls == tt.answerAt {
-					e.slurm.SetUnreachable(false)
+					down(false)
 				}
 				if strings.Join(argv, " ") != "scontrol ping" {
 					others++
 				}
 			})
 			defer e.slurm.Before(nil)
-			answered := func() bool { _, err := w.Client.Ping(context.Background()); return err == nil }
+			answered := func() bool { return answers(context.Background(), w.Client, tt.host) == nil }
 			x.charm = func() {
 				if tt.answerAt > 0 && !answered() {
 					t.Error("woken while slurmctld does not answer, before the deadline")

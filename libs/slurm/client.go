@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -306,6 +307,16 @@ func (c *Client) CancelJobs(ctx context.Context, ids ...string) error {
 // Reconfigure runs `scontrol reconfigure`.
 func (c *Client) Reconfigure(ctx context.Context) error {
 	_, err := c.run(ctx, true, "scontrol", "reconfigure")
+	return err
+}
+
+// Takeover runs `scontrol takeover INDEX`: the backup controller at INDEX (1 the first backup,
+// in SlurmctldHost order) takes control from the controller in control now.
+func (c *Client) Takeover(ctx context.Context, index int) error {
+	if index < 1 || index > 99 {
+		return fmt.Errorf("cannot take over: bad backup controller index %d", index)
+	}
+	_, err := c.run(ctx, true, "scontrol", "takeover", strconv.Itoa(index))
 	return err
 }
 

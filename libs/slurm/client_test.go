@@ -421,3 +421,20 @@ func TestJobsOnNodes(t *testing.T) {
 		t.Errorf("bad names ran commands: %v", c.Calls()[n:])
 	}
 }
+
+func TestTakeoverArgv(t *testing.T) {
+	r := &slurmtest.Runner{}
+	r.Expect(slurmtest.Case{Argv: []string{"scontrol", "takeover", "1"}})
+	c := &slurm.Client{Runner: r, Conf: conf}
+	if err := c.Takeover(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []int{0, -1, 100} {
+		if err := c.Takeover(context.Background(), bad); err == nil {
+			t.Errorf("Takeover(%d) accepted", bad)
+		}
+	}
+	if n := len(r.Calls()); n != 1 {
+		t.Errorf("%d calls, want the one good takeover", n)
+	}
+}

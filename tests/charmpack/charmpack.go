@@ -68,6 +68,7 @@ type Charmcraft struct {
 	Provides    map[string]Endpoint  `yaml:"provides,omitempty"`
 	Requires    map[string]Endpoint  `yaml:"requires,omitempty"`
 	Peers       map[string]Endpoint  `yaml:"peers,omitempty"`
+	Subordinate bool                 `yaml:"subordinate,omitempty"`
 	Config      *Config              `yaml:"config,omitempty"`
 	Actions     map[string]any       `yaml:"actions,omitempty"`
 }
@@ -267,6 +268,9 @@ func (c *Charmcraft) Files(platform string) (map[string][]byte, error) {
 	}
 	if len(c.Assumes) > 0 {
 		meta["assumes"] = c.Assumes
+	}
+	if c.Subordinate {
+		meta["subordinate"] = true
 	}
 	if l := c.Links; l != nil {
 		for key, v := range map[string][]string{"issues": l.Issues, "source": l.Source, "website": l.Website, "maintainers": l.Contact} {

@@ -25,11 +25,15 @@ func TestPackOperators(t *testing.T) {
 		t.Skip("builds both operators")
 	}
 	tests := []struct {
-		dir, name string
-		relations map[string]map[string]string // provides/requires → endpoint → interface
+		dir, name   string
+		relations   map[string]map[string]string // provides/requires → endpoint → interface
+		subordinate bool
 	}{{
 		dir: "slurmctld-operator", name: "slurmctld",
-		relations: map[string]map[string]string{"requires": {"slurmd": "slurmd", "sackd": "sackd", "slurmdbd": "slurmdbd"}, "provides": {"cos-agent": "cos_agent"}},
+		relations: map[string]map[string]string{"requires": {"slurmd": "slurmd", "sackd": "sackd", "slurmdbd": "slurmdbd"}, "provides": {"mount": "mount_info", "cos-agent": "cos_agent"}},
+	}, {
+		dir: "tests/charms/filesystem-client", name: "filesystem-client", subordinate: true,
+		relations: map[string]map[string]string{"requires": {"mount": "mount_info", "juju-info": "juju-info"}},
 	}, {
 		dir: "slurmd-operator", name: "slurmd",
 		relations: map[string]map[string]string{"provides": {"slurmctld": "slurmd", "cos-agent": "cos_agent"}},
@@ -99,8 +103,16 @@ func TestPackOperators(t *testing.T) {
 				Assumes  []string                     `yaml:"assumes"`
 				Provides map[string]map[string]string `yaml:"provides"`
 				Requires map[string]map[string]string `yaml:"requires"`
+				// Subordinate is a subordinate charm's metadata flag.
+				Subordinate bool `yaml:"subordinate"`
 			}
 			mustYAML(t, files["metadata.yaml"], &meta)
+			if meta.Subordinate != tt.subordinate {
+				t.Errorf("metadata.yaml subordinate %v, want %v", meta.Subordinate, tt.subordinate)
+			}
+			if tt.subordinate && meta.Requires["mount"]["scope"] != "container" {
+				t.Errorf("metadata.yaml: the subordinate's mount endpoint is not container-scoped: %v", meta.Requires["mount"])
+			}
 			if meta.Name != tt.name || meta.Summary == "" {
 				t.Errorf("metadata.yaml: name %q summary %q", meta.Name, meta.Summary)
 			}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/tests/charmpack"
+	"github.com/charmed-slurm/operators/tests/hosts"
 	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
 	"github.com/charmed-slurm/operators/tests/model"
 )
@@ -28,9 +29,11 @@ var (
 	jujucBin      string
 	slurmctldPath string
 	slurmdPath    string
-	sackdPath     string
-	slurmdbdPath  string
-	mariadbPath   string
+	// fsClientPath is the test-only filesystem-client stand-in (tests/charms/filesystem-client).
+	fsClientPath string
+	sackdPath    string
+	slurmdbdPath string
+	mariadbPath  string
 	// cosStandinPath is the cos_agent requirer stand-in (tests/charms/cos-agent).
 	cosStandinPath string
 )
@@ -59,12 +62,14 @@ func setup(m *testing.M) (int, error) {
 	ctx := context.Background()
 	slurmctldPath = filepath.Join(tmp, "slurmctld.charm")
 	slurmdPath = filepath.Join(tmp, "slurmd.charm")
+	fsClientPath = filepath.Join(tmp, "filesystem-client.charm")
 	sackdPath = filepath.Join(tmp, "sackd.charm")
 	slurmdbdPath = filepath.Join(tmp, "slurmdbd.charm")
 	mariadbPath = filepath.Join(tmp, "mariadb.charm")
 	cosStandinPath = filepath.Join(tmp, "cos-agent-standin.charm")
 	for dir, out := range map[string]string{"slurmctld-operator": slurmctldPath, "slurmd-operator": slurmdPath, "sackd-operator": sackdPath,
-		"slurmdbd-operator": slurmdbdPath, "tests/charms/mariadb": mariadbPath, "tests/charms/cos-agent": cosStandinPath} {
+		"slurmdbd-operator": slurmdbdPath, "tests/charms/mariadb": mariadbPath, "tests/charms/filesystem-client": fsClientPath,
+		"tests/charms/cos-agent": cosStandinPath} {
 		if err := charmpack.Pack(ctx, charmpack.Options{Dir: filepath.Join(root, dir), Out: out}); err != nil {
 			return 0, err
 		}
@@ -80,6 +85,20 @@ type cluster struct {
 	t     *testing.T
 	m     *model.Model
 	trace *trace
+	// net is the hosts' network (hosts the test adds itself, such as a storage host).
+	net *hosts.Network
+	// ctl is the controller unit whose host runs the client commands ("" for slurmctld/0).
+	ctl string
+	// storage is the storage host of the controllers' shared StateSaveLocation (addStorage).
+	storage *hosts.Host
+}
+
+// ctlUnit is the controller unit whose host runs the client commands.
+func (c *cluster) ctlUnit() string {
+	if c.ctl == "" {
+		return "slurmctld/0"
+	}
+	return c.ctl
 }
 
 // trace keeps the model's progress lines with their times.
@@ -185,7 +204,7 @@ func newClusterFrom(t *testing.T, o clusterOptions) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{t: t, m: m, trace: tr}
+	c := &cluster{t: t, m: m, trace: tr, net: net}
 	t.Cleanup(func() {
 		if t.Failed() {
 			c.dumpDebug()
@@ -306,7 +325,7 @@ func (c *cluster) tryExec(unit string, argv ...string) (string, int, string) {
 // slurm runs a Slurm client command on the controller.
 func (c *cluster) slurm(argv ...string) string {
 	c.t.Helper()
-	return c.exec("slurmctld/0", append([]string{"env", "SLURM_CONF=" + ctlConf}, argv...)...)
+	return c.exec(c.ctlUnit(), append([]string{"env", "SLURM_CONF=" + ctlConf}, argv...)...)
 }
 
 // nodes maps node name → "state partition features" from sinfo on the controller.
@@ -427,7 +446,7 @@ func (c *cluster) sbatch(p string, args ...string) string {
 
 // jobState is a job's state from the controller (records stay for MinJobAge after the end).
 func (c *cluster) jobState(id string) string {
-	out, code, _ := c.tryExec("slurmctld/0", "env", "SLURM_CONF="+ctlConf, "scontrol", "show", "job", "-o", id)
+	out, code, _ := c.tryExec(c.ctlUnit(), "env", "SLURM_CONF="+ctlConf, "scontrol", "show", "job", "-o", id)
 	if code != 0 {
 		return "GONE"
 	}
@@ -458,20 +477,35 @@ func (c *cluster) dumpDebug() {
 		c.t.Log("removal waiter's log:\n" + wlog.String())
 	}
 	var out bytes.Buffer
-	if _, err := c.m.Exec(ctx, "slurmctld/0", []string{"cat", ctlLogPath}, &out, io.Discard); err != nil {
-		c.t.Logf("no slurmctld.log: %v", err)
-	} else if log := out.String(); log != "" {
-		lines := strings.Split(log, "\n")
-		if len(lines) > 80 {
-			lines = lines[len(lines)-80:]
+	st := c.m.Status(ctx)
+	var ctls []string
+	if a, ok := st.Applications["slurmctld"]; ok {
+		for u := range a.Units {
+			ctls = append(ctls, u)
 		}
-		c.t.Log("slurmctld.log (tail):\n" + strings.Join(lines, "\n"))
+		sort.Strings(ctls)
+	}
+	for _, unit := range ctls {
+		out.Reset()
+		if _, err := c.m.Exec(ctx, unit, []string{"cat", ctlLogPath}, &out, io.Discard); err != nil {
+			c.t.Logf("%s: no slurmctld.log: %v", unit, err)
+		} else if log := out.String(); log != "" {
+			lines := strings.Split(log, "\n")
+			if len(lines) > 80 {
+				lines = lines[len(lines)-80:]
+			}
+			c.t.Logf("%s: slurmctld.log (tail):\n%s", unit, strings.Join(lines, "\n"))
+		}
 	}
 	// On systemd machines, what systemd says of each unit's daemons, and slurmd's own log.
-	st := c.m.Status(ctx)
 	for _, a := range st.Applications {
 		for unit, u := range a.Units {
-			if st.Machines[u.Machine].BootID == "" { // a Pebble host
+			if st.Machines[u.Machine].BootID == "" { // a Pebble host: slurmd's own log
+				if strings.HasPrefix(unit, "slurmd/") {
+					out.Reset()
+					c.m.Exec(ctx, unit, []string{"tail", "-n", "25", "/var/log/slurm/slurmd.log"}, &out, &out)
+					c.t.Logf("%s: slurmd.log (tail):\n%s", unit, out.String())
+				}
 				continue
 			}
 			out.Reset()

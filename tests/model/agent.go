@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -471,10 +472,13 @@ func actionNumber(id string) int { n, _ := strconv.Atoi(id); return n }
 
 // agent runs one unit's hooks, one at a time, on the unit's machine.
 type agent struct {
-	m          *Model
-	unit       string
-	machineID  string
-	machine    Machine
+	m         *Model
+	unit      string
+	machineID string
+	machine   Machine
+	// shared: the machine is the principal's (a subordinate unit's agent), destroyed by the
+	// principal's agent only.
+	shared     bool
 	done       chan struct{}
 	running    bool
 	retryDelay time.Duration
@@ -646,7 +650,10 @@ func (a *agent) run(ctx context.Context) {
 		if r, isR := a.machine.(Rebootable); isR {
 			boot = r.Boots()
 		}
+		lock := m.machineLock(a.machineID)
+		lock.Lock()
 		err := a.runHook(ctx, hc)
+		lock.Unlock()
 		if ctx.Err() != nil {
 			return
 		}
@@ -737,7 +744,13 @@ func nextRetryDelay(prev, base time.Duration) time.Duration {
 // finish destroys the unit's machine and removes the unit from the model.
 func (a *agent) finish(ctx context.Context) {
 	m := a.m
-	if a.machine != nil {
+	m.mu.Lock()
+	sub := a.principal() != ""
+	m.mu.Unlock()
+	if !sub && !a.waitSubordinates(ctx) {
+		return
+	}
+	if a.machine != nil && !sub {
 		m.progress("%s: removing machine %s", a.unit, a.machineID)
 		if err := a.machine.Destroy(ctx); err != nil {
 			m.progress("%s: %v", a.unit, err)
@@ -748,7 +761,9 @@ func (a *agent) finish(ctx context.Context) {
 	a.closeExec()
 	u := m.state.Units[a.unit]
 	delete(m.state.Units, a.unit)
-	delete(m.state.Machines, a.machineID)
+	if !sub {
+		delete(m.state.Machines, a.machineID)
+	}
 	delete(m.agents, a.unit)
 	for _, sec := range m.state.Secrets {
 		delete(sec.Consumers, a.unit)
@@ -769,16 +784,105 @@ func (a *agent) finish(ctx context.Context) {
 	m.progress("%s: removed", a.unit)
 }
 
-// provision creates the unit's machine and installs the charm and the hook tools on it.
+// principal is the unit a subordinate unit's agent shares its machine with ("" for a
+// principal unit); callers hold m.mu.
+func (a *agent) principal() string {
+	if u := a.m.state.Units[a.unit]; u != nil {
+		return u.Principal
+	}
+	return ""
+}
+
+// waitSubordinates waits until the subordinate units beside this unit are gone (they leave
+// first, as under Juju, where a principal is removed only once its subordinates are); false
+// when ctx ends first.
+func (a *agent) waitSubordinates(ctx context.Context) bool {
+	m := a.m
+	for {
+		m.mu.Lock()
+		left := false
+		for _, u := range m.state.Units {
+			if u.Principal == a.unit {
+				left = true
+			}
+		}
+		changed := m.changed
+		m.mu.Unlock()
+		if !left {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-changed:
+		}
+	}
+}
+
+// sharedMachine waits for the machine of principal (a subordinate's) to be provisioned.
+func (a *agent) sharedMachine(ctx context.Context, principal string) (Machine, error) {
+	m := a.m
+	for {
+		m.mu.Lock()
+		pa := m.agents[principal]
+		var mach Machine
+		if pa != nil {
+			mach = pa.machine
+		}
+		changed := m.changed
+		m.mu.Unlock()
+		switch {
+		case pa == nil:
+			return nil, fmt.Errorf("principal unit %s is gone", principal)
+		case mach != nil:
+			return mach, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-changed:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// machineLock is the lock of machine id that every unit agent on it holds while it runs a
+// hook, as Juju's machine lock (a subordinate's hooks never overlap its principal's).
+func (m *Model) machineLock(id string) *sync.Mutex {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.machineLocks == nil {
+		m.machineLocks = map[string]*sync.Mutex{}
+	}
+	l := m.machineLocks[id]
+	if l == nil {
+		l = &sync.Mutex{}
+		m.machineLocks[id] = l
+	}
+	return l
+}
+
+// provision creates the unit's machine (a subordinate unit's is its principal's) and installs
+// the charm and the hook tools on it.
 func (a *agent) provision(ctx context.Context) error {
 	m := a.m
-	m.progress("%s: creating machine %s", a.unit, a.machineID)
-	mach, err := m.newMachine(ctx, a.machineID, a.unit)
+	m.mu.Lock()
+	principal := a.principal()
+	m.mu.Unlock()
+	var mach Machine
+	var err error
+	if principal != "" {
+		m.progress("%s: joining %s on machine %s", a.unit, principal, a.machineID)
+		mach, err = a.sharedMachine(ctx, principal)
+	} else {
+		m.progress("%s: creating machine %s", a.unit, a.machineID)
+		mach, err = m.newMachine(ctx, a.machineID, a.unit)
+	}
 	if err != nil {
 		return fmt.Errorf("cannot create machine %s: %w", a.machineID, err)
 	}
 	m.mu.Lock()
-	a.machine = mach
+	a.machine, a.shared = mach, principal != ""
 	u := m.state.Units[a.unit]
 	app := m.state.Applications[u.App]
 	charmSrc := app.CharmDir

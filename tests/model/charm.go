@@ -20,18 +20,24 @@ import (
 // Charm is what the model knows about a charm: its metadata, config options and actions, read
 // from charmcraft.yaml or from the metadata.yaml, config.yaml and actions.yaml of a packed charm.
 type Charm struct {
-	Name     string              `json:"name"`
-	Provides map[string]Endpoint `json:"provides,omitempty"`
-	Requires map[string]Endpoint `json:"requires,omitempty"`
-	Peers    map[string]Endpoint `json:"peers,omitempty"`
-	Options  map[string]Option   `json:"options,omitempty"`
-	Actions  map[string]Action   `json:"actions,omitempty"`
+	Name string `json:"name"`
+	// Subordinate charms get no units of their own: a unit is added beside each unit of a
+	// principal they are related to through a container-scoped endpoint.
+	Subordinate bool                `json:"subordinate,omitempty"`
+	Provides    map[string]Endpoint `json:"provides,omitempty"`
+	Requires    map[string]Endpoint `json:"requires,omitempty"`
+	Peers       map[string]Endpoint `json:"peers,omitempty"`
+	Options     map[string]Option   `json:"options,omitempty"`
+	Actions     map[string]Action   `json:"actions,omitempty"`
 }
 
 // Endpoint is one relation endpoint of a charm.
 type Endpoint struct {
 	Interface string `json:"interface" yaml:"interface"`
 	Limit     int    `json:"limit,omitempty" yaml:"limit"`
+	// Scope is "container" for an endpoint whose relation joins only the units of one
+	// machine (a subordinate and its principal); "" or "global" otherwise.
+	Scope string `json:"scope,omitempty" yaml:"scope"`
 }
 
 // Option is one config option: type is string, int, float, boolean or secret.
@@ -65,11 +71,12 @@ type Param struct {
 }
 
 type charmcraftFile struct {
-	Name     string              `yaml:"name"`
-	Provides map[string]Endpoint `yaml:"provides"`
-	Requires map[string]Endpoint `yaml:"requires"`
-	Peers    map[string]Endpoint `yaml:"peers"`
-	Config   struct {
+	Name        string              `yaml:"name"`
+	Subordinate bool                `yaml:"subordinate"`
+	Provides    map[string]Endpoint `yaml:"provides"`
+	Requires    map[string]Endpoint `yaml:"requires"`
+	Peers       map[string]Endpoint `yaml:"peers"`
+	Config      struct {
 		Options map[string]Option `yaml:"options"`
 	} `yaml:"config"`
 	Actions map[string]Action `yaml:"actions"`
@@ -101,7 +108,7 @@ func ReadCharm(dir string) (*Charm, error) {
 	if f.Name == "" {
 		return nil, fmt.Errorf("charm in %s has no name", dir)
 	}
-	c := &Charm{Name: f.Name, Provides: f.Provides, Requires: f.Requires, Peers: f.Peers, Options: f.Config.Options, Actions: f.Actions}
+	c := &Charm{Name: f.Name, Subordinate: f.Subordinate, Provides: f.Provides, Requires: f.Requires, Peers: f.Peers, Options: f.Config.Options, Actions: f.Actions}
 	for name, o := range c.Options {
 		switch o.Type {
 		case "string", "int", "float", "boolean", "secret":
@@ -124,6 +131,9 @@ func ReadCharm(dir string) (*Charm, error) {
 		for name, ep := range eps {
 			if ep.Interface == "" {
 				return nil, fmt.Errorf("charm %s: endpoint %q has no interface", c.Name, name)
+			}
+			if ep.Scope != "" && ep.Scope != "global" && ep.Scope != "container" {
+				return nil, fmt.Errorf("charm %s: endpoint %q has unknown scope %q", c.Name, name, ep.Scope)
 			}
 		}
 	}

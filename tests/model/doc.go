@@ -142,7 +142,10 @@
 // # Limits
 //
 // A model directory belongs to one running Model: hosts do not survive the process, so New
-// refuses a directory whose state still lists units. Not played: subordinates, storage,
-// containers (Pebble notices), suspended and cross-model relations, the jitter of Juju's retry
-// delays, goal-state and credential-get, juju exec of hook tools outside hooks.
+// refuses a directory whose state still lists units. Subordinates are played: a unit beside
+// each principal unit related through a container-scoped endpoint, on its machine, its hooks
+// under the machine's one lock, decided by its own uniter-like agent, leaving before its
+// principal's machine goes (not yet checked across a machine's reboot). Not played: storage,
+// containers (Pebble notices), suspended and cross-model relations, the jitter of Juju's
+// retry delays, goal-state and credential-get, juju exec of hook tools outside hooks.
 package model

@@ -204,7 +204,12 @@ func (a *agent) runExec(ctx context.Context, u *Unit, r *execRequest) {
 	m.mu.Unlock()
 
 	m.progress("%s: running commands", a.unit)
+	// juju-exec takes the machine lock as a hook does (a subordinate's commands never overlap
+	// its principal's hooks).
+	lock := m.machineLock(a.machineID)
+	lock.Lock()
 	res := a.runCommands(ctx, hc, r.commands)
+	lock.Unlock()
 
 	m.mu.Lock()
 	delete(m.contexts, hc.id)

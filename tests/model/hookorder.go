@@ -159,7 +159,8 @@ func (s *State) remoteState(u *Unit, ticks, retries int, now time.Time) RemoteSt
 			RemoteApp: remote, Members: map[string]int64{}, AppMembers: map[string]int64{}}
 		if !r.Dying {
 			for _, ou := range s.Units {
-				if ou.App == remote && ou.Name != u.Name && inScope(ou, r) {
+				// A container-scoped relation holds the units of one machine only.
+				if ou.App == remote && ou.Name != u.Name && inScope(ou, r) && (!r.containerScoped() || ou.Machine == u.Machine) {
 					rr.Members[ou.Name] = int64(r.UnitVersion[ou.Name])
 				}
 			}

@@ -314,6 +314,37 @@ func TestRemoveUnit(t *testing.T) {
 	})
 }
 
+// TestMoveLeader: leadership moved to another unit: it runs leader-elected, the former
+// leader resigns (is-leader false from then on) and runs leader-settings-changed after the
+// next leader-set; status shows the new leader.
+func TestMoveLeader(t *testing.T) {
+	forEachMachines(t, func(t *testing.T, prov func(*testing.T, string) model.Provisioner) {
+		m := newModel(t, modelOptions{provIn: prov})
+		ctx := context.Background()
+		deploy(t, m, "alpha", 2, nil)
+		waitIdle(t, m)
+		before := len(hooks(m)["alpha/1"])
+		if err := m.MoveLeader(ctx, "alpha/1"); err != nil {
+			t.Fatal(err)
+		}
+		waitIdle(t, m)
+		h := hooks(m)
+		if i := indexLast(h["alpha/1"], "leader-elected"); i < before {
+			t.Errorf("alpha/1 ran no leader-elected after the move: %v", names(h["alpha/1"]))
+		}
+		if i := indexLast(h["alpha/0"], "leader-elected"); i != index(h["alpha/0"], "leader-elected", nil) {
+			t.Errorf("alpha/0 ran leader-elected again: %v", names(h["alpha/0"]))
+		}
+		st := m.Status(ctx)
+		if !st.Applications["alpha"].Units["alpha/1"].Leader || st.Applications["alpha"].Units["alpha/0"].Leader {
+			t.Errorf("leaders after the move: alpha/0 %v, alpha/1 %v", st.Applications["alpha"].Units["alpha/0"].Leader, st.Applications["alpha"].Units["alpha/1"].Leader)
+		}
+		if err := m.MoveLeader(ctx, "alpha/9"); err == nil {
+			t.Error("moved leadership to a unit that does not exist")
+		}
+	})
+}
+
 func indexLast(rs []record, hook string) int {
 	for i := len(rs) - 1; i >= 0; i-- {
 		if rs[i].Hook == hook {

@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -74,6 +76,8 @@ type Model struct {
 	logLines []string
 	closed   bool
 	referee  *referee // nil without Options.Referee
+	// machineLocks are the machines' hook locks (machineLock), under mu.
+	machineLocks map[string]*sync.Mutex
 
 	destroyReq  chan struct{}
 	destroyOnce sync.Once
@@ -207,7 +211,7 @@ func (m *Model) Close() error {
 		m.mu.Lock()
 		a.closeExec()
 		m.mu.Unlock()
-		if a.machine != nil {
+		if a.machine != nil && !a.shared {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			if err := a.machine.Destroy(ctx); err != nil {
 				errs = append(errs, err)
@@ -466,8 +470,12 @@ func (m *Model) Deploy(ctx context.Context, opts DeployOptions) ([]string, error
 		config[k] = v
 	}
 	n := opts.Units
-	if n == 0 {
+	if n == 0 && !charm.Subordinate {
 		n = 1
+	}
+	if charm.Subordinate && n != 0 {
+		os.RemoveAll(stage)
+		return nil, fmt.Errorf("cannot deploy %s: subordinate application must be deployed without units", name)
 	}
 	if n < 0 {
 		os.RemoveAll(stage)
@@ -543,7 +551,11 @@ func (m *Model) AddUnit(ctx context.Context, app string, n int) ([]string, error
 	if a.Dying {
 		return nil, fmt.Errorf("cannot add units: application %q is being removed", app)
 	}
+	if a.Charm.Subordinate {
+		return nil, fmt.Errorf("cannot add units to %s: a subordinate application's units come with its principal's", app)
+	}
 	units := m.addUnits(app, n)
+	m.addSubordinates()
 	if err := m.save(); err != nil {
 		return nil, err
 	}
@@ -551,32 +563,91 @@ func (m *Model) AddUnit(ctx context.Context, app string, n int) ([]string, error
 	return units, nil
 }
 
+// addSubordinates adds, for each live container-scoped relation between a principal and a
+// subordinate application, a unit of the subordinate beside each live unit of the principal
+// that has none yet, on the principal unit's machine (as Juju's state does when the relation
+// enters scope); callers hold m.mu.
+func (m *Model) addSubordinates() {
+	for _, id := range slices.Sorted(maps.Keys(m.state.Relations)) {
+		r := m.state.Relations[id]
+		if r.Dying || r.isPeer() || !r.containerScoped() {
+			continue
+		}
+		var sub, principal *Application
+		for _, ep := range r.Endpoints {
+			a := m.state.Applications[ep.App]
+			if a == nil {
+				continue
+			}
+			if a.Charm.Subordinate {
+				sub = a
+			} else {
+				principal = a
+			}
+		}
+		if sub == nil || principal == nil || sub.Dying {
+			continue
+		}
+		for _, pname := range sortedKeys(m.state.Units) {
+			p := m.state.Units[pname]
+			if p.App != principal.Name || p.Dying {
+				continue
+			}
+			has := false
+			for _, u := range m.state.Units {
+				if u.App == sub.Name && u.Principal == p.Name {
+					has = true
+				}
+			}
+			if !has {
+				m.addUnit(sub.Name, p.Machine, p.Name)
+			}
+		}
+	}
+}
+
+// subordinatesDie marks dying every subordinate unit that match selects; callers hold m.mu.
+func (m *Model) subordinatesDie(match func(*Unit) bool) {
+	for _, u := range m.state.Units {
+		if u.Principal != "" && match(u) {
+			u.Dying = true
+		}
+	}
+}
+
 // addUnits creates n units of app and starts their agents; callers hold m.mu.
 func (m *Model) addUnits(app string, n int) []string {
 	a := m.state.Applications[app]
 	var names []string
-	now := time.Now()
 	for i := 0; i < n; i++ {
-		name := fmt.Sprintf("%s/%d", app, a.NextUnit)
-		a.NextUnit++
 		mid := strconv.Itoa(m.state.NextMachine)
 		m.state.NextMachine++
-		m.state.Machines[mid] = &MachineState{ID: mid, Unit: name, Status: "pending"}
-		m.state.Units[name] = &Unit{
-			Name: name, App: app, Machine: mid,
-			Workload: StatusInfo{Status: "waiting", Message: "waiting for machine", Since: now},
-			Agent:    StatusInfo{Status: "allocating", Since: now},
-			Seen:     UnitLocal{LeaderData: -1, Relations: map[int]*RelationLocal{}, Secrets: map[string]int{}, OwnerHooks: map[string]bool{}},
-		}
-		if a.Leader == "" {
-			a.Leader = name
-		}
-		names = append(names, name)
-		ag := newAgent(m, name, mid)
-		m.agents[name] = ag
-		go ag.run(m.ctx)
+		m.state.Machines[mid] = &MachineState{ID: mid, Unit: fmt.Sprintf("%s/%d", app, a.NextUnit), Status: "pending"}
+		names = append(names, m.addUnit(app, mid, ""))
 	}
 	return names
+}
+
+// addUnit creates one unit of app on machine mid (a subordinate's principal is principal) and
+// starts its agent; callers hold m.mu.
+func (m *Model) addUnit(app, mid, principal string) string {
+	a := m.state.Applications[app]
+	now := time.Now()
+	name := fmt.Sprintf("%s/%d", app, a.NextUnit)
+	a.NextUnit++
+	m.state.Units[name] = &Unit{
+		Name: name, App: app, Machine: mid, Principal: principal,
+		Workload: StatusInfo{Status: "waiting", Message: "waiting for machine", Since: now},
+		Agent:    StatusInfo{Status: "allocating", Since: now},
+		Seen:     UnitLocal{LeaderData: -1, Relations: map[int]*RelationLocal{}, Secrets: map[string]int{}, OwnerHooks: map[string]bool{}},
+	}
+	if a.Leader == "" {
+		a.Leader = name
+	}
+	ag := newAgent(m, name, mid)
+	m.agents[name] = ag
+	go ag.run(m.ctx)
+	return name
 }
 
 // RemoveUnit removes units: each leaves its relations, runs stop and remove, and its machine is
@@ -591,6 +662,7 @@ func (m *Model) RemoveUnit(ctx context.Context, units ...string) error {
 	}
 	for _, name := range units {
 		m.state.Units[name].Dying = true
+		m.subordinatesDie(func(sub *Unit) bool { return sub.Principal == name })
 	}
 	if err := m.save(); err != nil {
 		return err
@@ -612,6 +684,7 @@ func (m *Model) RemoveApplication(ctx context.Context, app string) error {
 	for _, u := range m.state.Units {
 		if u.App == app {
 			u.Dying = true
+			m.subordinatesDie(func(sub *Unit) bool { return sub.Principal == u.Name })
 		}
 	}
 	for _, r := range m.state.Relations {
@@ -633,7 +706,7 @@ func (m *Model) Integrate(ctx context.Context, a, b string) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	type cand struct {
-		app, ep, role, iface string
+		app, ep, role, iface, scope string
 	}
 	cands := func(arg string) ([]cand, error) {
 		app, ep, _ := strings.Cut(arg, ":")
@@ -652,7 +725,7 @@ func (m *Model) Integrate(ctx context.Context, a, b string) (int, error) {
 			}
 			for _, name := range sortedKeys(eps) {
 				if ep == "" || ep == name {
-					out = append(out, cand{app, name, role, eps[name].Interface})
+					out = append(out, cand{app, name, role, eps[name].Interface, eps[name].Scope})
 				}
 			}
 		}
@@ -710,11 +783,12 @@ func (m *Model) Integrate(ctx context.Context, a, b string) (int, error) {
 	m.state.Relations[id] = &Relation{
 		ID: id,
 		Endpoints: []RelationEndpoint{
-			{App: x.app, Name: x.ep, Role: x.role, Interface: x.iface},
-			{App: y.app, Name: y.ep, Role: y.role, Interface: y.iface},
+			{App: x.app, Name: x.ep, Role: x.role, Interface: x.iface, Scope: x.scope},
+			{App: y.app, Name: y.ep, Role: y.role, Interface: y.iface, Scope: y.scope},
 		},
 	}
 	m.state.fill()
+	m.addSubordinates()
 	if err := m.save(); err != nil {
 		return 0, err
 	}
@@ -769,6 +843,18 @@ func (m *Model) RemoveRelation(ctx context.Context, a, b string) error {
 		return fmt.Errorf("cannot remove relation %s %s: %d relations match", a, b, len(found))
 	}
 	found[0].Dying = true
+	if r := found[0]; r.containerScoped() {
+		// A subordinate unit lives by its container relation with its principal.
+		m.subordinatesDie(func(sub *Unit) bool {
+			_, ok := r.endpointOf(sub.App)
+			p := m.state.Units[sub.Principal]
+			if !ok || p == nil {
+				return false
+			}
+			_, ok = r.endpointOf(p.App)
+			return ok
+		})
+	}
 	m.cleanup()
 	if err := m.save(); err != nil {
 		return err
@@ -962,6 +1048,34 @@ func (m *Model) cleanup() {
 			}
 		}
 	}
+}
+
+// MoveLeader gives unit's application leadership to unit, as Juju does when the leader's
+// agent stops renewing its lease (its machine cut off, its agent restarted) and another unit
+// claims it: the former leader resigns without a hook at its next resolver pass and gets
+// leader-settings-changed like any other unit; unit accepts the leadership (leader-elected)
+// once nothing is queued or failed.
+func (m *Model) MoveLeader(ctx context.Context, unit string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u, ok := m.state.Units[unit]
+	if !ok {
+		return fmt.Errorf("cannot move leadership: unit %q not found", unit)
+	}
+	if u.Dying {
+		return fmt.Errorf("cannot move leadership: unit %q is being removed", unit)
+	}
+	a := m.state.Applications[u.App]
+	if a.Leader == unit {
+		return nil
+	}
+	a.Leader = unit
+	m.progress("%s: elected leader of %s (leadership moved)", unit, u.App)
+	if err := m.save(); err != nil {
+		return err
+	}
+	m.notify()
+	return nil
 }
 
 // electLeader picks a new leader for app if it has none; callers hold m.mu.

@@ -72,13 +72,15 @@ type StatusInfo struct {
 
 // Unit is one unit of an application and its agent's view of the model.
 type Unit struct {
-	Name     string     `json:"name"`
-	App      string     `json:"application"`
-	Machine  string     `json:"machine"`
-	Dying    bool       `json:"dying,omitempty"`
-	Workload StatusInfo `json:"workload-status"`
-	Agent    StatusInfo `json:"agent-status"`
-	Ports    []string   `json:"ports,omitempty"`
+	Name    string `json:"name"`
+	App     string `json:"application"`
+	Machine string `json:"machine"`
+	// Principal is the unit a subordinate unit was added beside (on its machine).
+	Principal string     `json:"principal,omitempty"`
+	Dying     bool       `json:"dying,omitempty"`
+	Workload  StatusInfo `json:"workload-status"`
+	Agent     StatusInfo `json:"agent-status"`
+	Ports     []string   `json:"ports,omitempty"`
 	// Ready is true once the unit's machine is up and the charm is installed on it.
 	Ready bool `json:"ready"`
 	// CharmVersion is the application's CharmVersion whose files are on the unit's machine.
@@ -158,6 +160,7 @@ type RelationEndpoint struct {
 	Name      string `json:"name"`
 	Role      string `json:"role"`
 	Interface string `json:"interface"`
+	Scope     string `json:"scope,omitempty"`
 }
 
 // Secret is a Juju secret with its revisions, grants and consumers.
@@ -478,6 +481,17 @@ func (r *Relation) remoteApp(app string) string {
 }
 
 func (r *Relation) isPeer() bool { return len(r.Endpoints) == 1 }
+
+// containerScoped reports a relation of which one endpoint is container-scoped: Juju then
+// scopes the whole relation to the units of one machine (state/relation.go).
+func (r *Relation) containerScoped() bool {
+	for _, ep := range r.Endpoints {
+		if ep.Scope == "container" {
+			return true
+		}
+	}
+	return false
+}
 
 // key is the relation's key as juju shows it: "a:x b:y".
 func (r *Relation) key() string {

@@ -840,3 +840,32 @@ func TestToolUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestPeerAppDataReadByEveryUnit: in a peer relation a unit that is not the leader reads the
+// application's bag (Juju's relation-get and the local model allow it); outside peer relations
+// it may not read its own application's bag.
+func TestPeerAppDataReadByEveryUnit(t *testing.T) {
+	in := jujutest.State{
+		Unit: "slurmctld/1",
+		Relations: []jujutest.Relation{
+			{ID: "peers:0", RemoteApp: "slurmctld", LocalAppData: map[string]string{"k": "v"}},
+			{ID: "slurmd:3", RemoteApp: "slurmd", LocalAppData: map[string]string{"k": "v"}},
+		},
+	}
+	var got map[string]string
+	_, reported, err := runFake(t, false, in, jujutest.Hook(juju.UpdateStatus), func(ctx context.Context, hc *juju.HookContext) error {
+		var err error
+		got, err = hc.Relations.AppData(ctx, "peers:0", "slurmctld")
+		return err
+	})
+	if err != nil || len(reported) != 0 || got["k"] != "v" {
+		t.Errorf("peer app data: %v, %v (reported %v)", got, err, reported)
+	}
+	_, reported, _ = runFake(t, false, in, jujutest.Hook(juju.UpdateStatus), func(ctx context.Context, hc *juju.HookContext) error {
+		_, err := hc.Relations.AppData(ctx, "slurmd:3", "slurmctld")
+		return err
+	})
+	if len(reported) == 0 {
+		t.Error("a non-leader read its own application's bag in a non-peer relation unreported")
+	}
+}

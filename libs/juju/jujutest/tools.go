@@ -293,6 +293,10 @@ func (m *model) relationGet(a *args) ([]byte, *toolError) {
 		return nil, usagef("expected application name, got unit name %q", name)
 	}
 	switch {
+	case !isUnit && name == st.app() && rel.RemoteApp == st.app():
+		// A peer relation: every unit reads the application's bag (LocalAppData), which
+		// only the leader writes.
+		data = rel.LocalAppData
 	case !isUnit && name == st.app():
 		if !st.Leader {
 			return nil, failf("permission denied (unit is not the leader)").breaks("only the leader may read its own application's databag")

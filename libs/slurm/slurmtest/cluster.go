@@ -55,12 +55,16 @@ import (
 // runs before each command (a test ends jobs after some polls, or brings the controller
 // back).
 type Cluster struct {
-	mu           sync.Mutex
-	nodes        map[string]*fakeNode
-	jobs         map[string]*fakeJob
-	partitions   map[string]string // partition → state
-	nextJob      int
-	unreachable  bool
+	mu          sync.Mutex
+	nodes       map[string]*fakeNode
+	jobs        map[string]*fakeJob
+	partitions  map[string]string // partition → state
+	nextJob     int
+	unreachable bool
+	// controllers, when set, are the SlurmctldHost names `scontrol ping` lists (SetControllers),
+	// with the DOWN ones in ctlDown.
+	controllers  []string
+	ctlDown      []string
 	reconfigures int
 	calls        []Call
 	before       func(argv []string)
@@ -335,6 +339,46 @@ func (c *Cluster) SetUnreachable(down bool) {
 	c.unreachable = down
 }
 
+// SetControllers makes `scontrol ping` list the controllers on hosts (SlurmctldHost order,
+// primary first) as Slurm does with backups configured (scontrol's roles: "primary", then
+// "backup" with two controllers, "backup1", "backup2"… with more), each UP unless its host is
+// in down; SetUnreachable still makes every one DOWN. No hosts: the recorded single
+// controller again.
+func (c *Cluster) SetControllers(hosts []string, down ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.controllers, c.ctlDown = slices.Clone(hosts), slices.Clone(down)
+}
+
+// ping is `scontrol ping`'s output: exit 1 when no controller is UP, as the recorded one.
+func (c *Cluster) ping() command.Output {
+	if len(c.controllers) == 0 {
+		if c.unreachable {
+			return Real("ping-down").Output
+		}
+		return Real("ping-up").Output
+	}
+	var b strings.Builder
+	rc := 1
+	for i, h := range c.controllers {
+		role := "primary"
+		switch {
+		case i == 1 && len(c.controllers) == 2:
+			role = "backup"
+		case i > 0:
+			role = fmt.Sprintf("backup%d", i)
+		}
+		state := "UP"
+		if c.unreachable || slices.Contains(c.ctlDown, h) {
+			state = "DOWN"
+		} else {
+			rc = 0
+		}
+		fmt.Fprintf(&b, "Slurmctld(%s) at %s is %s\n", role, h, state)
+	}
+	return command.Output{Stdout: []byte(b.String()), ExitCode: rc}
+}
+
 // Before sets a function run before each command, outside the cluster's lock (it may call
 // the cluster's methods).
 func (c *Cluster) Before(f func(argv []string)) {
@@ -419,10 +463,13 @@ func (c *Cluster) Run(ctx context.Context, argv []string, env []string) (command
 	case len(argv) >= 6 && argv[0] == "squeue" && argv[1] == "-h" && slices.Contains(argv, "-p"):
 		return c.squeuePartition(argv), nil
 	case a == "scontrol ping":
+		return c.ping(), nil
+	case len(argv) == 3 && argv[0] == "scontrol" && argv[1] == "takeover":
+		// Exit 0 without output, as the real one in tests/e2e TestControllerComesBack.
 		if c.unreachable {
-			return Real("ping-down").Output, nil
+			return Real("reconfigure-unreachable").Output, nil
 		}
-		return Real("ping-up").Output, nil
+		return command.Output{}, nil
 	case a == "scontrol reconfigure":
 		if c.unreachable {
 			return Real("reconfigure-unreachable").Output, nil
