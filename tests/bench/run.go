@@ -31,6 +31,9 @@ type RunOptions struct {
 	PebbleBin string
 	// Samples per join/leave figure (default 15); HookRuns per hook (default 20).
 	Samples, HookRuns int
+	// FailoverSamples is how many controllers part "failover" (controller HA: add a
+	// controller, kill the primary's host) adds and kills (default 5).
+	FailoverSamples int
 	// MachineSamples per figure of the machine parts: joins, leaves and reboots of each kind
 	// (default Samples: a machine boots in a few seconds here, 15 of each take minutes).
 	MachineSamples int
@@ -60,7 +63,7 @@ func (o *RunOptions) progress(format string, args ...any) {
 // the machine parts follow hoststest.Suites, so a new Debian release there is measured
 // here too.
 func Parts() []string {
-	parts := []string{"hooks", "raw", "join", "leave", "scale", "autoscale", "busy", "accounting"}
+	parts := []string{"hooks", "raw", "join", "leave", "scale", "autoscale", "busy", "accounting", "failover"}
 	for _, s := range hoststest.Suites {
 		parts = append(parts, s, s+"-scale")
 	}
@@ -98,6 +101,9 @@ func Run(ctx context.Context, opts RunOptions) (*Report, error) {
 	}
 	if opts.BusyUnits <= 0 {
 		opts.BusyUnits = 32
+	}
+	if opts.FailoverSamples <= 0 {
+		opts.FailoverSamples = 5
 	}
 	if opts.MachineSamples <= 0 {
 		opts.MachineSamples = opts.Samples
@@ -164,6 +170,11 @@ func Run(ctx context.Context, opts RunOptions) (*Report, error) {
 	if opts.part("accounting") {
 		if err := runAccounting(ctx, &opts, rep, root, scratch); err != nil {
 			fail("accounting", err)
+		}
+	}
+	if opts.part("failover") {
+		if err := runFailover(ctx, &opts, rep, root, scratch); err != nil {
+			fail("failover", err)
 		}
 	}
 	if opts.machinePart() {

@@ -54,6 +54,7 @@ func run() int {
 	flag.StringVar(&opts.PebbleBin, "pebble", "build/bin/pebble", "pebble binary for the hosts")
 	flag.IntVar(&opts.Samples, "samples", 15, "joins and leaves measured per figure (raw and operator joins interleaved)")
 	flag.IntVar(&opts.HookRuns, "hook-runs", 20, "runs per hook")
+	flag.IntVar(&opts.FailoverSamples, "failover-samples", 5, "controllers added, then killed, by part failover")
 	flag.IntVar(&opts.MachineSamples, "machine-samples", 0, "joins, leaves and reboots of each kind measured on systemd machines (parts trixie, bookworm, reboot); 0: as -samples")
 	flag.StringVar(&opts.RebootOn, "reboot-on", "trixie", "machines of the reboot part: trixie or bookworm")
 	scales := flag.String("scale", "8,32,128,256", "comma-separated numbers of units added at once (then removed), one size after the other")
