@@ -197,7 +197,7 @@ type haCluster struct {
 	// ctls are the controller units in SlurmctldHost order (a unit added is appended).
 	ctls []string
 	// samples taken so far.
-	pings, firstJobs, unavail, adds, removes []time.Duration
+	pings, firstJobs, jobsDone, unavail, adds, removes, cycles []time.Duration
 	// addProbes and killProbes are how long each probe took while a controller was added and
 	// after a kill.
 	addProbes, killProbes []time.Duration
@@ -249,6 +249,7 @@ func runFailover(ctx context.Context, opts *RunOptions, rep *Report, root, scrat
 	}
 	defer f.addFigures(rep)
 	for i := range opts.FailoverSamples {
+		t0 := time.Now()
 		opts.progress("failover: sample %d of %d: add a controller to %s, kill the primary's host", i+1, opts.FailoverSamples, f.ctls[0])
 		if err := f.addController(ctx); err != nil {
 			return fmt.Errorf("sample %d: %w", i+1, err)
@@ -261,6 +262,7 @@ func runFailover(ctx context.Context, opts *RunOptions, rep *Report, root, scrat
 				return fmt.Errorf("sample %d: %w", i+1, err)
 			}
 		}
+		f.cycles = append(f.cycles, time.Since(t0))
 	}
 	return nil
 }
@@ -516,6 +518,9 @@ func (f *haCluster) killPrimary(ctx context.Context, sample int) error {
 		return len(lost) == 0, fmt.Sprint(jobs)
 	})
 	f.lost = append(f.lost, float64(len(lost)))
+	if len(lost) == 0 {
+		f.jobsDone = append(f.jobsDone, time.Since(killed))
+	}
 	return nil
 }
 
@@ -580,9 +585,11 @@ func (f *haCluster) addFigures(rep *Report) {
 		rep.Add(Figure{Name: "failover.jobs_lost", Value: total, Unit: "count", Samples: len(f.lost), Values: f.lost, Target: Max(0),
 			Note: fmt.Sprintf("jobs submitted before the kill (a 2-node job running, %d one-node jobs queued; after slurmctld's state save) not COMPLETED under their name within 90 s of the takeover, summed over the samples (values: per sample)", failoverJobs)})
 	}
+	seconds("failover.jobs_done_s", f.jobsDone, nil, "primary's host killed → every job submitted before the kill COMPLETED (polled every 500 ms; samples with a job lost left out) (median)")
 	seconds("failover.add_controller_unavail_s", f.unavail, nil, "add-unit slurmctld to a one-controller cluster with the shared storage related → time no controller answered `scontrol ping` (on the primary's host, every 100 ms, "+probe(f.addProbes)+"; from the first probe unanswered to the next answer, summed) (median)")
 	seconds("failover.add_controller_s", f.adds, nil, "add-unit slurmctld → both controllers UP, both slurmd units with both as --conf-server, no hook running (median)")
 	seconds("failover.remove_dead_s", f.removes, nil, "remove-unit of the killed primary → the backup alone in SlurmctldHost, answering, slurmd units with it alone, no hook running; the dead host's filesystem-client hooks that failed (no Pebble to stop sshfs) resolved without retry as they fail (median)")
+	seconds("failover.sample_s", f.cycles, nil, "one sample: add a controller, jobs, kill, takeover, jobs done, remove the dead unit (but the last) (median)")
 	if len(f.resolved) > 0 {
 		rep.Add(Figure{Name: "failover.remove_dead_resolved", Value: Median(f.resolved), Unit: "count", Samples: len(f.resolved), Values: f.resolved,
 			Note: "failed hooks of the dead host's filesystem-client unit resolved with --no-retry per remove-unit (median)"})
