@@ -31,6 +31,9 @@ type RunOptions struct {
 	PebbleBin string
 	// Samples per join/leave figure (default 15); HookRuns per hook (default 20).
 	Samples, HookRuns int
+	// FailoverSamples is how many controllers part "failover" (controller HA: add a
+	// controller, kill the primary's host) adds and kills (default 5).
+	FailoverSamples int
 	// MachineSamples per figure of the machine parts: joins and leaves (default 9: each
 	// sample creates, boots and destroys two machines, about 6 s on this machine kind, and
 	// the part runs for every Debian release; the IQR is reported).
@@ -76,7 +79,7 @@ func (o *RunOptions) progress(format string, args ...any) {
 // the machine parts follow hoststest.Suites, so a new Debian release there is measured
 // here too.
 func Parts() []string {
-	parts := []string{"hooks", "raw", "join", "leave", "scale", "autoscale", "busy", "accounting"}
+	parts := []string{"hooks", "raw", "join", "leave", "scale", "autoscale", "busy", "accounting", "failover"}
 	for _, s := range hoststest.Suites {
 		parts = append(parts, s, s+"-scale")
 	}
@@ -148,6 +151,9 @@ func Run(ctx context.Context, opts RunOptions) (*Report, error) {
 	}
 	if opts.BusyUnits <= 0 {
 		opts.BusyUnits = 32
+	}
+	if opts.FailoverSamples <= 0 {
+		opts.FailoverSamples = 5
 	}
 	if opts.MachineSamples <= 0 {
 		opts.MachineSamples = 9
@@ -227,6 +233,11 @@ func Run(ctx context.Context, opts RunOptions) (*Report, error) {
 	if opts.part("accounting") {
 		if err := opts.timed(rep, "accounting", func() error { return runAccounting(ctx, &opts, rep, root, scratch) }); err != nil {
 			fail("accounting", err)
+		}
+	}
+	if opts.part("failover") {
+		if err := opts.timed(rep, "failover", func() error { return runFailover(ctx, &opts, rep, root, scratch) }); err != nil {
+			fail("failover", err)
 		}
 	}
 	if opts.machinePart() {

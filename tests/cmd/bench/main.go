@@ -1,6 +1,6 @@
 // Command bench runs the benchmarks of `make bench` (package tests/bench; docs/benchmarks.md).
 //
-//	go run ./tests/cmd/bench [-out build] [-only hooks,raw,join,leave,scale,autoscale,busy,accounting,bookworm,bookworm-scale,trixie,trixie-scale,forky,forky-scale,reboot] [-samples 15] [-hook-runs 20] [-scale 8,32,256] [-busy-units 32] [-machine-samples 9] [-reboot-samples 7] [-machine-scale 8,32] [-reboot-on trixie]
+//	go run ./tests/cmd/bench [-out build] [-only hooks,raw,join,leave,scale,autoscale,busy,accounting,failover,bookworm,bookworm-scale,trixie,trixie-scale,forky,forky-scale,reboot] [-samples 15] [-hook-runs 20] [-scale 8,32,256] [-busy-units 32] [-failover-samples 5] [-machine-samples 9] [-reboot-samples 7] [-machine-scale 8,32] [-reboot-on trixie]
 //
 // It prints one `name=value unit` line per figure (among them <part>.part_s, the wall time of
 // each part and of the set-up parts share, and total_s), each progress line on stderr with the
@@ -56,6 +56,7 @@ func run() int {
 	flag.StringVar(&opts.PebbleBin, "pebble", "build/bin/pebble", "pebble binary for the hosts")
 	flag.IntVar(&opts.Samples, "samples", 15, "joins and leaves measured per figure (raw and operator joins interleaved)")
 	flag.IntVar(&opts.HookRuns, "hook-runs", 20, "runs per hook")
+	flag.IntVar(&opts.FailoverSamples, "failover-samples", 5, "controllers added, then killed, by part failover")
 	flag.IntVar(&opts.MachineSamples, "machine-samples", 9, "joins and leaves measured on systemd machines of each Debian release (parts bookworm, trixie, forky)")
 	flag.IntVar(&opts.RebootSamples, "reboot-samples", 7, "reboots of each kind (part reboot)")
 	flag.StringVar(&opts.RebootOn, "reboot-on", "trixie", "machines of the reboot part: trixie or bookworm")
