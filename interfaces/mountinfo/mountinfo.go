@@ -30,6 +30,8 @@ import (
 	"path"
 	"strings"
 	"unicode"
+
+	"github.com/charmed-slurm/operators/interfaces/databag"
 )
 
 // EndpointName is the endpoint's name on both sides (filesystem-client's `mount`).
@@ -52,22 +54,9 @@ const MaxMountpointLen = 4095
 // wait for the next hook.
 var ErrNotReady = errors.New("mount relation data not ready")
 
-// DataError reports relation data that cannot be decoded. Field names the databag key.
-type DataError struct {
-	Field string
-	Msg   string
-	Err   error
-}
-
-func (e *DataError) Error() string {
-	msg := fmt.Sprintf("invalid %q in mount relation data: %s", e.Field, e.Msg)
-	if e.Err != nil {
-		msg += ": " + e.Err.Error()
-	}
-	return msg
-}
-
-func (e *DataError) Unwrap() error { return e.Err }
+// DataError reports relation data that cannot be decoded (the interfaces' shared
+// databag.Error, naming the mount relation). Field names the databag key.
+type DataError = databag.Error
 
 // Info is what the principal asks for: where to mount the filesystem and how.
 type Info struct {
@@ -105,11 +94,11 @@ func CheckMountpoint(p string) error {
 // Encode renders the principal's application databag.
 func (i Info) Encode() (map[string]string, error) {
 	if err := CheckMountpoint(i.Mountpoint); err != nil {
-		return nil, &DataError{Field: KeyMountpoint, Msg: err.Error()}
+		return nil, &DataError{Relation: "mount", Field: KeyMountpoint, Msg: err.Error()}
 	}
 	mp, err := json.Marshal(i.Mountpoint)
 	if err != nil {
-		return nil, &DataError{Field: KeyMountpoint, Msg: "cannot encode", Err: err}
+		return nil, &DataError{Relation: "mount", Field: KeyMountpoint, Msg: "cannot encode", Err: err}
 	}
 	return map[string]string{
 		KeyMountpoint: string(mp),
@@ -138,13 +127,13 @@ func DecodeInfo(bag map[string]string) (Info, error) {
 	var info Info
 	var mp string
 	if err := strictJSON(raw, &mp); err != nil {
-		return Info{}, &DataError{Field: KeyMountpoint, Msg: "not a JSON string", Err: err}
+		return Info{}, &DataError{Relation: "mount", Field: KeyMountpoint, Msg: "not a JSON string", Err: err}
 	}
 	if mp == "" {
 		return Info{}, ErrNotReady
 	}
 	if err := CheckMountpoint(mp); err != nil {
-		return Info{}, &DataError{Field: KeyMountpoint, Msg: err.Error()}
+		return Info{}, &DataError{Relation: "mount", Field: KeyMountpoint, Msg: err.Error()}
 	}
 	info.Mountpoint = mp
 	for k, v := range bag {
@@ -161,11 +150,11 @@ func DecodeInfo(bag map[string]string) (Info, error) {
 		case KeyReadOnly:
 			dst = &info.ReadOnly
 		default:
-			return Info{}, &DataError{Field: truncate(k), Msg: "not a field of mount_info's MountInfo"}
+			return Info{}, &DataError{Relation: "mount", Field: truncate(k), Msg: "not a field of mount_info's MountInfo"}
 		}
 		b, err := decodeJSONBool(v)
 		if err != nil {
-			return Info{}, &DataError{Field: k, Msg: err.Error()}
+			return Info{}, &DataError{Relation: "mount", Field: k, Msg: err.Error()}
 		}
 		*dst = b
 	}
@@ -235,7 +224,7 @@ func DecodeMounted(bag map[string]string) (Mounted, error) {
 	case "false":
 		return NotMounted, nil
 	}
-	return Unreported, &DataError{Field: KeyMounted, Msg: fmt.Sprintf("%q is neither \"true\" nor \"false\"", truncate(v))}
+	return Unreported, &DataError{Relation: "mount", Field: KeyMounted, Msg: fmt.Sprintf("%q is neither \"true\" nor \"false\"", truncate(v))}
 }
 
 func truncate(s string) string {

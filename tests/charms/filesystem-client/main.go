@@ -62,11 +62,10 @@ type client struct {
 }
 
 func main() {
-	charm.Main(func(ev juju.Event) (juju.Handler, func(), error) {
-		services := auto.Detect(os.LookupEnv)
+	charm.Main(charm.WithServices(os.LookupEnv, func(_ juju.Event, services *auto.Manager) juju.Handler {
 		c := &client{services: services, run: command.Exec{Timeout: time.Minute}, mountTable: "/proc/self/mountinfo"}
-		return c.router(charm.Lifecycle[state]{StateName: stateName}).Dispatch, services.Close, nil
-	})
+		return c.router(charm.Lifecycle[state]{StateName: stateName}).Dispatch
+	}))
 }
 
 // router routes the hooks the real charm observes to reconcile: nothing on the mount
