@@ -44,7 +44,9 @@ type MachineOptions struct {
 //
 // A reboot asked for inside (systemctl reboot) makes systemd-nspawn exit with status 133; the
 // machine's supervisor boots it again at once, as a cloud would restart an instance, with a new
-// boot id. A power-off (systemctl poweroff) leaves it off until Boot.
+// boot id. A power-off (systemctl poweroff) or a power cut (PowerCut: no shutdown at all)
+// leaves it off until Boot. The test machine's /dev/fuse, when it has one, is bound into it
+// (FUSE file systems such as sshfs mount inside, as on a cloud machine).
 type Machine struct {
 	// Name is the machine's hostname.
 	Name string
@@ -308,8 +310,16 @@ func (m *Machine) nspawnArgv() []string {
 	for _, b := range m.Binds {
 		argv = append(argv, "--bind="+b)
 	}
+	// FUSE, as a cloud machine's kernel offers it (sshfs: the controllers' shared storage in
+	// the HA tests, docs/ha.md). nspawn gives a machine no /dev/fuse unless bound.
+	if st, err := os.Stat(fuseDevice); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+		argv = append(argv, "--bind="+fuseDevice)
+	}
 	return argv
 }
+
+// fuseDevice is the FUSE device every machine gets when the test machine has it.
+const fuseDevice = "/dev/fuse"
 
 // Boot starts the machine if it is off and waits until it has booted.
 func (m *Machine) Boot(ctx context.Context) error {
@@ -680,6 +690,34 @@ func (m *Machine) PowerOff(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("machine %q did not power off: %w", m.Name, ctx.Err())
+	}
+}
+
+// PowerCut turns the machine off at once, as a power failure would: its PID 1 (systemd) is
+// killed with SIGKILL, and every process of the machine dies with it (the kernel kills a PID
+// namespace's processes when its init dies); nothing shuts down, nothing is saved or
+// unmounted. It waits until the machine is off. Its disk (the upper layer) is kept: Boot
+// starts it again.
+func (m *Machine) PowerCut(ctx context.Context) error {
+	m.mu.Lock()
+	exited := m.exited
+	on := m.nspawn != nil
+	m.mu.Unlock()
+	if !on {
+		return nil
+	}
+	pid := m.PID()
+	if pid == 0 {
+		return fmt.Errorf("cannot cut the power of machine %q: its PID 1 is not known yet", m.Name)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("cannot cut the power of machine %q: %w", m.Name, err)
+	}
+	select {
+	case <-exited:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("machine %q still on after its power cut: %w", m.Name, ctx.Err())
 	}
 }
 
