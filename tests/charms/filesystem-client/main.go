@@ -53,7 +53,7 @@ type client struct {
 
 func main() {
 	charm.Main(func(ev juju.Event) (juju.Handler, func(), error) {
-		services := auto.Detect(os.LookupEnv)
+		services := withUnitFile(auto.Detect(os.LookupEnv))
 		c := &client{services: services, run: command.Exec{Timeout: time.Minute}, mountTable: "/proc/self/mountinfo"}
 		lc := charm.Lifecycle[state]{StateName: stateName}
 		r := juju.NewRouter()
