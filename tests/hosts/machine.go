@@ -68,12 +68,14 @@ type Machine struct {
 	holder      *child
 	nsCreated   bool
 
-	mu      sync.Mutex
-	nspawn  *child // the current boot's systemd-nspawn; nil while off
-	pid1    int    // the current boot's PID 1 (systemd), 0 until known
-	boots   int    // boots started
-	closing bool
-	exited  chan struct{} // closed when the current boot's nspawn exits and is not restarted
+	mu     sync.Mutex
+	nspawn *child // the current boot's systemd-nspawn; nil while off
+	pid1   int    // the current boot's PID 1 (systemd), 0 until known
+	boots  int    // boots started
+	// unplugged: its link is down since a power cut, until the next Boot.
+	unplugged bool
+	closing   bool
+	exited    chan struct{} // closed when the current boot's nspawn exits and is not restarted
 }
 
 // NspawnExitReboot is systemd-nspawn's exit status when the machine asked for a reboot.
@@ -329,6 +331,13 @@ func (m *Machine) Boot(ctx context.Context) error {
 		return fmt.Errorf("cannot boot machine %q: it is being removed", m.Name)
 	}
 	if m.nspawn == nil {
+		if m.unplugged {
+			if err := run(ctx, m.linkArgv("up")); err != nil {
+				m.mu.Unlock()
+				return fmt.Errorf("cannot boot machine %q: %w", m.Name, err)
+			}
+			m.unplugged = false
+		}
 		if err := m.startLocked(); err != nil {
 			m.mu.Unlock()
 			return fmt.Errorf("cannot boot machine %q: %w", m.Name, err)
@@ -693,11 +702,13 @@ func (m *Machine) PowerOff(ctx context.Context) error {
 	}
 }
 
-// PowerCut turns the machine off at once, as a power failure would: its PID 1 (systemd) is
+// PowerCut turns the machine off at once, as a power failure would: its network link goes
+// down first, so that nothing leaves it any more (a dead machine closes no connection and
+// refuses none: its peers' packets go unanswered, as its ARP), then its PID 1 (systemd) is
 // killed with SIGKILL, and every process of the machine dies with it (the kernel kills a PID
 // namespace's processes when its init dies); nothing shuts down, nothing is saved or
 // unmounted. It waits until the machine is off. Its disk (the upper layer) is kept: Boot
-// starts it again.
+// brings the link up and starts it again.
 func (m *Machine) PowerCut(ctx context.Context) error {
 	m.mu.Lock()
 	exited := m.exited
@@ -710,6 +721,12 @@ func (m *Machine) PowerCut(ctx context.Context) error {
 	if pid == 0 {
 		return fmt.Errorf("cannot cut the power of machine %q: its PID 1 is not known yet", m.Name)
 	}
+	m.mu.Lock()
+	m.unplugged = true
+	m.mu.Unlock()
+	if err := run(ctx, m.linkArgv("down")); err != nil {
+		return fmt.Errorf("cannot cut the power of machine %q: %w", m.Name, err)
+	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		return fmt.Errorf("cannot cut the power of machine %q: %w", m.Name, err)
 	}
@@ -719,6 +736,11 @@ func (m *Machine) PowerCut(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("machine %q still on after its power cut: %w", m.Name, ctx.Err())
 	}
+}
+
+// linkArgv sets the machine's eth0 up or down.
+func (m *Machine) linkArgv(state string) []string {
+	return []string{"ip", "-n", m.NetNS, "link", "set", "eth0", state}
 }
 
 // destroy stops the machine (SIGTERM to nspawn: a clean shutdown, SIGKILL after the grace

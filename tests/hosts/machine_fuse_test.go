@@ -17,8 +17,8 @@ import (
 // TestMachineSSHFSAndPowerCut: a Debian 13 and 14 machine mounts a share of another host with
 // sshfs (the image's sshfs, through the /dev/fuse every machine gets), and what it writes is
 // on the other host at once; PowerCut then kills every process of the machine with no
-// shutdown (its services and its mount gone, the machine off, the other host's share intact)
-// and Boot starts it again from the same disk.
+// shutdown (its services and its mount gone, the machine off and silent on the network, the
+// other host's share intact) and Boot starts it again from the same disk, reachable again.
 func TestMachineSSHFSAndPowerCut(t *testing.T) {
 	for _, suite := range []string{"trixie", "forky"} {
 		t.Run(suite, func(t *testing.T) {
@@ -100,6 +100,12 @@ func TestMachineSSHFSAndPowerCut(t *testing.T) {
 			if _, err := m.Run(ctx, "true"); err == nil {
 				t.Error("a command ran in a machine whose power was cut")
 			}
+			// Nothing answers for it: a connection is not refused (a live network namespace
+			// with no listener would), it gets no answer at all.
+			out, err := storage.Run(ctx, "timeout", "8", "bash", "-c", `exec 3<>"/dev/tcp/$0/6817"`, m.Addr.String())
+			if err == nil || strings.Contains(string(out), "refused") {
+				t.Errorf("a connection to the machine after its power cut: %v: %s; want no answer", err, out)
+			}
 			if got, err := os.ReadFile(storage.Path(filepath.Join(share, "f"))); err != nil || string(got) != "from-machine\n" {
 				t.Errorf("the storage host's copy after the cut: %q, %v", got, err)
 			}
@@ -115,6 +121,9 @@ func TestMachineSSHFSAndPowerCut(t *testing.T) {
 			}
 			if out, err := m.Run(ctx, "findmnt", "/mnt/share"); err == nil {
 				t.Errorf("the share is mounted again after the boot: %s", out)
+			}
+			if out, err := storage.Run(ctx, "timeout", "8", "bash", "-c", `exec 3<>"/dev/tcp/$0/6817"`, m.Addr.String()); !strings.Contains(string(out), "refused") {
+				t.Errorf("a connection to the machine booted again (nothing listening): %v: %s; want it refused", err, out)
 			}
 		})
 	}
