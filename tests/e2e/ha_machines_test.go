@@ -33,6 +33,20 @@ func newHAMachines(t *testing.T) *cluster {
 	return c
 }
 
+// powerCut cuts the power of unit's machine (hosts.Machine.PowerCut).
+func (c *cluster) powerCut(unit string) {
+	c.t.Helper()
+	m := c.net.Machine(c.machineOf(unit))
+	if m == nil {
+		c.t.Fatalf("no machine for %s", unit)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := m.PowerCut(ctx); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
 // TestControllerFailoverMachines is TestControllerFailover on Debian 14 machines, the
 // primary's machine losing its power (every process of it killed at once, no shutdown, its
 // sshfs mount gone with it): the backup takes over within SlurmctldTimeout plus a few seconds,
@@ -42,17 +56,7 @@ func newHAMachines(t *testing.T) *cluster {
 // changes in Slurm.
 func TestControllerFailoverMachines(t *testing.T) {
 	c := newHAMachines(t)
-	controllerFailover(t, c, func() {
-		m := c.net.Machine(c.machineOf("slurmctld/0"))
-		if m == nil {
-			t.Fatalf("no machine for slurmctld/0")
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := m.PowerCut(ctx); err != nil {
-			t.Fatal(err)
-		}
-	})
+	controllerFailover(t, c, func() { c.powerCut("slurmctld/0") })
 
 	// Juju elects another leader once the dead machine's agent stops renewing its lease
 	// (about a minute; the local model moves it when told): the backup in control leads too,
@@ -166,15 +170,7 @@ func TestObservabilityHAMachines(t *testing.T) {
 	// cluster none of whose controllers answers) is inactive. In between, for the seconds of
 	// the failover, no controller may answer: the alert may go pending, never fire (its
 	// threshold, 2 minutes by default, is for that).
-	m := c.net.Machine(c.machineOf("slurmctld/0"))
-	if m == nil {
-		t.Fatal("no machine for slurmctld/0")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := m.PowerCut(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c.powerCut("slurmctld/0")
 	cut := time.Now()
 	var inControl, settled time.Time
 	var backupDown, pending []string // what the polls saw during the failover

@@ -685,6 +685,16 @@ func (m *Machine) waitBoot(ctx context.Context, after int) error {
 // PowerOff asks the machine's systemd for a power-off and waits until the machine is off.
 // Its disk (the upper layer) is kept: Boot starts it again.
 func (m *Machine) PowerOff(ctx context.Context) error {
+	return m.turnOff(ctx, "power off", func() error {
+		// systemctl may be cut off by the shutdown it starts: its error says nothing.
+		m.Command(ctx, []string{"systemctl", "poweroff"}).Run()
+		return nil
+	})
+}
+
+// turnOff runs off on a running machine and waits until the machine is off (what: what it
+// did not do, in the error of a timeout). A machine that is off is left alone.
+func (m *Machine) turnOff(ctx context.Context, what string, off func() error) error {
 	m.mu.Lock()
 	exited := m.exited
 	on := m.nspawn != nil
@@ -692,13 +702,14 @@ func (m *Machine) PowerOff(ctx context.Context) error {
 	if !on {
 		return nil
 	}
-	// systemctl may be cut off by the shutdown it starts: its error says nothing.
-	m.Command(ctx, []string{"systemctl", "poweroff"}).Run()
+	if err := off(); err != nil {
+		return err
+	}
 	select {
 	case <-exited:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("machine %q did not power off: %w", m.Name, ctx.Err())
+		return fmt.Errorf("machine %q did not %s: %w", m.Name, what, ctx.Err())
 	}
 }
 
@@ -710,32 +721,22 @@ func (m *Machine) PowerOff(ctx context.Context) error {
 // unmounted. It waits until the machine is off. Its disk (the upper layer) is kept: Boot
 // brings the link up and starts it again.
 func (m *Machine) PowerCut(ctx context.Context) error {
-	m.mu.Lock()
-	exited := m.exited
-	on := m.nspawn != nil
-	m.mu.Unlock()
-	if !on {
+	return m.turnOff(ctx, "go off after its power cut", func() error {
+		pid := m.PID()
+		if pid == 0 {
+			return fmt.Errorf("cannot cut the power of machine %q: its PID 1 is not known yet", m.Name)
+		}
+		m.mu.Lock()
+		m.unplugged = true
+		m.mu.Unlock()
+		if err := run(ctx, m.linkArgv("down")); err != nil {
+			return fmt.Errorf("cannot cut the power of machine %q: %w", m.Name, err)
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			return fmt.Errorf("cannot cut the power of machine %q: %w", m.Name, err)
+		}
 		return nil
-	}
-	pid := m.PID()
-	if pid == 0 {
-		return fmt.Errorf("cannot cut the power of machine %q: its PID 1 is not known yet", m.Name)
-	}
-	m.mu.Lock()
-	m.unplugged = true
-	m.mu.Unlock()
-	if err := run(ctx, m.linkArgv("down")); err != nil {
-		return fmt.Errorf("cannot cut the power of machine %q: %w", m.Name, err)
-	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		return fmt.Errorf("cannot cut the power of machine %q: %w", m.Name, err)
-	}
-	select {
-	case <-exited:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("machine %q still on after its power cut: %w", m.Name, ctx.Err())
-	}
+	})
 }
 
 // linkArgv sets the machine's eth0 up or down.

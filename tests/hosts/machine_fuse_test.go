@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmed-slurm/operators/tests/hosts"
 	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
 )
 
@@ -28,14 +29,7 @@ func TestMachineSSHFSAndPowerCut(t *testing.T) {
 			storage := hoststest.AddHost(t, n, "storage")
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			run := func(argv ...string) string {
-				t.Helper()
-				out, err := m.Run(ctx, argv...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return strings.TrimSpace(string(out))
-			}
+			run := func(argv ...string) string { t.Helper(); return runMachine(t, m, argv...) }
 
 			if got := run("stat", "-c", "%F", "/dev/fuse"); got != "character special file" {
 				t.Fatalf("/dev/fuse in the machine is %q, want a character device", got)
@@ -127,6 +121,19 @@ func TestMachineSSHFSAndPowerCut(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runMachine runs argv on machine m (30 s at most) and returns its output, trimmed; a failure
+// fails the test. (run is its Host counterpart.)
+func runMachine(t *testing.T, m *hosts.Machine, argv ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := m.Run(ctx, argv...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // processesIn lists the PIDs (in the test's PID namespace) of the live processes in the PID
