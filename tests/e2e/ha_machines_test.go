@@ -213,8 +213,9 @@ func TestObservabilityHAMachines(t *testing.T) {
 	})
 }
 
-// lastEvaluation is when Prometheus last evaluated the rule group holding the alert rule named
-// alert (zero when it has not).
+// lastEvaluation is when Prometheus last evaluated every rule group holding the alert rule
+// named alert: the earliest of their last evaluations (each unit's rule file has its groups;
+// zero when one has not been evaluated, or none holds the rule).
 func (p *prom) lastEvaluation(alert string) time.Time {
 	p.c.t.Helper()
 	code, body := p.get("/api/v1/rules", nil)
@@ -230,13 +231,14 @@ func (p *prom) lastEvaluation(alert string) time.Time {
 	if err := json.Unmarshal([]byte(body), &resp); err != nil || code != 200 || resp.Status != "success" {
 		p.c.t.Fatalf("rules: HTTP %d %s (%v)", code, body, err)
 	}
-	var last time.Time
+	var first time.Time
+	found := false
 	for _, g := range resp.Data.Groups {
 		for _, r := range g.Rules {
-			if r.Name == alert && g.LastEvaluation.After(last) {
-				last = g.LastEvaluation
+			if r.Name == alert && (!found || g.LastEvaluation.Before(first)) {
+				first, found = g.LastEvaluation, true
 			}
 		}
 	}
-	return last
+	return first
 }
