@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/charmed-slurm/operators/tests/hosts"
 	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
 )
 
@@ -29,9 +28,8 @@ func TestMachineSSHFSAndPowerCut(t *testing.T) {
 			storage := hoststest.AddHost(t, n, "storage")
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			run := func(argv ...string) string { t.Helper(); return runMachine(t, m, argv...) }
 
-			if got := run("stat", "-c", "%F", "/dev/fuse"); got != "character special file" {
+			if got := run(t, m, "stat", "-c", "%F", "/dev/fuse"); got != "character special file" {
 				t.Fatalf("/dev/fuse in the machine is %q, want a character device", got)
 			}
 			const share, port = "/var/tmp/share", 7022
@@ -47,7 +45,7 @@ func TestMachineSSHFSAndPowerCut(t *testing.T) {
 				srv.Wait()
 			}()
 			// As the filesystem-client stand-in runs it, but in the background (it daemonizes).
-			run("mkdir", "-p", "/mnt/share")
+			run(t, m, "mkdir", "-p", "/mnt/share")
 			deadline := time.Now().Add(30 * time.Second)
 			for {
 				out, err := m.Run(ctx, "sshfs", "-o", fmt.Sprintf("directport=%d,allow_other,dir_cache=no,attr_timeout=0,entry_timeout=0", port), fmt.Sprintf("%s:%s", storage.Addr, share), "/mnt/share")
@@ -59,10 +57,10 @@ func TestMachineSSHFSAndPowerCut(t *testing.T) {
 				}
 				time.Sleep(200 * time.Millisecond)
 			}
-			if got := run("findmnt", "-n", "-o", "FSTYPE", "/mnt/share"); got != "fuse.sshfs" {
+			if got := run(t, m, "findmnt", "-n", "-o", "FSTYPE", "/mnt/share"); got != "fuse.sshfs" {
 				t.Fatalf("/mnt/share is %q, want fuse.sshfs", got)
 			}
-			run("sh", "-c", "echo from-machine >/mnt/share/f && ln /mnt/share/f /mnt/share/g && mv /mnt/share/g /mnt/share/f")
+			run(t, m, "sh", "-c", "echo from-machine >/mnt/share/f && ln /mnt/share/f /mnt/share/g && mv /mnt/share/g /mnt/share/f")
 			if got, err := os.ReadFile(storage.Path(filepath.Join(share, "f"))); err != nil || string(got) != "from-machine\n" {
 				t.Errorf("the storage host's copy: %q, %v; want from-machine", got, err)
 			}
@@ -73,7 +71,7 @@ func TestMachineSSHFSAndPowerCut(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sshfs := run("pgrep", "-x", "sshfs")
+			sshfs := run(t, m, "pgrep", "-x", "sshfs")
 			pidns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", m.PID()))
 			if err != nil {
 				t.Fatal(err)
@@ -107,7 +105,7 @@ func TestMachineSSHFSAndPowerCut(t *testing.T) {
 			if err := m.Boot(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if got := run("cat", "/var/lib/juju/kept"); got != "kept" {
+			if got := run(t, m, "cat", "/var/lib/juju/kept"); got != "kept" {
 				t.Errorf("the machine's disk after the power cut: %q, want kept", got)
 			}
 			if boot2, err := m.BootID(ctx); err != nil || boot2 == boot1 {
@@ -121,19 +119,6 @@ func TestMachineSSHFSAndPowerCut(t *testing.T) {
 			}
 		})
 	}
-}
-
-// runMachine runs argv on machine m (30 s at most) and returns its output, trimmed; a failure
-// fails the test. (run is its Host counterpart.)
-func runMachine(t *testing.T, m *hosts.Machine, argv ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := m.Run(ctx, argv...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSpace(string(out))
 }
 
 // processesIn lists the PIDs (in the test's PID namespace) of the live processes in the PID
