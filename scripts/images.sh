@@ -33,14 +33,20 @@ mpi=(libopenmpi40 openmpi-common)
 # release, with the scrape jobs and rule files the slurmctld charm publishes on cos-agent.
 # Slurm serves OpenMetrics from 25.11, so only forky's image needs it.
 prom=(prometheus)
+# Shared storage for controller high availability (docs/ha.md): the filesystem-client stand-in
+# (tests/charms/filesystem-client) mounts the controllers' StateSaveLocation with sshfs (FUSE;
+# it brings fuse3's fusermount3, with which the stand-in unmounts). The machine needs
+# /dev/fuse too, which tests/hosts binds into every machine. The storage host is a Pebble host
+# of the test machine's own Debian (OpenSSH's sftp-server), so no image needs a server.
+ha=(sshfs)
 # Run in the image root once the packages are in; its content is part of the key.
 customize=scripts/image-customize.sh
 
 packages() {
   case "$1" in
     bookworm) echo "${common[*]} ${accounting[*]}" ;;
-    trixie) echo "${common[*]} sackd ${mpi[*]} ${accounting[*]}" ;;
-    forky) echo "${common[*]} sackd ${accounting[*]} ${prom[*]}" ;;
+    trixie) echo "${common[*]} sackd ${mpi[*]} ${accounting[*]} ${ha[*]}" ;;
+    forky) echo "${common[*]} sackd ${accounting[*]} ${prom[*]} ${ha[*]}" ;;
     *) echo "images: unknown suite $1 (bookworm, trixie, forky)" >&2; return 1 ;;
   esac
 }

@@ -247,7 +247,7 @@ func (c *cluster) startPrometheus(unit string, data map[string]cosagent.Data) *p
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		c.t.Fatal(err)
 	}
-	var jobs []cosagent.ScrapeJob
+	var jobs []promJob
 	var rules []string
 	for _, u := range slices.Sorted(func(yield func(string) bool) {
 		for u := range data {
@@ -267,7 +267,7 @@ func (c *cluster) startPrometheus(unit string, data map[string]cosagent.Data) *p
 				l["juju_model"], l["juju_model_uuid"], l["juju_application"], l["juju_unit"] = st.Name, st.UUID, app, u
 				j.StaticConfigs[i].Labels = l
 			}
-			jobs = append(jobs, j)
+			jobs = append(jobs, unitJob(u, j))
 		}
 		y, err := d.AlertRules.YAML()
 		if err != nil {
@@ -303,6 +303,23 @@ func (c *cluster) startPrometheus(unit string, data map[string]cosagent.Data) *p
 		return code == 200, body
 	})
 	return p
+}
+
+// promJob is a scrape job of Prometheus's configuration: a cos_agent one, and the
+// relabelling that keeps its job label.
+type promJob struct {
+	cosagent.ScrapeJob
+	RelabelConfigs []map[string]string `json:"relabel_configs,omitempty"`
+}
+
+// unitJob is unit's scrape job j in the one Prometheus of the test: named after the unit too,
+// since every unit of an application publishes the same job names (each unit's own collector,
+// a subordinate, scrapes its unit alone), with the job label j's name, as the series a COS
+// Prometheus receives from each collector carry it (the alert rules match on it).
+func unitJob(unit string, j cosagent.ScrapeJob) promJob {
+	name := j.JobName
+	j.JobName = name + "_" + strings.ReplaceAll(unit, "/", "_")
+	return promJob{ScrapeJob: j, RelabelConfigs: []map[string]string{{"target_label": "job", "replacement": name}}}
 }
 
 // get asks Prometheus for path with query q over HTTP/1.0 from its own machine (no address is

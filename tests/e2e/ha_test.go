@@ -78,7 +78,14 @@ func (c *cluster) confServers(unit string) string {
 // SlurmctldTimeout 10 s.
 func newHACluster(t *testing.T) *cluster {
 	t.Helper()
-	c := newClusterFrom(t, clusterOptions{units: 2, ctlConfig: map[string]string{"slurm-conf-parameters": "SlurmctldTimeout=10"}})
+	return newHAClusterOn(t, "")
+}
+
+// newHAClusterOn is newHACluster with every unit on a systemd machine of base, or on Pebble
+// hosts when base is "" (the storage host is a Pebble host either way).
+func newHAClusterOn(t *testing.T, base string) *cluster {
+	t.Helper()
+	c := newClusterFrom(t, clusterOptions{base: base, units: 2, ctlConfig: map[string]string{"slurm-conf-parameters": "SlurmctldTimeout=10"}})
 	c.waitIdleNodes(2)
 	ep := c.addStorage()
 	c.deploy(fsClientPath, "filesystem-client", 0, map[string]string{"endpoint": ep})
@@ -107,6 +114,20 @@ func newHACluster(t *testing.T) *cluster {
 // outage joins through the second --conf-server.
 func TestControllerFailover(t *testing.T) {
 	c := newHACluster(t)
+	controllerFailover(t, c, func() { c.killHost("slurmctld/0", "pebble", "slurmctld", "munged", "sshfs") })
+
+	// destroy with the primary's host dead: every application goes, without waiting out the
+	// timeout.
+	var stdout, stderr bytes.Buffer
+	if code := c.m.RunCLI(c.bg(), model.Request{Argv: []string{"destroy", "--timeout", "2m"}}, &stdout, &stderr); code != 0 {
+		t.Errorf("destroy with a dead controller host: exit %d: %s", code, stderr.String())
+	}
+}
+
+// controllerFailover is TestControllerFailover's scenario on c (newHACluster's), with kill
+// making the primary's host die.
+func controllerFailover(t *testing.T, c *cluster, kill func()) {
+	t.Helper()
 	c.waitBothConfServers()
 	c.waitIdleNodes(2)
 	ping := c.slurm("scontrol", "ping")
@@ -125,7 +146,7 @@ func TestControllerFailover(t *testing.T) {
 	}
 	c.waitStateSaved(time.Now())
 
-	c.killHost("slurmctld/0", "pebble", "slurmctld", "munged", "sshfs")
+	kill()
 	killed := time.Now()
 	c.logHooksOnFailure("the kill", killed)
 	c.ctl = "slurmctld/1"
@@ -169,13 +190,6 @@ func TestControllerFailover(t *testing.T) {
 		st, msg := c.unitStatus("slurmctld/1")
 		return st == "active" && strings.Contains(msg, "active controller (backup 1 of 2)"), st + ": " + msg
 	})
-
-	// destroy with the primary's host dead: every application goes, without waiting out the
-	// timeout.
-	var stdout, stderr bytes.Buffer
-	if code := c.m.RunCLI(c.bg(), model.Request{Argv: []string{"destroy", "--timeout", "2m"}}, &stdout, &stderr); code != 0 {
-		t.Errorf("destroy with a dead controller host: exit %d: %s", code, stderr.String())
-	}
 }
 
 // logHooksOnFailure logs, if the test fails, the hooks each unit of an HA cluster ran after

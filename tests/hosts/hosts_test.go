@@ -25,7 +25,13 @@ import (
 	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
 )
 
-func run(t *testing.T, h *hosts.Host, argv ...string) string {
+// runner is a host or a machine.
+type runner interface {
+	Run(ctx context.Context, argv ...string) ([]byte, error)
+}
+
+// run runs argv on h (30 s at most) and returns its output, trimmed; a failure fails the test.
+func run(t *testing.T, h runner, argv ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

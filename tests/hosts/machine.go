@@ -44,7 +44,9 @@ type MachineOptions struct {
 //
 // A reboot asked for inside (systemctl reboot) makes systemd-nspawn exit with status 133; the
 // machine's supervisor boots it again at once, as a cloud would restart an instance, with a new
-// boot id. A power-off (systemctl poweroff) leaves it off until Boot.
+// boot id. A power-off (systemctl poweroff) or a power cut (PowerCut: no shutdown at all)
+// leaves it off until Boot. The test machine's /dev/fuse, when it has one, is bound into it
+// (FUSE file systems such as sshfs mount inside, as on a cloud machine).
 type Machine struct {
 	// Name is the machine's hostname.
 	Name string
@@ -66,12 +68,14 @@ type Machine struct {
 	holder      *child
 	nsCreated   bool
 
-	mu      sync.Mutex
-	nspawn  *child // the current boot's systemd-nspawn; nil while off
-	pid1    int    // the current boot's PID 1 (systemd), 0 until known
-	boots   int    // boots started
-	closing bool
-	exited  chan struct{} // closed when the current boot's nspawn exits and is not restarted
+	mu     sync.Mutex
+	nspawn *child // the current boot's systemd-nspawn; nil while off
+	pid1   int    // the current boot's PID 1 (systemd), 0 until known
+	boots  int    // boots started
+	// unplugged: its link is down since a power cut, until the next Boot.
+	unplugged bool
+	closing   bool
+	exited    chan struct{} // closed when the current boot's nspawn exits and is not restarted
 }
 
 // NspawnExitReboot is systemd-nspawn's exit status when the machine asked for a reboot.
@@ -308,8 +312,16 @@ func (m *Machine) nspawnArgv() []string {
 	for _, b := range m.Binds {
 		argv = append(argv, "--bind="+b)
 	}
+	// FUSE, as a cloud machine's kernel offers it (sshfs: the controllers' shared storage in
+	// the HA tests, docs/ha.md). nspawn gives a machine no /dev/fuse unless bound.
+	if st, err := os.Stat(fuseDevice); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+		argv = append(argv, "--bind="+fuseDevice)
+	}
 	return argv
 }
+
+// fuseDevice is the FUSE device every machine gets when the test machine has it.
+const fuseDevice = "/dev/fuse"
 
 // Boot starts the machine if it is off and waits until it has booted.
 func (m *Machine) Boot(ctx context.Context) error {
@@ -319,6 +331,13 @@ func (m *Machine) Boot(ctx context.Context) error {
 		return fmt.Errorf("cannot boot machine %q: it is being removed", m.Name)
 	}
 	if m.nspawn == nil {
+		if m.unplugged {
+			if err := run(ctx, m.linkArgv("up")); err != nil {
+				m.mu.Unlock()
+				return fmt.Errorf("cannot boot machine %q: %w", m.Name, err)
+			}
+			m.unplugged = false
+		}
 		if err := m.startLocked(); err != nil {
 			m.mu.Unlock()
 			return fmt.Errorf("cannot boot machine %q: %w", m.Name, err)
@@ -666,6 +685,16 @@ func (m *Machine) waitBoot(ctx context.Context, after int) error {
 // PowerOff asks the machine's systemd for a power-off and waits until the machine is off.
 // Its disk (the upper layer) is kept: Boot starts it again.
 func (m *Machine) PowerOff(ctx context.Context) error {
+	return m.turnOff(ctx, "power off", func() error {
+		// systemctl may be cut off by the shutdown it starts: its error says nothing.
+		m.Command(ctx, []string{"systemctl", "poweroff"}).Run()
+		return nil
+	})
+}
+
+// turnOff runs off on a running machine and waits until the machine is off (what: what it
+// did not do, in the error of a timeout). A machine that is off is left alone.
+func (m *Machine) turnOff(ctx context.Context, what string, off func() error) error {
 	m.mu.Lock()
 	exited := m.exited
 	on := m.nspawn != nil
@@ -673,14 +702,46 @@ func (m *Machine) PowerOff(ctx context.Context) error {
 	if !on {
 		return nil
 	}
-	// systemctl may be cut off by the shutdown it starts: its error says nothing.
-	m.Command(ctx, []string{"systemctl", "poweroff"}).Run()
+	if err := off(); err != nil {
+		return err
+	}
 	select {
 	case <-exited:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("machine %q did not power off: %w", m.Name, ctx.Err())
+		return fmt.Errorf("machine %q did not %s: %w", m.Name, what, ctx.Err())
 	}
+}
+
+// PowerCut turns the machine off at once, as a power failure would: its network link goes
+// down first, so that nothing leaves it any more (a dead machine closes no connection and
+// refuses none: its peers' packets go unanswered, as its ARP), then its PID 1 (systemd) is
+// killed with SIGKILL, and every process of the machine dies with it (the kernel kills a PID
+// namespace's processes when its init dies); nothing shuts down, nothing is saved or
+// unmounted. It waits until the machine is off. Its disk (the upper layer) is kept: Boot
+// brings the link up and starts it again.
+func (m *Machine) PowerCut(ctx context.Context) error {
+	return m.turnOff(ctx, "go off after its power cut", func() error {
+		pid := m.PID()
+		if pid == 0 {
+			return fmt.Errorf("cannot cut the power of machine %q: its PID 1 is not known yet", m.Name)
+		}
+		m.mu.Lock()
+		m.unplugged = true
+		m.mu.Unlock()
+		if err := run(ctx, m.linkArgv("down")); err != nil {
+			return fmt.Errorf("cannot cut the power of machine %q: %w", m.Name, err)
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			return fmt.Errorf("cannot cut the power of machine %q: %w", m.Name, err)
+		}
+		return nil
+	})
+}
+
+// linkArgv sets the machine's eth0 up or down.
+func (m *Machine) linkArgv(state string) []string {
+	return []string{"ip", "-n", m.NetNS, "link", "set", "eth0", state}
 }
 
 // destroy stops the machine (SIGTERM to nspawn: a clean shutdown, SIGKILL after the grace

@@ -63,7 +63,7 @@ type client struct {
 
 func main() {
 	charm.Main(charm.WithServices(os.LookupEnv, func(_ juju.Event, services *auto.Manager) juju.Handler {
-		c := &client{services: services, run: command.Exec{Timeout: time.Minute}, mountTable: "/proc/self/mountinfo"}
+		c := &client{services: withUnitFile(services), run: command.Exec{Timeout: time.Minute}, mountTable: "/proc/self/mountinfo"}
 		return c.router(charm.Lifecycle[state]{StateName: stateName}).Dispatch
 	}))
 }
