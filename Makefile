@@ -84,7 +84,7 @@ test-referee: build/bin/testsummary
 # The bound only keeps a hung package from hanging CI: tests/e2e took 12.8 min under a load
 # average of 8 to 16 on 2 cores with the Debian 14 machines (issue 24).
 test-integration: deps images build/bin/testsummary
-	set -o pipefail; $(GO) test -json -count=1 -timeout 25m ./tests/... | tee build/test-integration.json | $(TESTSUMMARY)
+	set -o pipefail; $(GO) test -json -count=1 -timeout 45m ./tests/... | tee build/test-integration.json | $(TESTSUMMARY)
 
 lint: deps
 	@bad=$$(gofmt -l $(MODULES)); if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi

@@ -55,6 +55,7 @@ func (c *cluster) powerCut(unit string) {
 // moves to the backup, as Juju moves it once the dead agent's lease expires, and nothing
 // changes in Slurm.
 func TestControllerFailoverMachines(t *testing.T) {
+	t.Parallel()
 	c := newHAMachines(t)
 	controllerFailover(t, c, func() { c.powerCut("slurmctld/0") })
 

@@ -113,6 +113,7 @@ func newHAClusterOn(t *testing.T, base string) *cluster {
 // job completes, the queued jobs run, sbatch is accepted, and a slurmd unit added during the
 // outage joins through the second --conf-server.
 func TestControllerFailover(t *testing.T) {
+	t.Parallel()
 	c := newHACluster(t)
 	controllerFailover(t, c, func() { c.killHost("slurmctld/0", "pebble", "slurmctld", "munged", "sshfs") })
 
@@ -268,6 +269,7 @@ func (c *cluster) pebbleCtl(unit, verb, service string) {
 // REQUEST_CONTROL at the primary's start): one active controller, the same jobs and nodes, the
 // backup standing by again.
 func TestControllerComesBack(t *testing.T) {
+	t.Parallel()
 	c := newHACluster(t)
 	c.waitIdleNodes(2)
 	running := c.sbatch("slurmd", "-N2", "--exclusive", "--wrap", "sleep 30")
@@ -346,6 +348,7 @@ func TestControllerComesBack(t *testing.T) {
 // TestBackupNeedsStorage: without shared storage a second controller unit stays blocked naming
 // the missing relation and runs no slurmctld; the first stays the only controller.
 func TestBackupNeedsStorage(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 1)
 	if _, err := c.m.AddUnit(c.bg(), "slurmctld", 1); err != nil {
 		t.Fatal(err)
@@ -374,6 +377,7 @@ func TestBackupNeedsStorage(t *testing.T) {
 // units restart with it alone as --conf-server while the job runs, and every job runs once.
 // The seconds without a controller accepting sbatch are logged (docs/ha.md).
 func TestRemoveActiveController(t *testing.T) {
+	t.Parallel()
 	c := newHACluster(t)
 	addr1 := strings.TrimSpace(c.exec("slurmctld/1", "hostname", "-I"))
 	running := c.sbatch("slurmd", "-N2", "--exclusive", "--wrap", "sleep 60")
@@ -486,6 +490,7 @@ func TestRemoveActiveController(t *testing.T) {
 // units restart with the primary alone as --conf-server while the job runs, and the job
 // completes once: a slurmd restart for a changed controller list keeps running jobs.
 func TestRemoveBackupController(t *testing.T) {
+	t.Parallel()
 	c := newHACluster(t)
 	addr0 := strings.TrimSpace(c.exec("slurmctld/0", "hostname", "-I"))
 	running := c.sbatch("slurmd", "-N2", "--exclusive", "--wrap", "sleep 120")
@@ -540,6 +545,7 @@ func TestRemoveBackupController(t *testing.T) {
 // (same PIDs, no start or reconfigure in their logs), slurmctld/0 stays in control, the slurmd
 // units keep both controllers, primary first, without restarting, and the job completes once.
 func TestLeaderMoves(t *testing.T) {
+	t.Parallel()
 	c := newHACluster(t)
 	want := c.waitBothConfServers()
 	c.waitIdle()
