@@ -102,12 +102,14 @@ func TestLoginNodeFailoverMachines(t *testing.T) {
 		sec, err := strconv.ParseInt(strings.TrimSpace(out), 10, 64)
 		return err == nil && sec >= restarted, out
 	})
+	t.Logf("sackd/0 restarted during the outage: configuration fetched from the backup after %s", time.Since(time.Unix(restarted, 0)).Round(time.Second))
 	if got := c.login("sinfo", "-h", "-o", "%R %D"); strings.TrimSpace(got) != "slurmd 2" {
 		t.Errorf("sinfo on the login node after sackd's restart during the outage: %q, want \"slurmd 2\"", got)
 	}
 
 	// A login unit added while the primary is dead joins through the backup: its sackd
 	// fetches the configuration there and its jobs run.
+	added := time.Now()
 	if _, err := c.m.AddUnit(c.bg(), "sackd", 1); err != nil {
 		t.Fatal(err)
 	}
@@ -115,6 +117,7 @@ func TestLoginNodeFailoverMachines(t *testing.T) {
 		st, msg := c.unitStatus("sackd/1")
 		return st == "active" && msg == "login node ready", st + ": " + msg
 	})
+	t.Logf("sackd/1 added during the outage: ready after %s", time.Since(added).Round(time.Second))
 	late := strings.TrimSpace(c.exec("sackd/1", "sbatch", "--parsable", "-p", "slurmd", "-o", "/dev/null", "--wrap", "true"))
 	c.waitJobState(late, "COMPLETED", time.Minute)
 	// The backup learnt the new login node's host name (from its own relation hook; the
