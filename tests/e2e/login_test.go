@@ -55,11 +55,7 @@ func (c *cluster) jobsFromLogin(when string) {
 	if got := strings.TrimSpace(c.login("sinfo", "-h", "-o", "%R %D %t")); got != "slurmd 2 idle" {
 		t.Errorf("%s: sinfo on the login node: %q, want \"slurmd 2 idle\"", when, got)
 	}
-	self := strings.TrimSpace(c.login("hostname"))
-	hosts := strings.Fields(c.login("srun", "-p", "slurmd", "-N2", "hostname"))
-	if len(hosts) != 2 || hosts[0] == hosts[1] || hosts[0] == self || hosts[1] == self {
-		t.Errorf("%s: srun -N2 hostname from %s printed %q, want the two compute hosts", when, self, hosts)
-	}
+	c.srunFrom("sackd/0", when)
 	id := strings.TrimSpace(c.login("sbatch", "--parsable", "-p", "slurmd", "-o", "/dev/null", "--wrap", "sleep 1"))
 	if _, err := strconv.Atoi(id); err != nil {
 		t.Fatalf("%s: sbatch on the login node printed %q", when, id)
@@ -71,6 +67,17 @@ func (c *cluster) jobsFromLogin(when string) {
 	c.waitJobState(id, "COMPLETED", time.Minute)
 	if nodes := field(c.slurm("scontrol", "show", "job", "-o", id), "NodeList"); !strings.HasPrefix(nodes, "slurmd-") {
 		t.Errorf("%s: job %s ran on %q, want a compute node", when, id, nodes)
+	}
+}
+
+// srunFrom runs an interactive step over both compute nodes from the login unit, failing the
+// test unless it ran on two compute hosts (not the login node).
+func (c *cluster) srunFrom(unit, when string) {
+	c.t.Helper()
+	self := strings.TrimSpace(c.exec(unit, "hostname"))
+	hosts := strings.Fields(c.exec(unit, "srun", "-p", "slurmd", "-N2", "hostname"))
+	if len(hosts) != 2 || hosts[0] == hosts[1] || hosts[0] == self || hosts[1] == self {
+		c.t.Errorf("%s: srun -N2 hostname from %s printed %q, want the two compute hosts", when, self, hosts)
 	}
 }
 
