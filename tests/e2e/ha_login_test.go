@@ -21,6 +21,7 @@ var slurmctldHostRE = regexp.MustCompile(`(?m)^SlurmctldHost=([^(\s]+)`)
 // configuration through the second --conf-server, and a login unit added joins (sbatch and
 // srun from it run).
 func TestLoginNodeFailoverMachines(t *testing.T) {
+	t.Parallel()
 	c := newHAMachines(t)
 	c.deploy(sackdPath, "sackd", 1, nil)
 	c.integrate("slurmctld", "sackd")
