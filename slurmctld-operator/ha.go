@@ -154,14 +154,23 @@ func (h *hook) planControllers(ctx context.Context, st storage) ([]controller, e
 // SlurmctldHost (read at start only) keeps its value and the controller in control is
 // neither restarted nor reconfigured for a backup's removal. They go at the next change that
 // restarts slurmctld anyway (a controller added), and are never published as controllers.
+// Backups marked Gone by an earlier hook stay without the heartbeat being read again: it
+// said then that this unit was in control, their slurmctld is stopped, and the file is
+// briefly absent while the controller in control replaces it (Slurm's own reader,
+// get_last_heartbeat, retries its open for that), which must not restart slurmctld in any
+// later hook.
 func (h *hook) retire(ctx context.Context, prev, next []controller) []controller {
 	if len(next) == 0 || len(next) >= len(prev) {
 		return next
 	}
-	saved := h.ctls
-	h.ctls = prev
-	act, known := h.activeController()
-	h.ctls = saved
+	marked := !slices.ContainsFunc(prev[len(next):], func(c controller) bool { return !c.Gone })
+	act, known := controller{Unit: h.hc.Event.Unit}, true
+	if !marked {
+		saved := h.ctls
+		h.ctls = prev
+		act, known = h.activeController()
+		h.ctls = saved
+	}
 	why := ""
 	switch {
 	case !slices.Equal(h.st.RunningHosts, hostsOf(prev)):
