@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -225,6 +227,28 @@ func (h *hook) sharedConf() (map[string]string, error) {
 	return files, nil
 }
 
+// heartbeatTries and heartbeatPause: the controller in control replaces its heartbeat by
+// unlink, then link (Slurm 22.05), so for a moment there is none, and a hook reading it then
+// took the controller in control for unknown (and changed SlurmctldHost for a backup's
+// removal). Slurm's own reader (get_last_heartbeat in heartbeat.c) tries its open 3 times for
+// that. The gap lasts microseconds: 10 ms apart is plenty, and costs 20 ms where there is no
+// heartbeat at all.
+const (
+	heartbeatTries = 3
+	heartbeatPause = 10 * time.Millisecond
+)
+
+// readRetrying is read, tried up to tries times with pause between while it finds no file.
+func readRetrying(read func() ([]byte, error), tries int, pause func()) ([]byte, error) {
+	for try := 1; ; try++ {
+		data, err := read()
+		if !errors.Is(err, fs.ErrNotExist) || try >= tries {
+			return data, err
+		}
+		pause()
+	}
+}
+
 // activeController reads the heartbeat slurmctld's controller in control writes in
 // StateSaveLocation (time and SlurmctldHost index, two big-endian 64-bit words, every
 // SlurmctldTimeout/4 at most 30 s apart; only with a backup) and returns that controller, if
@@ -233,7 +257,8 @@ func (h *hook) activeController() (controller, bool) {
 	if len(h.ctls) < 2 || !h.st.StateShared && h.leader {
 		return controller{}, false
 	}
-	data, err := os.ReadFile(h.c.Path(filepath.Join(sharedStateDir, "heartbeat")))
+	path := h.c.Path(filepath.Join(sharedStateDir, "heartbeat"))
+	data, err := readRetrying(func() ([]byte, error) { return os.ReadFile(path) }, heartbeatTries, func() { time.Sleep(heartbeatPause) })
 	if err != nil || len(data) < 16 {
 		return controller{}, false
 	}

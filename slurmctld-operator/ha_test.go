@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"maps"
 	"os"
 	"strings"
@@ -624,5 +626,42 @@ func TestHAAccountingNewCluster(t *testing.T) {
 	}
 	if !e.exists(stateSaveDir + "/clustername") {
 		t.Error("the local state directory's ClusterID file removed instead")
+	}
+}
+
+// TestReadRetrying: the heartbeat's read is tried again while it finds no file (the
+// controller in control replaces it by unlink, then link), at most heartbeatTries times in
+// all; any other error, or a read that finds it, ends the tries.
+func TestReadRetrying(t *testing.T) {
+	errOther := errors.New("input/output error")
+	for _, tt := range []struct {
+		name      string
+		results   []error // each read's error, in order (nil: found)
+		wantReads int
+		wantErr   error
+	}{
+		{"found at once", []error{nil}, 1, nil},
+		{"absent for a moment", []error{fs.ErrNotExist, nil}, 2, nil},
+		{"absent twice", []error{fs.ErrNotExist, fs.ErrNotExist, nil}, 3, nil},
+		{"absent for good", []error{fs.ErrNotExist, fs.ErrNotExist, fs.ErrNotExist, nil}, 3, fs.ErrNotExist},
+		{"another error", []error{errOther, nil}, 1, errOther},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			reads, pauses := 0, 0
+			data, err := readRetrying(func() ([]byte, error) {
+				err := tt.results[reads]
+				reads++
+				if err != nil {
+					return nil, err
+				}
+				return []byte("heartbeat"), nil
+			}, heartbeatTries, func() { pauses++ })
+			if reads != tt.wantReads || pauses != reads-1 {
+				t.Errorf("%d reads, %d pauses; want %d reads, a pause between each", reads, pauses, tt.wantReads)
+			}
+			if !errors.Is(err, tt.wantErr) || (err == nil) != (string(data) == "heartbeat") {
+				t.Errorf("got %q, %v; want the data or %v", data, err, tt.wantErr)
+			}
+		})
 	}
 }
