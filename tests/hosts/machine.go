@@ -299,14 +299,20 @@ func (m *Machine) Path(inside string) string {
 	return procPath(m.holder.pid(), filepath.Join(m.root(), filepath.Clean("/"+inside)))
 }
 
-// nspawnArgv is the command line of one boot. The machine boots in a new time namespace whose
+// nspawnArgv is the command line of one boot. nspawn keys its runtime files on the host by
+// the machine's name (/run/systemd/nspawn/propagate/<name>, created at boot and removed at
+// exit), and /run is the test machine's: two tests' machines both named juju-1 removed each
+// other's ("Failed to mount /run/systemd/nspawn/propagate/juju-1 ... No such file or
+// directory", a boot failing in CI with the HA tests in parallel). So nspawn knows the machine
+// by its network namespace's name, unique among the networks running; its hostname stays
+// Name. The machine boots in a new time namespace whose
 // boot-time clock starts at about zero, as a real machine's uptime does: Slurm takes a node's
 // boot time from it (sysinfo) and tells a finished reboot, or an unexpected one, by it.
 func (m *Machine) nspawnArgv() []string {
 	argv := []string{"nsenter", "-t", strconv.Itoa(m.holder.pid()), "--net", "--mount", "--",
 		"unshare", "--time", "--boottime", strconv.FormatInt(-bootOffset(), 10), "--",
 		"systemd-nspawn", "--quiet", "--register=no", "--keep-unit", "--boot",
-		"--directory=" + m.root(), "--machine=" + m.Name, "--hostname=" + m.Name,
+		"--directory=" + m.root(), "--machine=" + m.NetNS, "--hostname=" + m.Name,
 		"--network-namespace-path=/run/netns/" + m.NetNS,
 		"--resolv-conf=off", "--timezone=off", "--link-journal=no", "--console=read-only"}
 	for _, b := range m.Binds {
