@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,18 +28,12 @@ func (c *cluster) addStorage() string {
 	c.t.Helper()
 	h := hoststest.AddHost(c.t, c.net, "storage-0")
 	c.storage = h
-	if out, err := h.Run(c.bg(), "mkdir", "-p", shareDir); err != nil {
-		c.t.Fatalf("storage-0: mkdir: %v: %s", err, out)
+	srv, err := h.ServeSFTP(c.bg(), shareDir, sftpPort)
+	if err != nil {
+		c.t.Fatalf("storage-0: %v", err)
 	}
-	cmd := h.Command(c.bg(), []string{"socat", fmt.Sprintf("TCP-LISTEN:%d,fork,reuseaddr,bind=%s", sftpPort, h.Addr), "EXEC:/usr/lib/openssh/sftp-server"})
-	if err := cmd.Start(); err != nil {
-		c.t.Fatalf("storage-0: cannot start the sftp server: %v", err)
-	}
-	c.t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	})
-	return fmt.Sprintf("sftp://%s:%d%s", h.Addr, sftpPort, shareDir)
+	c.t.Cleanup(srv.Close)
+	return srv.Endpoint
 }
 
 // shareDir is the storage host's shared directory (private to the storage host).
