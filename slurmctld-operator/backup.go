@@ -73,6 +73,9 @@ func (b backup) configure(ctx context.Context) error {
 		return err
 	}
 	h.ctls = ctls
+	if h.turn, err = decodeTurn(app[peerKeyTurn]); err != nil {
+		return err
+	}
 	if !slices.ContainsFunc(ctls, func(c controller) bool { return c.Unit == unit }) || files == nil || app[peerKeySecret] == "" {
 		h.backupWait = "waiting:waiting for the leader to add this unit to the controllers"
 		return nil
@@ -97,15 +100,32 @@ func (b backup) configure(ctx context.Context) error {
 		return err
 	}
 	sum := confHash(files)
+	hosts := hostsOf(ctls)
 	// The running slurmctld has these files unless a hook wrote them since it applied them:
 	// AppliedConf is "" on a former leader, whose slurmctld runs with the files it wrote.
-	stale := sum != h.st.AppliedConf && (wrote || h.st.AppliedConf != "")
+	// A new SlurmctldHost list not applied yet (it waited for its turn) is stale too.
+	newHosts := !slices.Equal(h.st.RunningHosts, hosts)
+	stale := newHosts || sum != h.st.AppliedConf && (wrote || h.st.AppliedConf != "")
+	h.st.TurnNote = ""
 	switch {
 	case !ctl.live(ctx):
+		// A controller starting takes nobody's place: no turn needed.
 		if err := ctl.start(ctx); err != nil {
 			return err
 		}
-	case stale && h.isActive() && slices.Equal(h.st.RunningHosts, hostsOf(ctls)):
+	case stale && newHosts && !(rolling{h}).mine(hosts):
+		// SlurmctldHost is read at start only: the restart waits for this unit's turn
+		// (rolling.go); the files are in place, the running slurmctld keeps its own.
+		h.st.TurnNote = turnNote(h.turn, unit, false)
+		if h.st.TurnNote == "" {
+			h.st.TurnNote = "; restart for the new SlurmctldHost list waits for the leader's turn"
+		}
+		return (publisher{h}).openPort(ctx)
+	case stale && newHosts:
+		if err := (rolling{h}).restartSelf(ctx, hosts); err != nil {
+			return err
+		}
+	case stale && h.isActive():
 		// In control (the primary is away) and the controllers unchanged: a restart would
 		// leave the cluster without a controller for SlurmctldTimeout; reconfigure instead.
 		if err := ctl.reconfigure(ctx); err != nil {
@@ -118,7 +138,7 @@ func (b backup) configure(ctx context.Context) error {
 		}
 	}
 	h.st.AppliedConf = sum
-	h.st.RunningHosts, h.st.Controllers = hostsOf(ctls), ctls
+	h.st.RunningHosts, h.st.Controllers = hosts, ctls
 	if err := (publisher{h}).openPort(ctx); err != nil {
 		return err
 	}

@@ -91,10 +91,12 @@ type watchList struct {
 	Restart time.Time `json:"restart,omitzero"`
 	// Host is the SlurmctldHost name of the restarted slurmctld, the one that must answer.
 	Host string `json:"host,omitempty"`
+	// Turn is when the leader's restart turn runs out (zero: none), rolling.go.
+	Turn time.Time `json:"turn,omitzero"`
 }
 
 func (w watchList) empty() bool {
-	return len(w.Nodes) == 0 && len(w.Partitions) == 0 && w.Restart.IsZero()
+	return len(w.Nodes) == 0 && len(w.Partitions) == 0 && w.Restart.IsZero() && w.Turn.IsZero()
 }
 
 // defaultPoll is the pause between checks when Settings.PollInterval is zero.

@@ -41,6 +41,9 @@ type hook struct {
 	// backupWait is what keeps a unit that is not the leader from running slurmctld,
 	// "code:message" ("" when nothing does).
 	backupWait string
+	// turn is the restart turn the leader planned in this hook (rolling.plan), or the one a
+	// backup read; nil for none.
+	turn *restartTurn
 	// peerRel is the peer relation, once listed (peerRead).
 	peerRel  juju.RelationID
 	peerRead bool

@@ -196,6 +196,9 @@ func (h *hook) configure(ctx context.Context) error {
 	if err := (cosAgent{h}).publish(ctx); err != nil {
 		return err
 	}
+	if err := (rolling{h}).report(ctx); err != nil {
+		return err
+	}
 	return h.report(ctx)
 }
 
@@ -233,6 +236,12 @@ func (h *hook) updateStatus(ctx context.Context) error {
 				h.nodes.forget() // a reboot step changes node states
 			}
 		}
+		if err := (rolling{h}).advance(ctx); err != nil {
+			return err
+		}
+	}
+	if err := (rolling{h}).report(ctx); err != nil {
+		return err
 	}
 	return h.report(ctx)
 }

@@ -169,7 +169,7 @@ func (pb publisher) peers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	bag := map[string]string{peerKeyControllers: ctls, peerKeyConf: string(conf), peerKeySecret: h.st.SecretID}
+	bag := map[string]string{peerKeyControllers: ctls, peerKeyConf: string(conf), peerKeySecret: h.st.SecretID, peerKeyTurn: h.st.Turn}
 	if h.pub.Peers != nil && maps.Equal(h.pub.Peers, bag) {
 		return nil
 	}

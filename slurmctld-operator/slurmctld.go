@@ -82,12 +82,24 @@ func (ctl slurmctldDaemon) ensure(ctx context.Context) error {
 	h.st.ConfRefused = ""
 	hosts := hostsOf(h.ctls)
 	running := ctl.live(ctx)
+	if err := (rolling{h}).plan(ctx); err != nil {
+		return err
+	}
+	waits := false // the new SlurmctldHost list waits for this unit's restart turn
 	switch {
-	case moved,
-		running && len(h.st.RunningHosts) > 0 && !slices.Equal(h.st.RunningHosts, hosts),
-		running && len(h.st.RunningHosts) == 0 && len(hosts) > 1:
-		// SlurmctldHost is read at start only.
+	case moved:
+		// Stopped to move the state: it starts again at once.
 		if err := ctl.restartForControllers(ctx, hosts, moved); err != nil {
+			return err
+		}
+	case running && len(h.st.RunningHosts) > 0 && !slices.Equal(h.st.RunningHosts, hosts),
+		running && len(h.st.RunningHosts) == 0 && len(hosts) > 1:
+		// SlurmctldHost is read at start only: one controller at a time (rolling.go).
+		if len(live(h.ctls)) > 1 && !(rolling{h}).mine(hosts) {
+			waits = true
+			break
+		}
+		if err := (rolling{h}).restartSelf(ctx, hosts); err != nil {
 			return err
 		}
 	case running:
@@ -99,7 +111,10 @@ func (ctl slurmctldDaemon) ensure(ctx context.Context) error {
 			return err
 		}
 	}
-	h.st.RunningHosts, h.st.Controllers = hosts, h.ctls
+	if !waits {
+		h.st.RunningHosts = hosts
+	}
+	h.st.Controllers = h.ctls
 	h.st.ClusterName = h.cfg.ClusterName
 	// The Slurm version in juju status's Version column, once per version.
 	if err := h.k.SetVersion(ctx, h.st.SlurmVersion); err != nil {

@@ -81,6 +81,14 @@ type charmState struct {
 	Controllers []controller `json:"controllers,omitempty"`
 	// AppliedConf is the hash of the leader's configuration a backup controller runs with.
 	AppliedConf string `json:"applied-conf,omitempty"`
+	// Turn is the restart turn (rolling.go) this unit, as leader, last planned ("" for
+	// none), TurnDeadline when it runs out (the waiter wakes the leader then), and TurnNote
+	// the part of the status about the turns (any unit). RunsWith is the report this unit
+	// last wrote in its peer unit bag (rolling.report).
+	Turn         string    `json:"turn,omitempty"`
+	TurnDeadline time.Time `json:"turn-deadline,omitzero"`
+	TurnNote     string    `json:"turn-note,omitempty"`
+	RunsWith     string    `json:"runs-with,omitempty"`
 	// Leaving: this unit leaves the application (departure); its slurmctld was stopped and
 	// is never started again. HandedTo is the controller it asked to take control ("" when
 	// it was not in control or had no backup).

@@ -65,7 +65,7 @@ func unitStatus(ctx context.Context, st *charmState, leader bool, configProblem 
 			return juju.StatusMaintenance, "slurmctld is not running"
 		}
 		if role := o.role(ctx); role != "" {
-			return juju.StatusActive, "slurmctld " + role
+			return juju.StatusActive, "slurmctld " + role + st.TurnNote
 		}
 		return juju.StatusWaiting, "waiting for the leader's configuration"
 	}
@@ -134,6 +134,7 @@ func unitStatus(ctx context.Context, st *charmState, leader bool, configProblem 
 	if len(st.Apps) == 0 {
 		msg += "; waiting for a slurmd application"
 	}
+	msg += st.TurnNote
 	msg += accountingStatus(ctx, st, o)
 	msg += rebootStatus(st.Reboots) + cosStatus(st, extra)
 	return juju.StatusActive, msg

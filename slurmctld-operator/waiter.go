@@ -80,7 +80,7 @@ const (
 func (s *charmState) watchList(leader bool) watchList {
 	var w watchList
 	if leader {
-		w = watchList{Nodes: sortedKeys(s.Pending), Partitions: sortedKeys(s.Removing)}
+		w = watchList{Nodes: sortedKeys(s.Pending), Partitions: sortedKeys(s.Removing), Turn: s.TurnDeadline}
 	}
 	if r := s.Restart; r != nil && r.Failed == "" {
 		w.Restart, w.Host = r.Deadline, r.Host
@@ -373,15 +373,18 @@ func (w *removalWaiter) tryLock(lock *os.File) bool {
 // ready lists what of list can proceed now, in words ("" for none).
 func (w *removalWaiter) ready(ctx context.Context, list watchList) (string, error) {
 	var out []string
+	if !list.Turn.IsZero() && !w.now().Before(list.Turn) {
+		out = append(out, "a controller's restart turn ran out")
+	}
 	if !list.Restart.IsZero() {
 		err := answers(ctx, w.Client, list.Host)
 		switch {
 		case err == nil:
 			out = append(out, "slurmctld answers again")
 		case !w.now().Before(list.Restart):
-			return "slurmctld has not answered by its restart's deadline", nil
+			return strings.Join(append(out, "slurmctld has not answered by its restart's deadline"), "; "), nil
 		default:
-			return "", nil // nothing else can be asked of it yet
+			return strings.Join(out, "; "), nil // nothing else can be asked of it yet
 		}
 	}
 	if len(list.Nodes) > 0 {
