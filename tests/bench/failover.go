@@ -136,19 +136,19 @@ func OnlyController(conf []byte, host string) ([]byte, error) {
 	return d.Bytes(), nil
 }
 
-// poller probes every interval in the background until stopped.
-type poller struct {
+// Poller probes every interval in the background until stopped.
+type Poller struct {
 	mu     sync.Mutex
 	probes []Probe
 	cancel func()
 	done   chan struct{}
 }
 
-// startPoller starts probing with probe (each probe bounded to 5 s) every interval, or right
+// StartPoller starts probing with probe (each probe bounded to 5 s) every interval, or right
 // after the previous probe when it took longer.
-func startPoller(ctx context.Context, interval time.Duration, probe func(context.Context) bool) *poller {
+func StartPoller(ctx context.Context, interval time.Duration, probe func(context.Context) bool) *Poller {
 	ctx, cancel := context.WithCancel(ctx)
-	p := &poller{cancel: cancel, done: make(chan struct{})}
+	p := &Poller{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		tick := time.NewTicker(interval)
@@ -174,15 +174,15 @@ func startPoller(ctx context.Context, interval time.Duration, probe func(context
 	return p
 }
 
-// answered reports whether a probe was answered.
-func (p *poller) answered() bool {
+// Answered reports whether a probe was answered.
+func (p *Poller) Answered() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return slices.ContainsFunc(p.probes, func(pr Probe) bool { return pr.OK })
 }
 
-// stop stops the poller and returns its probes.
-func (p *poller) stop() []Probe {
+// Stop stops the poller and returns its probes.
+func (p *Poller) Stop() []Probe {
 	p.cancel()
 	<-p.done
 	return p.probes
@@ -321,20 +321,20 @@ func (f *haCluster) addController(ctx context.Context) error {
 		return err
 	}
 	sc := f.client(ph, ControllerConf)
-	p := startPoller(ctx, failoverPoll, func(ctx context.Context) bool {
+	p := StartPoller(ctx, failoverPoll, func(ctx context.Context) bool {
 		_, err := sc.Ping(ctx)
 		return err == nil
 	})
 	t0 := time.Now()
 	units, err := f.m.AddUnit(ctx, "slurmctld", 1)
 	if err != nil {
-		p.stop()
+		p.Stop()
 		return err
 	}
 	f.ctls = append(f.ctls, units[0])
 	err = f.waitControllers(ctx, 3*time.Minute)
 	settled := time.Since(t0)
-	probes := p.stop()
+	probes := p.Stop()
 	if err != nil {
 		return fmt.Errorf("%s added: %w", units[0], err)
 	}
@@ -478,7 +478,7 @@ func (f *haCluster) killPrimary(ctx context.Context, sample int) error {
 	// In control: `scontrol ping` says the backup is UP (a standby answers pings too:
 	// slurmctld/backup.c) and the backup, asked alone, serves a query instead of refusing it
 	// in standby mode.
-	p := startPoller(ctx, failoverPoll, func(ctx context.Context) bool {
+	p := StartPoller(ctx, failoverPoll, func(ctx context.Context) bool {
 		ctls, err := full.Ping(ctx)
 		if err != nil || !slices.ContainsFunc(ctls, func(c slurm.Controller) bool { return c.Host == bh.Name && c.Up }) {
 			return false
@@ -498,9 +498,9 @@ func (f *haCluster) killPrimary(ctx context.Context, sample int) error {
 		return true, ""
 	})
 	if err == nil {
-		err = Poll(withTimeout(ctx, 30*time.Second), failoverPoll, func() (bool, string) { return p.answered(), "" })
+		err = Poll(withTimeout(ctx, 30*time.Second), failoverPoll, func() (bool, string) { return p.Answered(), "" })
 	}
-	probes := p.stop()
+	probes := p.Stop()
 	if err != nil {
 		return fmt.Errorf("%s never took over: %w", backup, err)
 	}
