@@ -26,7 +26,10 @@ import (
 // for that deadline). The turn lives in the application bag, so a new leader carries it on.
 //
 // The order (nextTurn): the controllers not in control, in SlurmctldHost order; the one in
-// control (the heartbeat's; without a fresh one, the first controller running) last. The
+// control (the heartbeat's) last. Without a fresh heartbeat (a single controller growing to
+// two: Slurm writes none for one controller) the first controller running goes first: the
+// new backups cannot stand by before it writes one (26.05's run_backup answers no RPC until
+// the heartbeat file exists), and nobody could take control from it anyway. The
 // primary in control restarts in place: a takeover would cost more, not less, time without a
 // controller in control. A backup's REQUEST_TAKEOVER handler (backup.c,
 // _background_process_msg) shuts down the controllers before it, then sleeps SHUTDOWN_WAIT
@@ -155,16 +158,24 @@ func nextTurn(prev *restartTurn, v turnView) (next *restartTurn, ranOut string) 
 		t.Unit, t.Since, t.HandTo = "", time.Time{}, 0
 	}
 	active := v.Active
+	var pick *controller
 	if active == "" {
-		for _, c := range live(v.Ctls) {
-			if v.Runs[c.Unit] != "" {
-				active = c.Unit
+		// No fresh heartbeat: the controller in control runs alone (Slurm writes none for a
+		// single controller) or its heartbeat is not seen. The first controller running is
+		// taken for it, and goes first: the backups cannot stand by before it writes a
+		// heartbeat (26.05's run_backup answers no RPC until the file exists), and none
+		// could take control from it anyway.
+		for i, c := range todo {
+			if v.Runs[c.Unit] != "" && !slices.Contains(t.Skipped, c.Unit) {
+				pick = &todo[i]
 				break
 			}
 		}
 	}
-	var pick *controller
 	for i, c := range todo {
+		if pick != nil {
+			break
+		}
 		if slices.Contains(t.Skipped, c.Unit) || c.Unit == active {
 			continue
 		}

@@ -100,8 +100,13 @@ func TestNextTurn(t *testing.T) {
 		v:    turnView{Ctls: three, Runs: map[string]string{b1.Unit: oldList}, Active: b1.Unit, Now: now},
 		want: turn(b2.Unit, now, 0, p.Unit), ranOut: p.Unit,
 	}, {
-		name: "no fresh heartbeat: the first controller running is taken for the one in control",
+		name: "no fresh heartbeat (one controller growing to two): the controller running goes first",
 		v:    turnView{Ctls: three[:2], Runs: map[string]string{p.Unit: strings.Join(hostsOf(three[:1]), ",")}, Now: now},
+		want: &restartTurn{Hosts: hostsOf(three[:2]), Unit: p.Unit, Since: now},
+	}, {
+		name: "no fresh heartbeat, the controller running done: the new one",
+		prev: &restartTurn{Hosts: hostsOf(three[:2]), Unit: p.Unit, Since: now.Add(-5 * time.Second)},
+		v:    turnView{Ctls: three[:2], Runs: map[string]string{p.Unit: strings.Join(hostsOf(three[:2]), ",")}, Now: now},
 		want: &restartTurn{Hosts: hostsOf(three[:2]), Unit: b1.Unit, Since: now},
 	}, {
 		name: "a single controller left restarts at once",
