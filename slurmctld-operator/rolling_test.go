@@ -232,6 +232,15 @@ func TestHARollingRestartLeader(t *testing.T) {
 		t.Errorf("the waiter watches %+v, want the turn's deadline %s", w, clock.now.Add(turnWait))
 	}
 
+	// A new leadership term (this unit keeping it) carries the turn on from the bag, as a
+	// new leader would: the same unit, the same start.
+	before := peerAppBag(out)[peerKeyTurn]
+	clock.advance(10 * time.Second)
+	out = e.run(out, jujutest.Hook(juju.LeaderElected))
+	if got := peerAppBag(out)[peerKeyTurn]; got != before {
+		t.Errorf("turn after leader-elected %s, want %s kept", got, before)
+	}
+
 	setPeer(&out, "slurmctld/1", peerKeyRunsWith, newList)
 	out = e.run(out, jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/1"))
 	check("slurmctld/1 restarted", "slurmctld/2", 0)
