@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -84,6 +85,14 @@ func TestAddControllerRolling(t *testing.T) {
 	total, longest := bench.Unanswered(controlProbes)
 	t.Logf("add-unit → three controllers settled in %s; scontrol ping unanswered at most %s (%d probes); no controller in control: longest %s, total %s (%d probes)",
 		settled.Round(100*time.Millisecond), pingGap.Round(10*time.Millisecond), len(pingProbes), longest.Round(10*time.Millisecond), total.Round(10*time.Millisecond), len(controlProbes))
+	durs := bench.ProbeDurations(controlProbes)
+	slices.Sort(durs)
+	t.Logf("in-control probes: median %s, longest %s; runs without a controller in control: %v", durs[len(durs)/2].Round(time.Millisecond), durs[len(durs)-1].Round(time.Millisecond), gaps(controlProbes))
+	// What the controllers logged of their restarts, to place the gap.
+	for _, u := range []string{"slurmctld/0", "slurmctld/1", added} {
+		out, _, _ := c.tryExec(u, "grep", "-E", "Terminate signal|started on cluster|Running as primary|running in background mode|Saving all slurm state|REQUEST_CONTROL|taking over", ctlLogPath)
+		t.Logf("%s: %s", u, strings.TrimSpace(out))
+	}
 	if pingGap > 0 {
 		t.Errorf("for %s no controller answered scontrol ping, want one answering throughout", pingGap)
 	}
@@ -182,13 +191,14 @@ func (p *controlProbe) ping(ctx context.Context) bool {
 	return ok && strings.Contains(out, "is UP")
 }
 
-// inControl: a controller asked alone serves squeue (one in standby refuses it), each asked
-// at once, within 2 s.
+// inControl: a controller asked alone serves squeue (one in standby refuses it at once), all
+// asked at the same time; the first answer ends the probe, none within a second fails it (a
+// client whose controller is down retries its connection for longer).
 func (p *controlProbe) inControl(ctx context.Context) bool {
 	p.mu.Lock()
 	confs := append([]string(nil), p.confs...)
 	p.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	results := make(chan bool, len(confs))
 	for _, conf := range confs {
@@ -197,9 +207,26 @@ func (p *controlProbe) inControl(ctx context.Context) bool {
 			results <- ok
 		}()
 	}
-	any := false
 	for range confs {
-		any = <-results || any
+		if <-results {
+			return true
+		}
 	}
-	return any
+	return false
+}
+
+// gaps are the runs of unanswered probes, "start–end" (clock time), for the log.
+func gaps(probes []bench.Probe) []string {
+	var out []string
+	var from time.Time
+	for _, p := range probes {
+		switch {
+		case !p.OK && from.IsZero():
+			from = p.Start
+		case p.OK && !from.IsZero():
+			out = append(out, from.Format("15:04:05.000")+"–"+p.End.Format("15:04:05.000"))
+			from = time.Time{}
+		}
+	}
+	return out
 }
