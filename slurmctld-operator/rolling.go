@@ -37,9 +37,12 @@ import (
 // whole state with read_slurm_conf), and the primary takes control back as it starts again
 // (controller.c: it asks every backup to relinquish), which is a second gap; a restart in
 // place is one: the primary's save, exit, start and state load (1.3 s measured, part
-// failover of the bench). A backup in control (the primary away) hands control first to a
-// controller already running with the new list (`scontrol takeover`): restarted in place, it
-// would come back in standby and wait SlurmctldTimeout for a primary that does not answer.
+// failover of the bench; 1-2 s with two backups, TestAddControllerRolling). A backup in
+// control (the primary away) hands control first to the lowest-index controller already
+// running with the new list (`scontrol takeover`): restarted in place, it would come back in
+// standby and wait 5 s and SlurmctldTimeout for a primary that does not answer. (A target
+// after it in the list holds control only until the restarted backup, which pings only the
+// controllers before it, takes it back SlurmctldTimeout later: docs/ha.md.)
 // A primary that is not in control (its slurmctld was not running) restarts before the
 // backup in control, and takes control as it starts.
 const (
