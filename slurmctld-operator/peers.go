@@ -33,7 +33,9 @@ const (
 //     controller runs with ("conf", a JSON object file name → content: slurm.conf and the
 //     partition includes, written by the leader, checked by Slurm's parser there) and the id
 //     of the auth key secret ("auth-secret-id"), which the other units read (the secret
-//     belongs to the application).
+//     belongs to the application);
+//   - for the rolling restarts (rolling.go): the leader's turn in the application bag
+//     ("restart-turn") and each unit's report in its unit bag ("runs-with").
 const (
 	peerEndpoint = "slurmctld-peers"
 
