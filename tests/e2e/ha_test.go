@@ -78,7 +78,13 @@ func newHACluster(t *testing.T) *cluster {
 // hosts when base is "" (the storage host is a Pebble host either way).
 func newHAClusterOn(t *testing.T, base string) *cluster {
 	t.Helper()
-	c := newClusterFrom(t, clusterOptions{base: base, units: 2, ctlConfig: map[string]string{"slurm-conf-parameters": "SlurmctldTimeout=10"}})
+	return newHAClusterWith(t, base, "SlurmctldTimeout=10")
+}
+
+// newHAClusterWith is newHAClusterOn with slurmctld's slurm-conf-parameters params.
+func newHAClusterWith(t *testing.T, base, params string) *cluster {
+	t.Helper()
+	c := newClusterFrom(t, clusterOptions{base: base, units: 2, ctlConfig: map[string]string{"slurm-conf-parameters": params}})
 	c.waitIdleNodes(2)
 	ep := c.addStorage()
 	c.deploy(fsClientPath, "filesystem-client", 0, map[string]string{"endpoint": ep})

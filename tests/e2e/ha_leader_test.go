@@ -1,0 +1,136 @@
+package e2e_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmed-slurm/operators/libs/slurm"
+)
+
+// TestLeaderMovesMidWork: Juju moves the leadership from slurmctld/0 (primary, in control) to
+// the backup slurmctld/1 while a busy slurmd unit is being removed (remove-unit slurmd/1, its
+// job running) and a slurmd application's partition is being removed (remove-application gpu,
+// its job running). The new leader takes both over (its log says so) without starting,
+// stopping or reconfiguring either slurmctld; the node stays until its job has ended and the
+// partition stays INACTIVE until its job records are gone; then both go, the partition
+// removed once, by the new leader, and each job ran once, to completion.
+func TestLeaderMovesMidWork(t *testing.T) {
+	t.Parallel()
+	c := newHAClusterWith(t, "", "SlurmctldTimeout=10 MinJobAge=2")
+	c.deploy(slurmdPath, "gpu", 1, nil)
+	c.integrate("slurmctld", "gpu")
+	c.waitActive()
+	c.waitIdleNodes(3)
+
+	// Each job notes every start of its script, and runs until the test lets it go.
+	dir := t.TempDir()
+	hold := func(name string) string {
+		return fmt.Sprintf("echo start >> %s; while [ ! -e %s ]; do sleep 0.1; done", filepath.Join(dir, name+".runs"), filepath.Join(dir, name+".release"))
+	}
+	nodeJob := c.sbatch("slurmd", "-w", "slurmd-1", "--wrap", hold("node"))
+	gpuJob := c.sbatch("gpu", "--wrap", hold("gpu"))
+	c.waitJobState(nodeJob, "RUNNING", 30*time.Second)
+	c.waitJobState(gpuJob, "RUNNING", 30*time.Second)
+
+	t0 := time.Now()
+	c.logHooksOnFailure("the removals and the leadership move", t0)
+	if err := c.m.RemoveUnit(c.bg(), "slurmd/1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.m.RemoveApplication(c.bg(), "gpu"); err != nil {
+		t.Fatal(err)
+	}
+	c.eventually(2*time.Minute, "slurmctld/0's relation-departed of slurmd/1 and relation-broken of gpu ended", func() (bool, string) {
+		runs := c.hookRuns("slurmctld/0", t0)
+		return len(ended(runs, "slurmd-relation-broken")) == 1 && len(ended(runs, "slurmd-relation-departed")) >= 2, fmt.Sprint(runs)
+	})
+	c.eventually(30*time.Second, "slurmd-1 drained for its unit's removal, partition gpu INACTIVE", func() (bool, string) {
+		state, reason := c.nodeState("slurmd-1")
+		p := c.partition("gpu")
+		return strings.Contains(state, "DRAIN") && reason == "unit slurmd/1 removed" && field(p, "State") == "INACTIVE", state + " " + reason + " | " + p
+	})
+	// The backup runs the leader's files: the leader shared the INACTIVE include at once.
+	c.eventually(time.Minute, "slurmctld/1 runs partition gpu's INACTIVE include, standing by", func() (bool, string) {
+		inc, _, _ := c.tryExec("slurmctld/1", "cat", "/etc/slurm/partition-gpu.conf")
+		_, msg := c.unitStatus("slurmctld/1")
+		return strings.Contains(inc, "State=INACTIVE") && strings.Contains(msg, "backup 1 controller standing by (active: slurmctld/0)"), msg + " | " + inc
+	})
+
+	pids, logs := map[string]string{}, map[string]slurm.ControllerEvents{}
+	for _, u := range []string{"slurmctld/0", "slurmctld/1"} {
+		pids[u] = strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmctld"))
+		logs[u] = slurm.ParseControllerLog([]byte(c.exec(u, "cat", ctlLogPath)))
+	}
+	moved := time.Now()
+	if err := c.m.MoveLeader(c.bg(), "slurmctld/1"); err != nil {
+		t.Fatal(err)
+	}
+	c.eventually(time.Minute, "slurmctld/1 ran leader-elected", func() (bool, string) {
+		return len(ended(c.hookRuns("slurmctld/1", moved), "leader-elected")) == 1, fmt.Sprint(c.hookRuns("slurmctld/1", moved))
+	})
+	for _, line := range []string{
+		"new leader: partition gpu of removed application gpu is being removed",
+		"new leader: node slurmd-1 of departed unit slurmd/1 is removed once it has no job",
+	} {
+		if n := c.logged("slurmctld/1", line); n != 1 {
+			t.Errorf("slurmctld/1 logged %q %d times, want once", line, n)
+		}
+	}
+	c.eventually(30*time.Second, "slurmctld/1's status naming the removals", func() (bool, string) {
+		_, msg := c.unitStatus("slurmctld/1")
+		return strings.Contains(msg, "partition gpu") || strings.Contains(msg, "removing slurmd-1"), msg
+	})
+	if p := c.partition("gpu"); field(p, "State") != "INACTIVE" {
+		t.Errorf("partition gpu after the move: %q, want it INACTIVE", p)
+	}
+	for _, j := range []string{nodeJob, gpuJob} {
+		if s := c.jobState(j); s != "RUNNING" {
+			t.Errorf("job %s is %s after the move, want RUNNING (held by the test)", j, s)
+		}
+	}
+	if !slices.Contains(c.nodeNames(), "slurmd-1") {
+		t.Error("node slurmd-1 deleted while its job runs")
+	}
+	for _, u := range []string{"slurmctld/0", "slurmctld/1"} {
+		if now := strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmctld")); now != pids[u] {
+			t.Errorf("%s: slurmctld pid %s, was %s", u, now, pids[u])
+		}
+		ev := slurm.ParseControllerLog([]byte(c.exec(u, "cat", ctlLogPath)))
+		if ev.Starts != logs[u].Starts || ev.Reconfigures != logs[u].Reconfigures {
+			t.Errorf("%s: %d starts and %d reconfigures in slurmctld's log after the move, were %d and %d", u, ev.Starts, ev.Reconfigures, logs[u].Starts, logs[u].Reconfigures)
+		}
+	}
+
+	// The jobs end: the node and the partition go, under the new leader, once.
+	c.exec("slurmd/1", "install", "-D", "-m", "0644", "/dev/null", filepath.Join(dir, "node.release"))
+	c.exec("gpu/0", "install", "-D", "-m", "0644", "/dev/null", filepath.Join(dir, "gpu.release"))
+	c.waitJobState(nodeJob, "COMPLETED", time.Minute)
+	c.waitJobState(gpuJob, "COMPLETED", time.Minute)
+	c.eventually(3*time.Minute, "node slurmd-1, partition gpu and node gpu-0 gone", func() (bool, string) {
+		names := c.nodeNames()
+		p := c.partition("gpu")
+		return p == "" && !slices.Contains(names, "slurmd-1") && !slices.Contains(names, "gpu-0"), fmt.Sprint(names) + " | " + p
+	})
+	c.waitIdle()
+	if n := c.logged("slurmctld/1", "removed partition gpu"); n != 1 {
+		t.Errorf("slurmctld/1 removed partition gpu %d times, want once", n)
+	}
+	if n := c.logged("slurmctld/0", "removed partition gpu"); n != 0 {
+		t.Errorf("the former leader removed partition gpu %d times", n)
+	}
+	for _, name := range []string{"node", "gpu"} {
+		if runs := strings.Count(c.exec("slurmctld/0", "cat", filepath.Join(dir, name+".runs")), "start"); runs != 1 {
+			t.Errorf("the %s job's script started %d times, want once", name, runs)
+		}
+	}
+	// The former leader's waiter, which watched the removals, woke it: as a follower it
+	// dropped them.
+	c.eventually(90*time.Second, "slurmctld/0 dropped the leader's records", func() (bool, string) {
+		return c.logged("slurmctld/0", "not the leader any more") > 0, fmt.Sprint(c.hookRuns("slurmctld/0", moved))
+	})
+	c.slurm("srun", "-p", "slurmd", "-N1", "true")
+}
