@@ -23,6 +23,24 @@ func (e *env) scontrol(args ...string) {
 	}
 }
 
+// slurmctldUntouched snapshots e's slurmctld and returns a check that it has since been
+// neither started, restarted, stopped nor reconfigured (who names the unit in the errors).
+func (e *env) slurmctldUntouched(t *testing.T, who string) func() {
+	runs := func() int {
+		return e.svc.count("start slurmctld") + e.svc.restarts("slurmctld") + e.svc.count("stop slurmctld")
+	}
+	before, reconf := runs(), e.slurm.count("scontrol", "reconfigure")
+	return func() {
+		t.Helper()
+		if n := runs() - before; n != 0 {
+			t.Errorf("%s started, restarted or stopped slurmctld %d times", who, n)
+		}
+		if n := e.slurm.count("scontrol", "reconfigure") - reconf; n != 0 {
+			t.Errorf("%s reconfigured slurmctld %d times", who, n)
+		}
+	}
+}
+
 // withPeer is in with the peer relation (slurmctld/1 a peer, no shared storage): the leader
 // writes its application bag there.
 func withPeer(in jujutest.State) jujutest.State {
@@ -206,7 +224,7 @@ func TestLeaderRecordsHandedOver(t *testing.T) {
 				return n
 			}
 			work := leaderWork()
-			restarts, reconf := e.svc.restarts("slurmctld"), e.slurm.count("scontrol", "reconfigure")
+			untouched := e.slurmctldUntouched(t, "the unit losing and regaining the leadership")
 
 			// The leadership moves away: the follower drops the records and does no leader work.
 			out.Leader = false
@@ -233,12 +251,7 @@ func TestLeaderRecordsHandedOver(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.handedOver(t, e, before, after)
-			if n := e.svc.restarts("slurmctld") - restarts; n != 0 {
-				t.Errorf("the new leader restarted slurmctld %d times", n)
-			}
-			if n := e.slurm.count("scontrol", "reconfigure") - reconf; n != 0 {
-				t.Errorf("the new leader reconfigured slurmctld %d times", n)
-			}
+			untouched()
 			if tc.finish != nil {
 				tc.finish(e, func() { out = e.run(out, jujutest.Hook(juju.UpdateStatus)) })
 			}
@@ -489,15 +502,10 @@ func TestHALeaderChangeMidWork(t *testing.T) {
 	b.slurm.addNode("gpu-0", "gpu", false)
 	b.slurm.addJob("gpu", "gpu-0")
 	conf, gpu := b.read(confPath), b.read(partitionPath("gpu"))
-	restarts, reconf := b.svc.restarts("slurmctld")+b.svc.count("start slurmctld")+b.svc.count("stop slurmctld"), b.slurm.count("scontrol", "reconfigure")
+	untouched := b.slurmctldUntouched(t, "the new leader")
 	out.Leader = true
 	out = b.run(out, jujutest.Hook(juju.LeaderElected))
-	if n := b.svc.restarts("slurmctld") + b.svc.count("start slurmctld") + b.svc.count("stop slurmctld") - restarts; n != 0 {
-		t.Errorf("the new leader started, restarted or stopped slurmctld %d times", n)
-	}
-	if n := b.slurm.count("scontrol", "reconfigure") - reconf; n != 0 {
-		t.Errorf("the new leader reconfigured slurmctld %d times", n)
-	}
+	untouched()
 	if d := cmp.Diff(conf+gpu, b.read(confPath)+b.read(partitionPath("gpu"))); d != "" {
 		t.Errorf("the new leader's files differ from those it ran with (-before +after):\n%s", d)
 	}

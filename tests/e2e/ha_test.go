@@ -550,11 +550,8 @@ func TestLeaderMoves(t *testing.T) {
 	c.waitIdle()
 	running := c.sbatch("slurmd", "-N2", "--exclusive", "--wrap", "sleep 30")
 	c.waitJobState(running, "RUNNING", 30*time.Second)
-	pids, logs, slurmds := map[string]string{}, map[string]slurm.ControllerEvents{}, map[string]string{}
-	for _, u := range []string{"slurmctld/0", "slurmctld/1"} {
-		pids[u] = strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmctld"))
-		logs[u] = slurm.ParseControllerLog([]byte(c.exec(u, "cat", ctlLogPath)))
-	}
+	untouched := c.controllersUntouched()
+	slurmds := map[string]string{}
 	for _, u := range []string{"slurmd/0", "slurmd/1"} {
 		slurmds[u] = strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmd"))
 	}
@@ -573,15 +570,7 @@ func TestLeaderMoves(t *testing.T) {
 		return false, ""
 	})
 	c.waitIdle()
-	for _, u := range []string{"slurmctld/0", "slurmctld/1"} {
-		if now := strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmctld")); now != pids[u] {
-			t.Errorf("%s: slurmctld pid %s, was %s", u, now, pids[u])
-		}
-		ev := slurm.ParseControllerLog([]byte(c.exec(u, "cat", ctlLogPath)))
-		if ev.Starts != logs[u].Starts || ev.Reconfigures != logs[u].Reconfigures {
-			t.Errorf("%s: %d starts and %d reconfigures in slurmctld's log, were %d and %d", u, ev.Starts, ev.Reconfigures, logs[u].Starts, logs[u].Reconfigures)
-		}
-	}
+	untouched()
 	for u, pid := range slurmds {
 		if now := strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmd")); now != pid {
 			t.Errorf("%s: slurmd restarted (pid %s, was %s)", u, now, pid)
@@ -600,4 +589,29 @@ func TestLeaderMoves(t *testing.T) {
 		t.Errorf("job %s ran again: %s", running, out)
 	}
 	c.slurm("srun", "-p", "slurmd", "-N2", "true")
+}
+
+// controllersUntouched snapshots slurmctld on slurmctld/0 and slurmctld/1 (its PID, the starts
+// and reconfigures in its log) and returns a check that neither has since been started,
+// stopped or reconfigured.
+func (c *cluster) controllersUntouched() func() {
+	c.t.Helper()
+	units := []string{"slurmctld/0", "slurmctld/1"}
+	pids, logs := map[string]string{}, map[string]slurm.ControllerEvents{}
+	for _, u := range units {
+		pids[u] = strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmctld"))
+		logs[u] = slurm.ParseControllerLog([]byte(c.exec(u, "cat", ctlLogPath)))
+	}
+	return func() {
+		c.t.Helper()
+		for _, u := range units {
+			if now := strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmctld")); now != pids[u] {
+				c.t.Errorf("%s: slurmctld pid %s, was %s", u, now, pids[u])
+			}
+			ev := slurm.ParseControllerLog([]byte(c.exec(u, "cat", ctlLogPath)))
+			if ev.Starts != logs[u].Starts || ev.Reconfigures != logs[u].Reconfigures {
+				c.t.Errorf("%s: %d starts and %d reconfigures in slurmctld's log, were %d and %d", u, ev.Starts, ev.Reconfigures, logs[u].Starts, logs[u].Reconfigures)
+			}
+		}
+	}
 }
