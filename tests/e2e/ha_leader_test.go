@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -24,10 +25,10 @@ func TestLeaderMovesMidWork(t *testing.T) {
 	c.waitActive()
 	c.waitIdleNodes(3)
 
-	// Each job notes every start of its script, and runs until the test lets it go.
+	// Each job runs until the test lets it go (a file on its node).
 	dir := t.TempDir()
 	hold := func(name string) string {
-		return fmt.Sprintf("echo start >> %s; while [ ! -e %s ]; do sleep 0.1; done", filepath.Join(dir, name+".runs"), filepath.Join(dir, name+".release"))
+		return fmt.Sprintf("while [ ! -e %s ]; do sleep 0.1; done", filepath.Join(dir, name+".release"))
 	}
 	nodeJob := c.sbatch("slurmd", "-w", "slurmd-1", "--wrap", hold("node"))
 	gpuJob := c.sbatch("gpu", "--wrap", hold("gpu"))
@@ -42,20 +43,30 @@ func TestLeaderMovesMidWork(t *testing.T) {
 	if err := c.m.RemoveApplication(c.bg(), "gpu"); err != nil {
 		t.Fatal(err)
 	}
+	var broken time.Time
 	c.eventually(2*time.Minute, "slurmctld/0's relation-departed of slurmd/1 and relation-broken of gpu ended", func() (bool, string) {
 		runs := c.hookRuns("slurmctld/0", t0)
-		return len(ended(runs, "slurmd-relation-broken")) == 1 && len(ended(runs, "slurmd-relation-departed")) >= 2, fmt.Sprint(runs)
+		b := ended(runs, "slurmd-relation-broken")
+		if len(b) == 1 {
+			broken = b[0].End
+		}
+		return len(b) == 1 && len(ended(runs, "slurmd-relation-departed")) >= 2, fmt.Sprint(runs)
 	})
 	c.eventually(30*time.Second, "slurmd-1 drained for its unit's removal, partition gpu INACTIVE", func() (bool, string) {
 		state, reason := c.nodeState("slurmd-1")
 		p := c.partition("gpu")
 		return strings.Contains(state, "DRAIN") && reason == "unit slurmd/1 removed" && field(p, "State") == "INACTIVE", state + " " + reason + " | " + p
 	})
-	// The backup runs the leader's files: the leader shared the INACTIVE include at once.
+	// The backup runs the leader's files: the leader shared the INACTIVE include in its
+	// relation-broken hook, and the backup's restart for them has finished.
 	c.eventually(time.Minute, "slurmctld/1 runs partition gpu's INACTIVE include, standing by", func() (bool, string) {
+		applied := len(ended(c.hookRuns("slurmctld/1", broken), "slurmctld-peers-relation-changed")) > 0
 		inc, _, _ := c.tryExec("slurmctld/1", "cat", "/etc/slurm/partition-gpu.conf")
+		restarting := c.logged("slurmctld/1", "restarting slurmctld to run the leader's configuration")
+		restarted := c.logged("slurmctld/1", "restarted slurmctld to run the leader's configuration")
 		_, msg := c.unitStatus("slurmctld/1")
-		return strings.Contains(inc, "State=INACTIVE") && strings.Contains(msg, "backup 1 controller standing by (active: slurmctld/0)"), msg + " | " + inc
+		return applied && strings.Contains(inc, "State=INACTIVE") && restarting == restarted && strings.Contains(msg, "backup 1 controller standing by (active: slurmctld/0)"),
+			fmt.Sprintf("applied %v, restarts %d, answered %d, %s | %s", applied, restarting, restarted, msg, inc)
 	})
 
 	untouched := c.controllersUntouched()
@@ -97,9 +108,18 @@ func TestLeaderMovesMidWork(t *testing.T) {
 	c.waitJobState(nodeJob, "COMPLETED", time.Minute)
 	c.waitJobState(gpuJob, "COMPLETED", time.Minute)
 	c.eventually(3*time.Minute, "node slurmd-1, partition gpu and node gpu-0 gone", func() (bool, string) {
-		names := c.nodeNames()
-		p := c.partition("gpu")
-		return p == "" && !slices.Contains(names, "slurmd-1") && !slices.Contains(names, "gpu-0"), fmt.Sprint(names) + " | " + p
+		// Asked here rather than with c.nodeNames and c.partition: the controller reconfigures
+		// meanwhile, and a refused command must not pass for a partition gone.
+		nodes, code, errOut := c.tryExec("slurmctld/0", "env", "SLURM_CONF="+ctlConf, "scontrol", "show", "node", "-o")
+		if code != 0 {
+			return false, errOut
+		}
+		parts, code, errOut := c.tryExec("slurmctld/0", "env", "SLURM_CONF="+ctlConf, "scontrol", "show", "partition", "-o")
+		if code != 0 {
+			return false, errOut
+		}
+		gone := !strings.Contains(parts, "PartitionName=gpu ") && !strings.Contains(nodes, "NodeName=slurmd-1 ") && !strings.Contains(nodes, "NodeName=gpu-0 ")
+		return gone, nodes + " | " + parts
 	})
 	c.waitIdle()
 	if n := c.logged("slurmctld/1", "removed partition gpu"); n != 1 {
@@ -108,9 +128,9 @@ func TestLeaderMovesMidWork(t *testing.T) {
 	if n := c.logged("slurmctld/0", "removed partition gpu"); n != 0 {
 		t.Errorf("the former leader removed partition gpu %d times", n)
 	}
-	for _, name := range []string{"node", "gpu"} {
-		if runs := strings.Count(c.exec("slurmctld/0", "cat", filepath.Join(dir, name+".runs")), "start"); runs != 1 {
-			t.Errorf("the %s job's script started %d times, want once", name, runs)
+	for _, j := range []string{nodeJob, gpuJob} {
+		if n := c.jobStarts(j); n != 1 {
+			t.Errorf("job %s started %d times, want once", j, n)
 		}
 	}
 	// The former leader's waiter, which watched the removals, woke it: as a follower it
@@ -119,4 +139,17 @@ func TestLeaderMovesMidWork(t *testing.T) {
 		return c.logged("slurmctld/0", "not the leader any more") > 0, fmt.Sprint(c.hookRuns("slurmctld/0", moved))
 	})
 	c.slurm("srun", "-p", "slurmd", "-N1", "true")
+}
+
+// jobStarts counts the starts of job id in both controllers' slurmctld logs (the main
+// scheduler's "sched: Allocate JobId=N" or the backfill scheduler's "backfill: Started JobId=N"):
+// a job started again after a controller lost it is counted twice.
+func (c *cluster) jobStarts(id string) int {
+	c.t.Helper()
+	re := regexp.MustCompile(`(sched: Allocate|backfill: Started) JobId=` + regexp.QuoteMeta(id) + ` `)
+	n := 0
+	for _, u := range []string{"slurmctld/0", "slurmctld/1"} {
+		n += len(re.FindAllString(c.exec(u, "cat", ctlLogPath), -1))
+	}
+	return n
 }
