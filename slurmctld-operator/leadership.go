@@ -127,9 +127,10 @@ func (l leadership) adoptRemovals(ctx context.Context, apps map[string]bool) {
 
 // adoptNodes takes over the removals of departed units' nodes (AdoptNodes).
 func (l leadership) adoptNodes(ctx context.Context) {
-	_, units, err := slurmdRelation{l.h}.related(ctx, true)
+	h := l.h
+	_, units, err := slurmdRelation{h}.related(ctx, true)
 	if err != nil {
-		l.h.logf(ctx, juju.LevelWarning, "cannot list the slurmd units yet: %v", err)
+		h.logf(ctx, juju.LevelWarning, "cannot list the slurmd units yet: %v", err)
 		return
 	}
 	l.adoptNodesOf(ctx, units)
