@@ -106,18 +106,24 @@ func (r dbdRelation) ready(ctx context.Context, ev slurmdbd.DbdReady) error {
 		return err
 	}
 	prev := *a
-	a.Host, a.Port, a.Version, a.Refused = ev.Data.Host, ev.Data.Port, ev.Data.SlurmVersion.String(), ""
-	if ctl, err := slurm.ParseVersion(h.st.SlurmVersion); err == nil {
-		if err := slurmdbd.CheckVersions(ev.Data.SlurmVersion, ctl); err != nil {
-			a.Refused = err.Error()
-			h.logf(ctx, juju.LevelWarning, "accounting stays off: %v", err)
-		}
-	}
+	a.set(ctx, h, ev.Data)
 	if err := r.apply(ctx); err != nil {
 		*a = prev
 		return err
 	}
 	return nil
+}
+
+// set records slurmdbd's data d; accounting stays off (Refused) with a slurmdbd older than
+// the controller.
+func (a *accounting) set(ctx context.Context, h *hook, d slurmdbd.DbdData) {
+	a.Host, a.Port, a.Version, a.Refused = d.Host, d.Port, d.SlurmVersion.String(), ""
+	if ctl, err := slurm.ParseVersion(h.st.SlurmVersion); err == nil {
+		if err := slurmdbd.CheckVersions(d.SlurmVersion, ctl); err != nil {
+			a.Refused = err.Error()
+			h.logf(ctx, juju.LevelWarning, "accounting stays off: %v", err)
+		}
+	}
 }
 
 // gone turns accounting off: the relation is gone.

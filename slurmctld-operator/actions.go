@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/hostlist"
@@ -182,6 +183,9 @@ func (h *hook) reboot(ctx context.Context) error {
 	if err != nil {
 		return hc.Actions.Fail(ctx, err.Error())
 	}
+	if len(nodes) > maxRebootNodes {
+		return hc.Actions.Fail(ctx, fmt.Sprintf("nodes: %d nodes, at most %d in one rolling reboot", len(nodes), maxRebootNodes))
+	}
 	if p.MaxUnavailable != nil && *p.MaxUnavailable < 1 {
 		return hc.Actions.Fail(ctx, fmt.Sprintf("max-unavailable: %d: must be at least 1 (unset: %d%% of the nodes, at least one)", *p.MaxUnavailable, defaultUnavailablePercent))
 	}
@@ -212,7 +216,7 @@ func (h *hook) reboot(ctx context.Context) error {
 	if p.MaxUnavailable != nil {
 		max = min(*p.MaxUnavailable, len(known))
 	}
-	h.st.Reboots = &rebootPlan{Reason: reason, Max: max, Queued: known, Asked: map[string]string{}}
+	h.st.Reboots = &rebootPlan{Reason: reason, Max: max, Queued: known, Asked: map[string]string{}, Since: h.c.Now().UTC().Truncate(time.Second)}
 	asked, err := rollingReboot{h}.advance(ctx)
 	if err != nil {
 		return hc.Actions.Fail(ctx, err.Error())

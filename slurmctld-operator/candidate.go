@@ -31,6 +31,8 @@ type confFiles struct {
 	c *Charm
 	// stage is the candidate directory while change runs an edit.
 	stage string
+	// installed: change installed files in this hook.
+	installed bool
 }
 
 // path is the path of a managed configuration file (a name in confDir): in the candidate
@@ -98,6 +100,7 @@ func (f *confFiles) change(ctx context.Context, edit func(ctx context.Context) (
 		}
 		return false, err
 	}
+	f.installed = true
 	return true, installConf(ctx, live, before, after)
 }
 

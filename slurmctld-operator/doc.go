@@ -48,13 +48,16 @@
 //	node_actions.go       set-node-state, drain, resume, delete-node
 //	node_removal.go       nodeRemovals: departed units' nodes, drained and deleted once idle
 //	publish.go            publisher: ControllerData, the controllers list, the secret's grants,
-//	                      the port, the peer application bag (controllers, configuration)
+//	                      the port, the peer application bag (controllers, configuration,
+//	                      the rolling reboot), shared at the end of every hook that changed it
 //	cos.go                cosAgent: this unit's cos_agent data (rules, dashboards, its log
 //	                      file, a controller's scrape jobs) on each cos-agent relation
 //	reboot.go             rollingReboot: the rolling reboot moved on; RebootProgram
 //	ha.go                 controller high availability: the shared storage (mount relation),
 //	                      the peer relation, the leader's controller plan, the controller in
 //	                      control (heartbeat) for the status and takeover
+//	leadership.go         leadership: the leader's records dropped by a follower, taken over
+//	                      by a new leader (Slurm, the relations, the peer bag's reboot plan)
 //	status.go             unitStatus, the one place the status is worded; report (the one
 //	                      status-set) and progress
 //	hook.go               hook (one event: state, configuration and leadership read once), the

@@ -100,6 +100,11 @@ func (c *Charm) begin(ctx context.Context, k *charm.Hook[charmState]) (*hook, er
 	default:
 		h.pub = h.st.Published.clone()
 	}
+	// The leader's records follow the leadership: dropped by a unit that no longer leads,
+	// taken over by a new leader (leadership.go).
+	if err := (leadership{h}).settle(ctx); err != nil {
+		return nil, err
+	}
 	if kind != juju.Action && !h.st.Leaving {
 		// A slurmctld restart under way (the leader's or a backup's) is finished (or failed)
 		// before anything else: one `scontrol ping`, nothing when none is under way.

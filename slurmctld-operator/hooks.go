@@ -71,6 +71,9 @@ func (h *hook) finish(ctx context.Context) error {
 	if err := (loginNodes{h}).sync(ctx); err != nil {
 		return err
 	}
+	if err := (publisher{h}).share(ctx); err != nil {
+		return err
+	}
 	return h.end(ctx)
 }
 

@@ -33,7 +33,8 @@ const (
 //     controller runs with ("conf", a JSON object file name → content: slurm.conf and the
 //     partition includes, written by the leader, checked by Slurm's parser there) and the id
 //     of the auth key secret ("auth-secret-id"), which the other units read (the secret
-//     belongs to the application);
+//     belongs to the application), and the rolling reboot under way ("reboots", a JSON
+//     rebootPlan, peerKeyReboots), which a new leader takes over (leadership.go);
 //   - for the rolling restarts (rolling.go): the leader's turn in the application bag
 //     ("restart-turn") and each unit's report in its unit bag ("runs-with").
 const (

@@ -157,7 +157,14 @@ func (pb publisher) peers(ctx context.Context) error {
 	if err != nil || rel == "" {
 		return err
 	}
+	if h.ctls == nil {
+		h.ctls = h.st.Controllers // a hook that did not plan them: the last plan
+	}
 	ctls, err := encodeControllers(h.ctls)
+	if err != nil {
+		return err
+	}
+	reboots, err := encodeRebootPlan(h.st.Reboots)
 	if err != nil {
 		return err
 	}
@@ -169,7 +176,7 @@ func (pb publisher) peers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	bag := map[string]string{peerKeyControllers: ctls, peerKeyConf: string(conf), peerKeySecret: h.st.SecretID, peerKeyTurn: h.st.Turn}
+	bag := map[string]string{peerKeyControllers: ctls, peerKeyConf: string(conf), peerKeySecret: h.st.SecretID, peerKeyTurn: h.st.Turn, peerKeyReboots: reboots}
 	if h.pub.Peers != nil && maps.Equal(h.pub.Peers, bag) {
 		return nil
 	}
@@ -178,4 +185,24 @@ func (pb publisher) peers(ctx context.Context) error {
 	}
 	h.pub.Peers = bag
 	return nil
+}
+
+// share writes the peer application bag (peers) at the end of a leader's hook that changed
+// what it holds other than in a configure hook: the configuration files (a partition added,
+// set INACTIVE or removed, accounting turned on or off) or the rolling reboot. The backups
+// then run the leader's files at once, and a new leader takes over the latest of both
+// (leadership.go), instead of the files of the last configure hook.
+func (pb publisher) share(ctx context.Context) error {
+	h := pb.h
+	if !h.leader || (h.ctls == nil && len(h.st.Controllers) == 0) {
+		return nil
+	}
+	reboots, err := encodeRebootPlan(h.st.Reboots)
+	if err != nil {
+		return err
+	}
+	if !h.conf.installed && h.pub.Peers[peerKeyReboots] == reboots {
+		return nil
+	}
+	return pb.peers(ctx)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/charmed-slurm/operators/libs/hostlist"
 	"github.com/charmed-slurm/operators/libs/juju"
@@ -73,6 +74,25 @@ func (rr rollingReboot) advance(ctx context.Context) ([]string, error) {
 			return nil, fmt.Errorf("cannot reboot node %s: %w", name, err)
 		}
 		bt, _ := n.Get("BootTime")
+		switch since := r.bootedSince(n); {
+		case since && rebootedSince(n, ""):
+			// Rebooted since the plan began and back: asked by a leader whose record of it
+			// was lost (the leadership moved); never rebooted twice.
+			r.Done++
+			h.logf(ctx, juju.LevelInfo, "node %s rebooted already since the rolling reboot began: not asked again", name)
+			continue
+		case since, n.State.Rebooting():
+			// Asked already, or booting: waited for, not asked again.
+			if r.Asked == nil {
+				r.Asked = map[string]string{}
+			}
+			if since {
+				bt = "" // back once in service
+			}
+			r.Asked[name] = bt
+			h.logf(ctx, juju.LevelInfo, "node %s is rebooting already: waiting for it, not asking again", name)
+			continue
+		}
 		boots[name] = bt
 		batch = append(batch, name)
 	}
@@ -94,6 +114,20 @@ func (rr rollingReboot) advance(ctx context.Context) ([]string, error) {
 		h.st.Reboots = nil
 	}
 	return batch, nil
+}
+
+// maxRebootNodes bounds the nodes of one rolling reboot: the plan is handed to a new leader in
+// the peer application bag (leadership.go), which must stay small.
+const maxRebootNodes = 4096
+
+// bootedSince reports whether Slurm shows node n booted since the plan was made (the clocks of
+// the nodes and the controllers agree, as munge needs them to).
+func (r *rebootPlan) bootedSince(n slurm.Node) bool {
+	if r.Since.IsZero() {
+		return false
+	}
+	t, ok, err := n.Booted(time.Local)
+	return err == nil && ok && t.After(r.Since)
 }
 
 // rebootedSince reports whether node n is back in service after a reboot asked when its

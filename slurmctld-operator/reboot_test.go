@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -168,13 +167,7 @@ func TestRollingRebootUnknownNode(t *testing.T) {
 	if out.Action.Failed {
 		t.Fatalf("reboot failed: %s", out.Action.Message)
 	}
-	scontrol := func(args ...string) {
-		t.Helper()
-		res, err := e.slurm.Cluster.Run(context.Background(), append([]string{"scontrol"}, args...), []string{"SLURM_CONF=" + confPath})
-		if err != nil || res.ExitCode != 0 {
-			t.Fatalf("scontrol %q: %v %s", args, err, res.Stderr)
-		}
-	}
+	scontrol := e.scontrol
 	del := func(n string) { t.Helper(); scontrol("delete", "nodename="+n) }
 	updateStatus := func() { out = e.run(out, jujutest.Hook(juju.UpdateStatus)) }
 	want := [][]string{rebootCall("rebuild", "slurmd-0")}

@@ -111,6 +111,11 @@ func (sc slurmConf) write(ctx context.Context, feat slurm.Features) (bool, error
 	defaults := append(slices.Clone(defaultKeys), metricsDefaults(feat)...)
 	prevExtra := h.st.ExtraKeys
 	hosts := []string{host + "(" + addr + ")"}
+	if h.ctls == nil {
+		// A hook that did not plan the controllers (a relation's: accounting turned on or
+		// off) keeps the last plan's, not this host alone.
+		h.ctls = h.st.Controllers
+	}
 	if len(h.ctls) > 0 {
 		hosts = hostsOf(h.ctls)
 	}

@@ -193,20 +193,9 @@ func (sr slurmdRelation) goneApps(ctx context.Context, app string) ([]string, er
 		}
 		return []string{app}, nil
 	}
-	rels, err := h.hc.Relations.IDs(ctx, slurmd.RequirerEndpoint)
+	live, _, err := sr.related(ctx, false)
 	if err != nil {
-		return nil, fmt.Errorf("cannot list slurmd relations: %w", err)
-	}
-	live := map[string]bool{}
-	for _, rel := range rels {
-		if rel == h.hc.Event.Relation {
-			continue
-		}
-		a, err := h.hc.Relations.RemoteApp(ctx, rel)
-		if err != nil {
-			return nil, fmt.Errorf("cannot read relation %s: %w", rel, err)
-		}
-		live[a] = true
+		return nil, err
 	}
 	var gone []string
 	for _, a := range h.st.Apps {
@@ -215,4 +204,36 @@ func (sr slurmdRelation) goneApps(ctx context.Context, app string) ([]string, er
 		}
 	}
 	return gone, nil
+}
+
+// related are the slurmd applications related and, withUnits, their units; the relation of
+// this hook is left out when it breaks.
+func (sr slurmdRelation) related(ctx context.Context, withUnits bool) (apps, units map[string]bool, err error) {
+	hc := sr.h.hc
+	rels, err := hc.Relations.IDs(ctx, slurmd.RequirerEndpoint)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot list slurmd relations: %w", err)
+	}
+	apps, units = map[string]bool{}, map[string]bool{}
+	for _, rel := range rels {
+		if hc.Event.Kind == juju.RelationBroken && rel == hc.Event.Relation {
+			continue
+		}
+		a, err := hc.Relations.RemoteApp(ctx, rel)
+		if err != nil {
+			return nil, nil, fmt.Errorf("cannot read relation %s: %w", rel, err)
+		}
+		apps[a] = true
+		if !withUnits {
+			continue
+		}
+		us, err := hc.Relations.Units(ctx, rel)
+		if err != nil {
+			return nil, nil, fmt.Errorf("cannot list the units of relation %s: %w", rel, err)
+		}
+		for _, u := range us {
+			units[u] = true
+		}
+	}
+	return apps, units, nil
 }

@@ -94,6 +94,12 @@ type charmState struct {
 	// it was not in control or had no backup).
 	Leaving  bool   `json:"leaving,omitempty"`
 	HandedTo string `json:"handed-to,omitempty"`
+	// Led: this unit led in its last hook and holds the leader's records (Pending, Removing,
+	// Reboots, Accounting, Problems); a unit that does not lead holds none (leadership.go).
+	// AdoptNodes: as a new leader it could not read Slurm's nodes yet to take over the
+	// removals of departed units' nodes; the next hook that can does.
+	Led        bool `json:"led,omitempty"`
+	AdoptNodes bool `json:"adopt-nodes,omitempty"`
 	// SlurmdReleases are the Slurm releases slurmd applications and units said they run, by
 	// application or unit name (metricsgate.go).
 	SlurmdReleases map[string]nodeRelease `json:"slurmd-releases,omitempty"`
@@ -332,6 +338,10 @@ type rebootPlan struct {
 	Asked map[string]string `json:"asked,omitempty"`
 	// Done counts the nodes back after their reboot.
 	Done int `json:"done,omitempty"`
+	// Since is when the reboot action made the plan: a queued node Slurm shows booted since
+	// then was rebooted by it already (under a leader whose record of it was lost) and is
+	// not asked again.
+	Since time.Time `json:"since,omitzero"`
 }
 
 // drop takes node out of the plan: its unit left (a node Slurm does not know while it

@@ -79,7 +79,19 @@ const slurmTimeLayout = "2006-01-02T15:04:05"
 // UTC): when a job last ended on it, or when its slurmd registered if none ran since. ok is
 // false when the record has no such time (before Slurm 22.05, or "None").
 func (n Node) LastBusy(loc *time.Location) (t time.Time, ok bool, err error) {
-	v, found := n.Get("LastBusyTime")
+	return n.timeOf("LastBusyTime", loc)
+}
+
+// Booted returns the node's BootTime, read in loc as LastBusy reads its time: when the
+// node's host last booted, as its slurmd reported it. ok is false when the record has none.
+func (n Node) Booted(loc *time.Location) (t time.Time, ok bool, err error) {
+	return n.timeOf("BootTime", loc)
+}
+
+// timeOf reads the time field key of the record in loc (nil: UTC); ok is false when the
+// record has no such time ("None", "Unknown", or no field).
+func (n Node) timeOf(key string, loc *time.Location) (t time.Time, ok bool, err error) {
+	v, found := n.Get(key)
 	if !found || nullable(v) == "" || v == "None" || v == "Unknown" {
 		return time.Time{}, false, nil
 	}
@@ -88,7 +100,7 @@ func (n Node) LastBusy(loc *time.Location) (t time.Time, ok bool, err error) {
 	}
 	t, err = time.ParseInLocation(slurmTimeLayout, v, loc)
 	if err != nil {
-		return time.Time{}, false, fmt.Errorf("node %s: bad LastBusyTime=%q", n.Name, v)
+		return time.Time{}, false, fmt.Errorf("node %s: bad %s=%q", n.Name, key, v)
 	}
 	return t, true, nil
 }

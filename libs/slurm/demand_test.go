@@ -120,6 +120,10 @@ func TestLastBusy(t *testing.T) {
 	if want := time.Date(2026, 11, 22, 22, 19, 28, 0, time.UTC); !got.Equal(want) {
 		t.Errorf("LastBusy() = %v, want %v", got, want)
 	}
+	booted, ok, err := nodes[0].Booted(time.UTC)
+	if want := time.Date(2026, 11, 22, 22, 10, 48, 0, time.UTC); err != nil || !ok || !booted.Equal(want) {
+		t.Errorf("Booted() = %v, %v, %v, want %v", booted, ok, err, want)
+	}
 	for _, tt := range []struct {
 		name, line string
 		ok, err    bool

@@ -78,7 +78,13 @@ func newHACluster(t *testing.T) *cluster {
 // hosts when base is "" (the storage host is a Pebble host either way).
 func newHAClusterOn(t *testing.T, base string) *cluster {
 	t.Helper()
-	c := newClusterFrom(t, clusterOptions{base: base, units: 2, ctlConfig: map[string]string{"slurm-conf-parameters": "SlurmctldTimeout=10"}})
+	return newHAClusterWith(t, base, "SlurmctldTimeout=10")
+}
+
+// newHAClusterWith is newHAClusterOn with slurmctld's slurm-conf-parameters params.
+func newHAClusterWith(t *testing.T, base, params string) *cluster {
+	t.Helper()
+	c := newClusterFrom(t, clusterOptions{base: base, units: 2, ctlConfig: map[string]string{"slurm-conf-parameters": params}})
 	c.waitIdleNodes(2)
 	ep := c.addStorage()
 	c.deploy(fsClientPath, "filesystem-client", 0, map[string]string{"endpoint": ep})
@@ -544,11 +550,8 @@ func TestLeaderMoves(t *testing.T) {
 	c.waitIdle()
 	running := c.sbatch("slurmd", "-N2", "--exclusive", "--wrap", "sleep 30")
 	c.waitJobState(running, "RUNNING", 30*time.Second)
-	pids, logs, slurmds := map[string]string{}, map[string]slurm.ControllerEvents{}, map[string]string{}
-	for _, u := range []string{"slurmctld/0", "slurmctld/1"} {
-		pids[u] = strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmctld"))
-		logs[u] = slurm.ParseControllerLog([]byte(c.exec(u, "cat", ctlLogPath)))
-	}
+	untouched := c.controllersUntouched()
+	slurmds := map[string]string{}
 	for _, u := range []string{"slurmd/0", "slurmd/1"} {
 		slurmds[u] = strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmd"))
 	}
@@ -567,15 +570,7 @@ func TestLeaderMoves(t *testing.T) {
 		return false, ""
 	})
 	c.waitIdle()
-	for _, u := range []string{"slurmctld/0", "slurmctld/1"} {
-		if now := strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmctld")); now != pids[u] {
-			t.Errorf("%s: slurmctld pid %s, was %s", u, now, pids[u])
-		}
-		ev := slurm.ParseControllerLog([]byte(c.exec(u, "cat", ctlLogPath)))
-		if ev.Starts != logs[u].Starts || ev.Reconfigures != logs[u].Reconfigures {
-			t.Errorf("%s: %d starts and %d reconfigures in slurmctld's log, were %d and %d", u, ev.Starts, ev.Reconfigures, logs[u].Starts, logs[u].Reconfigures)
-		}
-	}
+	untouched()
 	for u, pid := range slurmds {
 		if now := strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmd")); now != pid {
 			t.Errorf("%s: slurmd restarted (pid %s, was %s)", u, now, pid)
@@ -594,4 +589,29 @@ func TestLeaderMoves(t *testing.T) {
 		t.Errorf("job %s ran again: %s", running, out)
 	}
 	c.slurm("srun", "-p", "slurmd", "-N2", "true")
+}
+
+// controllersUntouched snapshots slurmctld on slurmctld/0 and slurmctld/1 (its PID, the starts
+// and reconfigures in its log) and returns a check that neither has since been started,
+// stopped or reconfigured.
+func (c *cluster) controllersUntouched() func() {
+	c.t.Helper()
+	units := []string{"slurmctld/0", "slurmctld/1"}
+	pids, logs := map[string]string{}, map[string]slurm.ControllerEvents{}
+	for _, u := range units {
+		pids[u] = strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmctld"))
+		logs[u] = slurm.ParseControllerLog([]byte(c.exec(u, "cat", ctlLogPath)))
+	}
+	return func() {
+		c.t.Helper()
+		for _, u := range units {
+			if now := strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmctld")); now != pids[u] {
+				c.t.Errorf("%s: slurmctld pid %s, was %s", u, now, pids[u])
+			}
+			ev := slurm.ParseControllerLog([]byte(c.exec(u, "cat", ctlLogPath)))
+			if ev.Starts != logs[u].Starts || ev.Reconfigures != logs[u].Reconfigures {
+				c.t.Errorf("%s: %d starts and %d reconfigures in slurmctld's log, were %d and %d", u, ev.Starts, ev.Reconfigures, logs[u].Starts, logs[u].Reconfigures)
+			}
+		}
+	}
 }
