@@ -41,7 +41,7 @@ var (
 	// durationRE is Prometheus's duration syntax ("5m", "1h30m", "90s").
 	durationRE = regexp.MustCompile(`^(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?$`)
 	// groupNameRE: what ApplyTopology leaves in a group name.
-	groupNameRE = regexp.MustCompile(`^[a-zA-Z0-9_:.-]{1,255}$`)
+	groupNameRE = boundedRE{regexp.MustCompile(`^[a-zA-Z0-9_:.-]+$`), 255}
 )
 
 // CheckDuration checks a duration in Prometheus's syntax ("5m", "1h30m").
