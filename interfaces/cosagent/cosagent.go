@@ -35,6 +35,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/ulikunitz/xz"
 
@@ -190,28 +191,35 @@ func Decode(bag map[string]string) (Data, error) {
 	return d, nil
 }
 
-// Names Prometheus accepts for jobs, labels and alerts. A length bound is checked apart
-// from the pattern (boundedRE): a counted repetition such as {1,999} compiles into as many
-// copies of its class, which cost every hook of every operator importing this package a few
-// milliseconds at start (regexp compiles package variables at init).
+// Names Prometheus accepts for jobs, labels and alerts. Each is compiled on its first use
+// (a cos-agent relation hook), not at every hook's start of the operators importing this
+// package; a length bound is checked apart from the pattern: a counted repetition such as
+// {1,999} compiles into as many copies of its class.
 var (
-	labelNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
-	jobNameRE   = boundedRE{regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_.-]*$`), 128}
-	pathRE      = boundedRE{regexp.MustCompile(`^/[a-zA-Z0-9/_.~-]*$`), 256}
-	logFileRE   = boundedRE{regexp.MustCompile(`^/[a-zA-Z0-9/_.*?\[\]-]+$`), 1000}
+	labelNameRE = newPattern(`^[a-zA-Z_][a-zA-Z0-9_]*$`, 0)
+	jobNameRE   = newPattern(`^[a-zA-Z_][a-zA-Z0-9_.-]*$`, 128)
+	pathRE      = newPattern(`^/[a-zA-Z0-9/_.~-]*$`, 256)
+	logFileRE   = newPattern(`^/[a-zA-Z0-9/_.*?\[\]-]+$`, 1000)
 	// targetHostRE is the host of host:port, whose port follows the last colon.
-	targetHostRE = boundedRE{regexp.MustCompile(`^[a-zA-Z0-9.:\[\]_-]+$`), 253}
-	targetPortRE = regexp.MustCompile(`^[0-9]{1,5}$`)
+	targetHostRE = newPattern(`^[a-zA-Z0-9.:\[\]_-]+$`, 253)
+	targetPortRE = newPattern(`^[0-9]{1,5}$`, 0)
 )
 
-// boundedRE is a pattern of ASCII classes and a bound on the length of the string it matches.
-type boundedRE struct {
-	re  *regexp.Regexp
+// pattern is a regular expression compiled on first use and, unless max is 0, a bound on
+// the length of the string it matches (its classes are ASCII: bytes are characters).
+type pattern struct {
+	re  func() *regexp.Regexp
 	max int
 }
 
-// MatchString reports whether s is at most max bytes and matches the pattern.
-func (b boundedRE) MatchString(s string) bool { return len(s) <= b.max && b.re.MatchString(s) }
+func newPattern(expr string, max int) pattern {
+	return pattern{re: sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) }), max: max}
+}
+
+// MatchString reports whether s is within the bound and matches the pattern.
+func (p pattern) MatchString(s string) bool {
+	return (p.max == 0 || len(s) <= p.max) && p.re().MatchString(s)
+}
 
 // validTarget reports whether t is host:port: 1–253 bytes of host (colons and brackets
 // included, for IPv6), a colon, 1–5 digits.

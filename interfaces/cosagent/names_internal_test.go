@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The patterns before boundedRE, with their counted repetitions: the oracle the bounded
+// The patterns before the length bounds (pattern), with their counted repetitions: the oracle the bounded
 // checks must agree with.
 var (
 	oldJobNameRE   = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_.-]{0,127}$`)
