@@ -24,17 +24,17 @@ func (h *hook) relation(ctx context.Context) error {
 		h.st.Published, h.st.Controller, h.st.UnitPublished = nil, nil, ""
 	}
 	l := slurmctldRelation{h}
-	switch ev.Kind {
-	case juju.RelationCreated, juju.RelationJoined, juju.RelationChanged:
-		if err := l.publishUnit(ctx, ev.Relation); err != nil {
-			return err
-		}
-	}
 	if err := l.event(ctx); err != nil {
 		return err
 	}
 	switch ev.Kind {
 	case juju.RelationCreated, juju.RelationJoined, juju.RelationChanged:
+		// After the node's start: Juju applies a hook's relation-set when the hook ends,
+		// so the controller reads this unit's release no later for it, and a join's slurmd
+		// starts one hook-tool call earlier.
+		if err := l.publishUnit(ctx, ev.Relation); err != nil {
+			return err
+		}
 		return l.publish(ctx)
 	}
 	return nil
@@ -105,9 +105,10 @@ func (l slurmctldRelation) publish(ctx context.Context) error {
 }
 
 // publishUnit writes this unit's UnitData (the Slurm release its slurmd runs) on relation id
-// unless the record says it is there. A relation hook writes it before slurmd may start, so
-// that the controller learns the release that will read its configuration (it leaves out
-// the keys that release lacks, and says so in conf_min_version, which join waits for).
+// unless the record says it is there. Every relation hook of the slurmctld relation writes
+// it, so that the controller learns the release that will read its configuration (it leaves
+// out the keys that release lacks, and says so in conf_min_version, which join waits for);
+// the controller sees it once the hook ends, wherever in the hook it is written.
 func (l slurmctldRelation) publishUnit(ctx context.Context, id juju.RelationID) error {
 	h := l.h
 	v, err := h.version(ctx)

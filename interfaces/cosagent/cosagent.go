@@ -35,6 +35,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/ulikunitz/xz"
 
@@ -190,14 +191,42 @@ func Decode(bag map[string]string) (Data, error) {
 	return d, nil
 }
 
-// Names Prometheus accepts for jobs, labels and alerts.
+// Names Prometheus accepts for jobs, labels and alerts. Each is compiled on its first use
+// (a cos-agent relation hook), not at every hook's start of the operators importing this
+// package; a length bound is checked apart from the pattern: a counted repetition such as
+// {1,999} compiles into as many copies of its class.
 var (
-	labelNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
-	jobNameRE   = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_.-]{0,127}$`)
-	targetRE    = regexp.MustCompile(`^[a-zA-Z0-9.:\[\]_-]{1,253}:[0-9]{1,5}$`)
-	pathRE      = regexp.MustCompile(`^/[a-zA-Z0-9/_.~-]{0,255}$`)
-	logFileRE   = regexp.MustCompile(`^/[a-zA-Z0-9/_.*?\[\]-]{1,999}$`)
+	labelNameRE = newPattern(`^[a-zA-Z_][a-zA-Z0-9_]*$`, 0)
+	jobNameRE   = newPattern(`^[a-zA-Z_][a-zA-Z0-9_.-]*$`, 128)
+	pathRE      = newPattern(`^/[a-zA-Z0-9/_.~-]*$`, 256)
+	logFileRE   = newPattern(`^/[a-zA-Z0-9/_.*?\[\]-]+$`, 1000)
+	// targetHostRE is the host of host:port, whose port follows the last colon.
+	targetHostRE = newPattern(`^[a-zA-Z0-9.:\[\]_-]+$`, 253)
+	targetPortRE = newPattern(`^[0-9]{1,5}$`, 0)
 )
+
+// pattern is a regular expression compiled on first use and, unless max is 0, a bound on
+// the length of the string it matches (its classes are ASCII: bytes are characters).
+type pattern struct {
+	re  func() *regexp.Regexp
+	max int
+}
+
+func newPattern(expr string, max int) pattern {
+	return pattern{re: sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) }), max: max}
+}
+
+// MatchString reports whether s is within the bound and matches the pattern.
+func (p pattern) MatchString(s string) bool {
+	return (p.max == 0 || len(s) <= p.max) && p.re().MatchString(s)
+}
+
+// validTarget reports whether t is host:port: 1–253 bytes of host (colons and brackets
+// included, for IPv6), a colon, 1–5 digits.
+func validTarget(t string) bool {
+	i := strings.LastIndexByte(t, ':')
+	return i > 0 && targetHostRE.MatchString(t[:i]) && targetPortRE.MatchString(t[i+1:])
+}
 
 // check validates d as Decode and Encode both require.
 func (d Data) check() error {
@@ -260,7 +289,7 @@ func (j ScrapeJob) check() error {
 		}
 		n += len(sc.Targets)
 		for _, t := range sc.Targets {
-			if !targetRE.MatchString(t) {
+			if !validTarget(t) {
 				return fmt.Errorf("bad target %q (want host:port)", t)
 			}
 		}

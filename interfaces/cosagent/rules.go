@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -39,9 +38,9 @@ const TopologyPlaceholder = "%%juju_topology%%"
 
 var (
 	// durationRE is Prometheus's duration syntax ("5m", "1h30m", "90s").
-	durationRE = regexp.MustCompile(`^(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?$`)
+	durationRE = newPattern(`^(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?$`, 0)
 	// groupNameRE: what ApplyTopology leaves in a group name.
-	groupNameRE = regexp.MustCompile(`^[a-zA-Z0-9_:.-]{1,255}$`)
+	groupNameRE = newPattern(`^[a-zA-Z0-9_:.-]+$`, 255)
 )
 
 // CheckDuration checks a duration in Prometheus's syntax ("5m", "1h30m").

@@ -134,8 +134,12 @@ type DbdData struct {
 	SlurmVersion slurm.Version
 }
 
-// hostRE accepts host names as slurm.conf takes them unquoted.
-var hostRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,252}[A-Za-z0-9])?$`)
+// hostRE accepts host names as slurm.conf takes them unquoted, of at most maxHostLen bytes
+// (checked apart: a counted repetition {0,252} compiles into 252 copies of its class at every
+// hook's start).
+var hostRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$`)
+
+const maxHostLen = 254
 
 // Encode renders the slurmdbd databag.
 func (d DbdData) Encode() (map[string]string, error) {
@@ -163,7 +167,7 @@ func DecodeDbdData(bag map[string]string) (DbdData, error) {
 	if host == "" {
 		return DbdData{}, &DataError{Relation: relationName, Field: KeyHostname, Msg: "missing"}
 	}
-	if _, err := netip.ParseAddr(host); err != nil && !hostRE.MatchString(host) {
+	if _, err := netip.ParseAddr(host); err != nil && (len(host) > maxHostLen || !hostRE.MatchString(host)) {
 		return DbdData{}, &DataError{Relation: relationName, Field: KeyHostname, Msg: fmt.Sprintf("%q is not an address or host name", truncate(host))}
 	}
 	raw := bag[KeyPort]

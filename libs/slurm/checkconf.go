@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -50,18 +51,28 @@ func (e *ConfigError) Refusal(who string) string {
 	return fmt.Sprintf("%s refuses %s=%s: %s", who, e.Key, e.Value, msg)
 }
 
-var (
-	confErrorLine = regexp.MustCompile(`(?m)^\S+: (?:error|fatal): (.*)$`)
-	// Slurm 22.05's parser names the bad key in one of these forms.
-	confKeyForms = []*regexp.Regexp{
-		regexp.MustCompile(`^Bad value "(.*)" for (\w+)`),
-		regexp.MustCompile(`^Bad value for (\w+): (.*)$`),
-		regexp.MustCompile(`^(\w+) value \(?"?(.*?)"?\)? is (?:not a valid number|less than zero|out of range|greater than \d+)`),
-		regexp.MustCompile(`^"(.*)" is not a valid option for "(\w+)"`),
-		regexp.MustCompile(`^(?:\w+: )?Parsing error at unrecognized key: (\w+)`),
+// confForms are the patterns of Slurm's parser's refusals.
+type confForms struct {
+	errorLine *regexp.Regexp
+	// keyForms: Slurm 22.05's parser names the bad key in one of these forms.
+	keyForms []*regexp.Regexp
+	fileForm *regexp.Regexp
+}
+
+// confPatterns compiles confForms on the first refusal, not at every hook's start.
+var confPatterns = sync.OnceValue(func() *confForms {
+	return &confForms{
+		errorLine: regexp.MustCompile(`(?m)^\S+: (?:error|fatal): (.*)$`),
+		keyForms: []*regexp.Regexp{
+			regexp.MustCompile(`^Bad value "(.*)" for (\w+)`),
+			regexp.MustCompile(`^Bad value for (\w+): (.*)$`),
+			regexp.MustCompile(`^(\w+) value \(?"?(.*?)"?\)? is (?:not a valid number|less than zero|out of range|greater than \d+)`),
+			regexp.MustCompile(`^"(.*)" is not a valid option for "(\w+)"`),
+			regexp.MustCompile(`^(?:\w+: )?Parsing error at unrecognized key: (\w+)`),
+		},
+		fileForm: regexp.MustCompile(`(?:in file|failed in file) (\S+) line \d+`),
 	}
-	confFileForm = regexp.MustCompile(`(?:in file|failed in file) (\S+) line \d+`)
-)
+})
 
 // CheckConfig makes Slurm's own parser read conf (a slurm.conf and the files it includes)
 // without contacting any daemon: `scontrol show hostnames` loads the configuration before it
@@ -88,21 +99,22 @@ func (c *Client) CheckConfig(ctx context.Context, conf string) error {
 
 func parseConfigError(conf, text string) *ConfigError {
 	e := &ConfigError{Conf: conf}
-	for _, m := range confErrorLine.FindAllStringSubmatch(text, -1) {
+	forms := confPatterns()
+	for _, m := range forms.errorLine.FindAllStringSubmatch(text, -1) {
 		msg := m[1]
 		if msg == "Unable to process configuration file" {
 			continue
 		}
 		e.Messages = append(e.Messages, msg)
 		if e.File == "" {
-			if f := confFileForm.FindStringSubmatch(msg); f != nil {
+			if f := forms.fileForm.FindStringSubmatch(msg); f != nil {
 				e.File = f[1]
 			}
 		}
 		if e.Key != "" {
 			continue
 		}
-		for i, re := range confKeyForms {
+		for i, re := range forms.keyForms {
 			f := re.FindStringSubmatch(msg)
 			if f == nil {
 				continue

@@ -392,7 +392,8 @@ func (d *Doc) set(k kind, spec *keySpec, name string, params Params, after, befo
 			return &ParseError{Key: kv.Key, Msg: fmt.Sprintf("key %q is not allowed in a %s entry", kv.Key, spec.what)}
 		}
 	}
-	if err := checkDuplicates(paramsToTokens(params), spec.aliases); err != nil {
+	_, aliases := spec.tables()
+	if err := checkDuplicates(paramsToTokens(params), aliases); err != nil {
 		return err
 	}
 	if l := d.find(k, name); l != nil {

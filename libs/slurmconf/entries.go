@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Partition is one PartitionName line. The PartitionName key itself is not in
@@ -76,21 +77,34 @@ var entryKinds = map[string]kind{
 // keySpec lists the keys Slurm 22.05 accepts on one kind of line (from the
 // slurm.conf(5) manual of 22.05.8 and the parser tables of libslurm).
 type keySpec struct {
-	what    string            // "partition", "node", ...
-	nameKey string            // the key that names the entry
-	keys    map[string]string // lower case → canonical spelling
-	aliases map[string]string // lower case alias → lower case key it duplicates
+	what    string // "partition", "node", ...
+	nameKey string // the key that names the entry
+	// names and aliasNames are the spec as written; the lower-case tables are built from
+	// them on first use (tables), not at every hook's start for each release's key set.
+	names      []string
+	aliasNames map[string]string
+	once       sync.Once
+	keys       map[string]string // lower case → canonical spelling
+	aliases    map[string]string // lower case alias → lower case key it duplicates
 }
 
 func newSpec(what, nameKey string, keys []string, aliases map[string]string) *keySpec {
-	s := &keySpec{what: what, nameKey: nameKey, keys: map[string]string{}, aliases: map[string]string{}}
-	for _, k := range keys {
-		s.keys[strings.ToLower(k)] = k
-	}
-	for a, k := range aliases {
-		s.aliases[strings.ToLower(a)] = strings.ToLower(k)
-	}
-	return s
+	return &keySpec{what: what, nameKey: nameKey, names: keys, aliasNames: aliases}
+}
+
+// tables returns the spec's lower-case key and alias tables, building them once.
+func (s *keySpec) tables() (keys, aliases map[string]string) {
+	s.once.Do(func() {
+		s.keys = make(map[string]string, len(s.names))
+		for _, k := range s.names {
+			s.keys[strings.ToLower(k)] = k
+		}
+		s.aliases = make(map[string]string, len(s.aliasNames))
+		for a, k := range s.aliasNames {
+			s.aliases[strings.ToLower(a)] = strings.ToLower(k)
+		}
+	})
+	return s.keys, s.aliases
 }
 
 // Slurm 22.05 keys. PowerDownOnIdle and MaxCPUsPerSocket only exist from
@@ -133,8 +147,9 @@ func PartitionKeys() []string { return partitionSpec.list() }
 func NodeKeys() []string { return nodeSpec.list() }
 
 func (s *keySpec) list() []string {
-	out := make([]string, 0, len(s.keys))
-	for _, k := range s.keys {
+	keys, _ := s.tables()
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
 		out = append(out, k)
 	}
 	sort.Strings(out)
@@ -143,12 +158,13 @@ func (s *keySpec) list() []string {
 
 // validate checks tokens (the name key excluded) against the spec.
 func (s *keySpec) validate(toks []token) error {
+	keys, aliases := s.tables()
 	for _, t := range toks {
 		lk := strings.ToLower(t.key)
 		if strings.EqualFold(t.key, s.nameKey) {
 			return errorf(t.line, t.col, t.key, "key %q is not allowed here: it names the %s", t.key, s.what)
 		}
-		if _, ok := s.keys[lk]; !ok {
+		if _, ok := keys[lk]; !ok {
 			msg := fmt.Sprintf("unknown %s key %q", s.what, t.key)
 			if sug := s.suggest(lk); sug != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", sug)
@@ -156,13 +172,14 @@ func (s *keySpec) validate(toks []token) error {
 			return &ParseError{Line: t.line, Col: t.col, Key: t.key, Msg: msg}
 		}
 	}
-	return checkDuplicates(toks, s.aliases)
+	return checkDuplicates(toks, aliases)
 }
 
 // suggest returns the known key closest to k, if it is close.
 func (s *keySpec) suggest(k string) string {
 	best, bestD := "", 3
-	for lk, canon := range s.keys {
+	keys, _ := s.tables()
+	for lk, canon := range keys {
 		if d := distance(k, lk); d < bestD || (d == bestD && best != "" && canon < best) {
 			best, bestD = canon, d
 		}

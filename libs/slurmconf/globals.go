@@ -71,7 +71,8 @@ func GlobalKey(key string) (string, bool) { return globalSpec.lookup(key) }
 // closest known key ("" when none is close) and false.
 func (s *keySpec) lookup(key string) (string, bool) {
 	lk := strings.ToLower(key)
-	if k, ok := s.keys[lk]; ok {
+	keys, _ := s.tables()
+	if k, ok := keys[lk]; ok {
 		return k, true
 	}
 	return s.suggest(lk), false
