@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -247,39 +248,67 @@ func TestHALoginNodes(t *testing.T) {
 	}
 }
 
-// TestHALeaving: the primary controller leaving the application (remove-unit: its first
-// relation-departed names itself as the departing unit) stops its slurmctld for good and asks
-// the first backup to take control (`scontrol takeover 1`) right after the stop. (A backup
-// standing by asks nothing: tests/e2e TestRemoveBackupController.) No later hook of the unit (its storage going,
-// its peers departing) starts slurmctld again.
+// TestHALeaving: the first hook of a unit that leaves (a relation-departed naming itself)
+// hands control over with Slurm's own protocol before anything stops its slurmctld: when it
+// may be in control it asks the first backup to take over (`scontrol takeover 1`) with its
+// slurmctld still running and no stop asked of its supervisor, waits (bounded) for the
+// slurmctld to end (the backup's REQUEST_SHUTDOWN makes it save its state and exit), and
+// only then stops the service (nothing left to stop, or the fallback). A backup that does
+// not answer, or a slurmctld that does not end in time, is stopped all the same; a unit
+// not in control just stops. No later hook of the unit starts slurmctld again.
 func TestHALeaving(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		active    uint64 // the heartbeat's controller index
+		exits     bool   // slurmctld ends on the takeover request (Slurm's REQUEST_SHUTDOWN)
+		refused   bool   // the backup does not answer the takeover request
 		takeovers int
 		status    string
 	}{
-		{"in control", 0, 1, "leaving: slurmctld stopped, control handed to slurmctld/1"},
+		{"in control", 0, true, false, 1, "leaving: slurmctld stopped, control handed to slurmctld/1"},
 		// Not in control: the request is harmless (Slurm skips it on a controller in
 		// control), and the primary asks whatever the heartbeat says (its storage may be
 		// gone already).
-		{"primary not in control", 1, 1, "leaving: slurmctld stopped, control handed to slurmctld/1"},
-		{"no heartbeat", 99, 1, "leaving: slurmctld stopped, control handed to slurmctld/1"},
+		{"primary not in control", 1, true, false, 1, "leaving: slurmctld stopped, control handed to slurmctld/1"},
+		{"no heartbeat", 99, true, false, 1, "leaving: slurmctld stopped, control handed to slurmctld/1"},
+		// The fallbacks: stopped all the same.
+		{"slurmctld does not end", 0, false, false, 1, "leaving: slurmctld stopped, control handed to slurmctld/1"},
+		{"backup not answering", 0, false, true, 1, "leaving: slurmctld stopped"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, out := haLeader(t, tc.active)
+			e.c.HandOverWait = 50 * time.Millisecond
 			if !e.svc.isActive("slurmctld") {
 				t.Fatal("slurmctld not running before the removal")
 			}
 			starts := e.svc.count("start slurmctld") + e.svc.restarts("slurmctld")
+			stops := e.svc.count("stop slurmctld")
+			// At the takeover request: slurmctld still runs, no stop asked yet.
+			var atTakeover []string
+			e.slurm.before = func(argv []string) {
+				if len(argv) < 2 || argv[0] != "scontrol" || argv[1] != "takeover" {
+					return
+				}
+				atTakeover = append(atTakeover, fmt.Sprintf("active %v, stops %d", e.svc.isActive("slurmctld"), e.svc.count("stop slurmctld")-stops))
+				if tc.exits {
+					e.svc.Exit("slurmctld")
+				}
+			}
+			e.slurm.SetUnreachable(tc.refused)
 
 			// Dying, the unit resigned its leadership (as Juju's uniter and the model do).
 			out.Leader = false
 			departs := jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", "slurmd/0")
 			departs.DepartingUnit = "slurmctld/0"
 			out = e.run(out, departs)
+			if d := cmp.Diff([]string{"active true, stops 0"}, atTakeover); d != "" {
+				t.Errorf("at the takeover request (-want +got):\n%s", d)
+			}
 			if e.svc.isActive("slurmctld") {
 				t.Error("slurmctld still runs on the leaving unit")
+			}
+			if n := e.svc.count("stop slurmctld") - stops; n != 1 {
+				t.Errorf("%d stops of slurmctld, want 1 (after the takeover request)", n)
 			}
 			if n := e.slurm.count("scontrol", "takeover", "1"); n != tc.takeovers {
 				t.Errorf("%d takeovers of backup 1, want %d", n, tc.takeovers)
@@ -287,6 +316,7 @@ func TestHALeaving(t *testing.T) {
 			if out.UnitStatus.Code != juju.StatusMaintenance || out.UnitStatus.Message != tc.status {
 				t.Errorf("status %+v, want maintenance %q", out.UnitStatus, tc.status)
 			}
+			e.slurm.SetUnreachable(false)
 			// The rest of the departure, in an order Juju may choose: the peers go (the storage
 			// still mounted: a backup's configure would start slurmctld), then the storage.
 			for _, ev := range []juju.Event{
@@ -304,6 +334,46 @@ func TestHALeaving(t *testing.T) {
 			}
 			if n := e.slurm.count("scontrol", "takeover"); n != tc.takeovers {
 				t.Errorf("%d takeovers in all, want %d", n, tc.takeovers)
+			}
+		})
+	}
+}
+
+// TestHALeavingBackup: a backup that leaves asks no takeover: standing by, its request would
+// shut down the controller in control; in control with no other backup, there is nobody to
+// hand to. It stops its slurmctld in its first departure hook and never starts it again.
+func TestHALeavingBackup(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		active uint64 // the heartbeat's controller index
+	}{
+		{"standing by", 0},
+		{"in control, no other backup", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, leader := haLeader(t, 0)
+			b, in := haBackup(t, leader)
+			in = b.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/0"))
+			if !b.svc.isActive("slurmctld") {
+				t.Fatalf("backup runs no slurmctld; status %+v", in.UnitStatus)
+			}
+			writeHeartbeat(t, b, tc.active)
+			departs := jujutest.RelationHook(juju.RelationDeparted, "slurmctld-peers:0", "slurmctld/0")
+			departs.DepartingUnit = "slurmctld/1"
+			out := b.run(in, departs)
+			if b.svc.isActive("slurmctld") {
+				t.Error("slurmctld still runs on the leaving backup")
+			}
+			if n := b.slurm.count("scontrol", "takeover"); n != 0 {
+				t.Errorf("%d takeover requests, want none", n)
+			}
+			if out.UnitStatus.Code != juju.StatusMaintenance || out.UnitStatus.Message != "leaving: slurmctld stopped" {
+				t.Errorf("status %+v", out.UnitStatus)
+			}
+			starts := b.svc.count("start slurmctld") + b.svc.restarts("slurmctld")
+			b.run(out, jujutest.Hook(juju.ConfigChanged))
+			if n := b.svc.count("start slurmctld") + b.svc.restarts("slurmctld") - starts; n != 0 || b.svc.isActive("slurmctld") {
+				t.Errorf("slurmctld started %d times after the unit began leaving", n)
 			}
 		})
 	}

@@ -364,11 +364,13 @@ func TestBackupNeedsStorage(t *testing.T) {
 }
 
 // TestRemoveActiveController: remove-unit of the controller in control (the primary, also the
-// leader) while a 2-node job runs and jobs are queued. The leaving unit stops its slurmctld
-// and hands control to the backup at once (REQUEST_TAKEOVER in the backup's log, not a wait
-// for SlurmctldTimeout); the backup becomes the leader and the only controller; the slurmd
-// units restart with it alone as --conf-server while the job runs, and every job runs once.
-// The seconds without a controller accepting sbatch are logged (docs/ha.md).
+// leader) while a 2-node job runs and jobs are queued, probing with sbatch from just before
+// remove-unit (no wait for a state save). The leaving unit hands control to the backup with
+// Slurm's takeover before its slurmctld stops (REQUEST_TAKEOVER in the backup's log, not a
+// wait for SlurmctldTimeout); the backup becomes the leader and the only controller; the
+// slurmd units restart with it alone as --conf-server while the job runs, and every job
+// accepted runs once. The time from remove-unit to the first job the backup accepted is
+// logged (docs/ha.md).
 func TestRemoveActiveController(t *testing.T) {
 	t.Parallel()
 	c := newHACluster(t)
@@ -379,7 +381,6 @@ func TestRemoveActiveController(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		queued = append(queued, c.sbatch("slurmd", "-N1", "--wrap", "sleep 1"))
 	}
-	c.waitStateSaved(time.Now())
 	pids := map[string]string{}
 	for _, u := range []string{"slurmd/0", "slurmd/1"} {
 		pids[u] = strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmd"))
@@ -387,31 +388,45 @@ func TestRemoveActiveController(t *testing.T) {
 
 	c.ctl = "slurmctld/1"
 	c.logOnFailure("slurmctld/0", ctlLogPath)
+	// Probe with sbatch on the backup's host from just before remove-unit until slurmctld/0 is
+	// gone and slurmctld/1 leads alone, with no wait for a state save: the leaving primary
+	// hands control over with Slurm's takeover before its slurmctld stops, and saves its
+	// whole state as it gives up control, so every job accepted, by either controller, runs.
+	// Each probe has a name of its own: a job lost with the primary would otherwise hide
+	// behind the next job given its id again.
+	var submitted []string
+	names := map[string]string{}
+	accepted := map[string]time.Time{}
+	var lastOK time.Time
+	var longest time.Duration
+	probe := func(from time.Time) {
+		name := fmt.Sprintf("probe-%d", len(names))
+		out, code, _ := c.tryExec("slurmctld/1", "env", "SLURM_CONF="+ctlConf, "sbatch", "--parsable", "-J", name, "-p", "slurmd", "-o", "/dev/null", "--wrap", "true")
+		now := time.Now()
+		if code != 0 {
+			return
+		}
+		id := strings.TrimSpace(out)
+		if _, dup := names[id]; dup {
+			t.Errorf("job id %s given twice (to %s and %s): the first job was lost", id, names[id], name)
+		}
+		names[id] = name
+		accepted[id] = now
+		submitted = append(submitted, id)
+		if !lastOK.IsZero() {
+			from = lastOK
+		}
+		if d := now.Sub(from); d > longest {
+			longest = d
+		}
+		lastOK = now
+	}
+	probe(time.Now())
 	if err := c.m.RemoveUnit(c.bg(), "slurmctld/0"); err != nil {
 		t.Fatal(err)
 	}
 	removed := time.Now()
 	c.logHooksOnFailure("remove-unit", removed)
-	// Nothing is submitted until the primary's slurmctld stopped: a job it accepted in the
-	// seconds before can be lost (docs/ha.md, "Not promised": with the storage mounted
-	// throughout, probing from remove-unit lost jobs in 2 of 5 runs).
-	c.eventually(time.Minute, "the primary's slurmctld stopped", func() (bool, string) {
-		out, _, _ := c.tryExec("slurmctld/1", "env", "SLURM_CONF="+ctlConf, "scontrol", "ping")
-		for _, line := range strings.Split(out, "\n") {
-			if strings.HasPrefix(line, "Slurmctld(primary)") && strings.HasSuffix(line, "is DOWN") {
-				return true, out
-			}
-		}
-		return false, out
-	})
-	stopped := time.Now()
-	// Probe with sbatch on the backup until slurmctld/0 is gone and slurmctld/1 leads alone.
-	// Each probe has a name of its own: a job lost with the primary would otherwise hide
-	// behind the next job given its id again.
-	var submitted []string
-	names := map[string]string{}
-	var lastOK time.Time
-	var longest time.Duration
 	gone := false
 	deadline := time.Now().Add(3 * time.Minute)
 	for !gone || time.Since(lastOK) > time.Second {
@@ -419,25 +434,7 @@ func TestRemoveActiveController(t *testing.T) {
 			st, msg := c.unitStatus("slurmctld/1")
 			t.Fatalf("slurmctld/0 not gone or slurmctld/1 not leading alone within 3m: %s: %s", st, msg)
 		}
-		name := fmt.Sprintf("probe-%d", len(submitted))
-		out, code, _ := c.tryExec("slurmctld/1", "env", "SLURM_CONF="+ctlConf, "sbatch", "--parsable", "-J", name, "-p", "slurmd", "-o", "/dev/null", "--wrap", "true")
-		now := time.Now()
-		if code == 0 {
-			id := strings.TrimSpace(out)
-			if _, dup := names[id]; dup {
-				t.Errorf("job id %s given twice (to %s and %s): the first job was lost", id, names[id], name)
-			}
-			names[id] = name
-			submitted = append(submitted, id)
-			from := lastOK
-			if from.IsZero() {
-				from = stopped
-			}
-			if d := now.Sub(from); d > longest {
-				longest = d
-			}
-			lastOK = now
-		}
+		probe(removed)
 		if !gone {
 			st0, _ := c.unitStatus("slurmctld/0")
 			st, msg := c.unitStatus("slurmctld/1")
@@ -445,7 +442,20 @@ func TestRemoveActiveController(t *testing.T) {
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
-	t.Logf("remove-unit of the active controller: from the primary's stop, longest time without sbatch accepted %s (%d jobs submitted meanwhile; the primary stopped %s after remove-unit)", longest.Round(100*time.Millisecond), len(submitted), stopped.Sub(removed).Round(100*time.Millisecond))
+	// The first probe the backup accepted (its log has the submission).
+	backupLog := c.exec("slurmctld/1", "cat", ctlLogPath)
+	first := ""
+	for _, id := range submitted {
+		if strings.Contains(backupLog, "_slurm_rpc_submit_batch_job: JobId="+id+" ") {
+			first = id
+			break
+		}
+	}
+	if first == "" {
+		t.Errorf("no probe accepted by the backup (%d submitted)", len(submitted))
+	} else {
+		t.Logf("remove-unit of the active controller → first job accepted by the backup: %s (job %s); longest time without sbatch accepted %s; %d probes accepted", accepted[first].Sub(removed).Round(100*time.Millisecond), first, longest.Round(100*time.Millisecond), len(submitted))
+	}
 	if !strings.Contains(c.exec("slurmctld/1", "cat", ctlLogPath), "REQUEST_TAKEOVER") {
 		t.Error("the backup took control without a takeover request (it waited out SlurmctldTimeout)")
 	}
