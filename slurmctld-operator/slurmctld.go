@@ -250,7 +250,9 @@ func (ctl slurmctldDaemon) start(ctx context.Context) error {
 	if err := h.progress(ctx, "starting slurmctld"); err != nil {
 		return err
 	}
-	spec := service.Spec{Name: svcSlurmctld, Summary: "Slurm controller", Command: []string{"/usr/sbin/slurmctld", "-D", "-f", confPath}}
+	// StayStopped: a slurmctld that a backup's takeover shut down (it exits 0) stays down
+	// (standby.go); a crash is restarted.
+	spec := service.Spec{Name: svcSlurmctld, Summary: "Slurm controller", Command: []string{"/usr/sbin/slurmctld", "-D", "-f", confPath}, StayStopped: true}
 	if err := c.Services.Configure(ctx, spec); err != nil {
 		return fmt.Errorf("cannot configure slurmctld: %w", err)
 	}
