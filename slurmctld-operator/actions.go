@@ -227,38 +227,3 @@ func (h *hook) reboot(ctx context.Context) error {
 	// The status shows the rolling reboot now: no hook may come before the next update-status.
 	return h.report(ctx)
 }
-
-// takeover is the takeover action: this unit's slurmctld, a backup, takes control.
-func (h *hook) takeover(ctx context.Context) error {
-	hc := h.hc
-	rel, err := h.peerRelation(ctx)
-	if err != nil {
-		return err
-	}
-	if len(h.ctls) == 0 {
-		h.ctls = h.st.Controllers
-	}
-	if rel != "" && len(h.ctls) == 0 {
-		app, err := hc.Relations.AppData(ctx, rel, hc.Event.App)
-		if err != nil {
-			return err
-		}
-		if h.ctls, err = decodeControllers(app[peerKeyControllers]); err != nil {
-			return err
-		}
-	}
-	i := slices.IndexFunc(h.ctls, func(c controller) bool { return c.Unit == hc.Event.Unit })
-	switch {
-	case i < 0 || len(h.ctls) < 2:
-		return hc.Actions.Fail(ctx, "this unit is not a backup controller (the controllers: "+fmt.Sprint(hostsOf(h.ctls))+")")
-	case i == 0:
-		return hc.Actions.Fail(ctx, "this unit is the primary controller: run takeover on a backup (the primary takes control back when it restarts)")
-	}
-	if act, ok := h.activeController(); ok && act.Unit == hc.Event.Unit {
-		return hc.Actions.Set(ctx, map[string]string{"result": "this unit is the active controller already"})
-	}
-	if err := h.c.client().Takeover(ctx, i); err != nil {
-		return hc.Actions.Fail(ctx, fmt.Sprintf("scontrol takeover %d: %v", i, err))
-	}
-	return hc.Actions.Set(ctx, map[string]string{"result": fmt.Sprintf("takeover requested: %s (backup %d) takes control within a few seconds", hc.Event.Unit, i)})
-}

@@ -100,7 +100,15 @@ func (b backup) configure(ctx context.Context) error {
 	// The running slurmctld has these files unless a hook wrote them since it applied them:
 	// AppliedConf is "" on a former leader, whose slurmctld runs with the files it wrote.
 	stale := sum != h.st.AppliedConf && (wrote || h.st.AppliedConf != "")
+	if err := (standby{h}).refresh(ctx); err != nil {
+		return err
+	}
 	switch {
+	case h.st.StoodDown != nil:
+		// The files are written; slurmctld starts with them when takeover is run here.
+		if err := (standby{h}).hold(ctx); err != nil {
+			return err
+		}
 	case !ctl.live(ctx):
 		if err := ctl.start(ctx); err != nil {
 			return err

@@ -95,7 +95,7 @@ func (d departure) handOver(ctx context.Context) error {
 	if ended {
 		h.logf(ctx, juju.LevelInfo, "leaving: control handed to %s (backup %d): slurmctld saved its state and ended %.1f s after the takeover request", next, i, h.c.Now().Sub(asked).Seconds())
 	} else {
-		h.logf(ctx, juju.LevelWarning, "leaving: slurmctld still ran %s after asking %s (backup %d) to take control: stopped it", cmp.Or(h.c.HandOverWait, handOverWait), next, i)
+		h.logf(ctx, juju.LevelWarning, "leaving: slurmctld still ran %s after asking %s (backup %d) to take control: stopped it", cmp.Or(h.c.ControlWait, handOverWait), next, i)
 	}
 	return nil
 }
@@ -117,7 +117,7 @@ func (d departure) successor() int {
 // reports whether it ended.
 func (d departure) waitEnded(ctx context.Context) bool {
 	c := d.h.c
-	deadline := time.NewTimer(cmp.Or(c.HandOverWait, handOverWait))
+	deadline := time.NewTimer(cmp.Or(c.ControlWait, handOverWait))
 	defer deadline.Stop()
 	every := min(c.poll(), handOverPoll)
 	for c.running(ctx) {

@@ -81,8 +81,16 @@ func (ctl slurmctldDaemon) ensure(ctx context.Context) error {
 	}
 	h.st.ConfRefused = ""
 	hosts := hostsOf(h.ctls)
+	if err := (standby{h}).refresh(ctx); err != nil {
+		return err
+	}
 	running := ctl.live(ctx)
 	switch {
+	case h.st.StoodDown != nil:
+		// The files are written; slurmctld starts with them when takeover is run here.
+		if err := (standby{h}).hold(ctx); err != nil {
+			return err
+		}
 	case moved,
 		running && len(h.st.RunningHosts) > 0 && !slices.Equal(h.st.RunningHosts, hosts),
 		running && len(h.st.RunningHosts) == 0 && len(hosts) > 1:

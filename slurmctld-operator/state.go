@@ -86,6 +86,11 @@ type charmState struct {
 	// it was not in control or had no backup).
 	Leaving  bool   `json:"leaving,omitempty"`
 	HandedTo string `json:"handed-to,omitempty"`
+	// StoodDown: this unit's controller gave up control to another unit's takeover action
+	// and stays stopped until takeover is run on this unit (standby.go); TookBack are the
+	// ids of the takeover records this unit took control back from.
+	StoodDown *stoodDown `json:"stood-down,omitempty"`
+	TookBack  []string   `json:"took-back,omitempty"`
 	// SlurmdReleases are the Slurm releases slurmd applications and units said they run, by
 	// application or unit name (metricsgate.go).
 	SlurmdReleases map[string]nodeRelease `json:"slurmd-releases,omitempty"`

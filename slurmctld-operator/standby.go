@@ -1,0 +1,288 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/service"
+)
+
+// A lasting takeover. The takeover action on a backup asks Slurm to hand it control
+// (`scontrol takeover <index>`): the backup shuts down the controllers listed before it
+// (REQUEST_SHUTDOWN, backup.c _shutdown_primary_controller), which save their state and exit
+// with status 0, and takes control. A primary whose slurmctld starts again takes control
+// back at once (controller.c), so the hand-over lasts only while those controllers stay
+// down: their supervisor does not restart a clean exit (service.Spec.StayStopped), and their
+// hooks must not start them either. A unit's action cannot run anything on another unit, so
+// the taking unit writes a record in its own peer bag naming the units its takeover shut
+// down; each of those reads it in its next hooks (the peer relation-changed the record
+// fires) and stands down: slurmctld stopped and disabled (no start at boot), the shared
+// configuration still written to its files, until takeover is run on that unit, which starts
+// its slurmctld again (a primary takes control back; a backup then asks for control too) and
+// remembers the record it took back from.
+
+// peerKeyTookControl is a unit's takeover record in its peer bag (controlRecord, JSON).
+const peerKeyTookControl = "took-control"
+
+// takeoverWait bounds the takeover action's wait for the heartbeat to name this unit's
+// slurmctld in control, for its result; Slurm's takeover takes 2 to 4 s.
+const takeoverWait = 15 * time.Second
+
+// controlRecord is the record of a takeover action: ID names it (the unit and the time:
+// one per action), From are the units whose controllers it shut down.
+type controlRecord struct {
+	ID   string   `json:"id"`
+	From []string `json:"from"`
+}
+
+// maxRecordSize bounds a takeover record read from a peer.
+const maxRecordSize = 4096
+
+// decodeControlRecord reads a peer's takeover record, refusing what no charm writes.
+func decodeControlRecord(raw string) (controlRecord, error) {
+	var r controlRecord
+	if len(raw) > maxRecordSize {
+		return r, fmt.Errorf("invalid %q in peer data: %d bytes, at most %d", peerKeyTookControl, len(raw), maxRecordSize)
+	}
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return r, fmt.Errorf("invalid %q in peer data: %w", peerKeyTookControl, err)
+	}
+	if dec.More() {
+		return r, fmt.Errorf("invalid %q in peer data: trailing data", peerKeyTookControl)
+	}
+	if r.ID == "" || len(r.ID) > 200 || strings.ContainsAny(r.ID, "\x00\n\r") {
+		return r, fmt.Errorf("invalid %q in peer data: bad id %q", peerKeyTookControl, trunc(r.ID))
+	}
+	if len(r.From) > maxControllers {
+		return r, fmt.Errorf("invalid %q in peer data: %d units, at most %d", peerKeyTookControl, len(r.From), maxControllers)
+	}
+	for _, u := range r.From {
+		if !unitRE.MatchString(u) || len(u) > 128 {
+			return r, fmt.Errorf("invalid %q in peer data: %q is not a unit name", peerKeyTookControl, trunc(u))
+		}
+	}
+	return r, nil
+}
+
+// stoodDown is why this unit's controller stands down: the unit whose takeover action took
+// control (By) and its record's id.
+type stoodDown struct {
+	By     string `json:"by"`
+	Record string `json:"record"`
+}
+
+// standby is this unit's part in a lasting takeover.
+type standby struct{ h *hook }
+
+// refresh reads the peers' takeover records and sets charmState.StoodDown to the first (in
+// unit order) that names this unit and that this unit has not taken back from, nil when
+// none does; records that are gone are forgotten from charmState.TookBack. A record a peer
+// departing in this hook wrote counts no more (its unit leaves: the units it stood down
+// start again). A record no charm writes is logged and ignored.
+func (s standby) refresh(ctx context.Context) error {
+	h := s.h
+	me := h.hc.Event.Unit
+	rel, err := h.peerRelation(ctx)
+	if err != nil {
+		return err
+	}
+	var found *stoodDown
+	var live []string
+	if rel != "" {
+		units, err := h.hc.Relations.Units(ctx, rel)
+		if err != nil {
+			return err
+		}
+		if ev := h.hc.Event; ev.Kind == juju.RelationDeparted && ev.Endpoint == peerEndpoint {
+			units = slices.DeleteFunc(units, func(u string) bool { return u == ev.RemoteUnit })
+		}
+		slices.SortFunc(units, func(a, b string) int { return unitNumber(a) - unitNumber(b) })
+		for _, u := range units {
+			bag, err := h.hc.Relations.UnitData(ctx, rel, u)
+			if err != nil {
+				return err
+			}
+			raw := bag[peerKeyTookControl]
+			if raw == "" {
+				continue
+			}
+			r, err := decodeControlRecord(raw)
+			if err != nil {
+				h.logf(ctx, juju.LevelWarning, "%s: %v", u, err)
+				continue
+			}
+			live = append(live, r.ID)
+			if found == nil && slices.Contains(r.From, me) && !slices.Contains(h.st.TookBack, r.ID) {
+				found = &stoodDown{By: u, Record: r.ID}
+			}
+		}
+	}
+	h.st.TookBack = slices.DeleteFunc(h.st.TookBack, func(id string) bool { return !slices.Contains(live, id) })
+	if len(h.st.TookBack) == 0 {
+		h.st.TookBack = nil
+	}
+	was := h.st.StoodDown
+	switch {
+	case found != nil && (was == nil || *was != *found):
+		h.logf(ctx, juju.LevelInfo, "standing down: %s took control by its takeover action (%s); slurmctld stays stopped until takeover is run on this unit", found.By, found.Record)
+	case found == nil && was != nil:
+		h.logf(ctx, juju.LevelInfo, "no longer standing down: the takeover record of %s is gone (%s left or its record was replaced)", was.By, was.By)
+	}
+	h.st.StoodDown = found
+	return nil
+}
+
+// hold is a configure hook's part for slurmctld while this unit stands down (after the
+// configuration files were written): slurmctld stopped if it runs (a supervisor that
+// restarted it, or a hook that started it before the record arrived) and disabled, so
+// that neither a hook nor the machine's boot starts it; no restart is left under way.
+func (s standby) hold(ctx context.Context) error {
+	h := s.h
+	st, err := h.c.Services.Status(ctx, svcSlurmctld)
+	if err != nil && !errors.Is(err, service.ErrUnknownService) {
+		return fmt.Errorf("cannot get slurmctld's status: %w", err)
+	}
+	h.st.Restart = nil
+	if err != nil {
+		return nil // never configured: nothing runs
+	}
+	if st.State == service.StateActive || st.State == service.StateActivating {
+		if err := h.c.Services.Stop(ctx, svcSlurmctld); err != nil {
+			return fmt.Errorf("cannot stop slurmctld: %w", err)
+		}
+		h.logf(ctx, juju.LevelInfo, "standing down: stopped slurmctld (control handed to %s by its takeover action)", h.st.StoodDown.By)
+	}
+	if st.Enabled {
+		if err := h.c.Services.Disable(ctx, svcSlurmctld); err != nil {
+			return fmt.Errorf("cannot disable slurmctld: %w", err)
+		}
+	}
+	return nil
+}
+
+// takeover is the takeover action: this unit's controller takes control, and keeps it.
+//
+// On a backup: `scontrol takeover <its index>`; the units listed before it give up control
+// and stand down (their record in this unit's peer bag, controlRecord). On a unit that
+// stands down: its slurmctld starts again (bounded by
+// startWait) and the record it stood down for is taken back from; a primary starting takes
+// control back by itself, a backup asks for it as above. The result names the controller in
+// control afterwards, read from the heartbeat (bounded by takeoverWait).
+func (h *hook) takeover(ctx context.Context) error {
+	hc := h.hc
+	me := hc.Event.Unit
+	rel, err := h.peerRelation(ctx)
+	if err != nil {
+		return err
+	}
+	if len(h.ctls) == 0 {
+		h.ctls = h.st.Controllers
+	}
+	if rel != "" && len(h.ctls) == 0 {
+		app, err := hc.Relations.AppData(ctx, rel, hc.Event.App)
+		if err != nil {
+			return err
+		}
+		if h.ctls, err = decodeControllers(app[peerKeyControllers]); err != nil {
+			return err
+		}
+	}
+	i := slices.IndexFunc(h.ctls, func(c controller) bool { return c.Unit == me })
+	if i < 0 || len(live(h.ctls)) < 2 || rel == "" {
+		return hc.Actions.Fail(ctx, "this unit is not one of several controllers (the controllers: "+fmt.Sprint(hostsOf(h.ctls))+")")
+	}
+	s := standby{h}
+	if err := s.refresh(ctx); err != nil {
+		return err
+	}
+	res := map[string]string{}
+	started := false
+	switch sd := h.st.StoodDown; {
+	case sd != nil:
+		h.st.TookBack = append(h.st.TookBack, sd.Record)
+		h.st.StoodDown = nil
+		h.logf(ctx, juju.LevelInfo, "takeover: taking control back from %s (%s)", sd.By, sd.Record)
+		if !h.c.running(ctx) {
+			if err := (slurmctldDaemon{h}).start(ctx); err != nil {
+				_ = h.report(ctx)
+				return hc.Actions.Fail(ctx, fmt.Sprintf("cannot start slurmctld: %v", err))
+			}
+			h.st.RunningHosts = hostsOf(h.ctls)
+			started = true
+			res["started"] = "slurmctld"
+		}
+	case !h.c.running(ctx):
+		return hc.Actions.Fail(ctx, "slurmctld is not running on this unit (see its status)")
+	}
+	if act, ok := h.activeController(); ok && act.Unit == me && !started {
+		res["in-control"] = me
+		res["result"] = "this unit is the active controller already"
+		return errors.Join(hc.Actions.Set(ctx, res), h.report(ctx))
+	}
+	if i == 0 && !started {
+		return hc.Actions.Fail(ctx, "this unit is the primary controller and its slurmctld runs: it takes control whenever it starts; run takeover on a backup to hand control to it")
+	}
+	if i > 0 {
+		if err := h.c.client().Takeover(ctx, i); err != nil {
+			_ = h.report(ctx)
+			return hc.Actions.Fail(ctx, fmt.Sprintf("scontrol takeover %d: %v", i, err))
+		}
+		var from []string
+		for _, c := range h.ctls[:i] {
+			if !c.Gone {
+				from = append(from, c.Unit)
+			}
+		}
+		rec, err := json.Marshal(controlRecord{ID: me + "@" + h.c.Now().UTC().Format(time.RFC3339Nano), From: from})
+		if err != nil {
+			return err
+		}
+		if err := hc.Relations.SetUnitData(ctx, rel, map[string]string{peerKeyTookControl: string(rec)}); err != nil {
+			return fmt.Errorf("cannot record the takeover for the peers: %w", err)
+		}
+		res["stood-down"] = strings.Join(from, ",")
+	}
+	act, ok := s.waitInControl(ctx)
+	switch {
+	case ok && act.Unit == me && i > 0:
+		res["in-control"] = me
+		res["result"] = fmt.Sprintf("%s (backup %d) is in control; %s stand down with slurmctld stopped until takeover is run on them", me, i, res["stood-down"])
+	case ok && act.Unit == me:
+		res["in-control"] = me
+		res["result"] = me + " (primary) is in control again; the backups stand by"
+	case ok:
+		res["in-control"] = act.Unit
+		res["result"] = fmt.Sprintf("takeover requested, but the heartbeat names %s in control after %s", act.Unit, takeoverWait)
+	default:
+		res["in-control"] = "unknown"
+		res["result"] = fmt.Sprintf("takeover requested; no fresh heartbeat names the controller in control after %s", takeoverWait)
+	}
+	return errors.Join(hc.Actions.Set(ctx, res), h.report(ctx))
+}
+
+// waitInControl waits, at most takeoverWait, until the heartbeat names this unit in control,
+// and returns the controller it names last.
+func (s standby) waitInControl(ctx context.Context) (controller, bool) {
+	h := s.h
+	deadline := time.Now().Add(cmp.Or(h.c.ControlWait, takeoverWait))
+	for {
+		act, ok := h.activeController()
+		if ok && act.Unit == h.hc.Event.Unit || time.Now().After(deadline) {
+			return act, ok
+		}
+		select {
+		case <-ctx.Done():
+			return act, ok
+		case <-time.After(min(h.c.poll(), 250*time.Millisecond)):
+		}
+	}
+}
