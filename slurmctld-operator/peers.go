@@ -90,18 +90,27 @@ func decodeControllers(raw string) ([]controller, error) {
 		return nil, nil
 	}
 	var ctls []controller
-	dec := json.NewDecoder(strings.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&ctls); err != nil {
-		return nil, fmt.Errorf("invalid %q in peer data: %w", peerKeyControllers, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("invalid %q in peer data: trailing data", peerKeyControllers)
+	if err := decodePeerJSON(peerKeyControllers, raw, &ctls); err != nil {
+		return nil, err
 	}
 	if err := checkControllers(ctls); err != nil {
 		return nil, fmt.Errorf("invalid %q in peer data: %w", peerKeyControllers, err)
 	}
 	return ctls, nil
+}
+
+// decodePeerJSON decodes raw, the JSON value of peer data key, into v, refusing unknown
+// fields and trailing data.
+func decodePeerJSON(key, raw string, v any) error {
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("invalid %q in peer data: %w", key, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("invalid %q in peer data: trailing data", key)
+	}
+	return nil
 }
 
 func checkControllers(ctls []controller) error {

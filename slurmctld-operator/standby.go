@@ -51,13 +51,8 @@ func decodeControlRecord(raw string) (controlRecord, error) {
 	if len(raw) > maxRecordSize {
 		return r, fmt.Errorf("invalid %q in peer data: %d bytes, at most %d", peerKeyTookControl, len(raw), maxRecordSize)
 	}
-	dec := json.NewDecoder(strings.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return r, fmt.Errorf("invalid %q in peer data: %w", peerKeyTookControl, err)
-	}
-	if dec.More() {
-		return r, fmt.Errorf("invalid %q in peer data: trailing data", peerKeyTookControl)
+	if err := decodePeerJSON(peerKeyTookControl, raw, &r); err != nil {
+		return r, err
 	}
 	if r.ID == "" || len(r.ID) > 200 || strings.ContainsAny(r.ID, "\x00\n\r") {
 		return r, fmt.Errorf("invalid %q in peer data: bad id %q", peerKeyTookControl, trunc(r.ID))
