@@ -485,6 +485,15 @@ func TestRemoveActiveController(t *testing.T) {
 			break
 		}
 	}
+	var timeline []string
+	for _, id := range submitted {
+		by := "primary"
+		if strings.Contains(backupLog, "_slurm_rpc_submit_batch_job: JobId="+id+" ") {
+			by = "backup"
+		}
+		timeline = append(timeline, fmt.Sprintf("%s %s by the %s at %+.1fs", names[id], id, by, accepted[id].Sub(removed).Seconds()))
+	}
+	t.Logf("probes accepted (from remove-unit): %s", strings.Join(timeline, "; "))
 	if first == "" {
 		t.Errorf("no probe accepted by the backup (%d submitted)", len(submitted))
 	} else {
