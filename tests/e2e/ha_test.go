@@ -205,7 +205,8 @@ func (c *cluster) logHooksOnFailure(what string, t0 time.Time) {
 
 // logOnFailure follows file on unit's host from now on (`tail -F`, in the background) and logs
 // what it read if the test fails: a leaving unit's host, and its log with it, is gone by then.
-func (c *cluster) logOnFailure(unit, file string) {
+// It returns what it read so far.
+func (c *cluster) logOnFailure(unit, file string) func() string {
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
 	var buf bytes.Buffer
@@ -228,6 +229,11 @@ func (c *cluster) logOnFailure(unit, file string) {
 			c.t.Logf("%s: %s from before the failure:\n%s", unit, file, buf.String())
 		}
 	})
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.String()
+	}
 }
 
 // writerFunc is an io.Writer from a function.
@@ -421,7 +427,7 @@ func TestRemoveActiveController(t *testing.T) {
 	}
 
 	c.ctl = "slurmctld/1"
-	c.logOnFailure("slurmctld/0", ctlLogPath)
+	primaryLog := c.logOnFailure("slurmctld/0", ctlLogPath)
 	// Probe with sbatch on the backup's host from just before remove-unit until slurmctld/0 is
 	// gone and slurmctld/1 leads alone, with no wait for a state save: the leaving primary
 	// hands control over with Slurm's takeover before its slurmctld stops, and saves its
@@ -501,6 +507,21 @@ func TestRemoveActiveController(t *testing.T) {
 	}
 	if !strings.Contains(c.exec("slurmctld/1", "cat", ctlLogPath), "REQUEST_TAKEOVER") {
 		t.Error("the backup took control without a takeover request (it waited out SlurmctldTimeout)")
+	}
+	// The primary gave up control on the backup's REQUEST_SHUTDOWN and saved its whole state.
+	var steps []string
+	saved := false
+	for _, line := range strings.Split(primaryLog(), "\n") {
+		for _, m := range []string{"REQUEST_SHUTDOWN", "Terminate signal", "Saving all slurm state", "_slurm_rpc_submit_batch_job"} {
+			if strings.Contains(line, m) {
+				steps = append(steps, line)
+				saved = saved || m == "Saving all slurm state"
+			}
+		}
+	}
+	t.Logf("the primary's log from remove-unit:\n%s", strings.Join(steps, "\n"))
+	if !saved {
+		t.Error("no \"Saving all slurm state\" in the leaving primary's log")
 	}
 
 	// The slurmd units follow the controller that stays, restarted while the job runs.
