@@ -519,7 +519,7 @@ func TestRemoveActiveController(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("the primary's log from remove-unit:\n%s", strings.Join(steps, "\n"))
+	t.Logf("the primary's log from remove-unit (at %s):\n%s", removed.Format("15:04:05.000"), strings.Join(steps, "\n"))
 	if !saved {
 		t.Error("no \"Saving all slurm state\" in the leaving primary's log")
 	}
