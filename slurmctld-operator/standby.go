@@ -250,7 +250,7 @@ func (h *hook) takeover(ctx context.Context) error {
 	switch {
 	case ok && act.Unit == me && i > 0:
 		res["in-control"] = me
-		res["result"] = fmt.Sprintf("%s (backup %d) is in control; %s stand down with slurmctld stopped until takeover is run on them", me, i, res["stood-down"])
+		res["result"] = fmt.Sprintf("%s (backup %d) is in control; standing down, slurmctld stopped until takeover is run there: %s", me, i, res["stood-down"])
 	case ok && act.Unit == me:
 		res["in-control"] = me
 		res["result"] = me + " (primary) is in control again; the backups stand by"
