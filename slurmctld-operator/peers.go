@@ -26,7 +26,9 @@ const (
 //
 //   - every unit, in its unit bag: its host name ("hostname", SlurmctldHost must match it),
 //     its address ("address") and whether the shared StateSaveLocation is mounted on it
-//     ("storage": "mounted");
+//     ("storage": "mounted"); a unit the takeover action ran on, its record of it
+//     ("took-control", standby.go: the units whose controllers gave up control to it, which
+//     stand down until takeover runs on them);
 //   - the leader, in the application bag: the controllers in SlurmctldHost order
 //     ("controllers", a JSON list of {unit, host, addr}, primary first: the order only grows at
 //     its end and loses departed units, whoever leads), the configuration files every
