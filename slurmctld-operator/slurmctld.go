@@ -399,7 +399,7 @@ func (ctl slurmctldDaemon) restart(ctx context.Context, kind restartKind, what s
 // restart only needs its slurmctld to answer, the rest is the leader's. Without an answer once its deadline has passed, a restart that
 // turned accounting on is rolled back (rollBackAccounting, again without waiting); any other
 // is failed, shown as blocked with the log to read, and still finished by a later pass that
-// finds slurmctld answering (Pebble and systemd restart a slurmctld that exits).
+// finds slurmctld answering (Pebble and systemd restart a slurmctld that fails).
 func (ctl slurmctldDaemon) settle(ctx context.Context) error {
 	h := ctl.h
 	r := h.st.Restart
