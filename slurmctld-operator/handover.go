@@ -15,6 +15,11 @@ import (
 // This is the one wait of a leaving unit's hook, and it ends with the unit's slurmctld gone.
 const handOverWait = 10 * time.Second
 
+// takeoverRequestWait bounds the leaving hook's `scontrol takeover`: the backup answers after
+// its 2 s SHUTDOWN_WAIT; one that is down refuses at once, or scontrol gives up after
+// MessageTimeout (10 s by default).
+const takeoverRequestWait = 20 * time.Second
+
 // handOverPoll is how often that wait looks at the service: often enough to stop a
 // supervisor's restart of the exited slurmctld (Pebble's first back-off is 0.5 s) before it
 // starts.
@@ -80,7 +85,10 @@ func (d departure) handOver(ctx context.Context) error {
 		return err
 	}
 	asked := h.c.Now()
-	if err := h.c.client().Takeover(ctx, i); err != nil {
+	tctx, cancel := context.WithTimeout(ctx, takeoverRequestWait)
+	err := h.c.client().Takeover(tctx, i)
+	cancel()
+	if err != nil {
 		if err := d.stop(ctx); err != nil {
 			return err
 		}
