@@ -96,6 +96,13 @@ type charmState struct {
 	SlurmdReleases map[string]nodeRelease `json:"slurmd-releases,omitempty"`
 }
 
+// stoodDown is why this unit's controller stands down: the unit whose takeover action took
+// control (By) and its record's id.
+type stoodDown struct {
+	By     string `json:"by"`
+	Record string `json:"record"`
+}
+
 // restartKind is what a restart of slurmctld applies.
 type restartKind string
 
