@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -232,9 +233,17 @@ func (h *hook) reboot(ctx context.Context) error {
 	return h.report(ctx)
 }
 
-// takeover is the takeover action: this unit's slurmctld, a backup, takes control.
+// takeover is the takeover action: this unit's controller takes control, and keeps it.
+//
+// On a backup: `scontrol takeover <its index>`; the units listed before it give up control
+// and stand down (their record in this unit's peer bag, controlRecord). On a unit that
+// stands down: its slurmctld starts again (bounded by
+// startWait) and the record it stood down for is taken back from; a primary starting takes
+// control back by itself, a backup asks for it as above. The result names the controller in
+// control afterwards, read from the heartbeat (bounded by takeoverWait).
 func (h *hook) takeover(ctx context.Context) error {
 	hc := h.hc
+	me := hc.Event.Unit
 	rel, err := h.peerRelation(ctx)
 	if err != nil {
 		return err
@@ -251,18 +260,75 @@ func (h *hook) takeover(ctx context.Context) error {
 			return err
 		}
 	}
-	i := slices.IndexFunc(h.ctls, func(c controller) bool { return c.Unit == hc.Event.Unit })
+	i := slices.IndexFunc(h.ctls, func(c controller) bool { return c.Unit == me })
+	if i < 0 || len(live(h.ctls)) < 2 || rel == "" {
+		return hc.Actions.Fail(ctx, "this unit is not one of several controllers (the controllers: "+fmt.Sprint(hostsOf(h.ctls))+")")
+	}
+	s := standby{h}
+	if err := s.refresh(ctx); err != nil {
+		return err
+	}
+	res := map[string]string{}
+	started := false
+	switch sd := h.st.StoodDown; {
+	case sd != nil:
+		h.st.TookBack = append(h.st.TookBack, sd.Record)
+		h.st.StoodDown = nil
+		h.logf(ctx, juju.LevelInfo, "takeover: taking control back from %s (%s)", sd.By, sd.Record)
+		if !h.c.running(ctx) {
+			if err := (slurmctldDaemon{h}).start(ctx); err != nil {
+				_ = h.report(ctx)
+				return hc.Actions.Fail(ctx, fmt.Sprintf("cannot start slurmctld: %v", err))
+			}
+			h.st.RunningHosts = hostsOf(h.ctls)
+			started = true
+			res["started"] = "slurmctld"
+		}
+	case !h.c.running(ctx):
+		return hc.Actions.Fail(ctx, "slurmctld is not running on this unit (see its status)")
+	}
+	if act, ok := h.activeController(); ok && act.Unit == me && !started {
+		res["in-control"] = me
+		res["result"] = "this unit is the active controller already"
+		return errors.Join(hc.Actions.Set(ctx, res), h.report(ctx))
+	}
+	if i == 0 && !started {
+		return hc.Actions.Fail(ctx, "this unit is the primary controller and its slurmctld runs: it takes control whenever it starts; run takeover on a backup to hand control to it")
+	}
+	if i > 0 {
+		if err := h.c.client().Takeover(ctx, i); err != nil {
+			_ = h.report(ctx)
+			return hc.Actions.Fail(ctx, fmt.Sprintf("scontrol takeover %d: %v", i, err))
+		}
+		var from []string
+		for _, c := range h.ctls[:i] {
+			if !c.Gone {
+				from = append(from, c.Unit)
+			}
+		}
+		rec, err := json.Marshal(controlRecord{ID: me + "@" + h.c.Now().UTC().Format(time.RFC3339Nano), From: from})
+		if err != nil {
+			return err
+		}
+		if err := hc.Relations.SetUnitData(ctx, rel, map[string]string{peerKeyTookControl: string(rec)}); err != nil {
+			return fmt.Errorf("cannot record the takeover for the peers: %w", err)
+		}
+		res["stood-down"] = strings.Join(from, ",")
+	}
+	act, ok := s.waitInControl(ctx)
 	switch {
-	case i < 0 || len(h.ctls) < 2:
-		return hc.Actions.Fail(ctx, "this unit is not a backup controller (the controllers: "+fmt.Sprint(hostsOf(h.ctls))+")")
-	case i == 0:
-		return hc.Actions.Fail(ctx, "this unit is the primary controller: run takeover on a backup (the primary takes control back when it restarts)")
+	case ok && act.Unit == me && i > 0:
+		res["in-control"] = me
+		res["result"] = fmt.Sprintf("%s (backup %d) is in control; standing down, slurmctld stopped until takeover is run there: %s", me, i, res["stood-down"])
+	case ok && act.Unit == me:
+		res["in-control"] = me
+		res["result"] = me + " (primary) is in control again; the backups stand by"
+	case ok:
+		res["in-control"] = act.Unit
+		res["result"] = fmt.Sprintf("takeover requested, but the heartbeat names %s in control after %s", act.Unit, takeoverWait)
+	default:
+		res["in-control"] = "unknown"
+		res["result"] = fmt.Sprintf("takeover requested; no fresh heartbeat names the controller in control after %s", takeoverWait)
 	}
-	if act, ok := h.activeController(); ok && act.Unit == hc.Event.Unit {
-		return hc.Actions.Set(ctx, map[string]string{"result": "this unit is the active controller already"})
-	}
-	if err := h.c.client().Takeover(ctx, i); err != nil {
-		return hc.Actions.Fail(ctx, fmt.Sprintf("scontrol takeover %d: %v", i, err))
-	}
-	return hc.Actions.Set(ctx, map[string]string{"result": fmt.Sprintf("takeover requested: %s (backup %d) takes control within a few seconds", hc.Event.Unit, i)})
+	return errors.Join(hc.Actions.Set(ctx, res), h.report(ctx))
 }

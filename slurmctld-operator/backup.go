@@ -107,7 +107,15 @@ func (b backup) configure(ctx context.Context) error {
 	newHosts := !slices.Equal(h.st.RunningHosts, hosts)
 	stale := newHosts || sum != h.st.AppliedConf && (wrote || h.st.AppliedConf != "")
 	h.st.TurnNote = ""
+	if err := (standby{h}).refresh(ctx); err != nil {
+		return err
+	}
 	switch {
+	case h.st.StoodDown != nil:
+		// The files are written; slurmctld starts with them when takeover is run here.
+		if err := (standby{h}).hold(ctx); err != nil {
+			return err
+		}
 	case !ctl.live(ctx):
 		// A controller starting takes nobody's place: no turn needed.
 		if err := ctl.start(ctx); err != nil {

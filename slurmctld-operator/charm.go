@@ -67,6 +67,10 @@ type Charm struct {
 	// StuckFor is how long a departed unit's node may stay busy with no job before it is
 	// set DOWN to be deleted (Slurm 22.05 bug 16434); zero means slurm.DefaultStuckFor.
 	StuckFor time.Duration
+	// ControlWait bounds the waits for control to change hands: a leaving controller's for
+	// its slurmctld to end after it asked a backup to take control (zero: handOverWait), the
+	// takeover action's for the heartbeat to name its unit in control (zero: takeoverWait).
+	ControlWait time.Duration
 }
 
 // Waiter keeps the waiter in step with what the hooks leave under way: removals and a

@@ -29,6 +29,7 @@
 //	                      upgrade-charm, update-status, the slurmd and cos-agent relations'
 //	                      hooks, stop and remove
 //	actions.go            show-current-config, rotate-auth-key, settle-jobs, reboot, takeover
+//	                      (lasting: the units before this one stand down, standby)
 //	slurmd_relation.go    slurmdRelation: a slurmd application joins, brings its partition,
 //	                      loses units, leaves
 //	sackd.go              loginNodes: the login applications (sackd relation): their units in
@@ -53,6 +54,10 @@
 //	cos.go                cosAgent: this unit's cos_agent data (rules, dashboards, its log
 //	                      file, a controller's scrape jobs) on each cos-agent relation
 //	reboot.go             rollingReboot: the rolling reboot moved on; RebootProgram
+//	handover.go           departure: a leaving unit hands control to a backup with Slurm's
+//	                      takeover before its slurmctld stops
+//	standby.go            standby: the takeover records in the peer relation read; a unit
+//	                      whose controller gave up control stands down (slurmctld held stopped)
 //	ha.go                 controller high availability: the shared storage (mount relation),
 //	                      the peer relation, the leader's controller plan, the controller in
 //	                      control (heartbeat) for the status and takeover

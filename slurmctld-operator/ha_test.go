@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +19,7 @@ import (
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/juju/jujutest"
+	"github.com/charmed-slurm/operators/libs/service"
 )
 
 // withHA adds to a started leader's state a mounted filesystem-client and a peer, slurmctld/1
@@ -204,24 +208,59 @@ func TestTakeoverAction(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		unit   string
-		ctls   string
-		failed bool
+		unit    string
+		ctls    string
+		running bool
+		active  uint64 // the heartbeat's controller index
+		failed  bool
 	}{
-		{"slurmctld/1", raw, false},
-		{"slurmctld/0", raw, true},
-		{"slurmctld/2", raw, true},
-		{"slurmctld/1", "", true},
+		{"slurmctld/1", raw, true, 0, false},
+		{"slurmctld/0", raw, true, 1, true}, // a primary running takes control by itself
+		{"slurmctld/2", raw, true, 0, true},
+		{"slurmctld/1", "", true, 0, true},
+		{"slurmctld/1", raw, false, 0, true}, // nothing to take control with
 	} {
 		e := newEnv(t)
+		e.c.ControlWait = 20 * time.Millisecond
+		if tc.running {
+			startFake(t, e)
+		}
+		writeHeartbeat(t, e, tc.active)
+		e.slurm.before = func(argv []string) {
+			if slices.Equal(argv, []string{"scontrol", "takeover", "1"}) {
+				writeHeartbeat(t, e, 1)
+			}
+		}
 		in := baseState()
 		in.Unit, in.Leader = tc.unit, false
 		in.Relations = []jujutest.Relation{{ID: "slurmctld-peers:0", RemoteApp: "slurmctld", LocalAppData: map[string]string{"controllers": tc.ctls}}}
 		out := e.run(in, jujutest.ActionEvent("takeover"))
 		took := e.slurm.count("scontrol", "takeover")
 		if out.Action.Failed != tc.failed || (took == 1) == tc.failed {
-			t.Errorf("%s with controllers %q: failed %v (%s), %d takeovers", tc.unit, tc.ctls, out.Action.Failed, out.Action.Message, took)
+			t.Errorf("%s with controllers %q (running %v): failed %v (%s), %d takeovers", tc.unit, tc.ctls, tc.running, out.Action.Failed, out.Action.Message, took)
 		}
+		if tc.failed {
+			continue
+		}
+		if got := out.Action.Results["in-control"]; got != "slurmctld/1" {
+			t.Errorf("in-control %q, want slurmctld/1 (results %v)", got, out.Action.Results)
+		}
+		r, err := decodeControlRecord(out.Relations[0].LocalUnitData[peerKeyTookControl])
+		if err != nil || !slices.Equal(r.From, []string{"slurmctld/0"}) || !strings.HasPrefix(r.ID, "slurmctld/1@") {
+			t.Errorf("takeover record %+v, %v", r, err)
+		}
+	}
+}
+
+// startFake configures and starts slurmctld in e's fake service manager.
+func startFake(t *testing.T, e *env) {
+	t.Helper()
+	ctx := context.Background()
+	if err := e.svc.Configure(ctx, service.Spec{Name: svcSlurmctld, Command: []string{"/usr/sbin/slurmctld"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Start(ctx, svcSlurmctld); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -247,39 +286,67 @@ func TestHALoginNodes(t *testing.T) {
 	}
 }
 
-// TestHALeaving: the primary controller leaving the application (remove-unit: its first
-// relation-departed names itself as the departing unit) stops its slurmctld for good and asks
-// the first backup to take control (`scontrol takeover 1`) right after the stop. (A backup
-// standing by asks nothing: tests/e2e TestRemoveBackupController.) No later hook of the unit (its storage going,
-// its peers departing) starts slurmctld again.
+// TestHALeaving: the first hook of a unit that leaves (a relation-departed naming itself)
+// hands control over with Slurm's own protocol before anything stops its slurmctld: when it
+// may be in control it asks the first backup to take over (`scontrol takeover 1`) with its
+// slurmctld still running and no stop asked of its supervisor, waits (bounded) for the
+// slurmctld to end (the backup's REQUEST_SHUTDOWN makes it save its state and exit), and
+// only then stops the service (nothing left to stop, or the fallback). A backup that does
+// not answer, or a slurmctld that does not end in time, is stopped all the same; a unit
+// not in control just stops. No later hook of the unit starts slurmctld again.
 func TestHALeaving(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		active    uint64 // the heartbeat's controller index
+		exits     bool   // slurmctld ends on the takeover request (Slurm's REQUEST_SHUTDOWN)
+		refused   bool   // the backup does not answer the takeover request
 		takeovers int
 		status    string
 	}{
-		{"in control", 0, 1, "leaving: slurmctld stopped, control handed to slurmctld/1"},
+		{"in control", 0, true, false, 1, "leaving: slurmctld stopped, control handed to slurmctld/1"},
 		// Not in control: the request is harmless (Slurm skips it on a controller in
 		// control), and the primary asks whatever the heartbeat says (its storage may be
 		// gone already).
-		{"primary not in control", 1, 1, "leaving: slurmctld stopped, control handed to slurmctld/1"},
-		{"no heartbeat", 99, 1, "leaving: slurmctld stopped, control handed to slurmctld/1"},
+		{"primary not in control", 1, true, false, 1, "leaving: slurmctld stopped, control handed to slurmctld/1"},
+		{"no heartbeat", 99, true, false, 1, "leaving: slurmctld stopped, control handed to slurmctld/1"},
+		// The fallbacks: stopped all the same.
+		{"slurmctld does not end", 0, false, false, 1, "leaving: slurmctld stopped, control handed to slurmctld/1"},
+		{"backup not answering", 0, false, true, 1, "leaving: slurmctld stopped"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, out := haLeader(t, tc.active)
+			e.c.ControlWait = 50 * time.Millisecond
 			if !e.svc.isActive("slurmctld") {
 				t.Fatal("slurmctld not running before the removal")
 			}
 			starts := e.svc.count("start slurmctld") + e.svc.restarts("slurmctld")
+			stops := e.svc.count("stop slurmctld")
+			// At the takeover request: slurmctld still runs, no stop asked yet.
+			var atTakeover []string
+			e.slurm.before = func(argv []string) {
+				if len(argv) < 2 || argv[0] != "scontrol" || argv[1] != "takeover" {
+					return
+				}
+				atTakeover = append(atTakeover, fmt.Sprintf("active %v, stops %d", e.svc.isActive("slurmctld"), e.svc.count("stop slurmctld")-stops))
+				if tc.exits {
+					e.svc.Exit("slurmctld")
+				}
+			}
+			e.slurm.SetUnreachable(tc.refused)
 
 			// Dying, the unit resigned its leadership (as Juju's uniter and the model do).
 			out.Leader = false
 			departs := jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", "slurmd/0")
 			departs.DepartingUnit = "slurmctld/0"
 			out = e.run(out, departs)
+			if d := cmp.Diff([]string{"active true, stops 0"}, atTakeover); d != "" {
+				t.Errorf("at the takeover request (-want +got):\n%s", d)
+			}
 			if e.svc.isActive("slurmctld") {
 				t.Error("slurmctld still runs on the leaving unit")
+			}
+			if n := e.svc.count("stop slurmctld") - stops; n != 1 {
+				t.Errorf("%d stops of slurmctld, want 1 (after the takeover request)", n)
 			}
 			if n := e.slurm.count("scontrol", "takeover", "1"); n != tc.takeovers {
 				t.Errorf("%d takeovers of backup 1, want %d", n, tc.takeovers)
@@ -287,6 +354,7 @@ func TestHALeaving(t *testing.T) {
 			if out.UnitStatus.Code != juju.StatusMaintenance || out.UnitStatus.Message != tc.status {
 				t.Errorf("status %+v, want maintenance %q", out.UnitStatus, tc.status)
 			}
+			e.slurm.SetUnreachable(false)
 			// The rest of the departure, in an order Juju may choose: the peers go (the storage
 			// still mounted: a backup's configure would start slurmctld), then the storage.
 			for _, ev := range []juju.Event{
@@ -304,6 +372,46 @@ func TestHALeaving(t *testing.T) {
 			}
 			if n := e.slurm.count("scontrol", "takeover"); n != tc.takeovers {
 				t.Errorf("%d takeovers in all, want %d", n, tc.takeovers)
+			}
+		})
+	}
+}
+
+// TestHALeavingBackup: a backup that leaves asks no takeover: standing by, its request would
+// shut down the controller in control; in control with no other backup, there is nobody to
+// hand to. It stops its slurmctld in its first departure hook and never starts it again.
+func TestHALeavingBackup(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		active uint64 // the heartbeat's controller index
+	}{
+		{"standing by", 0},
+		{"in control, no other backup", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, leader := haLeader(t, 0)
+			b, in := haBackup(t, leader)
+			in = b.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/0"))
+			if !b.svc.isActive("slurmctld") {
+				t.Fatalf("backup runs no slurmctld; status %+v", in.UnitStatus)
+			}
+			writeHeartbeat(t, b, tc.active)
+			departs := jujutest.RelationHook(juju.RelationDeparted, "slurmctld-peers:0", "slurmctld/0")
+			departs.DepartingUnit = "slurmctld/1"
+			out := b.run(in, departs)
+			if b.svc.isActive("slurmctld") {
+				t.Error("slurmctld still runs on the leaving backup")
+			}
+			if n := b.slurm.count("scontrol", "takeover"); n != 0 {
+				t.Errorf("%d takeover requests, want none", n)
+			}
+			if out.UnitStatus.Code != juju.StatusMaintenance || out.UnitStatus.Message != "leaving: slurmctld stopped" {
+				t.Errorf("status %+v", out.UnitStatus)
+			}
+			starts := b.svc.count("start slurmctld") + b.svc.restarts("slurmctld")
+			b.run(out, jujutest.Hook(juju.ConfigChanged))
+			if n := b.svc.count("start slurmctld") + b.svc.restarts("slurmctld") - starts; n != 0 || b.svc.isActive("slurmctld") {
+				t.Errorf("slurmctld started %d times after the unit began leaving", n)
 			}
 		})
 	}
@@ -651,5 +759,103 @@ func TestReadRetrying(t *testing.T) {
 				t.Errorf("got %q, %v; want the data or %v", data, err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestLastingTakeover: the takeover action on the backup records, in its peer bag, that the
+// primary gave up control; the primary, reading it in its next hook, stands down: its
+// slurmctld (ended by Slurm's takeover) is not started again by any hook, it is disabled (no
+// start at boot), its status says so, and a configuration change still reaches its files.
+// takeover on the primary starts it again (it takes control back) and takes the record back;
+// a later takeover on the backup stands it down again.
+func TestLastingTakeover(t *testing.T) {
+	e, leader := haLeader(t, 0)
+	e.c.ControlWait = 20 * time.Millisecond
+	b, in := haBackup(t, leader)
+	b.c.ControlWait = 20 * time.Millisecond
+	in = b.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/0"))
+	if !b.svc.isActive("slurmctld") {
+		t.Fatalf("backup runs no slurmctld; status %+v", in.UnitStatus)
+	}
+	writeHeartbeat(t, b, 0)
+	// Slurm's takeover: the primary saves, exits 0 and stays down (StayStopped); the backup
+	// writes the heartbeat.
+	b.slurm.before = func(argv []string) {
+		if slices.Equal(argv, []string{"scontrol", "takeover", "1"}) {
+			e.svc.Exit("slurmctld")
+			writeHeartbeat(t, e, 1)
+			writeHeartbeat(t, b, 1)
+		}
+	}
+	takeover := func() map[string]string {
+		t.Helper()
+		in = b.run(in, jujutest.ActionEvent("takeover"))
+		if in.Action.Failed || in.Action.Results["in-control"] != "slurmctld/1" {
+			t.Fatalf("takeover on the backup: %s %v", in.Action.Message, in.Action.Results)
+		}
+		return in.Relations[1].LocalUnitData
+	}
+	bag := takeover()
+	// The primary's peer hook brings the backup's bag, record included.
+	peer := func(bag map[string]string) {
+		t.Helper()
+		for i, r := range leader.Relations {
+			if r.ID == "slurmctld-peers:0" {
+				leader.Relations[i].RemoteUnits = map[string]map[string]string{"slurmctld/1": maps.Clone(bag)}
+			}
+		}
+		leader = e.run(leader, jujutest.RelationHook(juju.RelationChanged, "slurmctld-peers:0", "slurmctld/1"))
+	}
+	starts := e.svc.count("start slurmctld") + e.svc.restarts("slurmctld")
+	peer(bag)
+	const standing = "standing by, slurmctld stopped: control handed to slurmctld/1 by its takeover action (run takeover on this unit to take it back)"
+	if leader.UnitStatus.Code != juju.StatusActive || leader.UnitStatus.Message != standing {
+		t.Errorf("primary's status %+v, want active %q", leader.UnitStatus, standing)
+	}
+	if e.svc.count("disable slurmctld") != 1 {
+		t.Errorf("slurmctld not disabled: %v", e.svc.Calls())
+	}
+	// Quiet hooks and a configuration change: files written, slurmctld left stopped.
+	conf := e.read(confPath)
+	leader.Config["slurm-conf-parameters"] = "MinJobAge=10"
+	for _, ev := range []juju.Event{jujutest.Hook(juju.UpdateStatus), jujutest.Hook(juju.ConfigChanged), jujutest.Hook(juju.Start)} {
+		leader = e.run(leader, ev)
+	}
+	if got := e.read(confPath); got == conf || !strings.Contains(got, "MinJobAge=10") {
+		t.Errorf("the configuration change did not reach slurm.conf:\n%s", cmp.Diff(conf, got))
+	}
+	if n := e.svc.count("start slurmctld") + e.svc.restarts("slurmctld") - starts; n != 0 || e.svc.isActive("slurmctld") {
+		t.Errorf("slurmctld started %d times while standing down (active %v)", n, e.svc.isActive("slurmctld"))
+	}
+	if leader.UnitStatus.Message != standing {
+		t.Errorf("primary's status %+v after the quiet hooks", leader.UnitStatus)
+	}
+
+	// takeover on the primary: started again, in control (its heartbeat), the record taken back.
+	e.svc.OnStart(func(service.Spec) (bool, error) { writeHeartbeat(t, e, 0); return true, nil })
+	leader = e.run(leader, jujutest.ActionEvent("takeover"))
+	if leader.Action.Failed || leader.Action.Results["in-control"] != "slurmctld/0" || !e.svc.isActive("slurmctld") {
+		t.Fatalf("takeover on the primary: %s %v (active %v)", leader.Action.Message, leader.Action.Results, e.svc.isActive("slurmctld"))
+	}
+	if n := e.slurm.count("scontrol", "takeover"); n != 0 {
+		t.Errorf("the primary asked %d takeovers, want none (it takes control as it starts)", n)
+	}
+	peer(bag)
+	if !e.svc.isActive("slurmctld") || strings.HasPrefix(leader.UnitStatus.Message, "standing by") {
+		t.Errorf("the primary stood down again for a record it took back: %+v", leader.UnitStatus)
+	}
+
+	// A new takeover on the backup stands it down again.
+	b.slurm.before = func(argv []string) {
+		if slices.Equal(argv, []string{"scontrol", "takeover", "1"}) {
+			e.svc.Exit("slurmctld")
+			writeHeartbeat(t, e, 1)
+			writeHeartbeat(t, b, 1)
+		}
+	}
+	writeHeartbeat(t, b, 0)
+	peer(takeover())
+	if e.svc.isActive("slurmctld") || leader.UnitStatus.Message != standing {
+		t.Errorf("after a second takeover on the backup: active %v, status %+v", e.svc.isActive("slurmctld"), leader.UnitStatus)
 	}
 }

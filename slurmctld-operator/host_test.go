@@ -28,6 +28,9 @@ type host struct {
 	mungeUp func() bool
 	// dbdClusters, when set, are the clusters slurmdbd knows (`sacctmgr show cluster`).
 	dbdClusters []string
+	// before, when set, runs before each command is answered (outside the lock): what the
+	// command does to this host's daemons (a takeover shuts this slurmctld down).
+	before func(argv []string)
 }
 
 func newHost(liveConfDir string) *host {
@@ -40,8 +43,11 @@ func newHost(liveConfDir string) *host {
 func (h *host) Run(ctx context.Context, argv []string, env []string) (command.Output, error) {
 	h.mu.Lock()
 	h.calls = append(h.calls, slices.Clone(argv))
-	aptFail, version, mungeUp, clusters := h.aptFail, h.version, h.mungeUp, h.dbdClusters
+	aptFail, version, mungeUp, clusters, before := h.aptFail, h.version, h.mungeUp, h.dbdClusters, h.before
 	h.mu.Unlock()
+	if before != nil {
+		before(argv)
+	}
 	switch {
 	case argv[0] == "sacctmgr" && clusters != nil && slices.Contains(argv, "cluster"):
 		// `sacctmgr -n -P show cluster NAME format=cluster`: the name if slurmdbd knows it.

@@ -26,7 +26,9 @@ const (
 //
 //   - every unit, in its unit bag: its host name ("hostname", SlurmctldHost must match it),
 //     its address ("address") and whether the shared StateSaveLocation is mounted on it
-//     ("storage": "mounted");
+//     ("storage": "mounted"); a unit the takeover action ran on, its record of it
+//     ("took-control", standby.go: the units whose controllers gave up control to it, which
+//     stand down until takeover runs on them);
 //   - the leader, in the application bag: the controllers in SlurmctldHost order
 //     ("controllers", a JSON list of {unit, host, addr}, primary first: the order only grows at
 //     its end and loses departed units, whoever leads), the configuration files every
@@ -93,18 +95,27 @@ func decodeControllers(raw string) ([]controller, error) {
 		return nil, nil
 	}
 	var ctls []controller
-	dec := json.NewDecoder(strings.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&ctls); err != nil {
-		return nil, fmt.Errorf("invalid %q in peer data: %w", peerKeyControllers, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("invalid %q in peer data: trailing data", peerKeyControllers)
+	if err := decodePeerJSON(peerKeyControllers, raw, &ctls); err != nil {
+		return nil, err
 	}
 	if err := checkControllers(ctls); err != nil {
 		return nil, fmt.Errorf("invalid %q in peer data: %w", peerKeyControllers, err)
 	}
 	return ctls, nil
+}
+
+// decodePeerJSON decodes raw, the JSON value of peer data key, into v, refusing unknown
+// fields and trailing data.
+func decodePeerJSON(key, raw string, v any) error {
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("invalid %q in peer data: %w", key, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("invalid %q in peer data: trailing data", key)
+	}
+	return nil
 }
 
 func checkControllers(ctls []controller) error {

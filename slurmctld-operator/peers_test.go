@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -94,6 +95,36 @@ func FuzzPeerData(f *testing.F) {
 			if _, ok := files["slurm.conf"]; !ok {
 				t.Fatalf("accepted %s without slurm.conf", conf)
 			}
+		}
+	})
+}
+
+// FuzzControlRecord: a takeover record read from a peer is accepted only with an id and unit
+// names, within its bounds, and what is accepted encodes and decodes back the same.
+func FuzzControlRecord(f *testing.F) {
+	f.Add(`{"id":"slurmctld/1@2026-11-26T11:30:00.123Z","from":["slurmctld/0"]}`)
+	f.Add(`{"id":"x","from":[]}`)
+	f.Add(`{"id":"x","from":["../etc"]}`)
+	f.Fuzz(func(t *testing.T, raw string) {
+		r, err := decodeControlRecord(raw)
+		if err != nil {
+			return
+		}
+		if r.ID == "" || len(raw) > maxRecordSize || len(r.From) > maxControllers {
+			t.Fatalf("accepted %q: %+v", raw, r)
+		}
+		for _, u := range r.From {
+			if !unitRE.MatchString(u) {
+				t.Fatalf("accepted unit %q", u)
+			}
+		}
+		data, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := decodeControlRecord(string(data))
+		if err != nil || !cmp.Equal(r, again) {
+			t.Fatalf("re-decode of %s: %+v, %v", data, again, err)
 		}
 	})
 }

@@ -81,12 +81,20 @@ func (ctl slurmctldDaemon) ensure(ctx context.Context) error {
 	}
 	h.st.ConfRefused = ""
 	hosts := hostsOf(h.ctls)
+	if err := (standby{h}).refresh(ctx); err != nil {
+		return err
+	}
 	running := ctl.live(ctx)
 	if err := (rolling{h}).plan(ctx); err != nil {
 		return err
 	}
 	waits := false // the new SlurmctldHost list waits for this unit's restart turn
 	switch {
+	case h.st.StoodDown != nil:
+		// The files are written; slurmctld starts with them when takeover is run here.
+		if err := (standby{h}).hold(ctx); err != nil {
+			return err
+		}
 	case moved:
 		// Stopped to move the state: it starts again at once.
 		if err := ctl.restartForControllers(ctx, hosts, moved); err != nil {
@@ -265,7 +273,9 @@ func (ctl slurmctldDaemon) start(ctx context.Context) error {
 	if err := h.progress(ctx, "starting slurmctld"); err != nil {
 		return err
 	}
-	spec := service.Spec{Name: svcSlurmctld, Summary: "Slurm controller", Command: []string{"/usr/sbin/slurmctld", "-D", "-f", confPath}}
+	// StayStopped: a slurmctld that a backup's takeover shut down (it exits 0) stays down
+	// (standby.go); a crash is restarted.
+	spec := service.Spec{Name: svcSlurmctld, Summary: "Slurm controller", Command: []string{"/usr/sbin/slurmctld", "-D", "-f", confPath}, StayStopped: true}
 	if err := c.Services.Configure(ctx, spec); err != nil {
 		return fmt.Errorf("cannot configure slurmctld: %w", err)
 	}
@@ -404,7 +414,7 @@ func (ctl slurmctldDaemon) restart(ctx context.Context, kind restartKind, what s
 // restart only needs its slurmctld to answer, the rest is the leader's. Without an answer once its deadline has passed, a restart that
 // turned accounting on is rolled back (rollBackAccounting, again without waiting); any other
 // is failed, shown as blocked with the log to read, and still finished by a later pass that
-// finds slurmctld answering (Pebble and systemd restart a slurmctld that exits).
+// finds slurmctld answering (Pebble and systemd restart a slurmctld that fails).
 func (ctl slurmctldDaemon) settle(ctx context.Context) error {
 	h := ctl.h
 	r := h.st.Restart

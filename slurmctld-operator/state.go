@@ -100,9 +100,21 @@ type charmState struct {
 	// removals of departed units' nodes; the next hook that can does.
 	Led        bool `json:"led,omitempty"`
 	AdoptNodes bool `json:"adopt-nodes,omitempty"`
+	// StoodDown: this unit's controller gave up control to another unit's takeover action
+	// and stays stopped until takeover is run on this unit (standby.go); TookBack are the
+	// ids of the takeover records this unit took control back from.
+	StoodDown *stoodDown `json:"stood-down,omitempty"`
+	TookBack  []string   `json:"took-back,omitempty"`
 	// SlurmdReleases are the Slurm releases slurmd applications and units said they run, by
 	// application or unit name (metricsgate.go).
 	SlurmdReleases map[string]nodeRelease `json:"slurmd-releases,omitempty"`
+}
+
+// stoodDown is why this unit's controller stands down: the unit whose takeover action took
+// control (By) and its record's id.
+type stoodDown struct {
+	By     string `json:"by"`
+	Record string `json:"record"`
 }
 
 // restartKind is what a restart of slurmctld applies.

@@ -54,6 +54,9 @@ func unitStatus(ctx context.Context, st *charmState, leader bool, configProblem 
 	if st.ConfRefused != "" && leader {
 		return juju.StatusBlocked, st.ConfRefused
 	}
+	if sd := st.StoodDown; sd != nil {
+		return juju.StatusActive, "standing by, slurmctld stopped: control handed to " + sd.By + " by its takeover action (run takeover on this unit to take it back)"
+	}
 	if !leader {
 		if code, msg, ok := strings.Cut(o.backupWait, ":"); ok {
 			return juju.StatusCode(code), msg

@@ -73,6 +73,14 @@ type Spec struct {
 	// RPC thread while it shuts down on SIGTERM). Pebble records a service it stopped as
 	// inactive whatever its exit, and ignores this.
 	SuccessSignals []string
+	// StayStopped makes a process that exits with status 0 stay stopped: the supervisor
+	// restarts the service after a failure only. systemd does so for every service
+	// (Restart=on-failure, the drop-in's); Pebble's default restarts a service whatever its
+	// exit, so its layer says on-success: ignore. Pebble reads this when it starts the
+	// process: a definition changed while it runs applies from its next start. For a daemon
+	// that exits 0 only when told to (slurmctld shut down by a backup's takeover, or
+	// `scontrol shutdown`).
+	StayStopped bool
 }
 
 // Validate reports the first problem with s, naming the bad field.

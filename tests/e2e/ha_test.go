@@ -211,7 +211,8 @@ func (c *cluster) logHooksOnFailure(what string, t0 time.Time) {
 
 // logOnFailure follows file on unit's host from now on (`tail -F`, in the background) and logs
 // what it read if the test fails: a leaving unit's host, and its log with it, is gone by then.
-func (c *cluster) logOnFailure(unit, file string) {
+// It returns what it read so far.
+func (c *cluster) logOnFailure(unit, file string) func() string {
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
 	var buf bytes.Buffer
@@ -234,6 +235,11 @@ func (c *cluster) logOnFailure(unit, file string) {
 			c.t.Logf("%s: %s from before the failure:\n%s", unit, file, buf.String())
 		}
 	})
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.String()
+	}
 }
 
 // writerFunc is an io.Writer from a function.
@@ -266,7 +272,10 @@ func (c *cluster) pebbleCtl(unit, verb, service string) {
 // TestControllerComesBack: the primary's slurmctld stops while a job runs; the backup takes
 // over; the primary's slurmctld starts again and takes control back from the backup (Slurm's
 // REQUEST_CONTROL at the primary's start): one active controller, the same jobs and nodes, the
-// backup standing by again.
+// backup standing by again. Then the lasting takeover: the takeover action on the backup
+// while a job runs hands it control for good (35 s watched: the primary's slurmctld stays
+// down, its unit standing down), the job completes once, and takeover on the primary gives
+// control back to it.
 func TestControllerComesBack(t *testing.T) {
 	t.Parallel()
 	c := newHACluster(t)
@@ -312,36 +321,67 @@ func TestControllerComesBack(t *testing.T) {
 	c.waitIdleNodes(2)
 	c.slurm("srun", "-p", "slurmd", "-N2", "true")
 
-	// The takeover action on the backup: scontrol takeover 1 makes the backup shut the
-	// primary's slurmctld down (REQUEST_SHUTDOWN) and take control; the primary takes control
-	// back as soon as its supervisor starts it again (Pebble restarts it at once: the hand-over
-	// lasts about as long as that restart, docs/ha.md). What holds: the action succeeds, Slurm
-	// did both steps, and one controller is in control afterwards.
+	// The lasting takeover (docs/ha.md): the takeover action on the backup while a job runs.
+	// Slurm's takeover shuts the primary's slurmctld down (REQUEST_SHUTDOWN: it saves its
+	// state and exits 0) and the backup takes control; the primary's supervisor does not
+	// restart it (on-success: ignore) and its hooks do not start it (the backup's record in
+	// the peer relation): the backup stays in control, longer than Pebble's restart back-off.
+	job := c.sbatch("slurmd", "-N1", "--wrap", "sleep 45")
+	c.waitJobState(job, "RUNNING", 30*time.Second)
 	shutdowns := strings.Count(c.exec("slurmctld/0", "cat", ctlLogPath), "REQUEST_SHUTDOWN")
 	run, err := c.m.Run(c.bg(), "slurmctld/1", "takeover", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Status != "completed" {
-		t.Fatalf("takeover: %s %s %v", run.Status, run.Message, run.Results)
+	if run.Status != "completed" || run.Results["in-control"] != "slurmctld/1" {
+		t.Fatalf("takeover on slurmctld/1: %s %s %v", run.Status, run.Message, run.Results)
 	}
-	c.eventually(30*time.Second, "the backup's takeover and the primary's shutdown in their logs", func() (bool, string) {
-		b := strings.Contains(c.exec("slurmctld/1", "cat", ctlLogPath), "REQUEST_TAKEOVER")
-		p := strings.Count(c.exec("slurmctld/0", "cat", ctlLogPath), "REQUEST_SHUTDOWN") > shutdowns
-		return b && p, fmt.Sprintf("backup REQUEST_TAKEOVER %v, primary REQUEST_SHUTDOWN %v", b, p)
+	took := time.Now()
+	t.Logf("takeover on slurmctld/1: %v", run.Results)
+	if !strings.Contains(c.exec("slurmctld/1", "cat", ctlLogPath), "REQUEST_TAKEOVER") || strings.Count(c.exec("slurmctld/0", "cat", ctlLogPath), "REQUEST_SHUTDOWN") <= shutdowns {
+		t.Error("no REQUEST_TAKEOVER in the backup's log or no new REQUEST_SHUTDOWN in the primary's")
+	}
+	c.ctl = "slurmctld/1"
+	const standing = "standing by, slurmctld stopped: control handed to slurmctld/1 by its takeover action (run takeover on this unit to take it back)"
+	c.eventually(30*time.Second, "slurmctld/0 standing down", func() (bool, string) {
+		_, m0 := c.unitStatus("slurmctld/0")
+		return m0 == standing, m0
 	})
+	for time.Since(took) < 35*time.Second {
+		_, m1 := c.unitStatus("slurmctld/1")
+		if !strings.Contains(m1, "active controller (backup 1 of 2)") {
+			t.Fatalf("%s after the takeover, slurmctld/1: %s", time.Since(took).Round(time.Second), m1)
+		}
+		if out, code, _ := c.tryExec("slurmctld/0", "pgrep", "-x", "slurmctld"); code == 0 {
+			t.Fatalf("%s after the takeover, slurmctld runs again on slurmctld/0: %s", time.Since(took).Round(time.Second), out)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	if _, m0 := c.unitStatus("slurmctld/0"); m0 != standing {
+		t.Errorf("slurmctld/0: %q, want %q", m0, standing)
+	}
+	c.waitJobState(job, "COMPLETED", 90*time.Second)
+	if out := c.slurm("scontrol", "show", "job", "-o", job); !strings.Contains(out, " Restarts=0 ") {
+		t.Errorf("job %s ran again: %s", job, out)
+	}
+
+	// takeover on the old primary: its slurmctld starts and takes control back, the backup
+	// stands by.
+	run, err = c.m.Run(c.bg(), "slurmctld/0", "takeover", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != "completed" || run.Results["in-control"] != "slurmctld/0" {
+		t.Fatalf("takeover on slurmctld/0: %s %s %v", run.Status, run.Message, run.Results)
+	}
+	t.Logf("takeover on slurmctld/0: %v", run.Results)
 	c.ctl = "slurmctld/0"
-	c.eventually(60*time.Second, "one controller in control after the takeover", func() (bool, string) {
+	c.eventually(60*time.Second, "slurmctld/0 in control again and slurmctld/1 standing by", func() (bool, string) {
 		_, m0 := c.unitStatus("slurmctld/0")
 		_, m1 := c.unitStatus("slurmctld/1")
-		a0, a1 := strings.Contains(m0, "active controller"), strings.Contains(m1, "active controller")
-		return a0 != a1, m0 + " | " + m1
+		return strings.Contains(m0, "active controller (primary of 2)") && strings.Contains(m1, "standing by (active: slurmctld/0)"), m0 + " | " + m1
 	})
-	// The controller in control answers (within the few seconds of the primary's restart).
-	c.eventually(60*time.Second, "a job run after the takeover", func() (bool, string) {
-		_, code, stderr := c.tryExec("slurmctld/0", "env", "SLURM_CONF="+ctlConf, "srun", "-p", "slurmd", "-N2", "true")
-		return code == 0, stderr
-	})
+	c.slurm("srun", "-p", "slurmd", "-N2", "true")
 }
 
 // TestBackupNeedsStorage: without shared storage a second controller unit stays blocked naming
@@ -370,11 +410,13 @@ func TestBackupNeedsStorage(t *testing.T) {
 }
 
 // TestRemoveActiveController: remove-unit of the controller in control (the primary, also the
-// leader) while a 2-node job runs and jobs are queued. The leaving unit stops its slurmctld
-// and hands control to the backup at once (REQUEST_TAKEOVER in the backup's log, not a wait
-// for SlurmctldTimeout); the backup becomes the leader and the only controller; the slurmd
-// units restart with it alone as --conf-server while the job runs, and every job runs once.
-// The seconds without a controller accepting sbatch are logged (docs/ha.md).
+// leader) while a 2-node job runs and jobs are queued, probing with sbatch from just before
+// remove-unit (no wait for a state save). The leaving unit hands control to the backup with
+// Slurm's takeover before its slurmctld stops (REQUEST_TAKEOVER in the backup's log, not a
+// wait for SlurmctldTimeout); the backup becomes the leader and the only controller; the
+// slurmd units restart with it alone as --conf-server while the job runs, and every job
+// accepted runs once. The time from remove-unit to the first job the backup accepted is
+// logged (docs/ha.md).
 func TestRemoveActiveController(t *testing.T) {
 	t.Parallel()
 	c := newHACluster(t)
@@ -385,39 +427,52 @@ func TestRemoveActiveController(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		queued = append(queued, c.sbatch("slurmd", "-N1", "--wrap", "sleep 1"))
 	}
-	c.waitStateSaved(time.Now())
 	pids := map[string]string{}
 	for _, u := range []string{"slurmd/0", "slurmd/1"} {
 		pids[u] = strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmd"))
 	}
 
 	c.ctl = "slurmctld/1"
-	c.logOnFailure("slurmctld/0", ctlLogPath)
+	primaryLog := c.logOnFailure("slurmctld/0", ctlLogPath)
+	// Probe with sbatch on the backup's host from just before remove-unit until slurmctld/0 is
+	// gone and slurmctld/1 leads alone, with no wait for a state save: the leaving primary
+	// hands control over with Slurm's takeover before its slurmctld stops, and saves its
+	// whole state as it gives up control, so every job accepted, by either controller, runs.
+	// Each probe has a name of its own: a job lost with the primary would otherwise hide
+	// behind the next job given its id again.
+	var submitted []string
+	names := map[string]string{}
+	accepted := map[string]time.Time{}
+	var lastOK time.Time
+	var longest time.Duration
+	probe := func(from time.Time) {
+		name := fmt.Sprintf("probe-%d", len(names))
+		out, code, _ := c.tryExec("slurmctld/1", "env", "SLURM_CONF="+ctlConf, "sbatch", "--parsable", "-J", name, "-p", "slurmd", "-o", "/dev/null", "--wrap", "true")
+		now := time.Now()
+		if code != 0 {
+			return
+		}
+		id := strings.TrimSpace(out)
+		if _, dup := names[id]; dup {
+			t.Errorf("job id %s given twice (to %s and %s): the first job was lost", id, names[id], name)
+		}
+		names[id] = name
+		accepted[id] = now
+		submitted = append(submitted, id)
+		if !lastOK.IsZero() {
+			from = lastOK
+		}
+		if d := now.Sub(from); d > longest {
+			longest = d
+		}
+		lastOK = now
+	}
+	probe(time.Now())
 	if err := c.m.RemoveUnit(c.bg(), "slurmctld/0"); err != nil {
 		t.Fatal(err)
 	}
 	removed := time.Now()
 	c.logHooksOnFailure("remove-unit", removed)
-	// Nothing is submitted until the primary's slurmctld stopped: a job it accepted in the
-	// seconds before can be lost (docs/ha.md, "Not promised": with the storage mounted
-	// throughout, probing from remove-unit lost jobs in 2 of 5 runs).
-	c.eventually(time.Minute, "the primary's slurmctld stopped", func() (bool, string) {
-		out, _, _ := c.tryExec("slurmctld/1", "env", "SLURM_CONF="+ctlConf, "scontrol", "ping")
-		for _, line := range strings.Split(out, "\n") {
-			if strings.HasPrefix(line, "Slurmctld(primary)") && strings.HasSuffix(line, "is DOWN") {
-				return true, out
-			}
-		}
-		return false, out
-	})
-	stopped := time.Now()
-	// Probe with sbatch on the backup until slurmctld/0 is gone and slurmctld/1 leads alone.
-	// Each probe has a name of its own: a job lost with the primary would otherwise hide
-	// behind the next job given its id again.
-	var submitted []string
-	names := map[string]string{}
-	var lastOK time.Time
-	var longest time.Duration
 	gone := false
 	deadline := time.Now().Add(3 * time.Minute)
 	for !gone || time.Since(lastOK) > time.Second {
@@ -425,25 +480,7 @@ func TestRemoveActiveController(t *testing.T) {
 			st, msg := c.unitStatus("slurmctld/1")
 			t.Fatalf("slurmctld/0 not gone or slurmctld/1 not leading alone within 3m: %s: %s", st, msg)
 		}
-		name := fmt.Sprintf("probe-%d", len(submitted))
-		out, code, _ := c.tryExec("slurmctld/1", "env", "SLURM_CONF="+ctlConf, "sbatch", "--parsable", "-J", name, "-p", "slurmd", "-o", "/dev/null", "--wrap", "true")
-		now := time.Now()
-		if code == 0 {
-			id := strings.TrimSpace(out)
-			if _, dup := names[id]; dup {
-				t.Errorf("job id %s given twice (to %s and %s): the first job was lost", id, names[id], name)
-			}
-			names[id] = name
-			submitted = append(submitted, id)
-			from := lastOK
-			if from.IsZero() {
-				from = stopped
-			}
-			if d := now.Sub(from); d > longest {
-				longest = d
-			}
-			lastOK = now
-		}
+		probe(removed)
 		if !gone {
 			st0, _ := c.unitStatus("slurmctld/0")
 			st, msg := c.unitStatus("slurmctld/1")
@@ -451,9 +488,46 @@ func TestRemoveActiveController(t *testing.T) {
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
-	t.Logf("remove-unit of the active controller: from the primary's stop, longest time without sbatch accepted %s (%d jobs submitted meanwhile; the primary stopped %s after remove-unit)", longest.Round(100*time.Millisecond), len(submitted), stopped.Sub(removed).Round(100*time.Millisecond))
+	// The first probe the backup accepted (its log has the submission).
+	backupLog := c.exec("slurmctld/1", "cat", ctlLogPath)
+	first := ""
+	for _, id := range submitted {
+		if strings.Contains(backupLog, "_slurm_rpc_submit_batch_job: JobId="+id+" ") {
+			first = id
+			break
+		}
+	}
+	var timeline []string
+	for _, id := range submitted {
+		by := "primary"
+		if strings.Contains(backupLog, "_slurm_rpc_submit_batch_job: JobId="+id+" ") {
+			by = "backup"
+		}
+		timeline = append(timeline, fmt.Sprintf("%s %s by the %s at %+.1fs", names[id], id, by, accepted[id].Sub(removed).Seconds()))
+	}
+	t.Logf("probes accepted (from remove-unit): %s", strings.Join(timeline, "; "))
+	if first == "" {
+		t.Errorf("no probe accepted by the backup (%d submitted)", len(submitted))
+	} else {
+		t.Logf("remove-unit of the active controller → first job accepted by the backup: %s (job %s); longest time without sbatch accepted %s; %d probes accepted", accepted[first].Sub(removed).Round(100*time.Millisecond), first, longest.Round(100*time.Millisecond), len(submitted))
+	}
 	if !strings.Contains(c.exec("slurmctld/1", "cat", ctlLogPath), "REQUEST_TAKEOVER") {
 		t.Error("the backup took control without a takeover request (it waited out SlurmctldTimeout)")
+	}
+	// The primary gave up control on the backup's REQUEST_SHUTDOWN and saved its whole state.
+	var steps []string
+	saved := false
+	for _, line := range strings.Split(primaryLog(), "\n") {
+		for _, m := range []string{"REQUEST_SHUTDOWN", "Terminate signal", "Saving all slurm state", "_slurm_rpc_submit_batch_job"} {
+			if strings.Contains(line, m) {
+				steps = append(steps, line)
+				saved = saved || m == "Saving all slurm state"
+			}
+		}
+	}
+	t.Logf("the primary's log from remove-unit (at %s):\n%s", removed.Format("15:04:05.000"), strings.Join(steps, "\n"))
+	if !saved {
+		t.Error("no \"Saving all slurm state\" in the leaving primary's log")
 	}
 
 	// The slurmd units follow the controller that stays, restarted while the job runs.

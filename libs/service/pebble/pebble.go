@@ -1,11 +1,11 @@
 // Package pebble implements service.Manager with Pebble (github.com/canonical/pebble).
 //
 // Each service is one Pebble layer labelled with the service name, holding the service
-// with `override: replace`, `on-failure: restart` and the spec's command, environment,
-// user and kill-delay. Enabling adds a second layer, labelled "<name>-startup", that
-// merges `startup: enabled` (or disabled) on top, so re-configuring a service keeps
-// whether it is enabled. Start, stop and restart wait for Pebble's change to finish;
-// a failed change (for example a command that exits at once) is returned as an error.
+// with `override: replace`, `on-failure: restart` (and `on-success: ignore` for a spec that
+// says StayStopped) and the spec's command, environment, user and kill-delay. Enabling adds
+// a second layer, labelled "<name>-startup", that merges `startup: enabled` (or disabled) on
+// top, so re-configuring a service keeps whether it is enabled. Start, stop and restart
+// wait for Pebble's change to finish; a failed change (for example a command that exits at once) is returned as an error.
 // Pebble finishes a start change only once the service has stayed up for 1 s; Spawn and
 // Respawn do not wait for that: they poll the change and the services API (every
 // PollInterval) and return as soon as the change's start task runs and the service is
@@ -67,6 +67,7 @@ type layerService struct {
 	User        string            `json:"user,omitempty"`
 	KillDelay   string            `json:"kill-delay,omitempty"`
 	OnFailure   string            `json:"on-failure,omitempty"`
+	OnSuccess   string            `json:"on-success,omitempty"`
 }
 
 // Configure implements service.Manager.
@@ -85,6 +86,9 @@ func (m *Manager) Configure(ctx context.Context, spec service.Spec) error {
 		Environment: spec.Environment,
 		User:        spec.User,
 		OnFailure:   "restart",
+	}
+	if spec.StayStopped {
+		svc.OnSuccess = "ignore"
 	}
 	if spec.KillDelay > 0 {
 		svc.KillDelay = spec.KillDelay.String()

@@ -399,3 +399,57 @@ func waitFile(t *testing.T, file, want string) string {
 		timer.Reset(5 * time.Millisecond)
 	}
 }
+
+// TestStayStopped: a service whose spec says StayStopped stays stopped when its process
+// exits with status 0 (on-success: ignore), and is restarted after a failure as any
+// service; without it Pebble restarts a clean exit too (its default).
+func TestStayStopped(t *testing.T) {
+	m, dir := startPebble(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		stay    bool
+		code    int
+		restart bool
+	}{
+		{"stay-clean", true, 0, false},
+		{"stay-failed", true, 3, true},
+		{"default-clean", false, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The process exits with code once told to (a file appears), as slurmctld does when
+			// a backup's takeover shuts it down; each start is counted.
+			starts, told := filepath.Join(dir, tc.name+".starts"), filepath.Join(dir, tc.name+".exit")
+			script := fmt.Sprintf("echo >>%s; while [ ! -e %s ]; do sleep 0.05; done; rm -f %s; exit %d", starts, told, told, tc.code)
+			if err := m.Configure(ctx, service.Spec{Name: tc.name, Command: []string{"/bin/sh", "-c", script}, StayStopped: tc.stay}); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Start(ctx, tc.name); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(told, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// Pebble's first back-off is 0.5 s: 3 s is plenty for a restart to show.
+			time.Sleep(3 * time.Second)
+			data, err := os.ReadFile(starts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := m.Status(ctx, tc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			restarted := strings.Count(string(data), "\n") > 1
+			if restarted != tc.restart {
+				t.Errorf("restarted %v (%d starts, now %s), want %v", restarted, strings.Count(string(data), "\n"), st.State, tc.restart)
+			}
+			if !tc.restart && st.State != service.StateInactive {
+				t.Errorf("state %s after a clean exit, want inactive", st.State)
+			}
+			if err := m.Stop(ctx, tc.name); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
