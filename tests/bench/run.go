@@ -34,12 +34,12 @@ type RunOptions struct {
 	// FailoverSamples is how many controllers part "failover" (controller HA: add a
 	// controller, kill the primary's host) adds and kills (default 5).
 	FailoverSamples int
-	// MachineSamples per figure of the machine parts: joins and leaves (default 9: each
-	// sample creates, boots and destroys two machines, about 6 s on this machine kind, and
-	// the part runs for every Debian release; the IQR is reported).
+	// MachineSamples per figure of the machine parts: joins and leaves (default 7: each
+	// sample creates, boots and destroys two machines, 3-8 s on this machine kind, and the
+	// part runs for every Debian release; the IQR is reported).
 	MachineSamples int
-	// RebootSamples are the reboots of each kind (default 7: the reboot's ratios to the boot
-	// spread by about ±1 % over 15 samples; each takes about 5 s).
+	// RebootSamples are the reboots of each kind (default 5: the reboot's ratios to the boot
+	// spread by about ±1.5 % (IQR) over 7 or 15 samples; each takes about 5.5 s).
 	RebootSamples int
 	// RebootOn is the suite of the reboot part's machines: "trixie" (default) or "bookworm".
 	RebootOn string
@@ -156,10 +156,10 @@ func Run(ctx context.Context, opts RunOptions) (*Report, error) {
 		opts.FailoverSamples = 5
 	}
 	if opts.MachineSamples <= 0 {
-		opts.MachineSamples = 9
+		opts.MachineSamples = 7
 	}
 	if opts.RebootSamples <= 0 {
-		opts.RebootSamples = 7
+		opts.RebootSamples = 5
 	}
 	if opts.RebootOn == "" {
 		opts.RebootOn = "trixie"

@@ -1,6 +1,6 @@
 // Command bench runs the benchmarks of `make bench` (package tests/bench; docs/benchmarks.md).
 //
-//	go run ./tests/cmd/bench [-out build] [-only hooks,raw,join,leave,scale,autoscale,busy,accounting,failover,bookworm,bookworm-scale,trixie,trixie-scale,forky,forky-scale,reboot] [-samples 15] [-hook-runs 20] [-scale 8,32,256] [-busy-units 32] [-failover-samples 5] [-machine-samples 9] [-reboot-samples 7] [-machine-scale 8,32] [-reboot-on trixie]
+//	go run ./tests/cmd/bench [-out build] [-only hooks,raw,join,leave,scale,autoscale,busy,accounting,failover,bookworm,bookworm-scale,trixie,trixie-scale,forky,forky-scale,reboot] [-samples 15] [-hook-runs 20] [-scale 8,32,256] [-busy-units 32] [-failover-samples 5] [-machine-samples 7] [-reboot-samples 5] [-machine-scale 8,32] [-reboot-on trixie]
 //
 // It prints one `name=value unit` line per figure (among them <part>.part_s, the wall time of
 // each part and of the set-up parts share, and total_s), each progress line on stderr with the
@@ -57,8 +57,8 @@ func run() int {
 	flag.IntVar(&opts.Samples, "samples", 15, "joins and leaves measured per figure (raw and operator joins interleaved)")
 	flag.IntVar(&opts.HookRuns, "hook-runs", 20, "runs per hook")
 	flag.IntVar(&opts.FailoverSamples, "failover-samples", 5, "controllers added, then killed, by part failover")
-	flag.IntVar(&opts.MachineSamples, "machine-samples", 9, "joins and leaves measured on systemd machines of each Debian release (parts bookworm, trixie, forky)")
-	flag.IntVar(&opts.RebootSamples, "reboot-samples", 7, "reboots of each kind (part reboot)")
+	flag.IntVar(&opts.MachineSamples, "machine-samples", 7, "joins and leaves measured on systemd machines of each Debian release (parts bookworm, trixie, forky)")
+	flag.IntVar(&opts.RebootSamples, "reboot-samples", 5, "reboots of each kind (part reboot)")
 	flag.StringVar(&opts.RebootOn, "reboot-on", "trixie", "machines of the reboot part: trixie or bookworm")
 	scales := flag.String("scale", "8,32,256", "comma-separated numbers of units added at once (then removed), one size after the other")
 	machineScales := flag.String("machine-scale", "8,32", "comma-separated numbers of units added at once on new machines by each <suite>-scale part")
