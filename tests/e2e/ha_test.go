@@ -78,27 +78,50 @@ func newHACluster(t *testing.T) *cluster {
 // hosts when base is "" (the storage host is a Pebble host either way).
 func newHAClusterOn(t *testing.T, base string) *cluster {
 	t.Helper()
+	c := newHABase(t, base)
+	c.relateStorage(2)
+	if _, err := c.m.AddUnit(c.bg(), "slurmctld", 1); err != nil {
+		t.Fatal(err)
+	}
+	c.waitActive()
+	c.waitStandingBy("slurmctld/1")
+	return c
+}
+
+// newHABase is a cluster of one controller and two slurmd units, with SlurmctldTimeout 10 s,
+// on machines of base (Pebble hosts when base is ""): newHAClusterOn's before the storage.
+func newHABase(t *testing.T, base string) *cluster {
+	t.Helper()
 	c := newClusterFrom(t, clusterOptions{base: base, units: 2, ctlConfig: map[string]string{"slurm-conf-parameters": "SlurmctldTimeout=10"}})
 	c.waitIdleNodes(2)
+	return c
+}
+
+// relateStorage starts the storage host, deploys the filesystem-client stand-in for it and
+// relates it to slurmctld, then checks that the controller's StateSaveLocation moved to the
+// shared storage with its n idle nodes.
+func (c *cluster) relateStorage(n int) {
+	c.t.Helper()
 	ep := c.addStorage()
 	c.deploy(fsClientPath, "filesystem-client", 0, map[string]string{"endpoint": ep})
 	c.integrate("slurmctld", "filesystem-client")
 	c.waitActive()
 	if got := c.slurm("scontrol", "show", "config"); !strings.Contains(got, "StateSaveLocation       = /mnt/slurmctld-statefs/checkpoint") {
-		t.Fatalf("StateSaveLocation not moved to the shared storage:\n%s", got)
+		c.t.Fatalf("StateSaveLocation not moved to the shared storage:\n%s", got)
 	}
-	c.waitIdleNodes(2) // the state moved with the nodes in it
-	if _, err := c.m.AddUnit(c.bg(), "slurmctld", 1); err != nil {
-		t.Fatal(err)
-	}
-	c.waitActive()
-	c.eventually(60*time.Second, "slurmctld/0 active and slurmctld/1 standing by", func() (bool, string) {
+	c.waitIdleNodes(n) // the state moved with the nodes in it
+}
+
+// waitStandingBy waits until slurmctld/0 says it is the primary in control of two
+// controllers and backup says it stands by.
+func (c *cluster) waitStandingBy(backup string) {
+	c.t.Helper()
+	c.eventually(60*time.Second, "slurmctld/0 active and "+backup+" standing by", func() (bool, string) {
 		s0, m0 := c.unitStatus("slurmctld/0")
-		s1, m1 := c.unitStatus("slurmctld/1")
+		s1, m1 := c.unitStatus(backup)
 		return strings.Contains(m0, "active controller (primary of 2)") && strings.Contains(m1, "backup 1 controller standing by (active: slurmctld/0)"),
 			s0 + ": " + m0 + " | " + s1 + ": " + m1
 	})
-	return c
 }
 
 // TestControllerFailover: the primary controller's host dies while a 2-node job runs and jobs
@@ -193,11 +216,15 @@ func (c *cluster) logHooksOnFailure(what string, t0 time.Time) {
 		if !c.t.Failed() {
 			return
 		}
-		for _, u := range []string{"slurmd/0", "slurmd/1", "slurmctld/0", "slurmctld/1", "filesystem-client/0", "filesystem-client/1"} {
-			for _, r := range c.hookRuns(u, t0) {
+		for _, u := range []string{"slurmd/0", "slurmd/1", "slurmctld/0", "slurmctld/1", "slurmctld/2", "filesystem-client/0", "filesystem-client/1", "filesystem-client/2"} {
+			runs := c.hookRuns(u, t0)
+			for _, r := range runs {
 				c.t.Logf("after %s: %s ran %s at %s (failed %v)", what, u, r.Hook, r.Start.Format("15:04:05.000"), r.Failed)
 			}
 			st, msg := c.unitStatus(u)
+			if len(runs) == 0 && st == "" {
+				continue // never there, or gone before
+			}
 			c.t.Logf("%s: %s: %s", u, st, msg)
 		}
 	})
@@ -239,7 +266,13 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 // --conf-server, primary first, and returns that argument.
 func (c *cluster) waitBothConfServers() string {
 	c.t.Helper()
-	want := strings.TrimSpace(c.exec("slurmctld/0", "hostname", "-I")) + ":6817," + strings.TrimSpace(c.exec("slurmctld/1", "hostname", "-I")) + ":6817"
+	return c.waitConfServers("slurmctld/0", "slurmctld/1")
+}
+
+// waitConfServers is waitBothConfServers with the controllers primary and backup.
+func (c *cluster) waitConfServers(primary, backup string) string {
+	c.t.Helper()
+	want := strings.TrimSpace(c.exec(primary, "hostname", "-I")) + ":6817," + strings.TrimSpace(c.exec(backup, "hostname", "-I")) + ":6817"
 	c.eventually(60*time.Second, "slurmd units with both controllers", func() (bool, string) {
 		a, b := c.confServers("slurmd/0"), c.confServers("slurmd/1")
 		return a == want && b == want, a + " " + b
@@ -257,20 +290,75 @@ func (c *cluster) pebbleCtl(unit, verb, service string) {
 	c.exec(unit, "env", "PEBBLE="+hosts.PebbleDir, bin, verb, service)
 }
 
-// TestControllerComesBack: the primary's slurmctld stops while a job runs; the backup takes
-// over; the primary's slurmctld starts again and takes control back from the backup (Slurm's
-// REQUEST_CONTROL at the primary's start): one active controller, the same jobs and nodes, the
-// backup standing by again.
-func TestControllerComesBack(t *testing.T) {
-	t.Parallel()
-	c := newHACluster(t)
+// onlyPrimaryInControl checks, over two heartbeat periods (SlurmctldTimeout 10 s: one every
+// 2.5 s), that the heartbeat names the primary (index 0) at every read and keeps being
+// written, and that scontrol ping finds both controllers up: a backup that kept control
+// beside the primary would write its own index in between.
+func (c *cluster) onlyPrimaryInControl() {
+	c.t.Helper()
+	seen := map[int64]bool{}
+	for end := time.Now().Add(6 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		at, index, ok := c.heartbeat()
+		if !ok {
+			continue // being replaced
+		}
+		if index != 0 {
+			c.t.Fatalf("the heartbeat names controller %d at %s with the primary back in control", index, time.Unix(at, 0).Format(time.TimeOnly))
+		}
+		seen[at] = true
+	}
+	if len(seen) < 2 {
+		c.t.Errorf("the heartbeat was written %d times in 6 s, want one every 2.5 s", len(seen))
+	}
+	if ping := c.slurm("scontrol", "ping"); strings.Count(ping, " is UP") != 2 {
+		c.t.Errorf("scontrol ping with the primary back: %s", ping)
+	}
+}
+
+// heartbeat reads the heartbeat the controller in control writes on the shared storage: its
+// time and the controller's SlurmctldHost index (two big-endian 64-bit words; docs/ha.md);
+// ok is false while it is absent or short (the controller replacing it).
+func (c *cluster) heartbeat() (at, index int64, ok bool) {
+	c.t.Helper()
+	out, err := c.storage.Run(c.bg(), "od", "-A", "n", "-t", "u1", "-v", shareDir+"/checkpoint/heartbeat")
+	if err != nil {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(out))
+	if len(f) != 16 {
+		return 0, 0, false
+	}
+	var words [2]int64
+	for i, b := range f {
+		v, err := strconv.ParseInt(b, 10, 64)
+		if err != nil {
+			c.t.Fatalf("heartbeat: od printed %q", out)
+		}
+		words[i/8] = words[i/8]<<8 | v
+	}
+	return words[0], words[1], true
+}
+
+// controllerComesBack is TestControllerComesBack's scenario on c (slurmctld/0 the primary in
+// control, slurmctld/1 the backup standing by), with ctl(verb) stopping ("stop") and starting
+// ("start") the primary's slurmctld through its supervisor. While a 2-node job runs and jobs
+// are queued, the primary's slurmctld stops and the backup takes control; started again, the
+// primary takes control back: the backup went back to standby and the heartbeat names the
+// primary alone; every job runs once.
+func controllerComesBack(t *testing.T, c *cluster, ctl func(verb string)) {
+	t.Helper()
 	c.waitIdleNodes(2)
 	running := c.sbatch("slurmd", "-N2", "--exclusive", "--wrap", "sleep 30")
 	c.waitJobState(running, "RUNNING", 30*time.Second)
+	var queued []string
+	for i := 0; i < 2; i++ {
+		queued = append(queued, c.sbatch("slurmd", "-N1", "--wrap", "sleep 1"))
+	}
 	c.waitStateSaved(time.Now())
 
-	c.pebbleCtl("slurmctld/0", "stop", "slurmctld")
+	ctl("stop")
 	stopped := time.Now()
+	c.logHooksOnFailure("the primary's stop", stopped)
 	c.ctl = "slurmctld/1"
 	var during string
 	c.eventually(60*time.Second, "the backup accepting jobs", func() (bool, string) {
@@ -284,7 +372,7 @@ func TestControllerComesBack(t *testing.T) {
 		return strings.Contains(msg, "active controller (backup 1 of 2)"), msg
 	})
 
-	c.pebbleCtl("slurmctld/0", "start", "slurmctld")
+	ctl("start")
 	back := time.Now()
 	c.ctl = "slurmctld/0"
 	c.eventually(60*time.Second, "slurmctld/0 in control again and slurmctld/1 standing by", func() (bool, string) {
@@ -297,7 +385,8 @@ func TestControllerComesBack(t *testing.T) {
 	if n := strings.Count(c.exec("slurmctld/1", "cat", ctlLogPath), "slurmctld running in background mode"); n < 2 {
 		t.Errorf("slurmctld/1 went back to standby %d times, want it back after its takeover", n-1)
 	}
-	for _, id := range []string{running, during} {
+	c.onlyPrimaryInControl()
+	for _, id := range append(append([]string{running}, queued...), during) {
 		c.waitJobState(id, "COMPLETED", 90*time.Second)
 		if out := c.slurm("scontrol", "show", "job", "-o", id); !strings.Contains(out, " Restarts=0 ") {
 			t.Errorf("job %s ran again: %s", id, out)
@@ -305,6 +394,16 @@ func TestControllerComesBack(t *testing.T) {
 	}
 	c.waitIdleNodes(2)
 	c.slurm("srun", "-p", "slurmd", "-N2", "true")
+}
+
+// TestControllerComesBack: the primary's slurmctld stops while a job runs; the backup takes
+// over; the primary's slurmctld starts again and takes control back from the backup (Slurm's
+// REQUEST_CONTROL at the primary's start): one active controller, the same jobs and nodes, the
+// backup standing by again.
+func TestControllerComesBack(t *testing.T) {
+	t.Parallel()
+	c := newHACluster(t)
+	controllerComesBack(t, c, func(verb string) { c.pebbleCtl("slurmctld/0", verb, "slurmctld") })
 
 	// The takeover action on the backup: scontrol takeover 1 makes the backup shut the
 	// primary's slurmctld down (REQUEST_SHUTDOWN) and take control; the primary takes control
@@ -342,7 +441,13 @@ func TestControllerComesBack(t *testing.T) {
 // the missing relation and runs no slurmctld; the first stays the only controller.
 func TestBackupNeedsStorage(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, 1)
+	backupNeedsStorage(t, newCluster(t, 1), 1)
+}
+
+// backupNeedsStorage is TestBackupNeedsStorage's scenario on c, a cluster of one controller
+// and n slurmd units without shared storage: slurmctld/1 added.
+func backupNeedsStorage(t *testing.T, c *cluster, n int) {
+	t.Helper()
 	if _, err := c.m.AddUnit(c.bg(), "slurmctld", 1); err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +465,7 @@ func TestBackupNeedsStorage(t *testing.T) {
 	if ping := c.slurm("scontrol", "ping"); strings.Count(ping, "Slurmctld(") != 1 {
 		t.Errorf("more than one controller configured: %s", ping)
 	}
-	c.waitIdleNodes(1)
+	c.waitIdleNodes(n)
 }
 
 // TestRemoveActiveController: remove-unit of the controller in control (the primary, also the
@@ -371,8 +476,14 @@ func TestBackupNeedsStorage(t *testing.T) {
 // The seconds without a controller accepting sbatch are logged (docs/ha.md).
 func TestRemoveActiveController(t *testing.T) {
 	t.Parallel()
-	c := newHACluster(t)
-	addr1 := strings.TrimSpace(c.exec("slurmctld/1", "hostname", "-I"))
+	removeActiveController(t, newHACluster(t), "slurmctld/1")
+}
+
+// removeActiveController is TestRemoveActiveController's scenario on c: slurmctld/0, the
+// primary in control and the leader, removed with backup standing by.
+func removeActiveController(t *testing.T, c *cluster, backup string) {
+	t.Helper()
+	addr1 := strings.TrimSpace(c.exec(backup, "hostname", "-I"))
 	running := c.sbatch("slurmd", "-N2", "--exclusive", "--wrap", "sleep 60")
 	c.waitJobState(running, "RUNNING", 30*time.Second)
 	var queued []string
@@ -385,7 +496,7 @@ func TestRemoveActiveController(t *testing.T) {
 		pids[u] = strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmd"))
 	}
 
-	c.ctl = "slurmctld/1"
+	c.ctl = backup
 	c.logOnFailure("slurmctld/0", ctlLogPath)
 	if err := c.m.RemoveUnit(c.bg(), "slurmctld/0"); err != nil {
 		t.Fatal(err)
@@ -396,7 +507,7 @@ func TestRemoveActiveController(t *testing.T) {
 	// seconds before can be lost (docs/ha.md, "Not promised": with the storage mounted
 	// throughout, probing from remove-unit lost jobs in 2 of 5 runs).
 	c.eventually(time.Minute, "the primary's slurmctld stopped", func() (bool, string) {
-		out, _, _ := c.tryExec("slurmctld/1", "env", "SLURM_CONF="+ctlConf, "scontrol", "ping")
+		out, _, _ := c.tryExec(backup, "env", "SLURM_CONF="+ctlConf, "scontrol", "ping")
 		for _, line := range strings.Split(out, "\n") {
 			if strings.HasPrefix(line, "Slurmctld(primary)") && strings.HasSuffix(line, "is DOWN") {
 				return true, out
@@ -416,11 +527,11 @@ func TestRemoveActiveController(t *testing.T) {
 	deadline := time.Now().Add(3 * time.Minute)
 	for !gone || time.Since(lastOK) > time.Second {
 		if time.Now().After(deadline) {
-			st, msg := c.unitStatus("slurmctld/1")
-			t.Fatalf("slurmctld/0 not gone or slurmctld/1 not leading alone within 3m: %s: %s", st, msg)
+			st, msg := c.unitStatus(backup)
+			t.Fatalf("slurmctld/0 not gone or %s not leading alone within 3m: %s: %s", backup, st, msg)
 		}
 		name := fmt.Sprintf("probe-%d", len(submitted))
-		out, code, _ := c.tryExec("slurmctld/1", "env", "SLURM_CONF="+ctlConf, "sbatch", "--parsable", "-J", name, "-p", "slurmd", "-o", "/dev/null", "--wrap", "true")
+		out, code, _ := c.tryExec(backup, "env", "SLURM_CONF="+ctlConf, "sbatch", "--parsable", "-J", name, "-p", "slurmd", "-o", "/dev/null", "--wrap", "true")
 		now := time.Now()
 		if code == 0 {
 			id := strings.TrimSpace(out)
@@ -440,19 +551,19 @@ func TestRemoveActiveController(t *testing.T) {
 		}
 		if !gone {
 			st0, _ := c.unitStatus("slurmctld/0")
-			st, msg := c.unitStatus("slurmctld/1")
+			st, msg := c.unitStatus(backup)
 			gone = st0 == "" && st == "active" && strings.HasPrefix(msg, "slurmctld up")
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
 	t.Logf("remove-unit of the active controller: from the primary's stop, longest time without sbatch accepted %s (%d jobs submitted meanwhile; the primary stopped %s after remove-unit)", longest.Round(100*time.Millisecond), len(submitted), stopped.Sub(removed).Round(100*time.Millisecond))
-	if !strings.Contains(c.exec("slurmctld/1", "cat", ctlLogPath), "REQUEST_TAKEOVER") {
+	if !strings.Contains(c.exec(backup, "cat", ctlLogPath), "REQUEST_TAKEOVER") {
 		t.Error("the backup took control without a takeover request (it waited out SlurmctldTimeout)")
 	}
 
 	// The slurmd units follow the controller that stays, restarted while the job runs.
 	want := addr1 + ":6817"
-	c.eventually(2*time.Minute, "slurmd units with slurmctld/1 alone", func() (bool, string) {
+	c.eventually(2*time.Minute, "slurmd units with "+backup+" alone", func() (bool, string) {
 		a, b := c.confServers("slurmd/0"), c.confServers("slurmd/1")
 		return a == want && b == want, a + " " + b
 	})
@@ -484,7 +595,13 @@ func TestRemoveActiveController(t *testing.T) {
 // completes once: a slurmd restart for a changed controller list keeps running jobs.
 func TestRemoveBackupController(t *testing.T) {
 	t.Parallel()
-	c := newHACluster(t)
+	removeBackupController(t, newHACluster(t), "slurmctld/1")
+}
+
+// removeBackupController is TestRemoveBackupController's scenario on c: backup, standing by
+// while slurmctld/0 (the leader) is in control, removed.
+func removeBackupController(t *testing.T, c *cluster, backup string) {
+	t.Helper()
 	addr0 := strings.TrimSpace(c.exec("slurmctld/0", "hostname", "-I"))
 	running := c.sbatch("slurmd", "-N2", "--exclusive", "--wrap", "sleep 120")
 	c.waitJobState(running, "RUNNING", 30*time.Second)
@@ -495,11 +612,11 @@ func TestRemoveBackupController(t *testing.T) {
 		slurmds[u] = strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmd"))
 	}
 
-	if err := c.m.RemoveUnit(c.bg(), "slurmctld/1"); err != nil {
+	if err := c.m.RemoveUnit(c.bg(), backup); err != nil {
 		t.Fatal(err)
 	}
-	c.eventually(2*time.Minute, "slurmctld/1 gone", func() (bool, string) {
-		st, msg := c.unitStatus("slurmctld/1")
+	c.eventually(2*time.Minute, backup+" gone", func() (bool, string) {
+		st, msg := c.unitStatus(backup)
 		return st == "", st + ": " + msg
 	})
 	want := addr0 + ":6817"
@@ -539,7 +656,13 @@ func TestRemoveBackupController(t *testing.T) {
 // units keep both controllers, primary first, without restarting, and the job completes once.
 func TestLeaderMoves(t *testing.T) {
 	t.Parallel()
-	c := newHACluster(t)
+	leaderMoves(t, newHACluster(t), "slurmctld/1")
+}
+
+// leaderMoves is TestLeaderMoves's scenario on c, the leadership moved to each unit of to in
+// turn while the job runs.
+func leaderMoves(t *testing.T, c *cluster, to ...string) {
+	t.Helper()
 	want := c.waitBothConfServers()
 	c.waitIdle()
 	running := c.sbatch("slurmd", "-N2", "--exclusive", "--wrap", "sleep 30")
@@ -553,20 +676,22 @@ func TestLeaderMoves(t *testing.T) {
 		slurmds[u] = strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmd"))
 	}
 
-	moved := time.Now()
-	c.logHooksOnFailure("the leadership move", moved)
-	if err := c.m.MoveLeader(c.bg(), "slurmctld/1"); err != nil {
-		t.Fatal(err)
-	}
-	c.eventually(time.Minute, "slurmctld/1 ran leader-elected", func() (bool, string) {
-		for _, r := range c.hookRuns("slurmctld/1", moved) {
-			if r.Hook == "leader-elected" {
-				return true, ""
-			}
+	for _, u := range to {
+		moved := time.Now()
+		c.logHooksOnFailure("the leadership move to "+u, moved)
+		if err := c.m.MoveLeader(c.bg(), u); err != nil {
+			t.Fatal(err)
 		}
-		return false, ""
-	})
-	c.waitIdle()
+		c.eventually(time.Minute, u+" ran leader-elected", func() (bool, string) {
+			for _, r := range c.hookRuns(u, moved) {
+				if r.Hook == "leader-elected" {
+					return true, ""
+				}
+			}
+			return false, ""
+		})
+		c.waitIdle()
+	}
 	for _, u := range []string{"slurmctld/0", "slurmctld/1"} {
 		if now := strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmctld")); now != pids[u] {
 			t.Errorf("%s: slurmctld pid %s, was %s", u, now, pids[u])
