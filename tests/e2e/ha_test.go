@@ -23,12 +23,14 @@ const sftpPort = 7022
 
 // addStorage starts a storage host ("storage-0") serving a directory of its own through
 // OpenSSH's sftp-server over plain TCP, and returns the filesystem-client stand-in's endpoint
-// for it. The server is stopped with the test.
+// for it. The server is stopped with the test, not before: the end of ServeSFTP's context
+// stops it, and a controller added minutes later must still mount the share (with c.bg()'s
+// 3 minutes, TestControllerHAMachines's slurmctld/2, added 6 minutes in, got no mount).
 func (c *cluster) addStorage() string {
 	c.t.Helper()
 	h := hoststest.AddHost(c.t, c.net, "storage-0")
 	c.storage = h
-	srv, err := h.ServeSFTP(c.bg(), shareDir, sftpPort)
+	srv, err := h.ServeSFTP(context.Background(), shareDir, sftpPort)
 	if err != nil {
 		c.t.Fatalf("storage-0: %v", err)
 	}
@@ -290,6 +292,21 @@ func (c *cluster) pebbleCtl(unit, verb, service string) {
 	c.exec(unit, "env", "PEBBLE="+hosts.PebbleDir, bin, verb, service)
 }
 
+// roleChanges are the last n lines of a slurmctld log that say how its role changed: a start,
+// standby, a takeover, control asked for or given back, a stop.
+func roleChanges(log string, n int) string {
+	var out []string
+	for _, line := range strings.Split(log, "\n") {
+		for _, s := range []string{"slurmctld version", "background mode", "taking over", "Running as primary", "REQUEST_CONTROL", "REQUEST_TAKEOVER", "REQUEST_SHUTDOWN", "Terminate signal", "Saving all slurm state", "relinquish"} {
+			if strings.Contains(line, s) {
+				out = append(out, line)
+				break
+			}
+		}
+	}
+	return strings.Join(out[max(0, len(out)-n):], "\n")
+}
+
 // onlyPrimaryInControl checks, over two heartbeat periods (SlurmctldTimeout 10 s: one every
 // 2.5 s), that the heartbeat names the primary (index 0) at every read and keeps being
 // written, and that scontrol ping finds both controllers up: a backup that kept control
@@ -381,6 +398,9 @@ func controllerComesBack(t *testing.T, c *cluster, ctl func(verb string)) {
 		return strings.Contains(m0, "active controller (primary of 2)") && strings.Contains(m1, "standing by (active: slurmctld/0)"), m0 + " | " + m1
 	})
 	t.Logf("primary started again → in control, the backup standing by: %s", time.Since(back).Round(100*time.Millisecond))
+	for _, u := range []string{"slurmctld/0", "slurmctld/1"} {
+		t.Logf("%s: its last changes of role:\n%s", u, roleChanges(c.exec(u, "cat", ctlLogPath), 8))
+	}
 	// No split brain: the backup gave control back (it runs in background mode again).
 	if n := strings.Count(c.exec("slurmctld/1", "cat", ctlLogPath), "slurmctld running in background mode"); n < 2 {
 		t.Errorf("slurmctld/1 went back to standby %d times, want it back after its takeover", n-1)
