@@ -23,8 +23,9 @@ import (
 //     restart with it alone while a 2-node job runs, which completes once
 //     (TestRemoveBackupController);
 //  6. a controller added again (slurmctld/2), then remove-unit of the controller in control:
-//     the backup takes control on its takeover request, every job saved before the removal
-//     runs once (TestRemoveActiveController).
+//     the backup takes control (after SlurmctldTimeout: the leaving unit's takeover request
+//     cannot authenticate, docs/ha.md), every job saved before the removal runs once
+//     (TestRemoveActiveController).
 func TestControllerHAMachines(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
@@ -61,6 +62,8 @@ func TestControllerHAMachines(t *testing.T) {
 	c.waitConfServers("slurmctld/0", "slurmctld/2")
 	phase("a controller added again")
 
-	removeActiveController(t, c, "slurmctld/2")
+	// No takeover request reaches the backup: under auth/slurm the leaving unit's scontrol
+	// has no sack socket once its slurmctld stopped (docs/ha.md, "Not done yet").
+	removeActiveController(t, c, "slurmctld/2", false)
 	phase("remove-unit of the controller in control")
 }
