@@ -23,14 +23,22 @@ import (
 func newHAMachines(t *testing.T) *cluster {
 	t.Helper()
 	c := newHAClusterOn(t, forky.base)
-	c.checkRelease(forky, "slurmctld/0", "slurmctld/1", "slurmd/0")
-	for _, u := range []string{"slurmctld/0", "slurmctld/1"} {
+	c.checkHAMachines("slurmctld/0", "slurmctld/1")
+	return c
+}
+
+// checkHAMachines fails the test unless the controllers ctls and slurmd/0 run Slurm 26.05
+// with auth/slurm, and slurmctld runs under systemd on each controller with its
+// StateSaveLocation on the stand-in's sshfs mount.
+func (c *cluster) checkHAMachines(ctls ...string) {
+	c.t.Helper()
+	c.checkRelease(forky, append(slices.Clone(ctls), "slurmd/0")...)
+	for _, u := range ctls {
 		c.checkSystemd(u, "slurmctld")
 		if got := strings.TrimSpace(c.exec(u, "findmnt", "-n", "-o", "FSTYPE", "/mnt/slurmctld-statefs")); got != "fuse.sshfs" {
-			t.Fatalf("%s: /mnt/slurmctld-statefs is %q, want the stand-in's sshfs mount", u, got)
+			c.t.Fatalf("%s: /mnt/slurmctld-statefs is %q, want the stand-in's sshfs mount", u, got)
 		}
 	}
-	return c
 }
 
 // powerCut cuts the power of unit's machine (hosts.Machine.PowerCut).
