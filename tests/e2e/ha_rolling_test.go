@@ -27,12 +27,7 @@ func TestAddControllerRolling(t *testing.T) {
 	c.waitBothConfServers()
 	c.waitIdleNodes(2)
 
-	running := c.sbatch("slurmd", "-N2", "--exclusive", "--wrap", "sleep 60")
-	c.waitJobState(running, "RUNNING", 30*time.Second)
-	var queued []string
-	for i := 0; i < 3; i++ {
-		queued = append(queued, c.sbatch("slurmd", "-N1", "--wrap", "sleep 1"))
-	}
+	running, queued := c.runAndQueue(60*time.Second, 3)
 	c.waitStateSaved(time.Now())
 	started := map[string]uint64{}
 	for _, u := range []string{"slurmctld/0", "slurmctld/1"} {

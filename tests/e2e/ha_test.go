@@ -58,6 +58,19 @@ func (c *cluster) waitStateSaved(t time.Time) {
 
 var confServerRE = regexp.MustCompile(`--conf-server (\S+)`)
 
+// runAndQueue submits a 2-node exclusive job that sleeps for d and waits until it runs, then
+// queues n one-node jobs behind it: the HA scenarios' jobs that must run once across a change
+// of controller.
+func (c *cluster) runAndQueue(d time.Duration, n int) (running string, queued []string) {
+	c.t.Helper()
+	running = c.sbatch("slurmd", "-N2", "--exclusive", "--wrap", fmt.Sprintf("sleep %d", int(d.Seconds())))
+	c.waitJobState(running, "RUNNING", 30*time.Second)
+	for range n {
+		queued = append(queued, c.sbatch("slurmd", "-N1", "--wrap", "sleep 1"))
+	}
+	return running, queued
+}
+
 // confServers is the --conf-server argument of the slurmd running on unit's host.
 func (c *cluster) confServers(unit string) string {
 	c.t.Helper()
@@ -166,12 +179,7 @@ func controllerFailover(t *testing.T, c *cluster, kill func()) {
 		t.Fatalf("scontrol ping: %s", ping)
 	}
 
-	running := c.sbatch("slurmd", "-N2", "--exclusive", "--wrap", "sleep 40")
-	c.waitJobState(running, "RUNNING", 30*time.Second)
-	var queued []string
-	for i := 0; i < 3; i++ {
-		queued = append(queued, c.sbatch("slurmd", "-N1", "--wrap", "sleep 1"))
-	}
+	running, queued := c.runAndQueue(40*time.Second, 3)
 	if s := c.jobState(queued[0]); s != "PENDING" {
 		t.Fatalf("queued job %s is %s, want PENDING", queued[0], s)
 	}
@@ -383,12 +391,7 @@ func (c *cluster) heartbeat() (at, index int64, ok bool) {
 func controllerComesBack(t *testing.T, c *cluster, ctl func(verb string)) {
 	t.Helper()
 	c.waitIdleNodes(2)
-	running := c.sbatch("slurmd", "-N2", "--exclusive", "--wrap", "sleep 30")
-	c.waitJobState(running, "RUNNING", 30*time.Second)
-	var queued []string
-	for i := 0; i < 2; i++ {
-		queued = append(queued, c.sbatch("slurmd", "-N1", "--wrap", "sleep 1"))
-	}
+	running, queued := c.runAndQueue(30*time.Second, 2)
 	c.waitStateSaved(time.Now())
 
 	ctl("stop")
@@ -561,12 +564,7 @@ func TestRemoveActiveController(t *testing.T) {
 func removeActiveController(t *testing.T, c *cluster, backup string, takeover bool) {
 	t.Helper()
 	addr1 := strings.TrimSpace(c.exec(backup, "hostname", "-I"))
-	running := c.sbatch("slurmd", "-N2", "--exclusive", "--wrap", "sleep 60")
-	c.waitJobState(running, "RUNNING", 30*time.Second)
-	var queued []string
-	for i := 0; i < 2; i++ {
-		queued = append(queued, c.sbatch("slurmd", "-N1", "--wrap", "sleep 1"))
-	}
+	running, queued := c.runAndQueue(60*time.Second, 2)
 	pids := map[string]string{}
 	for _, u := range []string{"slurmd/0", "slurmd/1"} {
 		pids[u] = strings.TrimSpace(c.exec(u, "pgrep", "-o", "-x", "slurmd"))
