@@ -46,21 +46,10 @@ func (h *hook) storage(ctx context.Context) (storage, error) {
 	return storage{Related: true, Mounted: m == mountinfo.IsMounted}, nil
 }
 
-// peerRelation is the peer relation's id ("" while Juju has not created it), listed once
-// per hook.
+// peerRelation is the peer relation's id ("" while Juju has not created it); relation-ids
+// runs once per hook (juju.Relations remembers it).
 func (h *hook) peerRelation(ctx context.Context) (juju.RelationID, error) {
-	if h.peerRead {
-		return h.peerRel, nil
-	}
-	ids, err := h.hc.Relations.IDs(ctx, peerEndpoint)
-	if err != nil {
-		return "", err
-	}
-	if len(ids) > 0 {
-		h.peerRel = ids[0]
-	}
-	h.peerRead = true
-	return h.peerRel, nil
+	return h.hc.Relations.First(ctx, peerEndpoint)
 }
 
 // self is this unit as a controller.

@@ -44,9 +44,6 @@ type hook struct {
 	// turn is the restart turn the leader planned in this hook (rolling.plan), or the one a
 	// backup read; nil for none.
 	turn *restartTurn
-	// peerRel is the peer relation, once listed (peerRead).
-	peerRel  juju.RelationID
-	peerRead bool
 }
 
 // lifecycle runs the charm's hooks: the state is loaded before the handler and saved once

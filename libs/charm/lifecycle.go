@@ -49,8 +49,6 @@ type Hook[S any] struct {
 
 	path  string
 	saved []byte // the encoded state as last loaded or saved
-	// relations are Relation's answers from relation-ids, per endpoint.
-	relations map[string]juju.RelationID
 }
 
 // Handler returns a juju.Handler that runs fn in this lifecycle.

@@ -26,12 +26,13 @@ type HookContext struct {
 	Log        Logger
 }
 
-// NewHookContext bundles ev with clients that run hook tools through r.
+// NewHookContext bundles ev with clients that run hook tools through r. Build one per hook:
+// its Relations remembers what relation-ids listed for the hook.
 func NewHookContext(ev Event, r Runner) *HookContext {
 	return &HookContext{
 		Event:      ev,
 		Runner:     r,
-		Relations:  Relations{Runner: r},
+		Relations:  Relations{Runner: r, ids: &idMemo{}},
 		Config:     Config{Runner: r},
 		Actions:    Actions{Runner: r},
 		Status:     Status{Runner: r},

@@ -4,18 +4,46 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sync"
 )
 
 // Relations runs the relation tools: relation-ids, relation-list,
 // relation-get and relation-set.
-type Relations struct{ Runner Runner }
+type Relations struct {
+	Runner Runner
+	// ids, when set (NewHookContext sets it), memoises IDs per endpoint for the hook process:
+	// the relations Juju lists are those of the hook's context, fixed when the hook starts, so
+	// asking twice costs a hook-tool call and learns nothing.
+	ids *idMemo
+}
+
+// idMemo is IDs' answer per endpoint, for one hook.
+type idMemo struct {
+	mu  sync.Mutex
+	ids map[string][]RelationID
+}
 
 // IDs lists the relations on endpoint:
-// relation-ids <endpoint> --format=json.
+// relation-ids <endpoint> --format=json, run once per endpoint and hook (see Relations.ids).
+// The caller owns the slice returned.
 func (c Relations) IDs(ctx context.Context, endpoint string) ([]RelationID, error) {
+	if c.ids != nil {
+		c.ids.mu.Lock()
+		defer c.ids.mu.Unlock()
+		if ids, ok := c.ids.ids[endpoint]; ok {
+			return slices.Clone(ids), nil
+		}
+	}
 	var ids []RelationID
 	if err := runJSON(ctx, c.Runner, &ids, "relation-ids", endpoint, "--format=json"); err != nil {
 		return nil, err
+	}
+	if c.ids != nil {
+		if c.ids.ids == nil {
+			c.ids.ids = map[string][]RelationID{}
+		}
+		c.ids.ids[endpoint] = slices.Clone(ids)
 	}
 	return ids, nil
 }

@@ -1,0 +1,74 @@
+package juju_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/charmed-slurm/operators/libs/juju"
+)
+
+// Relations.IDs runs relation-ids once per endpoint and hook: a second ask answers what the
+// first listed (a copy the caller may change), another endpoint is asked, and a new hook's
+// context asks Juju again.
+func TestRelationIDsOncePerHook(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := &recorder{res: juju.Result{Stdout: []byte(`["slurmd:3","slurmd:7"]`)}}
+	hc := juju.NewHookContext(juju.Event{}, r)
+	want := []juju.RelationID{"slurmd:3", "slurmd:7"}
+	for i := range 2 {
+		ids, err := hc.Relations.IDs(ctx, "slurmd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, ids); d != "" {
+			t.Errorf("ask %d (-want +got):\n%s", i, d)
+		}
+		ids[0] = "mangled"
+	}
+	if _, err := hc.Relations.First(ctx, "slurmd"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hc.Relations.IDs(ctx, "slurmctld-peer"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := juju.NewHookContext(juju.Event{}, r).Relations.IDs(ctx, "slurmd"); err != nil {
+		t.Fatal(err)
+	}
+	var got [][]string
+	for _, c := range r.calls {
+		got = append(got, c.Args)
+	}
+	wantArgs := [][]string{
+		{"relation-ids", "slurmd", "--format=json"},
+		{"relation-ids", "slurmctld-peer", "--format=json"},
+		{"relation-ids", "slurmd", "--format=json"}, // the next hook
+	}
+	if d := cmp.Diff(wantArgs, got); d != "" {
+		t.Errorf("hook tools (-want +got):\n%s", d)
+	}
+}
+
+// A failed relation-ids is not remembered: the next ask runs it again.
+func TestRelationIDsErrorNotKept(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := &recorder{res: juju.Result{ExitCode: 1, Stderr: []byte("ERROR boom\n")}}
+	hc := juju.NewHookContext(juju.Event{}, r)
+	if _, err := hc.Relations.IDs(ctx, "slurmd"); err == nil {
+		t.Fatal("relation-ids failed, IDs did not")
+	}
+	r.res = juju.Result{Stdout: []byte(`["slurmd:3"]`)}
+	ids, err := hc.Relations.IDs(ctx, "slurmd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]juju.RelationID{"slurmd:3"}, ids); d != "" {
+		t.Errorf("after a failure (-want +got):\n%s", d)
+	}
+	if len(r.calls) != 2 {
+		t.Errorf("relation-ids ran %d times, want 2", len(r.calls))
+	}
+}
