@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -302,13 +301,8 @@ func decodeRebootPlan(raw string) (*rebootPlan, error) {
 		return nil, fmt.Errorf("invalid %q in peer data: over %d bytes", peerKeyReboots, maxRebootPlanSize)
 	}
 	var plan rebootPlan
-	dec := json.NewDecoder(bytes.NewReader([]byte(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&plan); err != nil {
-		return nil, fmt.Errorf("invalid %q in peer data: %w", peerKeyReboots, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("invalid %q in peer data: trailing data", peerKeyReboots)
+	if err := decodePeerJSON(peerKeyReboots, raw, &plan); err != nil {
+		return nil, err
 	}
 	if err := plan.check(); err != nil {
 		return nil, fmt.Errorf("invalid %q in peer data: %w", peerKeyReboots, err)

@@ -76,13 +76,8 @@ func decodeTurn(raw string) (*restartTurn, error) {
 		return nil, nil
 	}
 	var t restartTurn
-	dec := json.NewDecoder(strings.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&t); err != nil {
-		return nil, fmt.Errorf("invalid %q in peer data: %w", peerKeyTurn, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("invalid %q in peer data: trailing data", peerKeyTurn)
+	if err := decodePeerJSON(peerKeyTurn, raw, &t); err != nil {
+		return nil, err
 	}
 	if err := t.check(); err != nil {
 		return nil, fmt.Errorf("invalid %q in peer data: %w", peerKeyTurn, err)
