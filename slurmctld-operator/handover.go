@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/poll"
 )
 
 // handOverWait bounds the leaving hook's wait for its slurmctld to end after the takeover
@@ -125,19 +126,12 @@ func (d departure) successor() int {
 // reports whether it ended.
 func (d departure) waitEnded(ctx context.Context) bool {
 	c := d.h.c
-	deadline := time.NewTimer(cmp.Or(c.ControlWait, handOverWait))
-	defer deadline.Stop()
-	every := min(c.poll(), handOverPoll)
-	for c.running(ctx) {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-deadline.C:
-			return !c.running(ctx)
-		case <-time.After(every):
-		}
-	}
-	return true
+	wctx, cancel := context.WithTimeout(ctx, cmp.Or(c.ControlWait, handOverWait))
+	defer cancel()
+	err := poll.Until(wctx, min(c.poll(), handOverPoll), func(ctx context.Context) (bool, error) {
+		return !c.running(ctx), nil
+	})
+	return err == nil || !c.running(ctx)
 }
 
 // stop stops slurmctld through its supervisor (a stopped one stays stopped, a restart the

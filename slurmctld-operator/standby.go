@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/poll"
 	"github.com/charmed-slurm/operators/libs/service"
 )
 
@@ -160,16 +161,13 @@ func (s standby) hold(ctx context.Context) error {
 // and returns the controller it names last.
 func (s standby) waitInControl(ctx context.Context) (controller, bool) {
 	h := s.h
-	deadline := time.Now().Add(cmp.Or(h.c.ControlWait, takeoverWait))
-	for {
-		act, ok := h.activeController()
-		if ok && act.Unit == h.hc.Event.Unit || time.Now().After(deadline) {
-			return act, ok
-		}
-		select {
-		case <-ctx.Done():
-			return act, ok
-		case <-time.After(min(h.c.poll(), 250*time.Millisecond)):
-		}
-	}
+	wctx, cancel := context.WithTimeout(ctx, cmp.Or(h.c.ControlWait, takeoverWait))
+	defer cancel()
+	var act controller
+	var ok bool
+	_ = poll.Until(wctx, min(h.c.poll(), 250*time.Millisecond), func(context.Context) (bool, error) {
+		act, ok = h.activeController()
+		return ok && act.Unit == h.hc.Event.Unit, nil
+	})
+	return act, ok
 }
