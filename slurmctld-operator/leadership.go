@@ -171,11 +171,8 @@ func departedUnit(n slurm.Node) (string, bool) {
 		return "", false
 	}
 	unit := app + "/" + n.Name[len(app)+1:]
-	return unit, n.Reason == removalReason(unit)
+	return unit, n.Reason == slurmd.RemovalReason(unit)
 }
-
-// removalReason is the drain reason of a departed unit's node.
-func removalReason(unit string) string { return "unit " + unit + " removed" }
 
 // adoptAccounting reads the slurmdbd relation into Accounting (unless this unit has a record
 // of it already, leading before an upgrade), and AccountingRunning from the live slurm.conf

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/hostlist"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/slurm"
@@ -65,7 +66,7 @@ func (nr nodeRemovals) pass(ctx context.Context) {
 		steps++
 		r := &p.Removal
 		if r.Node == "" {
-			*r = slurm.Removal{Node: node, Reason: "unit " + p.Unit + " removed"}
+			*r = slurm.Removal{Node: node, Reason: slurmd.RemovalReason(p.Unit)}
 		}
 		before := *r
 		drained, stuck := r.Drained, r.Stuck

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
@@ -77,7 +78,7 @@ func (m removal) depart(ctx context.Context) error {
 		}
 		return m.departed(ctx, nil)
 	}
-	r := slurm.Removal{Node: h.node, Reason: "unit " + h.hc.Event.Unit + " removed"}
+	r := slurm.Removal{Node: h.node, Reason: slurmd.RemovalReason(h.hc.Event.Unit)}
 	err = m.remove(ctx, cl, &r, func(n int) {
 		if n > 0 {
 			_ = h.progress(ctx, fmt.Sprintf("draining %s: waiting for %d jobs", h.node, n))

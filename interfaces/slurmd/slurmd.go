@@ -505,6 +505,11 @@ func NodeName(unit string) string {
 	return strings.ReplaceAll(unit, "/", "-")
 }
 
+// RemovalReason is the drain reason of a departing unit's node, set by whichever charm drains
+// it first (the slurmd unit as it leaves, or the controller's leader): a new leader finds
+// the nodes of departed units by it.
+func RemovalReason(unit string) string { return "unit " + unit + " removed" }
+
 // NodeApp is the application whose unit a node named by NodeName belongs to:
 // slurmd-gpu-12 → slurmd-gpu. ok is false for a name NodeName cannot have made (no "-N" suffix),
 // such as a node an administrator added by hand: such nodes belong to no application.
