@@ -27,12 +27,12 @@ type HookContext struct {
 }
 
 // NewHookContext bundles ev with clients that run hook tools through r. Build one per hook:
-// its Relations remembers what relation-ids listed for the hook.
+// its Relations remembers what the relation tools listed and read for the hook.
 func NewHookContext(ev Event, r Runner) *HookContext {
 	return &HookContext{
 		Event:      ev,
 		Runner:     r,
-		Relations:  Relations{Runner: r, ids: &idMemo{}},
+		Relations:  Relations{Runner: r, memo: &readMemo{}},
 		Config:     Config{Runner: r},
 		Actions:    Actions{Runner: r},
 		Status:     Status{Runner: r},

@@ -72,3 +72,43 @@ func TestRelationIDsErrorNotKept(t *testing.T) {
 		t.Errorf("relation-ids ran %d times, want 2", len(r.calls))
 	}
 }
+
+// relation-list and relation-get run once per command line and hook too, each caller getting
+// a value of its own; a relation-set forgets the bags read (the local unit's and
+// application's own show the hook's writes) but not the lists.
+func TestRelationReadsOncePerHookUntilASet(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := &recorder{res: juju.Result{Stdout: []byte(`{"hostname":"juju-1"}`)}}
+	hc := juju.NewHookContext(juju.Event{}, r)
+	for range 2 {
+		bag, err := hc.Relations.UnitData(ctx, "slurmctld-peers:1", "slurmctld/1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(map[string]string{"hostname": "juju-1"}, bag); d != "" {
+			t.Errorf("bag (-want +got):\n%s", d)
+		}
+		bag["hostname"] = "mangled"
+	}
+	if err := hc.Relations.SetUnitData(ctx, "slurmctld-peers:1", map[string]string{"runs-with": "juju-0"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hc.Relations.UnitData(ctx, "slurmctld-peers:1", "slurmctld/1"); err != nil {
+		t.Fatal(err)
+	}
+	r.res = juju.Result{Stdout: []byte(`["slurmctld/1"]`)}
+	for range 2 {
+		if _, err := hc.Relations.Units(ctx, "slurmctld-peers:1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, c := range r.calls {
+		got = append(got, c.Args[0])
+	}
+	want := []string{"relation-get", "relation-set", "relation-get", "relation-list"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("hook tools (-want +got):\n%s", d)
+	}
+}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
+	"strings"
 	"sync"
 )
 
@@ -12,47 +12,77 @@ import (
 // relation-get and relation-set.
 type Relations struct {
 	Runner Runner
-	// ids, when set (NewHookContext sets it), memoises IDs per endpoint for the hook process:
-	// the relations Juju lists are those of the hook's context, fixed when the hook starts, so
-	// asking twice costs a hook-tool call and learns nothing.
-	ids *idMemo
+	// memo, when set (NewHookContext sets it), remembers what the read tools answered in
+	// this hook process: the relations and units Juju lists and the remote bags it gives
+	// are those of the hook's context, fixed when the hook starts, so asking twice costs a
+	// hook-tool call and learns nothing. A relation-set forgets every bag read (the local
+	// unit's and application's own bags show the hook's writes).
+	memo *readMemo
 }
 
-// idMemo is IDs' answer per endpoint, for one hook.
-type idMemo struct {
+// readMemo is the read tools' output by command line, for one hook.
+type readMemo struct {
 	mu  sync.Mutex
-	ids map[string][]RelationID
+	out map[string][]byte
+}
+
+// read runs a read tool (relation-ids, relation-list, relation-get) once per command line
+// and hook, and decodes its JSON output into v (a fresh value at every call: the caller owns
+// it). A failed call is not remembered.
+func (c Relations) read(ctx context.Context, v any, args ...string) error {
+	if c.memo == nil {
+		return runJSON(ctx, c.Runner, v, args...)
+	}
+	key := strings.Join(args, "\x00")
+	c.memo.mu.Lock()
+	defer c.memo.mu.Unlock()
+	out, ok := c.memo.out[key]
+	if !ok {
+		var err error
+		if out, err = run(ctx, c.Runner, nil, args...); err != nil {
+			return err
+		}
+		if c.memo.out == nil {
+			c.memo.out = map[string][]byte{}
+		}
+		c.memo.out[key] = out
+	}
+	if err := decodeJSON(out, v); err != nil {
+		return fmt.Errorf("cannot decode output of %s: %w", args[0], err)
+	}
+	return nil
+}
+
+// forgetBags drops every bag read in this hook (after a relation-set).
+func (c Relations) forgetBags() {
+	if c.memo == nil {
+		return
+	}
+	c.memo.mu.Lock()
+	defer c.memo.mu.Unlock()
+	for k := range c.memo.out {
+		if strings.HasPrefix(k, "relation-get\x00") {
+			delete(c.memo.out, k)
+		}
+	}
 }
 
 // IDs lists the relations on endpoint:
-// relation-ids <endpoint> --format=json, run once per endpoint and hook (see Relations.ids).
+// relation-ids <endpoint> --format=json, run once per endpoint and hook (see Relations.memo).
 // The caller owns the slice returned.
 func (c Relations) IDs(ctx context.Context, endpoint string) ([]RelationID, error) {
-	if c.ids != nil {
-		c.ids.mu.Lock()
-		defer c.ids.mu.Unlock()
-		if ids, ok := c.ids.ids[endpoint]; ok {
-			return slices.Clone(ids), nil
-		}
-	}
 	var ids []RelationID
-	if err := runJSON(ctx, c.Runner, &ids, "relation-ids", endpoint, "--format=json"); err != nil {
+	if err := c.read(ctx, &ids, "relation-ids", endpoint, "--format=json"); err != nil {
 		return nil, err
-	}
-	if c.ids != nil {
-		if c.ids.ids == nil {
-			c.ids.ids = map[string][]RelationID{}
-		}
-		c.ids.ids[endpoint] = slices.Clone(ids)
 	}
 	return ids, nil
 }
 
 // Units lists the remote units in the relation:
-// relation-list -r <id> --format=json.
+// relation-list -r <id> --format=json, once per relation and hook.
 func (c Relations) Units(ctx context.Context, id RelationID) ([]string, error) {
 	var units []string
-	if err := runJSON(ctx, c.Runner, &units, "relation-list", "-r", string(id), "--format=json"); err != nil {
+	if err := c.read(ctx, &units, "relation-list", "-r", string(id), "--format=json"); err != nil {
 		return nil, err
 	}
 	if units == nil {
@@ -65,14 +95,14 @@ func (c Relations) Units(ctx context.Context, id RelationID) ([]string, error) {
 // relation-list -r <id> --app --format=json.
 func (c Relations) RemoteApp(ctx context.Context, id RelationID) (string, error) {
 	var app string
-	if err := runJSON(ctx, c.Runner, &app, "relation-list", "-r", string(id), "--app", "--format=json"); err != nil {
+	if err := c.read(ctx, &app, "relation-list", "-r", string(id), "--app", "--format=json"); err != nil {
 		return "", err
 	}
 	return app, nil
 }
 
 // UnitData reads a unit's databag (a remote unit, or the local unit's own):
-// relation-get --format=json -r <id> - <unit>.
+// relation-get --format=json -r <id> - <unit>, once per hook until a relation-set.
 func (c Relations) UnitData(ctx context.Context, id RelationID, unit string) (map[string]string, error) {
 	return c.get(ctx, "relation-get", "--format=json", "-r", string(id), "-", unit)
 }
@@ -86,7 +116,7 @@ func (c Relations) AppData(ctx context.Context, id RelationID, app string) (map[
 
 func (c Relations) get(ctx context.Context, args ...string) (map[string]string, error) {
 	var data map[string]string
-	if err := runJSON(ctx, c.Runner, &data, args...); err != nil {
+	if err := c.read(ctx, &data, args...); err != nil {
 		return nil, err
 	}
 	if data == nil {
@@ -119,6 +149,7 @@ func (c Relations) set(ctx context.Context, data map[string]string, args ...stri
 		return fmt.Errorf("cannot encode relation settings: %w", err)
 	}
 	_, err = run(ctx, c.Runner, append(in, '\n'), args...)
+	c.forgetBags()
 	return err
 }
 
