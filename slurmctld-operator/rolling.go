@@ -156,6 +156,13 @@ func nextTurn(prev *restartTurn, v turnView) (next *restartTurn, ranOut string) 
 		t.Unit, t.Since, t.HandTo = "", time.Time{}, 0
 	}
 	active := v.Active
+	first := func(ok func(controller) bool) *controller {
+		i := slices.IndexFunc(todo, func(c controller) bool { return !slices.Contains(t.Skipped, c.Unit) && ok(c) })
+		if i < 0 {
+			return nil
+		}
+		return &todo[i]
+	}
 	var pick *controller
 	if active == "" {
 		// No fresh heartbeat: the controller in control runs alone (Slurm writes none for a
@@ -163,26 +170,14 @@ func nextTurn(prev *restartTurn, v turnView) (next *restartTurn, ranOut string) 
 		// taken for it, and goes first: the backups cannot stand by before it writes a
 		// heartbeat (26.05's run_backup answers no RPC until the file exists), and none
 		// could take control from it anyway.
-		for i, c := range todo {
-			if v.Runs[c.Unit] != "" && !slices.Contains(t.Skipped, c.Unit) {
-				pick = &todo[i]
-				break
-			}
-		}
+		pick = first(func(c controller) bool { return v.Runs[c.Unit] != "" })
 	}
-	for i, c := range todo {
-		if pick != nil {
-			break
-		}
-		if slices.Contains(t.Skipped, c.Unit) || c.Unit == active {
-			continue
-		}
-		pick = &todo[i]
-		break
+	if pick == nil {
+		// The controllers standing by, in SlurmctldHost order; the one in control last.
+		pick = first(func(c controller) bool { return c.Unit != active })
 	}
-	if pick == nil && isTodo(active) && !slices.Contains(t.Skipped, active) {
-		i := slices.IndexFunc(todo, func(c controller) bool { return c.Unit == active })
-		pick = &todo[i]
+	if pick == nil {
+		pick = first(func(c controller) bool { return c.Unit == active })
 	}
 	if pick == nil {
 		return t, ranOut
