@@ -40,8 +40,9 @@ type hook struct {
 // is not recorded either.
 func (c *Charm) lifecycle() charm.Lifecycle[State] {
 	return charm.Lifecycle[State]{
-		StateFile: c.StateFile,
-		StateName: StateName,
+		StateFile:      c.StateFile,
+		StateName:      StateName,
+		RelationRecord: c.RelationRecord,
 		Failed: func(saved, cur State) State {
 			saved.Applied, saved.Restore, saved.DefaultPending = cur.Applied, cur.Restore, cur.DefaultPending
 			saved.Departed, saved.Facts, saved.Config = cur.Departed, cur.Facts, cur.Config

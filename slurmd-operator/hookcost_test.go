@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/juju/jujutest"
@@ -79,5 +81,50 @@ func TestHookToolsKept(t *testing.T) {
 	}
 	if st := e.savedState(); st.Controller != nil {
 		t.Errorf("controller data kept after relation-broken: %+v", st.Controller)
+	}
+}
+
+// TestRelationRecordSameHooks: with the relation record (as in production), a unit runs the
+// hooks of joining, leading, reconfiguring and leaving the controller in Juju's order exactly
+// as without it, the same model after every hook, and lists the slurmctld endpoint once.
+func TestRelationRecordSameHooks(t *testing.T) {
+	plain, kept := newEnv(t), newEnv(t)
+	kept.charm.RelationRecord = filepath.Join(t.TempDir(), RelationRecordName)
+	steps := []juju.Event{
+		jujutest.Hook(juju.Install),
+		jujutest.Hook(juju.LeaderElected),
+		jujutest.Hook(juju.ConfigChanged),
+		jujutest.Hook(juju.Start),
+		jujutest.RelationHook(juju.RelationCreated, relID, ""),
+		jujutest.RelationHook(juju.RelationJoined, relID, "slurmctld/0"),
+		jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0"),
+		jujutest.Hook(juju.LeaderElected),
+		jujutest.Hook(juju.ConfigChanged),
+		jujutest.Hook(juju.Start),
+		jujutest.Hook(juju.UpdateStatus),
+		jujutest.RelationHook(juju.RelationDeparted, relID, "slurmctld/0"),
+		jujutest.RelationHook(juju.RelationBroken, relID, ""),
+		jujutest.Hook(juju.ConfigChanged),
+		jujutest.Hook(juju.UpdateStatus),
+	}
+	listed := map[*env]int{}
+	for _, ev := range steps {
+		if ev.Kind == juju.RelationCreated {
+			plain.related()
+			kept.related()
+		}
+		for _, e := range []*env{plain, kept} {
+			for _, tool := range e.runTools(ev) {
+				if tool == "relation-ids" {
+					listed[e]++
+				}
+			}
+		}
+		if d := cmp.Diff(plain.state, kept.state); d != "" {
+			t.Fatalf("after %s: the record changed the model (-without +with):\n%s", ev.Name, d)
+		}
+	}
+	if listed[kept] != 1 || listed[plain] <= 1 {
+		t.Errorf("relation-ids ran %d times with the record, %d without; want once with it", listed[kept], listed[plain])
 	}
 }
