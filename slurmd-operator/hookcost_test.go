@@ -128,3 +128,49 @@ func TestRelationRecordSameHooks(t *testing.T) {
 		t.Errorf("relation-ids ran %d times with the record, %d without; want once with it", listed[kept], listed[plain])
 	}
 }
+
+// TestFactsKeptBeforeJoin: the hooks before a join (leader-elected, config-changed, start)
+// read `slurmd -C` once: the first read that succeeds is kept in the state's facts (a hit
+// after it); a failed read keeps nothing (the next hook reads again); upgrade-charm reads
+// again (a new package, new hardware).
+func TestFactsKeptBeforeJoin(t *testing.T) {
+	e := newEnv(t)
+	reads := func() int {
+		n := 0
+		for _, c := range e.slurm.callLog() {
+			if c == "slurmd -C" {
+				n++
+			}
+		}
+		return n
+	}
+	if err := e.run(jujutest.Hook(juju.Install)); err != nil {
+		t.Fatal(err)
+	}
+	e.slurm.mu.Lock()
+	e.slurm.machine = "not what slurmd -C prints\n"
+	e.slurm.mu.Unlock()
+	if err := e.run(jujutest.Hook(juju.LeaderElected)); err != nil {
+		t.Fatal(err)
+	}
+	if f := e.savedState().Facts; f.hasMachine() || reads() != 1 {
+		t.Fatalf("after a failed read: facts %+v, %d reads; want none kept, 1 read", f, reads())
+	}
+	e.slurm.mu.Lock()
+	e.slurm.machine = ""
+	e.slurm.mu.Unlock()
+	for i, kind := range []juju.Kind{juju.ConfigChanged, juju.Start, juju.UpdateStatus, juju.ConfigChanged} {
+		if err := e.run(jujutest.Hook(kind)); err != nil {
+			t.Fatal(err)
+		}
+		if f := e.savedState().Facts; !f.hasMachine() || f.Version != "22.05.8" || reads() != 2 {
+			t.Fatalf("hook %d (%s): facts %+v, %d reads; want slurmd -C's kept, 2 reads", i, kind, f, reads())
+		}
+	}
+	if err := e.run(jujutest.Hook(juju.UpgradeCharm)); err != nil {
+		t.Fatal(err)
+	}
+	if f := e.savedState().Facts; !f.hasMachine() || reads() != 3 {
+		t.Errorf("upgrade-charm: facts %+v, %d reads; want read again", f, reads())
+	}
+}
