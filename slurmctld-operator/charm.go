@@ -36,6 +36,9 @@ const svcSlurmctld = "slurmctld"
 // (also when several units share a file system) and kept by Juju across hooks and upgrades.
 const StateName = ".slurmctld-operator-state.json"
 
+// RelationRecordName is the relation record's file in the unit's charm directory.
+const RelationRecordName = ".slurmctld-operator-relations.json"
+
 // Charm holds the dependencies of every handler. Tests fill it with fakes.
 type Charm struct {
 	// Settings are the kit's shared tunables: Root (the file system root for every file
@@ -46,6 +49,10 @@ type Charm struct {
 	// StateFile is the charm state's path in tests; empty (production) means StateName in
 	// the unit's charm directory (JUJU_CHARM_DIR).
 	StateFile string
+	// RelationRecord names the file where the hooks keep the relations relation-ids listed,
+	// from one hook to the next (charm.Lifecycle's RelationRecord): RelationRecordName in
+	// production; empty: every hook lists the endpoints it reads.
+	RelationRecord string
 	// Slurm runs Slurm's commands (scontrol, squeue, scancel) and apt-get.
 	Slurm command.Runner
 	// Services runs munged and slurmctld.

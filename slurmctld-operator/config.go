@@ -57,7 +57,12 @@ func managedKey(key string) (string, bool) {
 	return "", false
 }
 
-var clusterNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,39}$`)
+// clusterNameRE is a cluster name's form; its length, at most maxClusterName, is checked
+// apart (a counted repetition {0,39} compiles into 39 copies of its class at every hook's
+// start).
+var clusterNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+
+const maxClusterName = 40
 
 var partitionNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
@@ -79,7 +84,7 @@ func readConfig(ctx context.Context, hc *juju.HookContext, kept **config, versio
 // Validate checks every option, the keys of slurm-conf-parameters against keys, and returns
 // the parsed slurm-conf-parameters.
 func (cfg config) validate(keys *slurmconf.Keys) (slurmconf.Params, error) {
-	if !clusterNameRE.MatchString(cfg.ClusterName) {
+	if len(cfg.ClusterName) > maxClusterName || !clusterNameRE.MatchString(cfg.ClusterName) {
 		return nil, &configError{"cluster-name", fmt.Sprintf("%q is not a valid cluster name (lower case letters, digits, '-' and '_', at most 40 characters, starting with a letter)", cfg.ClusterName)}
 	}
 	if cfg.DefaultPartition != "" && !partitionNameRE.MatchString(cfg.DefaultPartition) {

@@ -53,8 +53,9 @@ type hook struct {
 // (slurmctld started, a key installed, a partition removed) are not undone.
 func (c *Charm) lifecycle() charm.Lifecycle[charmState] {
 	return charm.Lifecycle[charmState]{
-		StateFile: c.StateFile,
-		StateName: StateName,
+		StateFile:      c.StateFile,
+		StateName:      StateName,
+		RelationRecord: c.RelationRecord,
 		Failed: func(saved, cur charmState) charmState {
 			cur.Published, cur.StatusCache, cur.COS = saved.Published, saved.StatusCache, saved.COS
 			return cur

@@ -36,6 +36,7 @@ func main() {
 			Rand:         rand.Reader,
 			DeleteWait:   time.Minute,
 		}
+		c.RelationRecord = RelationRecordName
 		if ev.CharmDir != "" {
 			c.Waiter = &procWaiter{Dir: ev.CharmDir, Exe: filepath.Join(ev.CharmDir, "dispatch"), Env: waiterEnv(os.Environ()), LookPath: exec.LookPath}
 		}

@@ -67,10 +67,15 @@ type controller struct {
 // SlurmctldHost is the controller's SlurmctldHost value, host(addr).
 func (c controller) SlurmctldHost() string { return c.Host + "(" + c.Addr + ")" }
 
+// hostRE is a lower-case DNS label's form; its length, at most maxHostLabel, is checked
+// apart (a counted repetition {0,61} compiles into 61 copies of its class at every hook's
+// start).
 var (
-	hostRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+	hostRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 	unitRE = regexp.MustCompile(`^[a-z][a-z0-9-]*/[0-9]+$`)
 )
+
+const maxHostLabel = 63
 
 // maxControllers bounds the controller list (a cluster has a handful).
 const maxControllers = 16
@@ -79,7 +84,7 @@ func (c controller) check() error {
 	if !unitRE.MatchString(c.Unit) || len(c.Unit) > 128 {
 		return fmt.Errorf("%q is not a unit name", trunc(c.Unit))
 	}
-	if !hostRE.MatchString(c.Host) {
+	if len(c.Host) > maxHostLabel || !hostRE.MatchString(c.Host) {
 		return fmt.Errorf("unit %s: %q is not a host name (a lower-case DNS label)", c.Unit, trunc(c.Host))
 	}
 	a, err := netip.ParseAddr(c.Addr)

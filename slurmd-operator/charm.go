@@ -35,6 +35,8 @@ const (
 	// (on the local model /var/lib is shared by every host, but /var/lib/juju is not) and kept
 	// by Juju across hooks and upgrades.
 	StateName = ".slurmd-operator-state.json"
+	// RelationRecordName is the relation record's file in the unit's charm directory.
+	RelationRecordName = ".slurmd-operator-relations.json"
 	// SpoolConf is where a configless slurmd caches the controller's slurm.conf; /run/slurm/conf
 	// is tried first (newer releases link it there).
 	SpoolConf = "/var/spool/slurmd/conf-cache/slurm.conf"
@@ -58,6 +60,10 @@ type Charm struct {
 	// StateFile is the charm state's path in tests; empty (production) means StateName in
 	// the unit's charm directory (JUJU_CHARM_DIR).
 	StateFile string
+	// RelationRecord names the file where the hooks keep the relations relation-ids listed,
+	// from one hook to the next (charm.Lifecycle's RelationRecord): RelationRecordName in
+	// production; empty: every hook lists the endpoints it reads.
+	RelationRecord string
 	// Slurm runs Slurm's commands (slurmd -C, scontrol, squeue, munge -n) and apt-get.
 	Slurm command.Runner
 	// Services manages slurmd and munged.

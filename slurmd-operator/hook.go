@@ -40,8 +40,9 @@ type hook struct {
 // is not recorded either.
 func (c *Charm) lifecycle() charm.Lifecycle[State] {
 	return charm.Lifecycle[State]{
-		StateFile: c.StateFile,
-		StateName: StateName,
+		StateFile:      c.StateFile,
+		StateName:      StateName,
+		RelationRecord: c.RelationRecord,
 		Failed: func(saved, cur State) State {
 			saved.Applied, saved.Restore, saved.DefaultPending = cur.Applied, cur.Restore, cur.DefaultPending
 			saved.Departed, saved.Facts, saved.Config = cur.Departed, cur.Facts, cur.Config
@@ -116,16 +117,32 @@ func (h *hook) showVersion(ctx context.Context) error {
 // readingFacts runs fn with `slurmd -C` read from the hook's start when the state holds no
 // machine facts yet (the first hook after install; on a join the relation hook that starts
 // slurmd): about 10 ms of CPU, beside the hook's tool calls, the key's write and munged's
-// start instead of before them. install reads the version alone (installHandler).
+// start instead of before them. install reads the version alone (installHandler). What the
+// read found is kept in the state's facts (as facts keeps it) even when fn did not ask for
+// it, so that the hooks before a join (leader-elected, config-changed, start) read it once,
+// not once each.
 func readingFacts(fn charm.Func[*hook]) charm.Func[*hook] {
 	return func(h *hook, ctx context.Context) error {
 		if !h.st.Facts.hasMachine() {
 			cl := h.c.slurm()
 			h.machine = start(func() (slurm.MachineInfo, error) { return cl.MachineInfo(ctx) })
-			defer h.machine.wait() // no command left running when the hook ends
+			defer h.keepMachine() // no command left running when the hook ends
 		}
 		return fn(h, ctx)
 	}
+}
+
+// keepMachine waits for the `slurmd -C` the hook started and keeps what it read in the
+// state's facts when they hold the version but no machine yet; a failed read keeps nothing.
+func (h *hook) keepMachine() {
+	mi, err := h.machine.wait()
+	if err != nil || len(mi.Params) == 0 || h.st.Facts == nil || h.st.Facts.hasMachine() {
+		return
+	}
+	if _, err := slurm.ParseVersion(h.st.Facts.Version); err != nil {
+		return
+	}
+	h.st.Facts.Machine = mi
 }
 
 // facts returns this machine's Slurm version and `slurmd -C` facts, from the state cache or

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/juju/jujutest"
@@ -79,5 +81,96 @@ func TestHookToolsKept(t *testing.T) {
 	}
 	if st := e.savedState(); st.Controller != nil {
 		t.Errorf("controller data kept after relation-broken: %+v", st.Controller)
+	}
+}
+
+// TestRelationRecordSameHooks: with the relation record (as in production), a unit runs the
+// hooks of joining, leading, reconfiguring and leaving the controller in Juju's order exactly
+// as without it, the same model after every hook, and lists the slurmctld endpoint once.
+func TestRelationRecordSameHooks(t *testing.T) {
+	plain, kept := newEnv(t), newEnv(t)
+	kept.charm.RelationRecord = filepath.Join(t.TempDir(), RelationRecordName)
+	steps := []juju.Event{
+		jujutest.Hook(juju.Install),
+		jujutest.Hook(juju.LeaderElected),
+		jujutest.Hook(juju.ConfigChanged),
+		jujutest.Hook(juju.Start),
+		jujutest.RelationHook(juju.RelationCreated, relID, ""),
+		jujutest.RelationHook(juju.RelationJoined, relID, "slurmctld/0"),
+		jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0"),
+		jujutest.Hook(juju.LeaderElected),
+		jujutest.Hook(juju.ConfigChanged),
+		jujutest.Hook(juju.Start),
+		jujutest.Hook(juju.UpdateStatus),
+		jujutest.RelationHook(juju.RelationDeparted, relID, "slurmctld/0"),
+		jujutest.RelationHook(juju.RelationBroken, relID, ""),
+		jujutest.Hook(juju.ConfigChanged),
+		jujutest.Hook(juju.UpdateStatus),
+	}
+	listed := map[*env]int{}
+	for _, ev := range steps {
+		if ev.Kind == juju.RelationCreated {
+			plain.related()
+			kept.related()
+		}
+		for _, e := range []*env{plain, kept} {
+			for _, tool := range e.runTools(ev) {
+				if tool == "relation-ids" {
+					listed[e]++
+				}
+			}
+		}
+		if d := cmp.Diff(plain.state, kept.state); d != "" {
+			t.Fatalf("after %s: the record changed the model (-without +with):\n%s", ev.Name, d)
+		}
+	}
+	if listed[kept] != 1 || listed[plain] <= 1 {
+		t.Errorf("relation-ids ran %d times with the record, %d without; want once with it", listed[kept], listed[plain])
+	}
+}
+
+// TestFactsKeptBeforeJoin: the hooks before a join (leader-elected, config-changed, start)
+// read `slurmd -C` once: the first read that succeeds is kept in the state's facts (a hit
+// after it); a failed read keeps nothing (the next hook reads again); upgrade-charm reads
+// again (a new package, new hardware).
+func TestFactsKeptBeforeJoin(t *testing.T) {
+	e := newEnv(t)
+	reads := func() int {
+		n := 0
+		for _, c := range e.slurm.callLog() {
+			if c == "slurmd -C" {
+				n++
+			}
+		}
+		return n
+	}
+	if err := e.run(jujutest.Hook(juju.Install)); err != nil {
+		t.Fatal(err)
+	}
+	e.slurm.mu.Lock()
+	e.slurm.machine = "not what slurmd -C prints\n"
+	e.slurm.mu.Unlock()
+	if err := e.run(jujutest.Hook(juju.LeaderElected)); err != nil {
+		t.Fatal(err)
+	}
+	if f := e.savedState().Facts; f.hasMachine() || reads() != 1 {
+		t.Fatalf("after a failed read: facts %+v, %d reads; want none kept, 1 read", f, reads())
+	}
+	e.slurm.mu.Lock()
+	e.slurm.machine = ""
+	e.slurm.mu.Unlock()
+	for i, kind := range []juju.Kind{juju.ConfigChanged, juju.Start, juju.UpdateStatus, juju.ConfigChanged} {
+		if err := e.run(jujutest.Hook(kind)); err != nil {
+			t.Fatal(err)
+		}
+		if f := e.savedState().Facts; !f.hasMachine() || f.Version != "22.05.8" || reads() != 2 {
+			t.Fatalf("hook %d (%s): facts %+v, %d reads; want slurmd -C's kept, 2 reads", i, kind, f, reads())
+		}
+	}
+	if err := e.run(jujutest.Hook(juju.UpgradeCharm)); err != nil {
+		t.Fatal(err)
+	}
+	if f := e.savedState().Facts; !f.hasMachine() || reads() != 3 {
+		t.Errorf("upgrade-charm: facts %+v, %d reads; want read again", f, reads())
 	}
 }

@@ -18,6 +18,7 @@ func main() {
 			Services:     services,
 			MungeService: munge.ServiceName(services.Backend),
 		}
+		c.RelationRecord = RelationRecordName
 		return c.Router().Dispatch
 	}))
 }

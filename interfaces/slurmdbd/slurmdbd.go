@@ -73,7 +73,12 @@ type ControllerData struct {
 	AuthKeyID string
 }
 
-var clusterNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,39}$`)
+// clusterNameRE is a cluster name's form; its length, at most maxClusterName, is checked
+// apart (a counted repetition {0,39} compiles into 39 copies of its class at every hook's
+// start).
+var clusterNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+
+const maxClusterName = 40
 
 // Encode renders the controller's databag.
 func (b ControllerBag) Encode() (map[string]string, error) {
@@ -105,7 +110,7 @@ func DecodeControllerBag(bag map[string]string) (ControllerBag, error) {
 		return ControllerBag{}, &DataError{Relation: relationName, Field: KeyAuthSecretID, Msg: fmt.Sprintf("not a secret id: %q", truncate(id))}
 	}
 	name := bag[KeyClusterName]
-	if !clusterNameRE.MatchString(name) {
+	if len(name) > maxClusterName || !clusterNameRE.MatchString(name) {
 		return ControllerBag{}, &DataError{Relation: relationName, Field: KeyClusterName, Msg: fmt.Sprintf("%q is not a cluster name", truncate(name))}
 	}
 	v, err := decodeSlurmVersion(bag)

@@ -38,6 +38,14 @@ type Lifecycle[S any] struct {
 	// loaded (saved) and as the handler left it (cur); it is saved only when it differs
 	// from saved. Nil saves nothing after a failure.
 	Failed func(saved, cur S) S
+	// RelationRecord, when set, names a file (in the charm directory, unless absolute)
+	// where the lifecycle keeps what relation-ids answered for each endpoint the unit
+	// listed, from one hook to the next: a hook then asks relation-ids only for an endpoint
+	// never listed. The relation hooks keep it current (relation-created adds the relation,
+	// its relation-broken removes it: Juju lists a relation to a unit from its
+	// relation-created until its relation-broken); upgrade-charm starts it anew; it is saved
+	// only after a hook that succeeded; one absent or unreadable is no record.
+	RelationRecord string
 }
 
 // Hook is one hook being handled: the hook context and the charm's state.
@@ -49,6 +57,9 @@ type Hook[S any] struct {
 
 	path  string
 	saved []byte // the encoded state as last loaded or saved
+	// record is the relation record's path ("" for none) and recorded its content as loaded.
+	record   string
+	recorded []byte
 }
 
 // Handler returns a juju.Handler that runs fn in this lifecycle.
@@ -93,6 +104,8 @@ func (l Lifecycle[S]) Begin(ctx context.Context, hc *juju.HookContext) (*Hook[S]
 	if h.saved, err = encode(h.State); err != nil {
 		return nil, err
 	}
+	h.record = recordPath(l.RelationRecord, hc.Event.CharmDir)
+	h.recorded = beginRecord(hc, h.record)
 	return h, ctx.Err()
 }
 
@@ -101,7 +114,10 @@ func (l Lifecycle[S]) Begin(ctx context.Context, hc *juju.HookContext) (*Hook[S]
 // It returns err joined with a save error.
 func (h *Hook[S]) Finish(ctx context.Context, err error, failed func(saved, cur S) S) error {
 	if err == nil {
-		return h.Checkpoint(ctx)
+		if err := h.Checkpoint(ctx); err != nil {
+			return err
+		}
+		return saveRecord(ctx, h.HookContext, h.record, h.recorded)
 	}
 	if failed == nil {
 		return err

@@ -38,11 +38,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
-// signalNameRE is a signal's name as systemd's SuccessExitStatus= takes it.
-var signalNameRE = regexp.MustCompile(`^SIG[A-Z0-9]{2,8}([+-][0-9]{1,2})?$`)
+// signalNameRE is a signal's name as systemd's SuccessExitStatus= takes it, compiled when a
+// service names one (its counted repetitions cost every hook's start otherwise).
+var signalNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^SIG[A-Z0-9]{2,8}([+-][0-9]{1,2})?$`) })
 
 // Spec defines a service.
 type Spec struct {
@@ -97,7 +99,7 @@ func (s Spec) Validate() error {
 		}
 	}
 	for _, sig := range s.SuccessSignals {
-		if !signalNameRE.MatchString(sig) {
+		if !signalNameRE().MatchString(sig) {
 			return fmt.Errorf("invalid service %q: success signal %q is not a signal name (SIGUSR1, SIGRTMIN+1)", s.Name, sig)
 		}
 	}

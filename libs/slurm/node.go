@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Base node states as scontrol prints them (the part before the first '+').
@@ -255,8 +256,11 @@ func keyAt(line string, i int) (string, bool) {
 	return line[i:j], true
 }
 
-// reasonSuffix is the " [user@time]" scontrol appends to a reason.
-var reasonSuffix = regexp.MustCompile(`\[[^\[\]\s]*@\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\]`)
+// reasonSuffix is the " [user@time]" scontrol appends to a reason, compiled when a node
+// list has a reason with a known key in it (not at every hook's start).
+var reasonSuffix = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\[[^\[\]\s]*@\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\]`)
+})
 
 // endsField decides whether key (found after valueSoFar, followed by rest) starts a new
 // field.
@@ -271,10 +275,10 @@ func endsField(openKey, valueSoFar, key, rest string) bool {
 		// scontrol ends a reason with " [user@time]": when that suffix is still ahead,
 		// the key is part of the reason text.
 		v := strings.TrimRight(valueSoFar, " ")
-		if loc := reasonSuffix.FindStringIndex(v); loc != nil && loc[1] == len(v) {
+		if loc := reasonSuffix().FindStringIndex(v); loc != nil && loc[1] == len(v) {
 			return true
 		}
-		return !reasonSuffix.MatchString(rest)
+		return !reasonSuffix().MatchString(rest)
 	}
 	return true
 }

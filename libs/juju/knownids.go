@@ -1,0 +1,62 @@
+package juju
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// idsKey is the read memo's key of relation-ids <endpoint> --format=json.
+func idsKey(endpoint string) string {
+	return strings.Join([]string{"relation-ids", endpoint, "--format=json"}, "\x00")
+}
+
+// KnowIDs makes IDs answer ids for endpoint for the rest of this hook without running
+// relation-ids: for a charm that keeps the relations it saw from one hook to the next
+// (charm.Lifecycle's RelationRecord). It does nothing on Relations without a memo (not built
+// by NewHookContext) or for an endpoint listed already in this hook.
+func (c Relations) KnowIDs(endpoint string, ids []RelationID) {
+	if c.memo == nil {
+		return
+	}
+	if ids == nil {
+		ids = []RelationID{}
+	}
+	out, err := json.Marshal(ids)
+	if err != nil {
+		return
+	}
+	c.memo.mu.Lock()
+	defer c.memo.mu.Unlock()
+	if c.memo.out == nil {
+		c.memo.out = map[string][]byte{}
+	}
+	if _, ok := c.memo.out[idsKey(endpoint)]; !ok {
+		c.memo.out[idsKey(endpoint)] = out
+	}
+}
+
+// ListedIDs returns the relations IDs answered in this hook, by endpoint: those relation-ids
+// listed and those KnowIDs gave. An answer that does not decode is left out.
+func (c Relations) ListedIDs() map[string][]RelationID {
+	listed := map[string][]RelationID{}
+	if c.memo == nil {
+		return listed
+	}
+	c.memo.mu.Lock()
+	defer c.memo.mu.Unlock()
+	for k, out := range c.memo.out {
+		args := strings.Split(k, "\x00")
+		if len(args) != 3 || args[0] != "relation-ids" || args[2] != "--format=json" {
+			continue
+		}
+		var ids []RelationID
+		if err := decodeJSON(out, &ids); err != nil {
+			continue
+		}
+		if ids == nil {
+			ids = []RelationID{}
+		}
+		listed[args[1]] = ids
+	}
+	return listed
+}
