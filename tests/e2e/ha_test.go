@@ -419,12 +419,18 @@ func controllerComesBack(t *testing.T, c *cluster, ctl func(verb string)) {
 		return strings.Contains(m0, "active controller (primary of 2)") && strings.Contains(m1, "standing by (active: slurmctld/0)"), m0 + " | " + m1
 	})
 	t.Logf("primary started again → in control, the backup standing by: %s", time.Since(back).Round(100*time.Millisecond))
+	// No split brain: the backup gives control back (it runs in background mode again). Slurm
+	// 26.05's backup may still be relinquishing when the primary's REQUEST_CONTROL wait ends
+	// ("backup not completely done relinquishing control": docs/ha.md), and the primary in
+	// control before it is back in background mode (seen at load 20-30 in CI): wait for it,
+	// bounded, while the heartbeat check below finds any writes of the backup meanwhile.
+	c.eventuallyEvery(60*time.Second, time.Second, "slurmctld/1 back in background mode after its takeover", func() (bool, string) {
+		log := c.exec("slurmctld/1", "cat", ctlLogPath)
+		return strings.Count(log, "slurmctld running in background mode") >= 2, roleChanges(log, 8)
+	})
+	t.Logf("the primary started again → the backup back in background mode: %s", time.Since(back).Round(100*time.Millisecond))
 	for _, u := range []string{"slurmctld/0", "slurmctld/1"} {
 		t.Logf("%s: its last changes of role:\n%s", u, roleChanges(c.exec(u, "cat", ctlLogPath), 8))
-	}
-	// No split brain: the backup gave control back (it runs in background mode again).
-	if n := strings.Count(c.exec("slurmctld/1", "cat", ctlLogPath), "slurmctld running in background mode"); n < 2 {
-		t.Errorf("slurmctld/1 went back to standby %d times, want it back after its takeover", n-1)
 	}
 	c.onlyPrimaryInControl()
 	for _, id := range append(append([]string{running}, queued...), during) {
