@@ -777,6 +777,12 @@ func TestMungedNotAnswering(t *testing.T) {
 	if e.svc.Active(SlurmdService) {
 		t.Error("slurmd started although munged does not answer")
 	}
+	// slurmd's definition may run beside munged's start; nothing enables or starts it.
+	for _, c := range e.svcCalls(SlurmdService) {
+		if c != "configure" {
+			t.Errorf("slurmd %s although munged does not answer", c)
+		}
+	}
 }
 
 // TestVersionShown: juju status's Version column shows the machine's Slurm version. install
