@@ -777,6 +777,12 @@ func TestMungedNotAnswering(t *testing.T) {
 	if e.svc.Active(SlurmdService) {
 		t.Error("slurmd started although munged does not answer")
 	}
+	// slurmd's definition may run beside munged's start; nothing enables or starts it.
+	for _, c := range e.svcCalls(SlurmdService) {
+		if c != "configure" {
+			t.Errorf("slurmd %s although munged does not answer", c)
+		}
+	}
 }
 
 // TestVersionShown: juju status's Version column shows the machine's Slurm version. install
@@ -882,5 +888,33 @@ func TestFailedHookAfterStart(t *testing.T) {
 	}
 	if st := e.savedState(); st.DefaultPending || st.Unit == "" {
 		t.Errorf("after the retry: default pending %v, status cache %q", st.DefaultPending, st.Unit)
+	}
+}
+
+// TestJoinIdleReadsNodeOnce: with default-node-state idle, the relation hook that starts
+// slurmd reports the record its wait for the registration read: no scontrol after it.
+// default-node-state down reads the node again after setting it down, for the status.
+func TestJoinIdleReadsNodeOnce(t *testing.T) {
+	for _, tt := range []struct {
+		state string
+		want  int
+	}{{"idle", 1}, {"down", 2}} {
+		t.Run(tt.state, func(t *testing.T) {
+			e := newEnv(t)
+			e.state.Config["default-node-state"] = tt.state
+			e.related()
+			if err := e.run(jujutest.RelationHook(juju.RelationCreated, relID, "")); err != nil {
+				t.Fatal(err)
+			}
+			var shows []string
+			for _, c := range e.slurm.callLog() {
+				if strings.HasPrefix(c, "scontrol show node") {
+					shows = append(shows, c)
+				}
+			}
+			if len(shows) != tt.want {
+				t.Errorf("%d node reads %q, want %d", len(shows), shows, tt.want)
+			}
+		})
 	}
 }

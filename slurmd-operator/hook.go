@@ -8,6 +8,7 @@ import (
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/munge"
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
@@ -30,6 +31,11 @@ type hook struct {
 	// machine is `slurmd -C` running from the hook's start when the state holds no machine
 	// facts yet (the first hook after install); facts waits for it.
 	machine *pending[slurm.MachineInfo]
+	// mungePrep is munged's Prepare running from the relation hook's start on a new node's
+	// join, mungedUp munged's start running beside slurmd's configuration (munged.go); nil
+	// when none runs.
+	mungePrep *pending[*munge.Prepared]
+	mungedUp  *pending[struct{}]
 }
 
 // lifecycle runs the charm's hooks: the state is loaded before the handler and saved once
@@ -195,7 +201,9 @@ func (h *hook) confKeys() *slurmconf.Keys {
 }
 
 // slurmd is this host's slurmd.
-func (h *hook) slurmd() slurmdDaemon { return slurmdDaemon{c: h.c, node: h.node, logf: h.logf} }
+func (h *hook) slurmd() slurmdDaemon {
+	return slurmdDaemon{c: h.c, node: h.node, logf: h.logf, ready: h.mungedReady}
+}
 
 // showNode shows this unit's node.
 func (h *hook) showNode(ctx context.Context) (slurm.Node, error) {

@@ -44,16 +44,20 @@ var packages = []apt.Need{
 	{Binary: "munged", Package: "munge"},
 }
 
-// installHandler runs install with the machine's Slurm version (slurmd -V) read from the
-// hook's start, beside its tool calls: nothing in install waits on it until its end. When the
-// packages are missing that reading fails (no slurmd yet) and install reads it again after
-// apt. `slurmd -C`, ten times longer, is left to the next hook (the relation hook that starts
-// slurmd, on a new unit's join), which reads it beside its own work (readingFacts).
+// installHandler runs install with the machine's Slurm version (slurmd -V) read, and
+// RebootProgram written, from the hook's start, beside its tool calls: nothing in install
+// waits on them until its end. When the packages are missing that reading fails (no slurmd
+// yet) and install reads it again after apt. `slurmd -C`, ten times longer, is left to the
+// next hook (the relation hook that starts slurmd, on a new unit's join), which reads it
+// beside its own work (readingFacts).
 func (c *Charm) installHandler() juju.Handler {
 	return func(ctx context.Context, hc *juju.HookContext) error {
 		version := c.startVersion(ctx)
 		defer version.wait() // no command left running when the hook ends
-		return c.handlers().Handle(func(h *hook, ctx context.Context) error { return h.install(ctx, version) })(ctx, hc)
+		node := slurmd.NodeName(hc.Event.Unit)
+		reboot := start(func() (struct{}, error) { return struct{}{}, c.installRebootProgram(ctx, node) })
+		defer reboot.wait()
+		return c.handlers().Handle(func(h *hook, ctx context.Context) error { return h.install(ctx, version, reboot) })(ctx, hc)
 	}
 }
 
@@ -64,8 +68,9 @@ func (c *Charm) startVersion(ctx context.Context) *pending[slurm.Version] {
 }
 
 // install installs the missing packages, records the machine's Slurm version (read
-// meanwhile) and waits for the controller. The version is shown with the next status.
-func (h *hook) install(ctx context.Context, version *pending[slurm.Version]) error {
+// meanwhile), checks RebootProgram's write (meanwhile too) and waits for the controller. The
+// version is shown with the next status.
+func (h *hook) install(ctx context.Context, version *pending[slurm.Version], reboot *pending[struct{}]) error {
 	missing, err := apt.Missing(h.c.LookPath, packages)
 	if err != nil {
 		return err
@@ -85,7 +90,7 @@ func (h *hook) install(ctx context.Context, version *pending[slurm.Version]) err
 	if err := (genericResources{h}).redetect(ctx); err != nil {
 		return err
 	}
-	if err := h.c.installRebootProgram(ctx, h.node); err != nil {
+	if _, err := reboot.wait(); err != nil {
 		return err
 	}
 	statusErr := h.report(ctx, observed{installed: true})

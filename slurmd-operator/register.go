@@ -75,12 +75,22 @@ func (r registrar) join(ctx context.Context, data slurmd.ControllerData) error {
 // changed; then it waits for the node and reports it (settle). The facts (slurmd -C) are not
 // needed before the configuration: on a join they are read beside the key's write and
 // munged's start (readingFacts).
-func (r registrar) apply(ctx context.Context, data slurmd.ControllerData, f slurm.Features) error {
+//
+// On a first start munged starts beside the facts' read, the configuration's build and
+// slurmd's definition, and slurmd starts once munged answers (slurmdDaemon.start); every
+// other path waits for munged first, as it asks Slurm (scontrol) before it starts slurmd.
+func (r registrar) apply(ctx context.Context, data slurmd.ControllerData, f slurm.Features) (err error) {
 	h := r.h
-	keyChanged, err := r.writeAuthKey(ctx, f, data.AuthKey)
+	prev := h.st.Applied
+	keyChanged, err := r.writeAuthKey(ctx, f, data.AuthKey, prev == nil)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if merr := h.mungedReady(); err == nil {
+			err = merr
+		}
+	}()
 	_, mi, err := h.facts(ctx)
 	if err != nil {
 		return err
@@ -89,11 +99,15 @@ func (r registrar) apply(ctx context.Context, data slurmd.ControllerData, f slur
 	if err != nil {
 		return err
 	}
+	if prev != nil || len(h.st.GresWaiting) > 0 {
+		if err := h.mungedReady(); err != nil {
+			return err
+		}
+	}
 	if len(h.st.GresWaiting) > 0 {
 		return h.report(ctx, observed{gresHeld: true})
 	}
 	want := &Applied{GresConf: nc.GresConf, Controllers: data.Controllers, Conf: nc.Conf, KeyHash: authkey.Hash(data.AuthKey), KeyID: data.AuthKeyID, SecretID: data.AuthSecretID}
-	prev := h.st.Applied
 	spec := h.slurmd().spec(want)
 
 	switch {
@@ -533,9 +547,10 @@ func (r registrar) applyStaged(ctx context.Context) error {
 }
 
 // writeAuthKey writes the shared key where this Slurm version wants it and, for munge,
-// (re)starts munged when the key changed or munged is not running. It reports whether the
-// key file changed.
-func (r registrar) writeAuthKey(ctx context.Context, f slurm.Features, key []byte) (bool, error) {
+// (re)starts munged when the key changed or munged is not running, in the background when
+// beside is set (the caller waits with mungedReady before slurmd starts). It reports
+// whether the key file changed.
+func (r registrar) writeAuthKey(ctx context.Context, f slurm.Features, key []byte, beside bool) (bool, error) {
 	c := r.h.c
 	if len(key) == 0 {
 		return false, errors.New("cannot write the auth key: the controller's key is empty")
@@ -555,7 +570,7 @@ func (r registrar) writeAuthKey(ctx context.Context, f slurm.Features, key []byt
 	if !f.Munge {
 		return changed, nil
 	}
-	return changed, c.munged().Ensure(ctx, changed)
+	return changed, r.h.startMunged(ctx, changed, beside)
 }
 
 // ensureMunged starts munged with the key in place when this Slurm version authenticates with

@@ -23,6 +23,8 @@ func (h *hook) relation(ctx context.Context) error {
 	if ev.Kind == juju.RelationBroken {
 		h.st.Published, h.st.Controller, h.st.UnitPublished = nil, nil, ""
 	}
+	h.prepareMunged(ctx)
+	defer h.waitMunged()
 	l := slurmctldRelation{h}
 	if err := l.event(ctx); err != nil {
 		return err

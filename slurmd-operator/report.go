@@ -44,29 +44,34 @@ func (h *hook) registered(ctx context.Context, n slurm.Node) error {
 	if !h.st.DefaultPending {
 		return h.report(ctx, observed{node: &n})
 	}
-	if err := h.applyDefaultState(ctx); err != nil {
+	changed, err := h.applyDefaultState(ctx)
+	if err != nil {
 		return err
 	}
 	h.st.DefaultPending = false
-	n, err := h.showNode(ctx)
+	if !changed {
+		// idle: the record read is the node's (no scontrol more on a join).
+		return h.report(ctx, observed{node: &n})
+	}
+	n, err = h.showNode(ctx)
 	return h.report(ctx, h.seeNode(ctx, n, err))
 }
 
-// applyDefaultState gives a new node default-node-state (down, with default-node-reason);
-// idle needs nothing.
-func (h *hook) applyDefaultState(ctx context.Context) error {
+// applyDefaultState gives a new node default-node-state (down, with default-node-reason)
+// and reports whether it changed the node; idle needs nothing.
+func (h *hook) applyDefaultState(ctx context.Context) (bool, error) {
 	if h.cfg.nodeState() != "down" {
-		return nil
+		return false, nil
 	}
 	cl, err := h.c.ctl()
 	if err != nil {
-		return err
+		return false, err
 	}
 	err = cl.UpdateNode(ctx, h.node, slurm.NodeUpdate{State: "down", Reason: h.cfg.nodeReason()})
 	if err != nil {
-		return fmt.Errorf("cannot set node %s down (default-node-state): %w", h.node, err)
+		return false, fmt.Errorf("cannot set node %s down (default-node-state): %w", h.node, err)
 	}
-	return nil
+	return true, nil
 }
 
 // daemonsDown checks this host's own daemons: munged (when this Slurm version authenticates

@@ -19,6 +19,9 @@ type slurmdDaemon struct {
 	c    *Charm
 	node string
 	logf func(ctx context.Context, level juju.LogLevel, format string, args ...any)
+	// ready, when set, returns once what slurmd needs to start is there (munged answering,
+	// when it starts beside slurmd's definition), or why it is not.
+	ready func() error
 }
 
 // spec is the slurmd service running as a says.
@@ -33,11 +36,17 @@ func (d slurmdDaemon) spec(a *Applied) service.Spec {
 
 // start configures slurmd as spec says and starts it (restart restarts a running one),
 // enabled at boot unless atBoot is false. It returns once the process runs; callers wait for
-// the node's registration.
+// the node's registration. Between the definition and the rest it waits for ready: slurmd is
+// neither enabled nor started before munged answers.
 func (d slurmdDaemon) start(ctx context.Context, spec service.Spec, restart, atBoot bool) error {
 	m := d.c.Services
 	if err := m.Configure(ctx, spec); err != nil {
 		return fmt.Errorf("cannot configure slurmd: %w", err)
+	}
+	if d.ready != nil {
+		if err := d.ready(); err != nil {
+			return err
+		}
 	}
 	if err := d.enableAtBoot(ctx, atBoot); err != nil {
 		return err

@@ -15,6 +15,14 @@
 //	...
 //	err = d.Ensure(ctx, changed) // restart only when the key changed
 //
+// [Daemon.Prepare] is Ensure's first half, which needs no key (the socket directory, the
+// status, the service's definition), to run while the key is fetched; [Prepared.Start] the
+// rest, once the key is written:
+//
+//	p, err := d.Prepare(ctx) // beside the key's fetch
+//	changed, err := authkey.Write(ctx, "/etc/munge/munge.key", key, opts)
+//	err = p.Start(ctx, changed)
+//
 // [Wait] is the readiness check alone: `munge -n` gets a credential encoded by munged, so
 // its socket accepts requests and its key is loaded; it is tried as soon as munged's socket
 // accepts a connection.
@@ -67,18 +75,21 @@ func ServiceName(backend service.Backend) string {
 // credential. Tries start 2 ms apart and double up to maxEvery (DefaultPollInterval when
 // zero) until ctx ends; the error then names the last failure. Bound the wait with ctx.
 //
-// With socket (munged's socket as this process sees it; "" for none), each try waits first,
-// for at most its pause, until the socket accepts a connection (a check of microseconds,
-// where `munge -n` is a process): a munged that has just started is asked as soon as it
-// listens, and no `munge -n` runs before.
+// With socket (munged's socket as this process sees it; "" for none), each try waits first
+// until the socket accepts a connection (a check of microseconds, where `munge -n` is a
+// process), for at most maxEvery: a munged that has just started is asked as soon as it
+// listens, and no `munge -n` runs before (one runs each maxEvery while nothing listens, for
+// its error). A try whose socket listened but whose `munge -n` failed is followed by the
+// pause.
 func Wait(ctx context.Context, r command.Runner, socket string, maxEvery time.Duration) error {
 	if maxEvery <= 0 {
 		maxEvery = DefaultPollInterval
 	}
 	var last error
 	for every := min(2*time.Millisecond, maxEvery); ; every = min(2*every, maxEvery) {
-		// The pause before a try: spent waiting for the socket, or slept.
-		paused := socket != "" && !listening(ctx, socket, every)
+		// Before a try: the wait for the socket, up to maxEvery (a munged starting listens
+		// within milliseconds; `munge -n` before then only fails, at a process's cost).
+		paused := socket != "" && !listening(ctx, socket, maxEvery)
 		out, err := r.Run(ctx, []string{ClientPath, "-n"}, nil)
 		switch {
 		case err != nil:
@@ -146,7 +157,27 @@ func (d *Daemon) Service() string {
 // Ensure makes munged run: it creates the socket directory, and when munged is not active or
 // restart is set (the key changed) defines, enables and (re)starts the service and waits,
 // bounded by Timeout, until munged answers. A running munged is otherwise left alone.
+// Ensure is Prepare, then Prepared.Start.
 func (d *Daemon) Ensure(ctx context.Context, restart bool) error {
+	p, err := d.Prepare(ctx)
+	if err != nil {
+		return err
+	}
+	return p.Start(ctx, restart)
+}
+
+// Prepared is munged's service as Prepare found and left it, ready for Start.
+type Prepared struct {
+	d *Daemon
+	// active: the service manager said munged was active; configured: Prepare defined it.
+	active, configured bool
+}
+
+// Prepare does the part of Ensure that needs no key, and so can run while the key is still
+// being fetched: it creates the socket directory, asks whether munged is active and, when it
+// is not, defines its service (neither enabled nor started: a host booting before the key
+// is written does not start munged).
+func (d *Daemon) Prepare(ctx context.Context) (*Prepared, error) {
 	name := d.Service()
 	lookup := d.LookupUser
 	if lookup == nil {
@@ -154,23 +185,48 @@ func (d *Daemon) Ensure(ctx context.Context, restart bool) error {
 	}
 	uid, gid, err := lookup(User)
 	if err != nil {
-		return fmt.Errorf("cannot run %s: user %s: %w", name, User, err)
+		return nil, fmt.Errorf("cannot run %s: user %s: %w", name, User, err)
 	}
 	dir := filepath.Join(orRoot(d.Root), SocketDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("cannot create %s: %w", SocketDir, err)
+		return nil, fmt.Errorf("cannot create %s: %w", SocketDir, err)
 	}
 	if err := os.Chown(dir, uid, gid); err != nil {
-		return fmt.Errorf("cannot create %s: %w", SocketDir, err)
+		return nil, fmt.Errorf("cannot create %s: %w", SocketDir, err)
 	}
+	p := &Prepared{d: d}
 	st, err := d.Services.Status(ctx, name)
-	active := err == nil && st.State == service.StateActive
-	if active && !restart {
+	p.active = err == nil && st.State == service.StateActive
+	if !p.active {
+		if err := p.configure(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func (p *Prepared) configure(ctx context.Context) error {
+	name := p.d.Service()
+	spec := service.Spec{Name: name, Summary: "MUNGE authentication service", Command: []string{DaemonPath, "--foreground"}, User: User}
+	if err := p.d.Services.Configure(ctx, spec); err != nil {
+		return fmt.Errorf("cannot configure %s: %w", name, err)
+	}
+	p.configured = true
+	return nil
+}
+
+// Start finishes Ensure once the key is in place: when munged was not active or restart is
+// set (the key changed), it enables and (re)starts the service, then waits, bounded by
+// Timeout, until munged answers. A munged found active is otherwise left alone.
+func (p *Prepared) Start(ctx context.Context, restart bool) error {
+	d, name := p.d, p.d.Service()
+	if p.active && !restart {
 		return nil
 	}
-	spec := service.Spec{Name: name, Summary: "MUNGE authentication service", Command: []string{DaemonPath, "--foreground"}, User: User}
-	if err := d.Services.Configure(ctx, spec); err != nil {
-		return fmt.Errorf("cannot configure %s: %w", name, err)
+	if !p.configured {
+		if err := p.configure(ctx); err != nil {
+			return err
+		}
 	}
 	if err := d.Services.Enable(ctx, name); err != nil {
 		return fmt.Errorf("cannot enable %s: %w", name, err)
@@ -180,7 +236,7 @@ func (d *Daemon) Ensure(ctx context.Context, restart bool) error {
 	// restart is a stop and a start, one more step of the service manager on a new node's
 	// join path.
 	start, verb := d.Services.Spawn, "start"
-	if active {
+	if p.active {
 		start, verb = d.Services.Respawn, "restart"
 	}
 	if err := start(ctx, name); err != nil {

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/canonical/pebble/client"
@@ -30,12 +31,16 @@ import (
 	"github.com/charmed-slurm/operators/libs/service"
 )
 
-// Manager is a service.Manager backed by a Pebble daemon.
+// Manager is a service.Manager backed by a Pebble daemon. It is safe for concurrent use: its
+// requests go to Pebble one at a time (Pebble's client records each answer's maintenance
+// state in itself), so that a charm can define one service while another starts.
 type Manager struct {
 	Client *client.Client
 	// PollInterval is how often Spawn and Respawn poll Pebble; zero means
 	// DefaultPollInterval.
 	PollInterval time.Duration
+
+	mu sync.Mutex // held for each request to Pebble
 }
 
 // DefaultPollInterval is Spawn's and Respawn's default poll interval.
@@ -108,6 +113,8 @@ func (m *Manager) addLayer(ctx context.Context, label string, l layer) error {
 	if err != nil {
 		return err
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	return m.Client.AddLayer(&client.AddLayerOptions{Combine: true, Label: label, LayerData: data})
 }
 
@@ -175,7 +182,9 @@ func (m *Manager) act(ctx context.Context, verb, name string, do func(*client.Se
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("cannot %s service %q: %w", verb, name, err)
 	}
+	m.mu.Lock()
 	id, err := do(&client.ServiceOptions{Names: []string{name}})
+	m.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("cannot %s service %q: %w", verb, name, m.why(ctx, name, err))
 	}
@@ -252,11 +261,13 @@ func startRunning(chg *client.Change) bool {
 // change gets change id from /v1/changes/<id><suffix>: suffix "" answers at once, "/wait"
 // once the change is ready. The client's own Change and WaitChange take no ctx.
 func (m *Manager) change(ctx context.Context, id, suffix string) (*client.Change, error) {
+	m.mu.Lock()
 	resp, err := m.Client.Requester().Do(ctx, &client.RequestOptions{
 		Type:   client.SyncRequest,
 		Method: "GET",
 		Path:   "/v1/changes/" + id + suffix,
 	})
+	m.mu.Unlock()
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, fmt.Errorf("change %s not finished: %w", id, ctxErr)
@@ -299,7 +310,9 @@ func (m *Manager) info(ctx context.Context, name string) (*client.ServiceInfo, e
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	m.mu.Lock()
 	infos, err := m.Client.Services(&client.ServicesOptions{Names: []string{name}})
+	m.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
