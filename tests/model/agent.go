@@ -542,8 +542,9 @@ func (a *agent) run(ctx context.Context) {
 			// The machine is down or going down (its systemd stopped the agent's service at the
 			// start of the shutdown; watchBoots sees the reboot only once the next boot starts):
 			// as under Juju, its agent decides and runs nothing until it is back.
+			changed := m.changed
 			m.mu.Unlock()
-			if !pauseForBoot(ctx) {
+			if !pauseForBoot(ctx, changed) {
 				return
 			}
 			continue

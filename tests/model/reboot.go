@@ -34,13 +34,20 @@ const RebootDown = "down"
 // bootPoll is how often an agent looks for a new boot of its machine.
 const bootPoll = 200 * time.Millisecond
 
-// pauseForBoot waits bootPoll, while an agent's machine is down; it reports false when ctx
-// ended first.
-func pauseForBoot(ctx context.Context) bool {
+// pauseForBoot waits, while an agent's machine is down, until the model changes (changed:
+// Model.changed, taken under m.mu; the boot watcher notifies once it has recorded a boot and
+// started the agent's service in it) or bootPoll has passed (the agent's service stopped by
+// a shutdown notifies nobody); it reports false when ctx ended first. Woken by the change,
+// a new machine's first hook starts as its agent does, not up to bootPoll later.
+func pauseForBoot(ctx context.Context, changed <-chan struct{}) bool {
+	t := time.NewTimer(bootPoll)
+	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return false
-	case <-time.After(bootPoll):
+	case <-changed:
+		return true
+	case <-t.C:
 		return true
 	}
 }
