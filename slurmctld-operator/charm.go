@@ -53,6 +53,11 @@ type Charm struct {
 	// from one hook to the next (charm.Lifecycle's RelationRecord): RelationRecordName in
 	// production; empty: every hook lists the endpoints it reads.
 	RelationRecord string
+	// AskLeaderEarly starts is-leader before the state loads in every hook that asks it
+	// (asksLeader), so that it runs beside the hook's other work (charm.Handlers.AskLeader):
+	// true in production (the hook tools run as processes); tests whose runners are not safe
+	// for concurrent use leave it false, and the hooks ask in turn.
+	AskLeaderEarly bool
 	// Slurm runs Slurm's commands (scontrol, squeue, scancel) and apt-get.
 	Slurm command.Runner
 	// Services runs munged and slurmctld.

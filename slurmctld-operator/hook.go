@@ -63,6 +63,12 @@ func (c *Charm) lifecycle() charm.Lifecycle[charmState] {
 	}
 }
 
+// asksLeader reports whether begin runs is-leader in the hook of ev: every hook and action but
+// install and leader-elected (the stateless handlers do not begin).
+func asksLeader(ev juju.Event) bool {
+	return ev.Kind != juju.Install && ev.Kind != juju.LeaderElected
+}
+
 // begin reads the configuration and leadership for a hook. install needs neither (it
 // installs packages and creates directories); leader-elected says by itself that this unit
 // leads, so it runs no is-leader. A hook (not an action) of a unit that is not leaving then
@@ -84,8 +90,8 @@ func (c *Charm) begin(ctx context.Context, k *charm.Hook[charmState]) (*hook, er
 		return nil, err
 	}
 	h.cfg, h.extra = cfg, extra
-	if kind == juju.LeaderElected {
-		h.leader = true
+	if !asksLeader(hc.Event) {
+		h.leader = true // leader-elected
 	} else if h.leader, err = hc.Leadership.IsLeader(ctx); err != nil {
 		return nil, fmt.Errorf("cannot check leadership: %w", err)
 	}

@@ -58,7 +58,11 @@ func (c *Charm) Router() *juju.Router {
 // succeeds, the login nodes are brought up to date and the record of what the hook wrote to
 // Juju replaces the saved one (finish).
 func (c *Charm) handlers() charm.Handlers[charmState, *hook] {
-	return charm.Handlers[charmState, *hook]{Lifecycle: c.lifecycle(), Begin: c.begin, After: (*hook).watch, End: (*hook).finish}
+	hs := charm.Handlers[charmState, *hook]{Lifecycle: c.lifecycle(), Begin: c.begin, After: (*hook).watch, End: (*hook).finish}
+	if c.AskLeaderEarly {
+		hs.AskLeader = asksLeader
+	}
+	return hs
 }
 
 // finish ends a hook that succeeded: every unit's /etc/hosts and the leader's login

@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -15,15 +16,19 @@ import (
 )
 
 // toolLog sits between a hook and jujutest's model: it records every hook tool the hook runs
-// and makes the tools fail picks fail as a real tool does (exit 1, ERROR on stderr).
+// and makes the tools fail picks fail as a real tool does (exit 1, ERROR on stderr). It is safe
+// for concurrent use (Charm.AskLeaderEarly).
 type toolLog struct {
 	next  juju.Runner
+	mu    sync.Mutex
 	calls []string
 	fail  func(args []string) bool
 }
 
 func (l *toolLog) Run(ctx context.Context, cmd juju.Command) (juju.Result, error) {
+	l.mu.Lock()
 	l.calls = append(l.calls, cmd.Args[0])
+	l.mu.Unlock()
 	if l.fail != nil && l.fail(cmd.Args) {
 		return juju.Result{ExitCode: 1, Stderr: []byte("ERROR injected failure\n")}, nil
 	}

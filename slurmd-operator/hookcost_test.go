@@ -174,3 +174,22 @@ func TestFactsKeptBeforeJoin(t *testing.T) {
 		t.Errorf("upgrade-charm: facts %+v, %d reads; want read again", f, reads())
 	}
 }
+
+// TestLeaderElectedAsksNoLeadership: leader-elected runs on the leader alone and leadership
+// holds for the hook, so it publishes the partition and sets the application status without
+// is-leader; every other hook that would publish still asks.
+func TestLeaderElectedAsksNoLeadership(t *testing.T) {
+	e := newEnv(t)
+	e.join()
+	tools := e.runTools(jujutest.Hook(juju.LeaderElected))
+	if slices.Contains(tools, "is-leader") {
+		t.Errorf("leader-elected ran is-leader: %q", tools)
+	}
+	if !slices.Contains(tools, "relation-set") || !slices.Contains(tools, "status-set") {
+		t.Errorf("leader-elected did not publish the partition and the application status: %q", tools)
+	}
+	e.state.Config["partition-config"] = "MaxTime=1:00:00"
+	if tools := e.runTools(jujutest.Hook(juju.ConfigChanged)); !slices.Contains(tools, "is-leader") {
+		t.Errorf("config-changed with a new partition published without is-leader: %q", tools)
+	}
+}

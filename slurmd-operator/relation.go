@@ -52,7 +52,8 @@ type slurmctldRelation struct{ h *hook }
 //
 // What it last published and the application status it set are kept in the state: when
 // neither would change, the hook skips the leadership check and the writes. leader-elected
-// always writes (a new leader cannot trust what it wrote in an earlier term).
+// always writes (a new leader cannot trust what it wrote in an earlier term), and needs no
+// leadership check.
 func (l slurmctldRelation) publish(ctx context.Context) error {
 	h := l.h
 	ev := h.hc.Event
@@ -82,9 +83,13 @@ func (l slurmctldRelation) publish(ctx context.Context) error {
 			return nil
 		}
 	}
-	leader, err := h.hc.Leadership.IsLeader(ctx)
-	if err != nil || !leader {
-		return err
+	// leader-elected runs on the leader alone, and leadership holds for the hook: it says by
+	// itself that this unit leads (as slurmctld's begin reads it), so it asks no is-leader.
+	if !force {
+		leader, err := h.hc.Leadership.IsLeader(ctx)
+		if err != nil || !leader {
+			return err
+		}
 	}
 	if cerr != nil {
 		h.logf(ctx, juju.LevelWarning, "not publishing the partition: %v", cerr)

@@ -29,10 +29,30 @@ type Handlers[S, H any] struct {
 	// charm hands on from every hook (slurmctld's removals under way, to its waiter), which
 	// must not wait for the handler to succeed. It reports nothing: it logs its own failures.
 	After func(h H, ctx context.Context)
+	// AskLeader, when set, says whether Begin asks is-leader in the hook of ev: if so, is-leader
+	// starts before the state loads (juju.Leadership.Ask), and runs while the hook loads its
+	// state and runs its other tools until Begin needs the answer. It must answer true only for
+	// hooks whose Begin asks anyway, or the hook runs a tool it did not need. The hook context's
+	// Runner must be safe for concurrent use.
+	AskLeader func(ev juju.Event) bool
 }
 
 // Handle returns the juju.Handler that runs fn as a hook of the lifecycle.
 func (hs Handlers[S, H]) Handle(fn Func[H]) juju.Handler {
+	run := hs.handle(fn)
+	if hs.AskLeader == nil {
+		return run
+	}
+	return func(ctx context.Context, hc *juju.HookContext) error {
+		if hs.AskLeader(hc.Event) {
+			hc.Leadership.Ask(ctx)
+			defer hc.Leadership.Wait()
+		}
+		return run(ctx, hc)
+	}
+}
+
+func (hs Handlers[S, H]) handle(fn Func[H]) juju.Handler {
 	return hs.Lifecycle.Handler(func(ctx context.Context, k *Hook[S]) error {
 		h, err := hs.Begin(ctx, k)
 		if err != nil {

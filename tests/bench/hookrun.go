@@ -43,7 +43,7 @@ func runHooks(ctx context.Context, opts *RunOptions, rep *Report, root, scratch 
 		return err
 	}
 	results, err := HookBench(ctx, HookOptions{
-		Dir: filepath.Join(scratch, "hooks"), FakeTool: tool, Operators: ops, Runs: opts.HookRuns,
+		Dir: filepath.Join(scratch, "hooks"), FakeTool: tool, Operators: ops, Runs: opts.HookRuns, Wrap: opts.HookWrap,
 		Floors: map[string][]string{
 			"interpreter_floor": {"python3", "-c", "import json, subprocess"},
 			"exec_floor":        {"/bin/true"},

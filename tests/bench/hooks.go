@@ -183,6 +183,10 @@ type HookOptions struct {
 	// Floors are extra commands run the same way for comparison, by name
 	// (e.g. "interpreter_floor": python3 -c "import json, subprocess").
 	Floors map[string][]string
+	// Wrap, when set, is a command line each operator hook runs under (not the floors), to find
+	// where its time goes: "{run}" in an argument becomes "<operator>.<hook>.<run>" (run 0 is
+	// the warm-up), e.g. strace -f -tt -T -o /tmp/st.{run}. The figures are then the wrapper's.
+	Wrap []string
 }
 
 // HookResult is the timing of one hook (or floor command).
@@ -302,7 +306,7 @@ func HookBench(ctx context.Context, opts HookOptions) ([]HookResult, error) {
 			for k, v := range env {
 				envList = append(envList, k+"="+v)
 			}
-			res, err := runTimed(ctx, sb, tools, []string{op.Dispatch}, envList, opts.Runs, logPath)
+			res, err := runTimed(ctx, sb, tools, []string{op.Dispatch}, envList, opts.Runs, logPath, wrapper(opts.Wrap, op.Name+"."+h.Name))
 			if err != nil {
 				return results, fmt.Errorf("cannot run %s hook %s: %w", op.Name, h.Name, err)
 			}
@@ -318,7 +322,7 @@ func HookBench(ctx context.Context, opts HookOptions) ([]HookResult, error) {
 	for _, name := range floors {
 		argv := opts.Floors[name]
 		env := []string{"PATH=" + tools + ":" + hosts.DefaultPath, "HOME=/root", "LANG=C.UTF-8", fake.LogEnv + "=" + logPath}
-		res, err := runTimed(ctx, sb, tools, argv, env, opts.Runs, logPath)
+		res, err := runTimed(ctx, sb, tools, argv, env, opts.Runs, logPath, nil)
 		if err != nil {
 			return results, fmt.Errorf("cannot run floor %s: %w", name, err)
 		}
@@ -328,27 +332,47 @@ func HookBench(ctx context.Context, opts HookOptions) ([]HookResult, error) {
 	return results, nil
 }
 
+// wrapper returns the argv prefix of HookOptions.Wrap for run i of the hook named name (nil
+// without a Wrap).
+func wrapper(wrap []string, name string) func(i int) []string {
+	if len(wrap) == 0 {
+		return nil
+	}
+	return func(i int) []string {
+		out := make([]string, len(wrap))
+		for j, a := range wrap {
+			out[j] = strings.ReplaceAll(a, "{run}", name+"."+strconv.Itoa(i))
+		}
+		return out
+	}
+}
+
 // runTimed runs argv once to warm up, then runs times, each through the bench-measure launcher
-// (fake.MeasureName), counting the fake calls of the last run.
-func runTimed(ctx context.Context, sb *Sandbox, tools string, argv, env []string, runs int, logPath string) (HookResult, error) {
+// (fake.MeasureName), counting the fake calls of the last run; wrap, if not nil, gives each
+// run's wrapper command (HookOptions.Wrap).
+func runTimed(ctx context.Context, sb *Sandbox, tools string, argv, env []string, runs int, logPath string, wrap func(int) []string) (HookResult, error) {
 	var res HookResult
 	out := filepath.Join(filepath.Dir(logPath), "measure.json")
 	env = append(append([]string(nil), env...), fake.MeasureOutEnv+"="+out)
-	argv = append([]string{filepath.Join(tools, fake.MeasureName)}, argv...)
 	for i := 0; i <= runs; i++ {
 		os.Remove(logPath)
 		os.Remove(out)
-		outer, err := Measure(sb.Command(ctx, argv, env))
+		run := argv
+		if wrap != nil {
+			run = append(wrap(i), argv...)
+		}
+		run = append([]string{filepath.Join(tools, fake.MeasureName)}, run...)
+		outer, err := Measure(sb.Command(ctx, run, env))
 		if err != nil {
 			return res, err
 		}
 		data, err := os.ReadFile(out)
 		if err != nil {
-			return res, fmt.Errorf("no measurement of %q: %v (output: %s)", argv, err, outer.Output)
+			return res, fmt.Errorf("no measurement of %q: %v (output: %s)", run, err, outer.Output)
 		}
 		var m fake.Measurement
 		if err := json.Unmarshal(data, &m); err != nil {
-			return res, fmt.Errorf("bad measurement of %q: %w", argv, err)
+			return res, fmt.Errorf("bad measurement of %q: %w", run, err)
 		}
 		if i == 0 {
 			continue

@@ -31,6 +31,10 @@ type RunOptions struct {
 	PebbleBin string
 	// Samples per join/leave figure (default 15); HookRuns per hook (default 20).
 	Samples, HookRuns int
+	// HookWrap, for finding where a hook's time goes, runs each operator hook under this
+	// command line (HookOptions.Wrap: "strace -f -tt -T -o /tmp/st.{run}"); its figures are then
+	// the wrapper's, not the hook's alone.
+	HookWrap []string
 	// FailoverSamples is how many controllers part "failover" (controller HA: add a
 	// controller, kill the primary's host) adds and kills (default 5).
 	FailoverSamples int

@@ -2,6 +2,7 @@ package jujutest
 
 import (
 	"context"
+	"sync"
 
 	"github.com/charmed-slurm/operators/libs/juju"
 )
@@ -15,16 +16,22 @@ func Tools(t TB, in State, ev juju.Event, h juju.Handler) (State, []string, erro
 		rec.next = hc.Runner
 		return h(ctx, juju.NewHookContext(hc.Event, rec))
 	})
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
 	return out, rec.names, err
 }
 
-// recorder runs hook tools through next, noting their names.
+// recorder runs hook tools through next, noting their names; it is safe for concurrent use
+// (a hook may run tools side by side: juju.Leadership.Ask).
 type recorder struct {
 	next  juju.Runner
+	mu    sync.Mutex
 	names []string
 }
 
 func (r *recorder) Run(ctx context.Context, cmd juju.Command) (juju.Result, error) {
+	r.mu.Lock()
 	r.names = append(r.names, cmd.Args[0])
+	r.mu.Unlock()
 	return r.next.Run(ctx, cmd)
 }

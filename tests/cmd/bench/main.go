@@ -56,6 +56,7 @@ func run() int {
 	flag.StringVar(&opts.PebbleBin, "pebble", "build/bin/pebble", "pebble binary for the hosts")
 	flag.IntVar(&opts.Samples, "samples", 15, "joins and leaves measured per figure (raw and operator joins interleaved)")
 	flag.IntVar(&opts.HookRuns, "hook-runs", 20, "runs per hook")
+	hookWrap := flag.String("hook-wrap", "", `command line (split at spaces) each operator hook runs under, to find where its time goes, e.g. "strace -f -tt -T -o /tmp/st.{run}" ({run}: operator.hook.run); the hook figures are then the wrapper's`)
 	flag.IntVar(&opts.FailoverSamples, "failover-samples", 5, "controllers added, then killed, by part failover")
 	flag.IntVar(&opts.MachineSamples, "machine-samples", 7, "joins and leaves measured on systemd machines of each Debian release (parts bookworm, trixie, forky)")
 	flag.IntVar(&opts.RebootSamples, "reboot-samples", 5, "reboots of each kind (part reboot)")
@@ -65,6 +66,7 @@ func run() int {
 	flag.IntVar(&opts.BusyUnits, "busy-units", 32, "units removed at once while their jobs run (part busy)")
 	timeout := flag.Duration("timeout", 60*time.Minute, "bound on the whole run")
 	flag.Parse()
+	opts.HookWrap = strings.Fields(*hookWrap)
 	var err error
 	if opts.Scales, err = sizes(*scales); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: -scale: %v\n", err)
