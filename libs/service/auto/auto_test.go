@@ -75,3 +75,47 @@ func TestLazyPebble(t *testing.T) {
 		t.Error("status of an unknown service succeeded")
 	}
 }
+
+// TestConnectAhead: a connection started ahead serves the first call, and its failure is
+// that call's error; Close waits for it.
+func TestConnectAhead(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "p.socket")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/services", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"type":"sync","status-code":200,"status":"OK","result":[{"name":"munged","startup":"enabled","current":"active"}]}`))
+	})
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(l)
+	defer srv.Close()
+
+	ctx := context.Background()
+	m := &auto.Manager{Backend: service.Pebble, Socket: sock}
+	m.Connect(ctx)
+	m.Connect(ctx) // a second call starts nothing more
+	st, err := m.Status(ctx, "munged")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != service.StateActive {
+		t.Errorf("state %q, want active", st.State)
+	}
+	m.Close()
+
+	// A connection that cannot be made (no Pebble socket): the first call reports it.
+	bad := &auto.Manager{Backend: service.Pebble, Socket: filepath.Join(t.TempDir(), "missing")}
+	bad.Connect(ctx)
+	if _, err := bad.Status(ctx, "munged"); err == nil {
+		t.Error("status through a failed connection succeeded")
+	}
+	bad.Close()
+
+	// Close alone waits for the connection started ahead.
+	unused := &auto.Manager{Backend: service.Pebble, Socket: sock}
+	unused.Connect(ctx)
+	unused.Close()
+}
