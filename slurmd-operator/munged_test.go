@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/juju/jujutest"
+	"github.com/charmed-slurm/operators/libs/service/servicetest"
+)
+
+// connecting is a service manager that can connect ahead (as auto.Manager): it counts the
+// calls to Connect.
+type connecting struct {
+	*servicetest.Manager
+	connects atomic.Int32
+}
+
+func (c *connecting) Connect(context.Context) { c.connects.Add(1) }
+
+// TestConnectAhead: a new node's relation hook starts the service manager's connection at
+// its start (on a machine, systemd's is made while the relation and the key are read);
+// a node already running asks for none ahead.
+func TestConnectAhead(t *testing.T) {
+	e := newEnv(t)
+	m := &connecting{Manager: e.svc}
+	e.charm.Services = m
+	if err := e.run(jujutest.Hook(juju.Install)); err != nil {
+		t.Fatal(err)
+	}
+	e.join()
+	after := []int32{m.connects.Load()}
+	if err := e.run(jujutest.RelationHook(juju.RelationChanged, relID, "slurmctld/0")); err != nil {
+		t.Fatal(err)
+	}
+	after = append(after, m.connects.Load())
+	// The join's first hook connects ahead; the join's next hooks (slurmd started by the
+	// first) and a later change do not.
+	if d := cmp.Diff([]int32{1, 1}, after); d != "" {
+		t.Errorf("connections ahead after the join and after a change (-want +got):\n%s", d)
+	}
+	if !e.slurm.hasNode(node) {
+		t.Errorf("node %s did not register", node)
+	}
+}
