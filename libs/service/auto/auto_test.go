@@ -44,9 +44,10 @@ func TestDetect(t *testing.T) {
 	}
 }
 
-// TestLazyPebble: the Manager connects on first use and forwards to the Pebble backend (here a
-// server answering Pebble's services API for one service).
-func TestLazyPebble(t *testing.T) {
+// pebbleServer serves Pebble's services API for one active service, munged, on a socket
+// whose path it returns, until the test ends.
+func pebbleServer(t *testing.T) string {
+	t.Helper()
 	sock := filepath.Join(t.TempDir(), "p.socket")
 	l, err := net.Listen("unix", sock)
 	if err != nil {
@@ -59,7 +60,14 @@ func TestLazyPebble(t *testing.T) {
 	})
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(l)
-	defer srv.Close()
+	t.Cleanup(func() { srv.Close() })
+	return sock
+}
+
+// TestLazyPebble: the Manager connects on first use and forwards to the Pebble backend (here a
+// server answering Pebble's services API for one service).
+func TestLazyPebble(t *testing.T) {
+	sock := pebbleServer(t)
 
 	m := &auto.Manager{Backend: service.Pebble, Socket: sock}
 	defer m.Close()
@@ -79,19 +87,7 @@ func TestLazyPebble(t *testing.T) {
 // TestConnectAhead: a connection started ahead serves the first call, and its failure is
 // that call's error; Close waits for it.
 func TestConnectAhead(t *testing.T) {
-	sock := filepath.Join(t.TempDir(), "p.socket")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/v1/services", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"type":"sync","status-code":200,"status":"OK","result":[{"name":"munged","startup":"enabled","current":"active"}]}`))
-	})
-	srv := &http.Server{Handler: mux}
-	go srv.Serve(l)
-	defer srv.Close()
+	sock := pebbleServer(t)
 
 	ctx := context.Background()
 	m := &auto.Manager{Backend: service.Pebble, Socket: sock}
