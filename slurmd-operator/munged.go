@@ -18,8 +18,7 @@ import (
 // prepareMunged starts, when this relation hook is a new node's join, the connection to the
 // service manager (connectAhead) and, on a Slurm that authenticates with munge, munged's
 // Prepare in the background: the controller's data may start munged, and nothing of munged
-// has been set up yet. The caller waits for it before the
-// hook ends (mungedPrepared).
+// has been set up yet. The caller waits for it before the hook ends (mungedPrepared).
 func (h *hook) prepareMunged(ctx context.Context) {
 	switch h.hc.Event.Kind {
 	case juju.RelationCreated, juju.RelationJoined, juju.RelationChanged:

@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -44,5 +47,32 @@ func TestConnectAhead(t *testing.T) {
 	}
 	if !e.slurm.hasNode(node) {
 		t.Errorf("node %s did not register", node)
+	}
+}
+
+// TestKeyWriteFailsClosed: under auth/slurm a new node's key is written beside slurmd's
+// definition; when the write fails (here slurm.key is a directory) the hook fails and slurmd
+// is neither enabled nor started, and no node registers.
+func TestKeyWriteFailsClosed(t *testing.T) {
+	e := newEnv(t)
+	e.slurm.version = "24.11.5"
+	if err := e.run(jujutest.Hook(juju.Install)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(e.root, "/etc/slurm/slurm.key/x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.relatedTo("24.11.5")
+	err := e.run(jujutest.RelationHook(juju.RelationCreated, relID, ""))
+	if err == nil || !strings.Contains(err.Error(), "slurm.key") {
+		t.Fatalf("got %v, want an error about slurm.key", err)
+	}
+	for _, c := range e.svcCalls(SlurmdService) {
+		if c != "configure" {
+			t.Errorf("slurmd %s although its key was not written", c)
+		}
+	}
+	if e.slurm.hasNode(node) {
+		t.Errorf("node %s registered", node)
 	}
 }
