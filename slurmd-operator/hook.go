@@ -32,8 +32,8 @@ type hook struct {
 	// facts yet (the first hook after install); facts waits for it.
 	machine *pending[slurm.MachineInfo]
 	// mungePrep is munged's Prepare running from the relation hook's start on a new node's
-	// join, mungedUp munged's start running beside slurmd's configuration (munged.go); nil
-	// when none runs.
+	// join, mungedUp munged's start running beside slurmd's configuration (munged.go), or
+	// under auth/slurm the key's write (writeAuthKey); nil when none runs.
 	mungePrep *pending[*munge.Prepared]
 	mungedUp  *pending[struct{}]
 }

@@ -15,17 +15,21 @@ import (
 // once munged answers (mungedReady): munged still reads the controller's key at its start,
 // and slurmd still starts only with munged answering.
 
-// prepareMunged starts munged's Prepare in the background when this relation hook is a new
-// node's join on a Slurm that authenticates with munge: the controller's data may start
-// munged, and nothing of munged has been set up yet. The caller waits for it before the
-// hook ends (mungedPrepared).
+// prepareMunged starts, when this relation hook is a new node's join, the connection to the
+// service manager (connectAhead) and, on a Slurm that authenticates with munge, munged's
+// Prepare in the background: the controller's data may start munged, and nothing of munged
+// has been set up yet. The caller waits for it before the hook ends (mungedPrepared).
 func (h *hook) prepareMunged(ctx context.Context) {
 	switch h.hc.Event.Kind {
 	case juju.RelationCreated, juju.RelationJoined, juju.RelationChanged:
 	default:
 		return
 	}
-	if h.st.Applied != nil || h.st.Departed || h.st.Facts == nil {
+	if h.st.Applied != nil || h.st.Departed {
+		return
+	}
+	h.connectAhead(ctx)
+	if h.st.Facts == nil {
 		return
 	}
 	if v, err := slurm.ParseVersion(h.st.Facts.Version); err != nil || !slurm.FeaturesOf(v).Munge {
@@ -33,6 +37,17 @@ func (h *hook) prepareMunged(ctx context.Context) {
 	}
 	d := h.c.munged()
 	h.mungePrep = start(func() (*munge.Prepared, error) { return d.Prepare(ctx) })
+}
+
+// connectAhead starts the connection to the host's service manager in the background, when
+// the manager can (auto.Manager.Connect): a new node's join starts slurmd (and munged) once
+// the relation and the key's secret are read, and on a machine the connection to systemd
+// (a socket, its authentication, a Hello through dbus-daemon) is made while they are. The
+// first service call waits for it; the manager's Close, at the hook's end, too.
+func (h *hook) connectAhead(ctx context.Context) {
+	if m, ok := h.c.Services.(interface{ Connect(context.Context) }); ok {
+		m.Connect(ctx)
+	}
 }
 
 // mungedPrepared is munged's Prepare: the one prepareMunged started, or one run now.

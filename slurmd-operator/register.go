@@ -548,8 +548,9 @@ func (r registrar) applyStaged(ctx context.Context) error {
 
 // writeAuthKey writes the shared key where this Slurm version wants it and, for munge,
 // (re)starts munged when the key changed or munged is not running, in the background when
-// beside is set (the caller waits with mungedReady before slurmd starts). It reports
-// whether the key file changed.
+// beside is set (the caller waits with mungedReady before slurmd starts; for auth/slurm the
+// key's write itself is then in the background). It reports whether the key file changed
+// (true when it is written in the background).
 func (r registrar) writeAuthKey(ctx context.Context, f slurm.Features, key []byte, beside bool) (bool, error) {
 	c := r.h.c
 	if len(key) == 0 {
@@ -563,7 +564,18 @@ func (r registrar) writeAuthKey(ctx context.Context, f slurm.Features, key []byt
 	if err != nil {
 		return false, fmt.Errorf("cannot write %s: user %s: %w", f.AuthKeyFile, usr, err)
 	}
-	changed, err := authkey.Write(ctx, c.Path(f.AuthKeyFile), key, authkey.Options{Mode: mode, UID: uid, GID: gid})
+	write := func() (bool, error) {
+		return authkey.Write(ctx, c.Path(f.AuthKeyFile), key, authkey.Options{Mode: mode, UID: uid, GID: gid})
+	}
+	if !f.Munge && beside {
+		// auth/slurm: slurmd reads the key when it starts, not when it is defined, so on a
+		// first start the write (and its two fsyncs) runs beside slurmd's definition, and
+		// slurmd is enabled and started only once it is done (mungedReady: a failed write
+		// starts nothing). A first start asks nothing of the key's change.
+		r.h.mungedUp = start(func() (struct{}, error) { _, err := write(); return struct{}{}, err })
+		return true, nil
+	}
+	changed, err := write()
 	if err != nil {
 		return false, err
 	}

@@ -35,6 +35,8 @@ type Manager struct {
 	m       service.Manager
 	err     error
 	closeFn func()
+	// ahead is closed when the connection Connect started has been made or has failed.
+	ahead chan struct{}
 }
 
 var _ service.Manager = (*Manager)(nil)
@@ -46,8 +48,29 @@ func Detect(lookupEnv func(string) (string, bool)) *Manager {
 	return &Manager{Backend: b, Socket: socket}
 }
 
+// Connect starts the connection to the service manager in the background, so that a hook
+// that will manage a service can make it while it waits on something else (a new node's
+// relation hook reads the relation and the key's secret first: on a machine the connection
+// to systemd, a socket, its authentication and a Hello through dbus-daemon, is no longer
+// on the join's path). The first method called waits for it; an error is that method's.
+// Close waits for it too, so no connection is left being made when the hook ends. Call it
+// at most once, before Close, from the goroutine that calls Close.
+func (m *Manager) Connect(ctx context.Context) {
+	if m.ahead != nil {
+		return
+	}
+	m.ahead = make(chan struct{})
+	go func() {
+		defer close(m.ahead)
+		m.get(ctx)
+	}()
+}
+
 // Close closes the connection to systemd, if one was made.
 func (m *Manager) Close() {
+	if m.ahead != nil {
+		<-m.ahead
+	}
 	if m.closeFn != nil {
 		m.closeFn()
 		m.closeFn = nil

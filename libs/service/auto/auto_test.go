@@ -44,9 +44,10 @@ func TestDetect(t *testing.T) {
 	}
 }
 
-// TestLazyPebble: the Manager connects on first use and forwards to the Pebble backend (here a
-// server answering Pebble's services API for one service).
-func TestLazyPebble(t *testing.T) {
+// pebbleServer serves Pebble's services API for one active service, munged, on a socket
+// whose path it returns, until the test ends.
+func pebbleServer(t *testing.T) string {
+	t.Helper()
 	sock := filepath.Join(t.TempDir(), "p.socket")
 	l, err := net.Listen("unix", sock)
 	if err != nil {
@@ -59,7 +60,14 @@ func TestLazyPebble(t *testing.T) {
 	})
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(l)
-	defer srv.Close()
+	t.Cleanup(func() { srv.Close() })
+	return sock
+}
+
+// TestLazyPebble: the Manager connects on first use and forwards to the Pebble backend (here a
+// server answering Pebble's services API for one service).
+func TestLazyPebble(t *testing.T) {
+	sock := pebbleServer(t)
 
 	m := &auto.Manager{Backend: service.Pebble, Socket: sock}
 	defer m.Close()
@@ -74,4 +82,36 @@ func TestLazyPebble(t *testing.T) {
 	if _, err := m.Status(context.Background(), "slurmd"); err == nil {
 		t.Error("status of an unknown service succeeded")
 	}
+}
+
+// TestConnectAhead: a connection started ahead serves the first call, and its failure is
+// that call's error; Close waits for it.
+func TestConnectAhead(t *testing.T) {
+	sock := pebbleServer(t)
+
+	ctx := context.Background()
+	m := &auto.Manager{Backend: service.Pebble, Socket: sock}
+	m.Connect(ctx)
+	m.Connect(ctx) // a second call starts nothing more
+	st, err := m.Status(ctx, "munged")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != service.StateActive {
+		t.Errorf("state %q, want active", st.State)
+	}
+	m.Close()
+
+	// A connection that cannot be made (no Pebble socket): the first call reports it.
+	bad := &auto.Manager{Backend: service.Pebble, Socket: filepath.Join(t.TempDir(), "missing")}
+	bad.Connect(ctx)
+	if _, err := bad.Status(ctx, "munged"); err == nil {
+		t.Error("status through a failed connection succeeded")
+	}
+	bad.Close()
+
+	// Close alone waits for the connection started ahead.
+	unused := &auto.Manager{Backend: service.Pebble, Socket: sock}
+	unused.Connect(ctx)
+	unused.Close()
 }

@@ -101,7 +101,7 @@ func New(ctx context.Context) (*Manager, *dbus.Conn, error) {
 	go func() {
 		// godbus closes a connection when the context it was made with ends: a connection
 		// made with ctx itself would die with the caller's connect timeout.
-		conn, err := dbus.NewSystemConnectionContext(context.WithoutCancel(ctx))
+		conn, err := dbus.NewConnection(oneConnection(context.WithoutCancel(ctx)))
 		ch <- result{conn, err}
 	}()
 	select {
@@ -117,6 +117,40 @@ func New(ctx context.Context) (*Manager, *dbus.Conn, error) {
 			}
 		}()
 		return nil, nil, fmt.Errorf("cannot connect to systemd: %w", ctx.Err())
+	}
+}
+
+// oneConnection is a dial function for dbus.NewConnection that connects to the system bus
+// once and returns that connection every time it is called. go-systemd dials twice, one
+// connection for calls and one for signals (NewSystemConnectionContext): each costs a
+// socket, the EXTERNAL authentication and a Hello round trip through dbus-daemon (8-17 ms
+// each in a machine's hook under load, on every join's path). One connection carries both:
+// the job-removed signals go-systemd matches (AddMatch) arrive on it as they would on a
+// second one, its dispatcher reads them from a buffered channel, and a job's listener is
+// registered under the lock that its completion takes (startJob), so a job that ends
+// before its call's reply is read is still reported. Closing the go-systemd Conn closes
+// the connection twice; godbus ignores the second.
+func oneConnection(ctx context.Context) func() (*godbus.Conn, error) {
+	var conn *godbus.Conn
+	return func() (*godbus.Conn, error) {
+		if conn != nil {
+			return conn, nil
+		}
+		c, err := godbus.SystemBusPrivate(godbus.WithContext(ctx))
+		if err != nil {
+			return nil, err
+		}
+		// EXTERNAL with the uid as a number, as go-systemd does (no user name lookup).
+		if err := c.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
+			c.Close()
+			return nil, err
+		}
+		if err := c.Hello(); err != nil {
+			c.Close()
+			return nil, err
+		}
+		conn = c
+		return c, nil
 	}
 }
 
