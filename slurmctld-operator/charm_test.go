@@ -570,8 +570,8 @@ func TestControllerHooksDoOnePass(t *testing.T) {
 			if err != nil || ctx.Err() != nil {
 				t.Fatalf("%s: %v (guard: %v): the hook waited", ev.Name, err, ctx.Err())
 			}
-			if squeues != 1 {
-				t.Errorf("%d squeue calls, want 1: one pass", squeues)
+			if squeues > 1 {
+				t.Errorf("%d squeue calls, want at most 1: one pass", squeues)
 			}
 			if !tt.kept(e) {
 				t.Error("removed while its job runs")
@@ -1209,11 +1209,12 @@ func TestManyNodesGoneCostOneLogLine(t *testing.T) {
 }
 
 // TestBusyDepartureReadsNodesOnce: the relation-departed hook of a unit that drained its own
-// node, which still runs a job, costs one node list and one squeue, however loaded the
-// controller: no Step reads the node again and counts its jobs, and the status uses the same
-// list. Each Slurm command took up to 0.6 s while 32 units left at once on a loaded 2-core
-// machine, and four of them made the first departure's hook 2.3 s (make bench, part busy).
-// The node is still removed once the job ends, after its unit's grace.
+// node, which still runs a job, costs one node list and nothing else in Slurm, however loaded
+// the controller: no Step reads the node again, no squeue counts its jobs (they can only
+// end; the waiter wakes the charm when they have), and the status uses the same list. Each
+// Slurm command took up to 0.6 s while 32 units left at once on a loaded 2-core machine, and
+// four of them made the first departure's hook 2.3 s (make bench, part busy). The node is
+// still removed once the job ends, after its unit's grace.
 func TestBusyDepartureReadsNodesOnce(t *testing.T) {
 	e := newEnv(t)
 	in, departed := e.departedWithJob(true)
@@ -1223,7 +1224,7 @@ func TestBusyDepartureReadsNodesOnce(t *testing.T) {
 	for _, c := range e.slurm.commands()[before:] {
 		got = append(got, strings.Join(c, " "))
 	}
-	want := []string{"scontrol show node -o", "squeue -h -w slurmd-1 -t RUNNING,COMPLETING,CONFIGURING,SUSPENDED -o %i|%T|%P|%u|%N|%j"}
+	want := []string{"scontrol show node -o"}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Slurm commands of the departure (-want +got):\n%s", d)
 	}
@@ -1239,28 +1240,51 @@ func TestBusyDepartureReadsNodesOnce(t *testing.T) {
 }
 
 // TestDepartureRacingItsUnitsDrain: a departure whose node the hook's list shows not drained
-// yet, but its unit drains before the Step reads it: the Step changes nothing in Slurm (it
-// reads the node and counts its jobs), so the status uses the hook's list, not a new one.
+// yet, busy (its unit has not drained it, or is dead): the hook drains it from the list (no
+// `scontrol show node` of it), asks Slurm nothing more (no squeue: its jobs can only end),
+// and the status counts it draining from the same list, not a new one. Its unit may drain it
+// between the list and the drain (here just before): Slurm takes the second drain too. Once
+// the job ends, the next pass (the waiter's wake) deletes the node: the controller drained
+// it, so it gives no grace to the unit.
 func TestDepartureRacingItsUnitsDrain(t *testing.T) {
-	e := newEnv(t)
-	in, departed := e.departedWithJob(false)
-	e.slurm.Before(func(argv []string) {
-		if strings.Join(argv, " ") == "scontrol show node -o slurmd-1" {
-			e.slurm.Cluster.Run(context.Background(), []string{"scontrol", "update", "nodename=slurmd-1", "state=drain", "reason=its unit"}, []string{"SLURM_CONF=" + confPath})
+	for _, unitDrains := range []bool{false, true} {
+		e := newEnv(t)
+		in, departed := e.departedWithJob(false)
+		if unitDrains {
+			e.slurm.Before(func(argv []string) {
+				if argv[0] == "scontrol" && len(argv) > 1 && argv[1] == "update" {
+					e.slurm.Before(nil)
+					e.slurm.Cluster.Run(context.Background(), []string{"scontrol", "update", "nodename=slurmd-1", "state=drain", "reason=its unit"}, []string{"SLURM_CONF=" + confPath})
+				}
+			})
 		}
-	})
-	defer e.slurm.Before(nil)
-	before := len(e.slurm.commands())
-	out := e.run(in, departed)
-	var got []string
-	for _, c := range e.slurm.commands()[before:] {
-		got = append(got, strings.Join(c, " "))
-	}
-	want := []string{"scontrol show node -o", "scontrol show node -o slurmd-1", "squeue -h -w slurmd-1 -t RUNNING,COMPLETING,CONFIGURING,SUSPENDED -o %i|%T|%P|%u|%N|%j"}
-	if d := cmp.Diff(want, got); d != "" {
-		t.Errorf("Slurm commands of the departure (-want +got):\n%s", d)
-	}
-	if !strings.Contains(out.UnitStatus.Message, "removing slurmd-1 once idle") {
-		t.Errorf("status %q", out.UnitStatus.Message)
+		before := len(e.slurm.commands())
+		out, calls, err := e.runTools(in, departed, nil)
+		e.slurm.Before(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range e.slurm.commands()[before:] {
+			got = append(got, strings.Join(c, " "))
+		}
+		want := []string{"scontrol show node -o", "scontrol update nodename=slurmd-1 state=drain reason=unit slurmd/1 removed"}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("unit drains %v: Slurm commands of the departure (-want +got):\n%s", unitDrains, d)
+		}
+		if n := len(only(calls, []string{"juju-log"})); n != 1 {
+			t.Errorf("unit drains %v: %d juju-log calls, want 1: %q", unitDrains, n, calls)
+		}
+		if msg := out.UnitStatus.Message; !strings.Contains(msg, "1 draining") || !strings.Contains(msg, "removing slurmd-1 once idle") {
+			t.Errorf("unit drains %v: status %q", unitDrains, msg)
+		}
+		if !e.slurm.hasNode("slurmd-1") {
+			t.Fatalf("unit drains %v: node deleted while its job runs", unitDrains)
+		}
+		e.slurm.EndJobs()
+		out = e.run(out, jujutest.Hook(juju.UpdateStatus))
+		if e.slurm.hasNode("slurmd-1") || strings.Contains(out.UnitStatus.Message, "removing") {
+			t.Errorf("unit drains %v: node not deleted after its job ended: status %q", unitDrains, out.UnitStatus.Message)
+		}
 	}
 }

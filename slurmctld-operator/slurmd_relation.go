@@ -132,19 +132,19 @@ func (sr slurmdRelation) ready(ctx context.Context, ev slurmd.SlurmdReady) error
 	return (slurmctldDaemon{h}).apply(ctx, changed)
 }
 
-// departed records the departed unit's node and makes one pass of the removals of
-// departed units' nodes: the unit drains and deletes its own node; this is the safety net
-// for when it could not. A node with jobs stays pending: the removal waiter (waiter.go) or
-// update-status finishes it, never a wait in this hook.
+// departed records the departed unit's node and starts its removal (nodeRemovals.departed):
+// the unit drains and deletes its own node; this is the safety net for when it could not. A
+// node with jobs stays pending: the removal waiter (waiter.go) or update-status finishes it,
+// never a wait in this hook.
 func (sr slurmdRelation) departed(ctx context.Context, ev slurmd.SlurmdDeparted) error {
 	h := sr.h
 	if h.st.Pending == nil {
 		h.st.Pending = map[string]pendingNode{}
 	}
-	h.st.Pending[ev.Node] = pendingNode{Unit: ev.Unit, App: ev.App}
+	p := pendingNode{Unit: ev.Unit, App: ev.App}
+	h.st.Pending[ev.Node] = p
 	h.st.Reboots.drop(ev.Node) // a rolling reboot no longer waits for it
-	h.logf(ctx, juju.LevelInfo, "unit %s left: its node %s is removed once it has no job", ev.Unit, ev.Node)
-	nodeRemovals{h}.pass(ctx)
+	nodeRemovals{h}.departed(ctx, ev.Node, p)
 	return nil
 }
 

@@ -477,36 +477,72 @@ func TestRemovalWaiterWakesOncePerChange(t *testing.T) {
 }
 
 // TestRemovalWaiterLeavesIdleNodesToTheirUnits: a departed unit's node whose last job ended
-// less than unitGrace ago is the unit's to delete: the charm is not woken for it, while a node
-// gone wakes it at once (its status drops the node).
+// less than unitGrace ago is the unit's to delete: the charm is not woken for it. A node gone
+// meanwhile wakes the charm (its status drops the node) once the other has gone too, in one
+// wake (goneBatch: the units of a busy scale-in delete their nodes all at once); or, while
+// the other stays, after goneBatch; and at once when the other node still runs a job.
 func TestRemovalWaiterLeavesIdleNodesToTheirUnits(t *testing.T) {
-	e := newEnv(t)
-	e.started()
-	e.slurm.addNode("slurmd-1", "slurmd", true) // idle
-	e.slurm.addNode("slurmd-2", "slurmd", true)
-	x := &fakeExec{}
-	w, log := e.removalWaiter(watchList{Nodes: []string{"slurmd-1", "slurmd-2"}}, x)
-	w.IdleGrace = 0                                                         // unitGrace
-	w.Now = func() time.Time { return fakeLastBusy().Add(2 * time.Second) } // the nodes' last job ended 2 s ago
-	x.charm = func() {
-		(&procWaiter{Dir: w.Dir}).writeWatch(context.Background(), watchList{Nodes: []string{"slurmd-1"}})
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	e.onCall(map[int]func(){
-		10: func() {
-			e.slurm.Run(ctx, []string{"scontrol", "delete", "nodename=slurmd-2"}, []string{"SLURM_CONF=" + confPath})
-		},
-		40: cancel,
-	})
-	if err := w.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if x.count() != 1 || !strings.Contains(log.String(), "waking the charm: node slurmd-2 is gone\n") {
-		t.Errorf("%d wakes, want one for the node gone:\n%s", x.count(), log)
-	}
-	if strings.Contains(log.String(), "has no job") {
-		t.Errorf("woken for an idle node within its grace:\n%s", log)
+	for _, tt := range []struct {
+		name string
+		// job runs a job on slurmd-1; deleteOther deletes slurmd-1 at the 20th call;
+		// ticking advances the clock 100 ms at each reading (with a grace of an hour).
+		job, deleteOther, ticking bool
+		want                      string // the one wake's reason
+	}{
+		{name: "the other deleted too", deleteOther: true, want: "node slurmd-1 is gone; node slurmd-2 is gone"},
+		{name: "the other stays", ticking: true, want: "node slurmd-2 is gone"},
+		{name: "the other runs a job", job: true, want: "node slurmd-2 is gone"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.started()
+			e.slurm.addNode("slurmd-1", "slurmd", true) // idle
+			e.slurm.addNode("slurmd-2", "slurmd", true)
+			if tt.job {
+				e.slurm.addJob("slurmd", "slurmd-1")
+			}
+			x := &fakeExec{}
+			w, log := e.removalWaiter(watchList{Nodes: []string{"slurmd-1", "slurmd-2"}}, x)
+			w.IdleGrace = 0 // unitGrace
+			if tt.ticking {
+				w.IdleGrace = time.Hour
+			}
+			now := fakeLastBusy().Add(2 * time.Second) // the nodes' last job ended 2 s ago
+			var mu sync.Mutex
+			w.Now = func() time.Time {
+				mu.Lock()
+				defer mu.Unlock()
+				if tt.ticking {
+					now = now.Add(100 * time.Millisecond)
+				}
+				return now
+			}
+			w.GoneBatch = time.Second
+			x.charm = func() {
+				(&procWaiter{Dir: w.Dir}).writeWatch(context.Background(), watchList{})
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			del := func(node string) func() {
+				return func() {
+					e.slurm.Run(ctx, []string{"scontrol", "delete", "nodename=" + node}, []string{"SLURM_CONF=" + confPath})
+				}
+			}
+			then := map[int]func(){10: del("slurmd-2"), 60: cancel}
+			if tt.deleteOther {
+				then[20] = del("slurmd-1")
+			}
+			e.onCall(then)
+			if err := w.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if x.count() != 1 || !strings.Contains(log.String(), "waking the charm: "+tt.want+"\n") {
+				t.Errorf("%d wakes, want one for %q:\n%s", x.count(), tt.want, log)
+			}
+			if strings.Contains(log.String(), "has no job") {
+				t.Errorf("woken for an idle node within its grace:\n%s", log)
+			}
+		})
 	}
 }
 

@@ -191,6 +191,32 @@ type Remover struct {
 	Now func() time.Time
 }
 
+// DrainListed makes r's drain phase (RemovalDrain) with its node as n, which the caller read
+// a moment before (a hook's node list) instead of Step reading it again: the node's prior
+// drain, down state and reason are recorded, the node drained unless n shows it drained
+// already, and r moves to RemovalWait. It reports whether the node turned out gone (as
+// Step does). A caller that knows the node busy (n) may stop there: a Step of the wait
+// phase could only count its jobs.
+func (m *Remover) DrainListed(ctx context.Context, r *Removal, n Node) (bool, error) {
+	if r.Phase != RemovalDrain {
+		return false, fmt.Errorf("cannot drain node %s for its removal: removal in phase %q", r.Node, r.Phase)
+	}
+	r.WasDrain, r.WasDown, r.PriorReason = n.State.Drain(), n.State.Down(), n.Reason
+	if r.Reason != "" && !n.State.Drain() {
+		err := m.Client.Drain(ctx, r.Node, r.Reason)
+		switch {
+		case errors.Is(err, ErrUnknownNode):
+			return m.gone(ctx, r)
+		case err == nil:
+			r.Drained = true
+		case !errors.Is(err, ErrInvalidNodeState):
+			return false, err
+		}
+	}
+	r.Phase = RemovalWait
+	return false, nil
+}
+
 // Step advances r as far as it can go without waiting, and reports whether the node is
 // gone. It returns nil with r not done when the removal has to wait: jobs still run on the
 // node, or the delete was refused as busy (r.Phase is then RemovalDelete). Errors leave
@@ -210,19 +236,9 @@ func (m *Remover) Step(ctx context.Context, r *Removal) (bool, error) {
 			if err != nil {
 				return false, err
 			}
-			r.WasDrain, r.WasDown, r.PriorReason = n.State.Drain(), n.State.Down(), n.Reason
-			if r.Reason != "" && !n.State.Drain() {
-				err := c.Drain(ctx, r.Node, r.Reason)
-				switch {
-				case errors.Is(err, ErrUnknownNode):
-					return m.gone(ctx, r)
-				case err == nil:
-					r.Drained = true
-				case !errors.Is(err, ErrInvalidNodeState):
-					return false, err
-				}
+			if done, err := m.DrainListed(ctx, r, n); done || err != nil {
+				return done, err
 			}
-			r.Phase = RemovalWait
 		case RemovalWait:
 			jobs, err := c.JobsOnNode(ctx, r.Node)
 			if errors.Is(err, ErrUnknownNode) {

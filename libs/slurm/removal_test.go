@@ -550,3 +550,78 @@ func TestRemoveWaitBacksOff(t *testing.T) {
 		t.Errorf("%d checks of the jobs in 400 ms at a 1 ms interval, want the wait not to back off", got)
 	}
 }
+
+// TestDrainListed: the drain phase from a node as the caller listed it records what Step's
+// own read records (prior drain, down, reason), drains only a node the listing shows not
+// drained, runs no `scontrol show node`, moves the removal to the wait phase, and a Step
+// from there finishes the removal once the job ends; a node gone before its drain is done;
+// a removal past its drain phase is refused.
+func TestDrainListed(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name        string
+		drainBefore string // the node drained with this reason before it is listed
+		wantCmds    []string
+		wantDrained bool
+	}{
+		{name: "not drained", wantCmds: []string{"update"}, wantDrained: true},
+		{name: "drained by its unit", drainBefore: "unit slurmd/1 removed"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := slurmtest.NewCluster()
+			c.AddNode("slurmd-1")
+			job := c.StartJob("slurmd-1")
+			m := &slurm.Remover{Client: &slurm.Client{Runner: c, Conf: "/etc/slurm/slurm.conf"}}
+			ctx := context.Background()
+			if tt.drainBefore != "" {
+				_ = m.Client.Drain(ctx, "slurmd-1", tt.drainBefore)
+			}
+			listed, err := m.Client.ShowNode(ctx, "slurmd-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cmds []string
+			c.Before(func(argv []string) { cmds = append(cmds, argv[1]) })
+			r := &slurm.Removal{Node: "slurmd-1", Reason: "unit slurmd/1 removed"}
+			done, err := m.DrainListed(ctx, r, listed)
+			c.Before(nil)
+			if err != nil || done {
+				t.Fatalf("DrainListed: done %v, %v", done, err)
+			}
+			if d := cmp.Diff(tt.wantCmds, cmds); d != "" {
+				t.Errorf("commands (-want +got):\n%s", d)
+			}
+			want := slurm.Removal{Node: "slurmd-1", Reason: "unit slurmd/1 removed", Phase: slurm.RemovalWait,
+				Drained: tt.wantDrained, WasDrain: tt.drainBefore != "", PriorReason: tt.drainBefore}
+			if d := cmp.Diff(want, *r); d != "" {
+				t.Errorf("removal (-want +got):\n%s", d)
+			}
+			if n, _ := c.Node("slurmd-1"); !n.State.Drain() {
+				t.Errorf("not drained: %v", n.State)
+			}
+			if _, err := m.DrainListed(ctx, r, listed); err == nil {
+				t.Error("a second DrainListed, in the wait phase, did not fail")
+			}
+			c.EndJob(job)
+			if done, err := m.Step(ctx, r); err != nil || !done {
+				t.Errorf("Step once idle: done %v, %v", done, err)
+			}
+		})
+	}
+	t.Run("gone", func(t *testing.T) {
+		t.Parallel()
+		c := slurmtest.NewCluster()
+		c.AddNode("slurmd-1")
+		m := &slurm.Remover{Client: &slurm.Client{Runner: c, Conf: "/etc/slurm/slurm.conf"}}
+		listed, err := m.Client.ShowNode(context.Background(), "slurmd-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Run(context.Background(), []string{"scontrol", "delete", "nodename=slurmd-1"}, nil)
+		r := &slurm.Removal{Node: "slurmd-1", Reason: "unit slurmd/1 removed"}
+		if done, err := m.DrainListed(context.Background(), r, listed); err != nil || !done || r.Phase != slurm.RemovalDone {
+			t.Errorf("gone node: done %v, %v, phase %q", done, err, r.Phase)
+		}
+	})
+}
