@@ -32,10 +32,11 @@ type hook struct {
 	// facts yet (the first hook after install); facts waits for it.
 	machine *pending[slurm.MachineInfo]
 	// mungePrep is munged's Prepare running from the relation hook's start on a new node's
-	// join, mungedUp munged's start running beside slurmd's configuration (munged.go), or
-	// under auth/slurm the key's write (writeAuthKey); nil when none runs.
+	// join; authUp what slurmd's authentication waits for, running beside slurmd's
+	// configuration: munged's start (munged.go) or, under auth/slurm, the key's write
+	// (writeAuthKey); nil when none runs.
 	mungePrep *pending[*munge.Prepared]
-	mungedUp  *pending[struct{}]
+	authUp    *pending[struct{}]
 }
 
 // lifecycle runs the charm's hooks: the state is loaded before the handler and saved once
@@ -202,7 +203,7 @@ func (h *hook) confKeys() *slurmconf.Keys {
 
 // slurmd is this host's slurmd.
 func (h *hook) slurmd() slurmdDaemon {
-	return slurmdDaemon{c: h.c, node: h.node, logf: h.logf, ready: h.mungedReady}
+	return slurmdDaemon{c: h.c, node: h.node, logf: h.logf, ready: h.authReady}
 }
 
 // showNode shows this unit's node.

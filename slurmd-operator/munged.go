@@ -12,7 +12,7 @@ import (
 // socket directory, its status, its service's definition: munge.Daemon.Prepare) runs while
 // the relation and the key's secret are read (prepareMunged), and munged's start and first
 // answer run while slurmd's configuration is built and defined (startMunged). slurmd starts
-// once munged answers (mungedReady): munged still reads the controller's key at its start,
+// once munged answers (authReady): munged still reads the controller's key at its start,
 // and slurmd still starts only with munged answering.
 
 // prepareMunged starts, when this relation hook is a new node's join, the connection to the
@@ -59,7 +59,7 @@ func (h *hook) mungedPrepared(ctx context.Context) (*munge.Prepared, error) {
 }
 
 // startMunged starts munged with the key written (restart: the key changed): in the
-// background when beside is set (mungedReady waits for it), else before it returns.
+// background when beside is set (authReady waits for it), else before it returns.
 func (h *hook) startMunged(ctx context.Context, restart, beside bool) error {
 	p, err := h.mungedPrepared(ctx)
 	if err != nil {
@@ -68,17 +68,17 @@ func (h *hook) startMunged(ctx context.Context, restart, beside bool) error {
 	if !beside {
 		return p.Start(ctx, restart)
 	}
-	h.mungedUp = start(func() (struct{}, error) { return struct{}{}, p.Start(ctx, restart) })
+	h.authUp = start(func() (struct{}, error) { return struct{}{}, p.Start(ctx, restart) })
 	return nil
 }
 
-// mungedReady waits for the start of munged that startMunged left running, if any, and
-// returns its error.
-func (h *hook) mungedReady() error {
-	if h.mungedUp == nil {
+// authReady waits for what authUp left running (munged's start, or auth/slurm's key write),
+// if anything, and returns its error.
+func (h *hook) authReady() error {
+	if h.authUp == nil {
 		return nil
 	}
-	_, err := h.mungedUp.wait()
+	_, err := h.authUp.wait()
 	return err
 }
 
@@ -88,5 +88,5 @@ func (h *hook) waitMunged() {
 	if h.mungePrep != nil {
 		h.mungePrep.wait()
 	}
-	h.mungedReady()
+	h.authReady()
 }

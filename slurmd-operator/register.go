@@ -87,7 +87,7 @@ func (r registrar) apply(ctx context.Context, data slurmd.ControllerData, f slur
 		return err
 	}
 	defer func() {
-		if merr := h.mungedReady(); err == nil {
+		if merr := h.authReady(); err == nil {
 			err = merr
 		}
 	}()
@@ -100,7 +100,7 @@ func (r registrar) apply(ctx context.Context, data slurmd.ControllerData, f slur
 		return err
 	}
 	if prev != nil || len(h.st.GresWaiting) > 0 {
-		if err := h.mungedReady(); err != nil {
+		if err := h.authReady(); err != nil {
 			return err
 		}
 	}
@@ -548,7 +548,7 @@ func (r registrar) applyStaged(ctx context.Context) error {
 
 // writeAuthKey writes the shared key where this Slurm version wants it and, for munge,
 // (re)starts munged when the key changed or munged is not running, in the background when
-// beside is set (the caller waits with mungedReady before slurmd starts; for auth/slurm the
+// beside is set (the caller waits with authReady before slurmd starts; for auth/slurm the
 // key's write itself is then in the background). It reports whether the key file changed
 // (true when it is written in the background).
 func (r registrar) writeAuthKey(ctx context.Context, f slurm.Features, key []byte, beside bool) (bool, error) {
@@ -570,9 +570,9 @@ func (r registrar) writeAuthKey(ctx context.Context, f slurm.Features, key []byt
 	if !f.Munge && beside {
 		// auth/slurm: slurmd reads the key when it starts, not when it is defined, so on a
 		// first start the write (and its two fsyncs) runs beside slurmd's definition, and
-		// slurmd is enabled and started only once it is done (mungedReady: a failed write
+		// slurmd is enabled and started only once it is done (authReady: a failed write
 		// starts nothing). A first start asks nothing of the key's change.
-		r.h.mungedUp = start(func() (struct{}, error) { _, err := write(); return struct{}{}, err })
+		r.h.authUp = start(func() (struct{}, error) { _, err := write(); return struct{}{}, err })
 		return true, nil
 	}
 	changed, err := write()

@@ -148,16 +148,24 @@ func TestSweepAfterCrash(t *testing.T) {
 	}
 	swept = true
 	defer n.Close()
-	// The old switch namespace is gone too: its name now belongs to the
-	// new network, which reuses the swept subnet.
 	if _, err := os.Stat("/run/netns/" + hostNS); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("namespace %s not swept: %v", hostNS, err)
 	}
 	if err := waitDead(ctx, stray); err != nil {
 		t.Errorf("stray process %d not swept: %v", stray, err)
 	}
+	// The swept subnet is free again: its record left the registry and its switch namespace
+	// is gone, unless the new network took the subnet. (It takes the lowest free one; another
+	// test package's network on the same prefix may have held a lower one while the child
+	// ran and let it go since, so the new network need not take the swept one.)
+	state := filepath.Join(registry, "subnet-"+strings.TrimPrefix(prefix, hoststest.Prefix)+".netns")
 	if n.Prefix != prefix {
-		t.Errorf("the swept subnet was not reused: got %s, want %s", n.Prefix, prefix)
+		if _, err := os.Stat(state); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the swept subnet %s is still recorded in %s: %v", prefix, state, err)
+		}
+		if _, err := os.Stat("/run/netns/" + prefix + "sw"); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the swept subnet's switch namespace %ssw is still there: %v", prefix, err)
+		}
 	}
 }
 
