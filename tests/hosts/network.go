@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -348,9 +349,20 @@ func deleteNetns(name string, grace time.Duration) error {
 
 // run runs argv and returns an error with its output if it fails.
 func run(ctx context.Context, argv []string) error {
-	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
-	if err != nil {
-		return &CommandError{Argv: argv, Output: out, Err: err}
+	return runInput(ctx, argv, "")
+}
+
+// runInput runs argv with input on its standard input (none when "") and returns an error
+// with its output, and the input after "<<" in its command line, if it fails.
+func runInput(ctx context.Context, argv []string, input string) error {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	shown := argv
+	if input != "" {
+		cmd.Stdin = strings.NewReader(input)
+		shown = append(slices.Clone(argv), "<<", input)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return &CommandError{Argv: shown, Output: out, Err: err}
 	}
 	return nil
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -53,10 +51,5 @@ func runBatch(ctx context.Context, argv []string, steps [][]string) error {
 		}
 		in.WriteString(strings.Join(step, " ") + "\n")
 	}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Stdin = strings.NewReader(in.String())
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return &CommandError{Argv: append(slices.Clone(argv), "<<", in.String()), Output: out, Err: err}
-	}
-	return nil
+	return runInput(ctx, argv, in.String())
 }
