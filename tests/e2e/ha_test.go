@@ -41,19 +41,56 @@ func (c *cluster) addStorage() string {
 // shareDir is the storage host's shared directory (private to the storage host).
 const shareDir = "/var/tmp/slurmctld-share"
 
-// waitStateSaved waits until slurmctld has saved its job list on the shared storage after t:
-// slurmctld batches state saves (up to SAVE_MAX_WAIT, 5 s, in src/slurmctld/state_save.c), so
-// what changed in the last seconds before a controller dies is not on disk for the backup.
+// waitStateSaved waits until every change slurmctld made to its jobs before t is on the
+// shared storage, for the backup that takes over. slurmctld batches state saves
+// (src/slurmctld/state_save.c): a change is saved at once when the last save is SAVE_MAX_WAIT
+// (5 s) old, else at that age (its save thread looks every second). So a save after t holds
+// every change before t; and when none comes within stateSaveQuiet of t, none was pending at
+// t (a pending save runs within about 6 s of the last, which was before t), so the last save
+// already holds them. Waiting for a save after t alone fails when the last change was saved
+// at once, before t: no other save comes.
 func (c *cluster) waitStateSaved(t time.Time) {
 	c.t.Helper()
 	c.eventually(30*time.Second, "job_state saved after "+t.Format(time.TimeOnly), func() (bool, string) {
-		out, err := c.storage.Run(c.bg(), "stat", "-c", "%Y", shareDir+"/checkpoint/job_state")
+		out, err := c.storage.Run(c.bg(), "stat", "-c", "%.9Y", shareDir+"/checkpoint/job_state")
 		if err != nil {
 			return false, string(out)
 		}
-		sec, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
-		return err == nil && sec > t.Unix(), strings.TrimSpace(string(out))
+		mtime, err := parseMtime(strings.TrimSpace(string(out)))
+		if err != nil {
+			return false, err.Error()
+		}
+		if mtime.After(t) {
+			return true, ""
+		}
+		if since := time.Since(t); since > stateSaveQuiet {
+			c.t.Logf("job_state last saved at %s, no save since %s (%s): none was pending", mtime.Format("15:04:05.000"), t.Format("15:04:05.000"), since.Round(time.Second))
+			return true, ""
+		}
+		return false, "last saved at " + mtime.Format("15:04:05.000")
 	})
+}
+
+// stateSaveQuiet is how long after a time with no job_state save the last save holds every
+// change before it: SAVE_MAX_WAIT (5 s), the save thread's one-second look, and a margin for
+// a loaded machine.
+const stateSaveQuiet = 10 * time.Second
+
+// parseMtime parses `stat -c %.9Y`: seconds since the epoch, a dot and nine digits.
+func parseMtime(s string) (time.Time, error) {
+	sec, frac, ok := strings.Cut(s, ".")
+	if !ok || len(frac) != 9 {
+		return time.Time{}, fmt.Errorf("stat printed %q, want seconds and nine digits", s)
+	}
+	secs, err := strconv.ParseInt(sec, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("stat printed %q: %w", s, err)
+	}
+	nanos, err := strconv.ParseInt(frac, 10, 64)
+	if err != nil || nanos < 0 {
+		return time.Time{}, fmt.Errorf("stat printed %q, want seconds and nine digits", s)
+	}
+	return time.Unix(secs, nanos), nil
 }
 
 var confServerRE = regexp.MustCompile(`--conf-server (\S+)`)
