@@ -44,6 +44,8 @@ type hook struct {
 	// turn is the restart turn the leader planned in this hook (rolling.plan), or the one a
 	// backup read; nil for none.
 	turn *restartTurn
+	// ahead waits for the reads begin started ahead of the handler (readAhead); nil for none.
+	ahead func()
 }
 
 // lifecycle runs the charm's hooks: the state is loaded before the handler and saved once

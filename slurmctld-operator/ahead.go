@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+
+	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/charm"
+	"github.com/charmed-slurm/operators/libs/juju"
+)
+
+// beginReadingAhead is begin with the hook's relation reads started first (readAhead), so
+// that their tools run beside is-leader (asked before the state loaded) and the rest of
+// begin. The hook waits for them before it ends: in After when begin succeeds (waitAhead),
+// here when it fails.
+func (c *Charm) beginReadingAhead(ctx context.Context, k *charm.Hook[charmState]) (*hook, error) {
+	wait := readAhead(ctx, k.HookContext, &k.State)
+	h, err := c.begin(ctx, k)
+	if err != nil {
+		wait()
+		return nil, err
+	}
+	h.ahead = wait
+	return h, nil
+}
+
+// waitAhead waits for the reads begin started, if any: no tool runs past the hook.
+func (h *hook) waitAhead() {
+	if h.ahead != nil {
+		h.ahead()
+	}
+}
+
+// readAhead starts the reads of the hook of hc that its handler makes whatever leadership
+// says, in the order the tools answer, not the handler's: the relation's memo holds them
+// (juju.Relations.Ahead), and the handler's own reads wait for their answers. Only reads the
+// handler makes in every case are started, so that the hook runs the same tools, as many
+// times each, as when it reads in turn:
+//
+//   - slurmd-relation-changed of a unit that is not leaving: the requirer's event reads the
+//     application at the other end (relation-list --app) and its databag (slurmd.Requirer's
+//     Compute, which the event names: Juju's JUJU_REMOTE_APP is relation-list --app's answer
+//     in a hook of that relation), and the metrics gate the changed unit's databag
+//     (metricsGate.recordSlurmd), the leader and the others alike, before any relation-set.
+//
+// A unit that is leaving (unlessLeaving) reads nothing. The returned wait waits for them all.
+func readAhead(ctx context.Context, hc *juju.HookContext, st *charmState) (wait func()) {
+	ev := hc.Event
+	if st.Leaving || ev.Kind != juju.RelationChanged || ev.Endpoint != slurmd.RequirerEndpoint || ev.Relation == "" {
+		return func() {}
+	}
+	rel := ev.Relation
+	reads := []func(context.Context, juju.Relations) error{
+		func(ctx context.Context, r juju.Relations) error { _, err := r.RemoteApp(ctx, rel); return err },
+	}
+	if app := ev.RemoteApp; app != "" {
+		reads = append(reads, func(ctx context.Context, r juju.Relations) error { _, err := r.AppData(ctx, rel, app); return err })
+	}
+	if unit := ev.RemoteUnit; unit != "" {
+		reads = append(reads, func(ctx context.Context, r juju.Relations) error { _, err := r.UnitData(ctx, rel, unit); return err })
+	}
+	return hc.Relations.Ahead(ctx, reads...)
+}

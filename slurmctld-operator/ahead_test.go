@@ -1,0 +1,103 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/juju/jujutest"
+)
+
+// TestReadAheadSameHooks: with the relation reads started ahead of the handler (ReadAhead,
+// with is-leader asked early, as in production), a leader, then a unit that no longer leads,
+// then a leaving unit run the hooks of a deployment exactly as when each hook reads in turn:
+// the same model and status after every hook, and the same hook tools, as many times each.
+func TestReadAheadSameHooks(t *testing.T) {
+	plain, ahead := newEnv(t), newEnv(t)
+	ahead.c.AskLeaderEarly, ahead.c.ReadAhead = true, true
+	withUnit := relation("slurmd:1", "slurmd", compute(t, "slurmd", ""), "slurmd/0", "slurmd/1")
+	withUnit.RemoteUnits["slurmd/1"] = map[string]string{"slurm_version": "24.11.5"}
+	steps := []struct {
+		add    []jujutest.Relation
+		ev     juju.Event
+		leader bool
+	}{
+		{ev: jujutest.Hook(juju.Install), leader: true},
+		{ev: jujutest.Hook(juju.LeaderElected), leader: true},
+		{ev: jujutest.Hook(juju.ConfigChanged), leader: true},
+		{ev: jujutest.Hook(juju.Start), leader: true},
+		{add: []jujutest.Relation{withUnit}, ev: jujutest.RelationHook(juju.RelationCreated, "slurmd:1", ""), leader: true},
+		{ev: jujutest.RelationHook(juju.RelationJoined, "slurmd:1", "slurmd/0"), leader: true},
+		{ev: jujutest.RelationHook(juju.RelationChanged, "slurmd:1", "slurmd/0"), leader: true},
+		{ev: jujutest.RelationHook(juju.RelationChanged, "slurmd:1", "slurmd/1"), leader: true},
+		{ev: jujutest.RelationHook(juju.RelationChanged, "slurmd:1", ""), leader: true},
+		{ev: jujutest.Hook(juju.UpdateStatus), leader: true},
+		{ev: jujutest.RelationHook(juju.RelationChanged, "slurmd:1", "slurmd/1"), leader: false},
+		{ev: jujutest.Hook(juju.UpdateStatus), leader: false},
+		{ev: jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", "slurmctld/0"), leader: false},
+		{ev: jujutest.RelationHook(juju.RelationChanged, "slurmd:1", "slurmd/1"), leader: false},
+		{ev: jujutest.RelationHook(juju.RelationBroken, "slurmd:1", ""), leader: false},
+	}
+	in, inAhead := baseState(), baseState()
+	for _, s := range steps {
+		if s.ev.Kind == juju.RelationDeparted {
+			s.ev.DepartingUnit = "slurmctld/0"
+		}
+		in.Relations = append(slices.Clone(in.Relations), s.add...)
+		inAhead.Relations = append(slices.Clone(inAhead.Relations), s.add...)
+		in.Leader, inAhead.Leader = s.leader, s.leader
+		out, calls, err := plain.runTools(in, s.ev, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", s.ev.Name, err)
+		}
+		outAhead, callsAhead, err := ahead.runTools(inAhead, s.ev, nil)
+		if err != nil {
+			t.Fatalf("%s, read ahead: %v", s.ev.Name, err)
+		}
+		if d := cmp.Diff(out, outAhead); d != "" {
+			t.Fatalf("after %s (%s): reading ahead changed the model (-in turn +ahead):\n%s", s.ev.Name, s.ev.RemoteUnit, d)
+		}
+		slices.Sort(calls)
+		slices.Sort(callsAhead)
+		if d := cmp.Diff(calls, callsAhead); d != "" {
+			t.Fatalf("%s (%s): reading ahead changed the hook tools run (-in turn +ahead):\n%s", s.ev.Name, s.ev.RemoteUnit, d)
+		}
+		in, inAhead = out, outAhead
+	}
+}
+
+// TestReadAheadFails: a relation read that fails fails slurmd-relation-changed read ahead as
+// it does read in turn, with the same error; an is-leader that fails too, and the hook still
+// waits for the reads it started.
+func TestReadAheadFails(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fail func(args []string) bool
+	}{
+		{name: "relation-list", fail: func(args []string) bool { return args[0] == "relation-list" }},
+		{name: "app bag", fail: func(args []string) bool { return args[0] == "relation-get" && slices.Contains(args, "--app") }},
+		{name: "is-leader", fail: func(args []string) bool { return args[0] == "is-leader" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var errs []string
+			for _, ahead := range []bool{false, true} {
+				e := newEnv(t)
+				e.c.AskLeaderEarly, e.c.ReadAhead = ahead, ahead
+				st := e.run(baseState(), jujutest.Hook(juju.Install))
+				st = e.run(st, jujutest.Hook(juju.LeaderElected))
+				st.Relations = []jujutest.Relation{relation("slurmd:1", "slurmd", compute(t, "slurmd", ""), "slurmd/0")}
+				_, _, err := e.runTools(st, jujutest.RelationHook(juju.RelationChanged, "slurmd:1", "slurmd/0"), tc.fail)
+				if err == nil {
+					t.Fatalf("ahead %v: the hook succeeded", ahead)
+				}
+				errs = append(errs, err.Error())
+			}
+			if errs[0] != errs[1] || !strings.Contains(errs[0], "injected failure") {
+				t.Errorf("errors: in turn %q, read ahead %q", errs[0], errs[1])
+			}
+		})
+	}
+}
