@@ -20,14 +20,42 @@ func (c *Charm) beginReadingAhead(ctx context.Context, k *charm.Hook[charmState]
 		return nil, err
 	}
 	h.ahead = wait
+	if h.listsNodes() {
+		h.nodes.ahead(ctx, c.running)
+	}
 	return h, nil
 }
 
-// waitAhead waits for the reads begin started, if any: no tool runs past the hook.
+// waitAhead waits for the reads begin started, if any, and drops the node list read ahead
+// that the hook did not take: no tool or command runs past the hook.
 func (h *hook) waitAhead() {
 	if h.ahead != nil {
 		h.ahead()
 	}
+	h.nodes.drop()
+}
+
+// listsNodes reports whether the hook's status will read the node list (unitStatus: the
+// leader's, with no problem to show and no restart under way, while slurmctld runs, which
+// the read ahead checks first) in a hook whose handler, before the status, reads the list
+// itself or changes nothing in Slurm, or forgets the list when it does (nodeCache.forget):
+// update-status and the slurmd relation's created, joined and changed. Its list is then read
+// ahead (nodeCache.ahead), beside the handler's own work, from the end of begin: once the
+// leadership, the configuration's problem and the restart under way are known. A handler
+// that changes Slurm (a partition written, a restart) forgets it, which cancels the read,
+// and its status reads the list again, as in turn; one that finds a new problem leaves it
+// unread, and the hook's end cancels it.
+func (h *hook) listsNodes() bool {
+	ev := h.hc.Event
+	switch {
+	case ev.Kind == juju.UpdateStatus:
+	case ev.Endpoint == slurmd.RequirerEndpoint && (ev.Kind == juju.RelationCreated || ev.Kind == juju.RelationJoined || ev.Kind == juju.RelationChanged):
+	default:
+		return false
+	}
+	st := h.st
+	return h.leader && !st.Leaving && h.configProblem() == nil && st.ConfRefused == "" && st.StoodDown == nil &&
+		len(st.Problems) == 0 && st.Restart == nil
 }
 
 // readAhead starts the reads of the hook of hc that its handler makes whatever leadership

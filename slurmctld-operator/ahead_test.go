@@ -14,7 +14,9 @@ import (
 // TestReadAheadSameHooks: with the relation reads started ahead of the handler (ReadAhead,
 // with is-leader asked early, as in production), a leader, then a unit that no longer leads,
 // then a leaving unit run the hooks of a deployment exactly as when each hook reads in turn:
-// the same model and status after every hook, and the same hook tools, as many times each.
+// the same model and status after every hook, and the same hook tools and Slurm commands, as
+// many times each; but for a hook that reconfigures slurmctld, which drops the node list read
+// ahead and reads it again (one `scontrol show node` more).
 func TestReadAheadSameHooks(t *testing.T) {
 	plain, ahead := newEnv(t), newEnv(t)
 	ahead.c.AskLeaderEarly, ahead.c.ReadAhead = true, true
@@ -49,6 +51,7 @@ func TestReadAheadSameHooks(t *testing.T) {
 		in.Relations = append(slices.Clone(in.Relations), s.add...)
 		inAhead.Relations = append(slices.Clone(inAhead.Relations), s.add...)
 		in.Leader, inAhead.Leader = s.leader, s.leader
+		n, nAhead := len(plain.slurm.commands()), len(ahead.slurm.commands())
 		out, calls, err := plain.runTools(in, s.ev, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", s.ev.Name, err)
@@ -56,6 +59,17 @@ func TestReadAheadSameHooks(t *testing.T) {
 		outAhead, callsAhead, err := ahead.runTools(inAhead, s.ev, nil)
 		if err != nil {
 			t.Fatalf("%s, read ahead: %v", s.ev.Name, err)
+		}
+		cmds, cmdsAhead := lines(plain.slurm.commands()[n:]), lines(ahead.slurm.commands()[nAhead:])
+		if slices.Contains(cmds, "scontrol reconfigure") {
+			// The node list read ahead is dropped (cancelled if still running) by the
+			// reconfigure, and the status reads it again: one read more, never a stale one.
+			if i := slices.Index(cmdsAhead, "scontrol show node -o"); i >= 0 {
+				cmdsAhead = slices.Delete(cmdsAhead, i, i+1)
+			}
+		}
+		if d := cmp.Diff(cmds, cmdsAhead); d != "" {
+			t.Fatalf("%s (%s): reading ahead changed the Slurm commands run (-in turn +ahead):\n%s", s.ev.Name, s.ev.RemoteUnit, d)
 		}
 		if d := cmp.Diff(out, outAhead); d != "" {
 			t.Fatalf("after %s (%s): reading ahead changed the model (-in turn +ahead):\n%s", s.ev.Name, s.ev.RemoteUnit, d)
@@ -100,4 +114,14 @@ func TestReadAheadFails(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lines are commands as sorted command lines.
+func lines(cmds [][]string) []string {
+	var out []string
+	for _, c := range cmds {
+		out = append(out, strings.Join(c, " "))
+	}
+	slices.Sort(out)
+	return out
 }
