@@ -20,9 +20,6 @@ func (c *Charm) beginReadingAhead(ctx context.Context, k *charm.Hook[charmState]
 		return nil, err
 	}
 	h.ahead = wait
-	if h.listsNodes() {
-		h.nodes.ahead(ctx, c.running)
-	}
 	return h, nil
 }
 
@@ -35,17 +32,19 @@ func (h *hook) waitAhead() {
 	h.nodes.drop()
 }
 
-// listsNodes reports whether the hook's status will read the node list (unitStatus: the
-// leader's, with no problem to show and no restart under way, while slurmctld runs, which
-// the read ahead checks first) in a hook whose handler, before the status, reads the list
-// itself or changes nothing in Slurm, or forgets the list when it does (nodeCache.forget):
-// update-status and the slurmd relation's created, joined and changed. Its list is then read
-// ahead (nodeCache.ahead), beside the handler's own work, from the end of begin: once the
-// leadership, the configuration's problem and the restart under way are known. A handler
-// that changes Slurm (a partition written, a restart) forgets it, which cancels the read,
-// and its status reads the list again, as in turn; one that finds a new problem leaves it
-// unread, and the hook's end cancels it.
-func (h *hook) listsNodes() bool {
+// listsNodes reports whether the hook's status will read the node list, leader being the
+// unit's leadership (unitStatus: the leader's, with no problem to show and no restart under
+// way, while slurmctld runs, which the read ahead checks first), in a hook whose handler,
+// before the status, reads the list itself, changes nothing in Slurm, or forgets the list
+// when it does (nodeCache.forget): update-status and the slurmd relation's created, joined
+// and changed. begin then reads the list ahead (nodeCache.ahead), beside is-leader and the
+// handler's own work, once the configuration's problem and the restart under way are known,
+// taking the unit's leadership in its last hook (State.Led) for the answer is-leader will
+// give. A handler that changes Slurm (a partition written, a restart) forgets the read,
+// which cancels it, and its status reads the list again, as in turn; a unit that no longer
+// leads (the first hook after the leadership moved) or a handler that finds a new problem
+// leaves it unread, and begin or the hook's end cancels it.
+func (h *hook) listsNodes(leader bool) bool {
 	ev := h.hc.Event
 	switch {
 	case ev.Kind == juju.UpdateStatus:
@@ -54,10 +53,9 @@ func (h *hook) listsNodes() bool {
 		return false
 	}
 	st := h.st
-	return h.leader && !st.Leaving && h.configProblem() == nil && st.ConfRefused == "" && st.StoodDown == nil &&
+	return leader && !st.Leaving && h.configProblem() == nil && st.ConfRefused == "" && st.StoodDown == nil &&
 		len(st.Problems) == 0 && st.Restart == nil
 }
-
 // readAhead starts the reads of the hook of hc that its handler makes whatever leadership
 // says, in the order the tools answer, not the handler's: the relation's memo holds them
 // (juju.Relations.Ahead), and the handler's own reads wait for their answers. Only reads the

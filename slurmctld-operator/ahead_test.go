@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/juju/jujutest"
@@ -16,7 +17,8 @@ import (
 // then a leaving unit run the hooks of a deployment exactly as when each hook reads in turn:
 // the same model and status after every hook, and the same hook tools and Slurm commands, as
 // many times each; but for a hook that reconfigures slurmctld, which drops the node list read
-// ahead and reads it again (one `scontrol show node` more).
+// ahead and reads it again, and the first hook of a unit that no longer leads, which drops
+// the list read for a leader's status (one `scontrol show node` more each).
 func TestReadAheadSameHooks(t *testing.T) {
 	plain, ahead := newEnv(t), newEnv(t)
 	ahead.c.AskLeaderEarly, ahead.c.ReadAhead = true, true
@@ -44,6 +46,7 @@ func TestReadAheadSameHooks(t *testing.T) {
 		{ev: jujutest.RelationHook(juju.RelationBroken, "slurmd:1", ""), leader: false},
 	}
 	in, inAhead := baseState(), baseState()
+	led := false // the unit led in its last hook
 	for _, s := range steps {
 		if s.ev.Kind == juju.RelationDeparted {
 			s.ev.DepartingUnit = "slurmctld/0"
@@ -61,14 +64,14 @@ func TestReadAheadSameHooks(t *testing.T) {
 			t.Fatalf("%s, read ahead: %v", s.ev.Name, err)
 		}
 		cmds, cmdsAhead := lines(plain.slurm.commands()[n:]), lines(ahead.slurm.commands()[nAhead:])
-		if slices.Contains(cmds, "scontrol reconfigure") {
+		if slices.Contains(cmds, "scontrol reconfigure") || (!s.leader && led) {
 			// The node list read ahead is dropped (cancelled if still running) by the
 			// reconfigure, and the status reads it again: one read more, never a stale one.
 			if i := slices.Index(cmdsAhead, "scontrol show node -o"); i >= 0 {
 				cmdsAhead = slices.Delete(cmdsAhead, i, i+1)
 			}
 		}
-		if d := cmp.Diff(cmds, cmdsAhead); d != "" {
+		if d := cmp.Diff(cmds, cmdsAhead, cmpopts.EquateEmpty()); d != "" {
 			t.Fatalf("%s (%s): reading ahead changed the Slurm commands run (-in turn +ahead):\n%s", s.ev.Name, s.ev.RemoteUnit, d)
 		}
 		if d := cmp.Diff(out, outAhead); d != "" {
@@ -80,6 +83,7 @@ func TestReadAheadSameHooks(t *testing.T) {
 			t.Fatalf("%s (%s): reading ahead changed the hook tools run (-in turn +ahead):\n%s", s.ev.Name, s.ev.RemoteUnit, d)
 		}
 		in, inAhead = out, outAhead
+		led = s.leader
 	}
 }
 

@@ -75,9 +75,18 @@ func asksLeader(ev juju.Event) bool {
 // installs packages and creates directories); leader-elected says by itself that this unit
 // leads, so it runs no is-leader. A hook (not an action) of a unit that is not leaving then
 // settles the slurmctld restart under way, if any (slurmctldDaemon.settle).
-func (c *Charm) begin(ctx context.Context, k *charm.Hook[charmState]) (*hook, error) {
+//
+// With ReadAhead, the node list the status will read is read from the moment the
+// configuration is known, beside is-leader (hook.listsNodes), and dropped if this unit turns
+// out not to lead or begin fails.
+func (c *Charm) begin(ctx context.Context, k *charm.Hook[charmState]) (_ *hook, err error) {
 	hc := k.HookContext
 	h := &hook{c: c, hc: hc, k: k, st: &k.State, conf: confFiles{c: c}, nodes: nodeCache{client: c.client}}
+	defer func() {
+		if err != nil {
+			h.nodes.drop() // no command left running when the hook ends
+		}
+	}()
 	kind := hc.Event.Kind
 	if kind == juju.Install {
 		h.pub = h.st.Published.clone()
@@ -92,10 +101,16 @@ func (c *Charm) begin(ctx context.Context, k *charm.Hook[charmState]) (*hook, er
 		return nil, err
 	}
 	h.cfg, h.extra = cfg, extra
+	if c.ReadAhead && h.listsNodes(h.st.Led) {
+		h.nodes.ahead(ctx, c.running)
+	}
 	if !asksLeader(hc.Event) {
 		h.leader = true // leader-elected
 	} else if h.leader, err = hc.Leadership.IsLeader(ctx); err != nil {
 		return nil, fmt.Errorf("cannot check leadership: %w", err)
+	}
+	if !h.leader {
+		h.nodes.drop() // read for a leader's status
 	}
 	switch {
 	case !h.leader, kind == juju.LeaderElected, kind == juju.UpgradeCharm:
