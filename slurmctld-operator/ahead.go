@@ -56,6 +56,7 @@ func (h *hook) listsNodes(leader bool) bool {
 	return leader && !st.Leaving && h.configProblem() == nil && st.ConfRefused == "" && st.StoodDown == nil &&
 		len(st.Problems) == 0 && st.Restart == nil
 }
+
 // readAhead starts the reads of the hook of hc that its handler makes whatever leadership
 // says, in the order the tools answer, not the handler's: the relation's memo holds them
 // (juju.Relations.Ahead), and the handler's own reads wait for their answers. Only reads the
