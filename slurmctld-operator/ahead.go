@@ -30,6 +30,54 @@ func (h *hook) waitAhead() {
 		h.ahead()
 	}
 	h.nodes.drop()
+	h.addrAhead.wait()
+}
+
+// readsIngress reports whether the hook will read the ingress address (hook.ingress: once per
+// configure hook), leader being the unit's leadership: the leader's configure
+// (configureController: slurmctldDaemon.ensure plans the controllers, itself first) on
+// leader-elected, config-changed, start and upgrade-charm, unless a configuration problem
+// stops it or the unit leaves. begin then reads it (network-get) from the moment the
+// configuration is known, beside is-leader and the handler's work before the address
+// (features, the auth key, the shared storage), taking the unit's leadership in its last hook
+// (State.Led) for the answer is-leader will give (leader-elected says it by itself). The
+// address is the unit's, whatever the hook does; a unit that no longer leads (the first hook
+// after the leadership moved) leaves it unread: one network-get more, waited for when the
+// hook ends.
+func (h *hook) readsIngress(leader bool) bool {
+	switch h.hc.Event.Kind {
+	case juju.LeaderElected, juju.ConfigChanged, juju.Start, juju.UpgradeCharm:
+	default:
+		return false
+	}
+	return leader && !h.st.Leaving && h.configProblem() == nil
+}
+
+// pending is a read running beside the hook's other work; wait returns its result once it
+// is done (as often as asked; at once, with nothing, on a nil pending).
+type pending[T any] struct {
+	done chan struct{}
+	v    T
+	err  error
+}
+
+// start runs read in the background.
+func start[T any](read func() (T, error)) *pending[T] {
+	p := &pending[T]{done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.v, p.err = read()
+	}()
+	return p
+}
+
+func (p *pending[T]) wait() (T, error) {
+	if p == nil {
+		var zero T
+		return zero, nil
+	}
+	<-p.done
+	return p.v, p.err
 }
 
 // listsNodes reports whether the hook's status will read the node list, leader being the

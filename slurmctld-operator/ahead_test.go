@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -26,6 +27,7 @@ func TestReadAheadSameHooks(t *testing.T) {
 	withUnit.RemoteUnits["slurmd/1"] = map[string]string{"slurm_version": "24.11.5"}
 	steps := []struct {
 		add    []jujutest.Relation
+		config map[string]any // options changed before the hook
 		ev     juju.Event
 		leader bool
 	}{
@@ -39,6 +41,12 @@ func TestReadAheadSameHooks(t *testing.T) {
 		{ev: jujutest.RelationHook(juju.RelationChanged, "slurmd:1", "slurmd/1"), leader: true},
 		{ev: jujutest.RelationHook(juju.RelationChanged, "slurmd:1", ""), leader: true},
 		{ev: jujutest.Hook(juju.UpdateStatus), leader: true},
+		{config: map[string]any{"cluster-name": "other"}, ev: jujutest.Hook(juju.ConfigChanged), leader: true},
+		{ev: jujutest.Hook(juju.UpdateStatus), leader: true},
+		{ev: jujutest.RelationHook(juju.RelationJoined, "slurmd:1", "slurmd/1"), leader: true},
+		{config: map[string]any{"cluster-name": "charmed-slurm"}, ev: jujutest.Hook(juju.ConfigChanged), leader: true},
+		{ev: jujutest.Hook(juju.UpgradeCharm), leader: true},
+		{ev: jujutest.Hook(juju.Start), leader: true},
 		{ev: jujutest.RelationHook(juju.RelationChanged, "slurmd:1", "slurmd/1"), leader: false},
 		{ev: jujutest.Hook(juju.UpdateStatus), leader: false},
 		{ev: jujutest.RelationHook(juju.RelationDeparted, "slurmd:1", "slurmctld/0"), leader: false},
@@ -54,6 +62,10 @@ func TestReadAheadSameHooks(t *testing.T) {
 		in.Relations = append(slices.Clone(in.Relations), s.add...)
 		inAhead.Relations = append(slices.Clone(inAhead.Relations), s.add...)
 		in.Leader, inAhead.Leader = s.leader, s.leader
+		for k, v := range s.config {
+			in.Config, inAhead.Config = maps.Clone(in.Config), maps.Clone(inAhead.Config)
+			in.Config[k], inAhead.Config[k] = v, v
+		}
 		n, nAhead := len(plain.slurm.commands()), len(ahead.slurm.commands())
 		out, calls, err := plain.runTools(in, s.ev, nil)
 		if err != nil {
@@ -82,22 +94,29 @@ func TestReadAheadSameHooks(t *testing.T) {
 		if d := cmp.Diff(calls, callsAhead); d != "" {
 			t.Fatalf("%s (%s): reading ahead changed the hook tools run (-in turn +ahead):\n%s", s.ev.Name, s.ev.RemoteUnit, d)
 		}
+		if s.config["cluster-name"] == "other" && out.UnitStatus.Code != juju.StatusBlocked {
+			t.Fatalf("%s with cluster-name changed: status %+v, want blocked", s.ev.Name, out.UnitStatus)
+		}
 		in, inAhead = out, outAhead
 		led = s.leader
 	}
 }
 
-// TestReadAheadFails: a relation read that fails fails slurmd-relation-changed read ahead as
+// TestReadAheadFails: a relation read or network-get that fails fails the hook read ahead as
 // it does read in turn, with the same error; an is-leader that fails too, and the hook still
-// waits for the reads it started.
+// waits for the reads it started (the race detector and the test's end see none left).
 func TestReadAheadFails(t *testing.T) {
+	changed := jujutest.RelationHook(juju.RelationChanged, "slurmd:1", "slurmd/0")
 	for _, tc := range []struct {
 		name string
+		ev   juju.Event
 		fail func(args []string) bool
 	}{
-		{name: "relation-list", fail: func(args []string) bool { return args[0] == "relation-list" }},
-		{name: "app bag", fail: func(args []string) bool { return args[0] == "relation-get" && slices.Contains(args, "--app") }},
-		{name: "is-leader", fail: func(args []string) bool { return args[0] == "is-leader" }},
+		{name: "relation-list", ev: changed, fail: func(args []string) bool { return args[0] == "relation-list" }},
+		{name: "app bag", ev: changed, fail: func(args []string) bool { return args[0] == "relation-get" && slices.Contains(args, "--app") }},
+		{name: "is-leader", ev: changed, fail: func(args []string) bool { return args[0] == "is-leader" }},
+		{name: "network-get", ev: jujutest.Hook(juju.ConfigChanged), fail: func(args []string) bool { return args[0] == "network-get" }},
+		{name: "is-leader, address read ahead", ev: jujutest.Hook(juju.Start), fail: func(args []string) bool { return args[0] == "is-leader" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var errs []string
@@ -107,7 +126,7 @@ func TestReadAheadFails(t *testing.T) {
 				st := e.run(baseState(), jujutest.Hook(juju.Install))
 				st = e.run(st, jujutest.Hook(juju.LeaderElected))
 				st.Relations = []jujutest.Relation{relation("slurmd:1", "slurmd", compute(t, "slurmd", ""), "slurmd/0")}
-				_, _, err := e.runTools(st, jujutest.RelationHook(juju.RelationChanged, "slurmd:1", "slurmd/0"), tc.fail)
+				_, _, err := e.runTools(st, tc.ev, tc.fail)
 				if err == nil {
 					t.Fatalf("ahead %v: the hook succeeded", ahead)
 				}

@@ -46,6 +46,9 @@ type hook struct {
 	turn *restartTurn
 	// ahead waits for the reads begin started ahead of the handler (readAhead); nil for none.
 	ahead func()
+	// addrAhead is the ingress address being read from begin (readsIngress), until ingress
+	// takes it; nil for none.
+	addrAhead *pending[string]
 }
 
 // lifecycle runs the charm's hooks: the state is loaded before the handler and saved once
@@ -84,7 +87,8 @@ func (c *Charm) begin(ctx context.Context, k *charm.Hook[charmState]) (_ *hook, 
 	h := &hook{c: c, hc: hc, k: k, st: &k.State, conf: confFiles{c: c}, nodes: nodeCache{client: c.client}}
 	defer func() {
 		if err != nil {
-			h.nodes.drop() // no command left running when the hook ends
+			h.nodes.drop() // no command or tool left running when the hook ends
+			h.addrAhead.wait()
 		}
 	}()
 	kind := hc.Event.Kind
@@ -103,6 +107,9 @@ func (c *Charm) begin(ctx context.Context, k *charm.Hook[charmState]) (_ *hook, 
 	h.cfg, h.extra = cfg, extra
 	if c.ReadAhead && h.listsNodes(h.st.Led) {
 		h.nodes.ahead(ctx, c.running)
+	}
+	if c.ReadAhead && h.readsIngress(h.st.Led || kind == juju.LeaderElected) {
+		h.addrAhead = start(func() (string, error) { return hc.Network.IngressAddress(ctx, slurmd.RequirerEndpoint) })
 	}
 	if !asksLeader(hc.Event) {
 		h.leader = true // leader-elected
@@ -187,7 +194,14 @@ func (h *hook) ingress(ctx context.Context) (string, error) {
 		h.addr = h.pub.Addr
 	}
 	if h.addr == "" {
-		addr, err := h.hc.Network.IngressAddress(ctx, slurmd.RequirerEndpoint)
+		var addr string
+		var err error
+		if a := h.addrAhead; a != nil {
+			h.addrAhead = nil
+			addr, err = a.wait()
+		} else {
+			addr, err = h.hc.Network.IngressAddress(ctx, slurmd.RequirerEndpoint)
+		}
 		if err != nil {
 			return "", fmt.Errorf("cannot find the controller's address: %w", err)
 		}
