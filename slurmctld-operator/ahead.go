@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/charm"
@@ -84,18 +85,21 @@ func (p *pending[T]) wait() (T, error) {
 // unit's leadership (unitStatus: the leader's, with no problem to show and no restart under
 // way, while slurmctld runs, which the read ahead checks first), in a hook whose handler,
 // before the status, reads the list itself, changes nothing in Slurm, or forgets the list
-// when it does (nodeCache.forget): update-status and the slurmd relation's created, joined
-// and changed. begin then reads the list ahead (nodeCache.ahead), beside is-leader and the
-// handler's own work, once the configuration's problem and the restart under way are known,
-// taking the unit's leadership in its last hook (State.Led) for the answer is-leader will
-// give. A handler that changes Slurm (a partition written, a restart) forgets the read,
-// which cancels it, and its status reads the list again, as in turn; a unit that no longer
-// leads (the first hook after the leadership moved) or a handler that finds a new problem
-// leaves it unread, and begin or the hook's end cancels it.
+// when it does (nodeCache.forget: before slurmctld starts, stops or restarts, after a
+// reconfigure, a repair, a drain or a removal): update-status, the slurmd relation's created,
+// joined and changed, and the leader's configure hooks (leader-elected, config-changed,
+// start, upgrade-charm). begin then reads the list ahead (nodeCache.ahead), beside is-leader
+// and the handler's own work, once the configuration's problem and the restart under way are
+// known, taking the unit's leadership in its last hook (State.Led) for the answer is-leader
+// will give (leader-elected says it by itself). A handler that changes Slurm (a partition
+// written, a reconfigure, a restart) forgets the read, which cancels it, and its status reads
+// the list again, as in turn; a unit that no longer leads (the first hook after the
+// leadership moved) or a handler that finds a new problem leaves it unread, and begin or the
+// hook's end cancels it. Before slurmctld runs (its first start) nothing is read.
 func (h *hook) listsNodes(leader bool) bool {
 	ev := h.hc.Event
 	switch {
-	case ev.Kind == juju.UpdateStatus:
+	case ev.Kind == juju.UpdateStatus, slices.Contains(configureHooks, ev.Kind) && ev.Kind != juju.LeaderSettingsChanged:
 	case ev.Endpoint == slurmd.RequirerEndpoint && (ev.Kind == juju.RelationCreated || ev.Kind == juju.RelationJoined || ev.Kind == juju.RelationChanged):
 	default:
 		return false

@@ -45,6 +45,7 @@ func TestReadAheadSameHooks(t *testing.T) {
 		{ev: jujutest.Hook(juju.UpdateStatus), leader: true},
 		{ev: jujutest.RelationHook(juju.RelationJoined, "slurmd:1", "slurmd/1"), leader: true},
 		{config: map[string]any{"cluster-name": "charmed-slurm"}, ev: jujutest.Hook(juju.ConfigChanged), leader: true},
+		{config: map[string]any{"slurm-conf-parameters": "MinJobAge=10"}, ev: jujutest.Hook(juju.ConfigChanged), leader: true},
 		{ev: jujutest.Hook(juju.UpgradeCharm), leader: true},
 		{ev: jujutest.Hook(juju.Start), leader: true},
 		{ev: jujutest.RelationHook(juju.RelationChanged, "slurmd:1", "slurmd/1"), leader: false},

@@ -105,7 +105,7 @@ func (c *Charm) begin(ctx context.Context, k *charm.Hook[charmState]) (_ *hook, 
 		return nil, err
 	}
 	h.cfg, h.extra = cfg, extra
-	if c.ReadAhead && h.listsNodes(h.st.Led) {
+	if c.ReadAhead && h.listsNodes(h.st.Led || kind == juju.LeaderElected) {
 		h.nodes.ahead(ctx, c.running)
 	}
 	if c.ReadAhead && h.readsIngress(h.st.Led || kind == juju.LeaderElected) {
