@@ -156,6 +156,7 @@ func (ak authKey) ensureService(ctx context.Context, feat slurm.Features, change
 	c := h.c
 	if !feat.Munge {
 		if changed && h.c.running(ctx) {
+			h.nodes.forget() // slurmctld restarts
 			return c.restart(ctx, svcSlurmctld)
 		}
 		return nil

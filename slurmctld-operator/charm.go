@@ -58,6 +58,10 @@ type Charm struct {
 	// true in production (the hook tools run as processes); tests whose runners are not safe
 	// for concurrent use leave it false, and the hooks ask in turn.
 	AskLeaderEarly bool
+	// ReadAhead starts, once the state is loaded, the reads a hook will make anyway beside
+	// is-leader and the rest of begin (readAhead): true in production; tests whose runners
+	// are not safe for concurrent use leave it false, and the hooks read in turn.
+	ReadAhead bool
 	// Slurm runs Slurm's commands (scontrol, squeue, scancel) and apt-get.
 	Slurm command.Runner
 	// Services runs munged and slurmctld.

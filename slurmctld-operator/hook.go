@@ -44,6 +44,11 @@ type hook struct {
 	// turn is the restart turn the leader planned in this hook (rolling.plan), or the one a
 	// backup read; nil for none.
 	turn *restartTurn
+	// ahead waits for the reads begin started ahead of the handler (readAhead); nil for none.
+	ahead func()
+	// addrAhead is the ingress address being read from begin (readsIngress), until ingress
+	// takes it; nil for none.
+	addrAhead *pending[string]
 }
 
 // lifecycle runs the charm's hooks: the state is loaded before the handler and saved once
@@ -73,9 +78,19 @@ func asksLeader(ev juju.Event) bool {
 // installs packages and creates directories); leader-elected says by itself that this unit
 // leads, so it runs no is-leader. A hook (not an action) of a unit that is not leaving then
 // settles the slurmctld restart under way, if any (slurmctldDaemon.settle).
-func (c *Charm) begin(ctx context.Context, k *charm.Hook[charmState]) (*hook, error) {
+//
+// With ReadAhead, the node list the status will read is read from the moment the
+// configuration is known, beside is-leader (hook.listsNodes), and dropped if this unit turns
+// out not to lead or begin fails.
+func (c *Charm) begin(ctx context.Context, k *charm.Hook[charmState]) (_ *hook, err error) {
 	hc := k.HookContext
 	h := &hook{c: c, hc: hc, k: k, st: &k.State, conf: confFiles{c: c}, nodes: nodeCache{client: c.client}}
+	defer func() {
+		if err != nil {
+			h.nodes.drop() // no command or tool left running when the hook ends
+			h.addrAhead.wait()
+		}
+	}()
 	kind := hc.Event.Kind
 	if kind == juju.Install {
 		h.pub = h.st.Published.clone()
@@ -90,10 +105,19 @@ func (c *Charm) begin(ctx context.Context, k *charm.Hook[charmState]) (*hook, er
 		return nil, err
 	}
 	h.cfg, h.extra = cfg, extra
+	if c.ReadAhead && h.listsNodes(h.st.Led || kind == juju.LeaderElected) {
+		h.nodes.ahead(ctx, c.running)
+	}
+	if c.ReadAhead && h.readsIngress(h.st.Led || kind == juju.LeaderElected) {
+		h.addrAhead = start(func() (string, error) { return hc.Network.IngressAddress(ctx, slurmd.RequirerEndpoint) })
+	}
 	if !asksLeader(hc.Event) {
 		h.leader = true // leader-elected
 	} else if h.leader, err = hc.Leadership.IsLeader(ctx); err != nil {
 		return nil, fmt.Errorf("cannot check leadership: %w", err)
+	}
+	if !h.leader {
+		h.nodes.drop() // read for a leader's status
 	}
 	switch {
 	case !h.leader, kind == juju.LeaderElected, kind == juju.UpgradeCharm:
@@ -170,7 +194,14 @@ func (h *hook) ingress(ctx context.Context) (string, error) {
 		h.addr = h.pub.Addr
 	}
 	if h.addr == "" {
-		addr, err := h.hc.Network.IngressAddress(ctx, slurmd.RequirerEndpoint)
+		var addr string
+		var err error
+		if a := h.addrAhead; a != nil {
+			h.addrAhead = nil
+			addr, err = a.wait()
+		} else {
+			addr, err = h.hc.Network.IngressAddress(ctx, slurmd.RequirerEndpoint)
+		}
 		if err != nil {
 			return "", fmt.Errorf("cannot find the controller's address: %w", err)
 		}

@@ -62,6 +62,13 @@ func (c *Charm) handlers() charm.Handlers[charmState, *hook] {
 	if c.AskLeaderEarly {
 		hs.AskLeader = asksLeader
 	}
+	if c.ReadAhead {
+		hs.Begin = c.beginReadingAhead
+		hs.After = func(h *hook, ctx context.Context) {
+			h.waitAhead()
+			h.watch(ctx)
+		}
+	}
 	return hs
 }
 

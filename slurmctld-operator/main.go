@@ -37,7 +37,7 @@ func main() {
 			DeleteWait:   time.Minute,
 		}
 		c.RelationRecord = RelationRecordName
-		c.AskLeaderEarly = true
+		c.AskLeaderEarly, c.ReadAhead = true, true
 		if ev.CharmDir != "" {
 			c.Waiter = &procWaiter{Dir: ev.CharmDir, Exe: filepath.Join(ev.CharmDir, "dispatch"), Env: waiterEnv(os.Environ()), LookPath: exec.LookPath}
 		}

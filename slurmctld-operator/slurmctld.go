@@ -188,6 +188,7 @@ func (ctl slurmctldDaemon) moveState(ctx context.Context) (stopped bool, err err
 		if err := h.progress(ctx, "stopping slurmctld to move its state to the shared storage"); err != nil {
 			return false, err
 		}
+		h.nodes.forget() // slurmctld stops: no list read before is its
 		if err := c.Services.Stop(ctx, svcSlurmctld); err != nil {
 			return false, fmt.Errorf("cannot stop slurmctld: %w", err)
 		}
@@ -282,6 +283,7 @@ func (ctl slurmctldDaemon) start(ctx context.Context) error {
 	if err := c.Services.Enable(ctx, svcSlurmctld); err != nil {
 		return fmt.Errorf("cannot enable slurmctld: %w", err)
 	}
+	h.nodes.forget() // a list read before slurmctld ran is none of its nodes
 	if err := c.Services.Start(ctx, svcSlurmctld); err != nil {
 		return fmt.Errorf("cannot start slurmctld (see %s): %w", slurmctldLog, err)
 	}

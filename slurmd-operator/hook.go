@@ -37,6 +37,10 @@ type hook struct {
 	// (writeAuthKey); nil when none runs.
 	mungePrep *pending[*munge.Prepared]
 	authUp    *pending[struct{}]
+	// nodeAhead is the node's record read from the relation hook's start (readNodeAhead),
+	// until the join's settle takes it or a change to slurmd drops it; nil for none.
+	nodeAhead  *pending[slurm.Node]
+	nodeCancel context.CancelFunc
 }
 
 // lifecycle runs the charm's hooks: the state is loaded before the handler and saved once

@@ -110,6 +110,12 @@ func (r registrar) apply(ctx context.Context, data slurmd.ControllerData, f slur
 	want := &Applied{GresConf: nc.GresConf, Controllers: data.Controllers, Conf: nc.Conf, KeyHash: authkey.Hash(data.AuthKey), KeyID: data.AuthKeyID, SecretID: data.AuthSecretID}
 	spec := h.slurmd().spec(want)
 
+	reregister := prev != nil && (prev.Conf != nc.Conf || nc.gresChangedFrom(prev.GresConf))
+	restart := prev != nil && !reregister &&
+		(!slices.Equal(prev.Controllers, want.Controllers) || prev.KeyHash != want.KeyHash || keyChanged || !h.slurmd().active(ctx))
+	if prev == nil || reregister || restart {
+		h.dropNodeAhead() // slurmd changes below: a record read before is not the node's
+	}
 	switch {
 	case prev == nil:
 		// First start: a new node record. No status before: slurmd registers within
@@ -119,13 +125,13 @@ func (r registrar) apply(ctx context.Context, data slurmd.ControllerData, f slur
 		}
 		h.st.Applied = want
 		h.st.DefaultPending = true
-	case prev.Conf != nc.Conf || nc.gresChangedFrom(prev.GresConf):
+	case reregister:
 		// Slurm 22.05 keeps a dynamic node's old record: re-register it.
 		if err := r.reregister(ctx, spec, nil, time.Time{}, nil); err != nil {
 			return err
 		}
 		h.st.Applied = want
-	case !slices.Equal(prev.Controllers, want.Controllers) || prev.KeyHash != want.KeyHash || keyChanged || !h.slurmd().active(ctx):
+	case restart:
 		if err := h.progress(ctx, "restarting slurmd"); err != nil {
 			return err
 		}
@@ -218,12 +224,22 @@ func (r registrar) gresChanged(ctx context.Context) (bool, error) {
 // reports the node.
 func (r registrar) settle(ctx context.Context) error {
 	h := r.h
+	if n, ok := h.takeNodeAhead(); ok && registeredRecord(n, nil) {
+		// Read from the hook's start, slurmd unchanged since: the first of the reads below.
+		return h.registered(ctx, n)
+	}
 	n, err := r.waitRegistered(ctx, false)
 	if err != nil {
 		h.logf(ctx, juju.LevelWarning, "node %s did not register: %v", h.node, err)
 		return h.report(ctx, observed{unregistered: true})
 	}
 	return h.registered(ctx, n)
+}
+
+// registeredRecord reports whether n is the record of a registered slurmd (its version
+// known, not a FUTURE record) for which also, when not nil, holds.
+func registeredRecord(n slurm.Node, also func(slurm.Node) bool) bool {
+	return n.Version != "" && !n.State.Has(slurm.StateFuture) && (also == nil || also(n))
 }
 
 // waitRegistered polls until the node's record shows its slurmd registered, bounded by
@@ -246,7 +262,7 @@ func (r registrar) waitNode(ctx context.Context, watch bool, also func(slurm.Nod
 	err := poll.UntilBackoff(ctx, poll.Backoff{Start: min(10*time.Millisecond, every), Max: every}, func(ctx context.Context) (bool, error) {
 		var err error
 		n, err = h.showNode(ctx)
-		if err == nil && n.Version != "" && !n.State.Has(slurm.StateFuture) && (also == nil || also(n)) {
+		if err == nil && registeredRecord(n, also) {
 			return true, nil
 		}
 		if watch {

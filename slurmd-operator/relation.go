@@ -23,6 +23,8 @@ func (h *hook) relation(ctx context.Context) error {
 	if ev.Kind == juju.RelationBroken {
 		h.st.Published, h.st.Controller, h.st.UnitPublished = nil, nil, ""
 	}
+	h.readNodeAhead(ctx)
+	defer h.dropNodeAhead() // no command left running when the hook ends
 	h.prepareMunged(ctx)
 	defer h.waitMunged()
 	l := slurmctldRelation{h}

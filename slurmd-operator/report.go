@@ -78,7 +78,15 @@ func (h *hook) applyDefaultState(ctx context.Context) (bool, error) {
 // with munge) must answer `munge -n`, and slurmd's service must be active; with the service
 // manager unreachable, a live slurmd must hold its pid file. It says what is down ("slurmd
 // and munged down (service manager unreachable)"), or "" when both run.
+//
+// munged's check (`munge -n`, a process) runs beside slurmd's (the service manager's answer,
+// and the pid file): both only read, and neither answer depends on the other. The node's
+// record is not read beside them: with munged down no Slurm command runs (it would time out).
 func (h *hook) daemonsDown(ctx context.Context) string {
+	var munged *pending[bool]
+	if v, ferr := h.version(ctx); ferr == nil && slurm.FeaturesOf(v).Munge {
+		munged = start(func() (bool, error) { return h.c.mungeAnswers(ctx), nil })
+	}
 	var down []string
 	d := h.slurmd()
 	st, err := d.status(ctx)
@@ -89,8 +97,10 @@ func (h *hook) daemonsDown(ctx context.Context) string {
 	if (err == nil && st.State != service.StateActive) || errors.Is(err, service.ErrUnknownService) || (supervisorDown && !d.running()) {
 		down = append(down, "slurmd")
 	}
-	if v, ferr := h.version(ctx); ferr == nil && slurm.FeaturesOf(v).Munge && !h.c.mungeAnswers(ctx) {
-		down = append(down, "munged")
+	if munged != nil {
+		if up, _ := munged.wait(); !up {
+			down = append(down, "munged")
+		}
 	}
 	if len(down) == 0 {
 		return ""

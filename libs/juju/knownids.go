@@ -28,15 +28,18 @@ func (c Relations) KnowIDs(endpoint string, ids []RelationID) {
 	c.memo.mu.Lock()
 	defer c.memo.mu.Unlock()
 	if c.memo.out == nil {
-		c.memo.out = map[string][]byte{}
+		c.memo.out = map[string]*memoRead{}
 	}
 	if _, ok := c.memo.out[idsKey(endpoint)]; !ok {
-		c.memo.out[idsKey(endpoint)] = out
+		e := &memoRead{done: make(chan struct{}), out: out}
+		close(e.done)
+		c.memo.out[idsKey(endpoint)] = e
 	}
 }
 
 // ListedIDs returns the relations IDs answered in this hook, by endpoint: those relation-ids
-// listed and those KnowIDs gave. An answer that does not decode is left out.
+// listed and those KnowIDs gave. An answer that does not decode, and a relation-ids still
+// running, are left out.
 func (c Relations) ListedIDs() map[string][]RelationID {
 	listed := map[string][]RelationID{}
 	if c.memo == nil {
@@ -44,13 +47,18 @@ func (c Relations) ListedIDs() map[string][]RelationID {
 	}
 	c.memo.mu.Lock()
 	defer c.memo.mu.Unlock()
-	for k, out := range c.memo.out {
+	for k, e := range c.memo.out {
 		args := strings.Split(k, "\x00")
 		if len(args) != 3 || args[0] != "relation-ids" || args[2] != "--format=json" {
 			continue
 		}
+		select {
+		case <-e.done:
+		default:
+			continue // still running
+		}
 		var ids []RelationID
-		if err := decodeJSON(out, &ids); err != nil {
+		if e.err != nil || decodeJSON(e.out, &ids) != nil {
 			continue
 		}
 		if ids == nil {

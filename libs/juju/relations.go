@@ -12,40 +12,39 @@ import (
 // relation-get and relation-set.
 type Relations struct {
 	Runner Runner
-	// memo, when set (NewHookContext sets it), remembers what the read tools answered in
-	// this hook process: the relations and units Juju lists and the remote bags it gives
+	// memo, when set (NewHookContext sets it), remembers what the read tools answered (or
+	// are answering) in this hook process: the relations and units Juju lists and the remote bags it gives
 	// are those of the hook's context, fixed when the hook starts, so asking twice costs a
 	// hook-tool call and learns nothing. A relation-set forgets every bag read (the local
 	// unit's and application's own bags show the hook's writes).
 	memo *readMemo
 }
 
-// readMemo is the read tools' output by command line, for one hook.
+// readMemo is the read tools' answers by command line, for one hook: each read once, its
+// answer shared by every caller, including those that ask while it still runs.
 type readMemo struct {
 	mu  sync.Mutex
-	out map[string][]byte
+	out map[string]*memoRead
+}
+
+// memoRead is one read tool run: out and err are set before done closes.
+type memoRead struct {
+	done chan struct{}
+	out  []byte
+	err  error
 }
 
 // read runs a read tool (relation-ids, relation-list, relation-get) once per command line
 // and hook, and decodes its JSON output into v (a fresh value at every call: the caller owns
-// it). A failed call is not remembered.
+// it). A caller that asks while the same read runs (in another goroutine: Relations.Ahead)
+// waits for its answer or its error; a failed call is not remembered for later callers.
 func (c Relations) read(ctx context.Context, v any, args ...string) error {
 	if c.memo == nil {
 		return runJSON(ctx, c.Runner, v, args...)
 	}
-	key := strings.Join(args, "\x00")
-	c.memo.mu.Lock()
-	defer c.memo.mu.Unlock()
-	out, ok := c.memo.out[key]
-	if !ok {
-		var err error
-		if out, err = run(ctx, c.Runner, nil, args...); err != nil {
-			return err
-		}
-		if c.memo.out == nil {
-			c.memo.out = map[string][]byte{}
-		}
-		c.memo.out[key] = out
+	out, err := c.memo.run(ctx, c.Runner, strings.Join(args, "\x00"), args)
+	if err != nil {
+		return err
 	}
 	if err := decodeJSON(out, v); err != nil {
 		return fmt.Errorf("cannot decode output of %s: %w", args[0], err)
@@ -53,7 +52,38 @@ func (c Relations) read(ctx context.Context, v any, args ...string) error {
 	return nil
 }
 
-// forgetBags drops every bag read in this hook (after a relation-set).
+// run answers the read args (key is its command line) from the memo, waiting for it while
+// it runs, or runs it.
+func (m *readMemo) run(ctx context.Context, r Runner, key string, args []string) ([]byte, error) {
+	m.mu.Lock()
+	if e, ok := m.out[key]; ok {
+		m.mu.Unlock()
+		select {
+		case <-e.done:
+			return e.out, e.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	e := &memoRead{done: make(chan struct{})}
+	if m.out == nil {
+		m.out = map[string]*memoRead{}
+	}
+	m.out[key] = e
+	m.mu.Unlock()
+	e.out, e.err = run(ctx, r, nil, args...)
+	if e.err != nil {
+		m.mu.Lock()
+		if m.out[key] == e {
+			delete(m.out, key)
+		}
+		m.mu.Unlock()
+	}
+	close(e.done)
+	return e.out, e.err
+}
+
+// forgetBags drops every bag read in this hook (after a relation-set), and those being read.
 func (c Relations) forgetBags() {
 	if c.memo == nil {
 		return
@@ -65,6 +95,29 @@ func (c Relations) forgetBags() {
 			delete(c.memo.out, k)
 		}
 	}
+}
+
+// Ahead runs reads, calls of c's read methods (IDs, Units, RemoteApp, UnitData, AppData),
+// in the background, each in its own goroutine, for a hook that will make them anyway: their
+// tools then run beside the hook's other work, and the hook's own calls of the same reads
+// wait for their answers (or errors) instead of running the tools again. Without the memo
+// (a Relations not made by NewHookContext) it runs nothing. The reads' own results are
+// dropped. The Runner must be safe for concurrent use (ExecRunner is). The returned wait
+// waits for every read to end: call it before the hook ends, so that no tool runs past it.
+// A relation-set while a bag is read ahead forgets that read: the hook reads it again.
+func (c Relations) Ahead(ctx context.Context, reads ...func(ctx context.Context, r Relations) error) (wait func()) {
+	if c.memo == nil || len(reads) == 0 {
+		return func() {}
+	}
+	var wg sync.WaitGroup
+	for _, read := range reads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = read(ctx, c)
+		}()
+	}
+	return wg.Wait
 }
 
 // IDs lists the relations on endpoint:
