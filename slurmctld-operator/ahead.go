@@ -31,7 +31,7 @@ func (h *hook) waitAhead() {
 		h.ahead()
 	}
 	h.nodes.drop()
-	h.addrAhead.wait()
+	h.addrAhead.Wait()
 }
 
 // readsIngress reports whether the hook will read the ingress address (hook.ingress: once per
@@ -52,33 +52,6 @@ func (h *hook) readsIngress(leader bool) bool {
 		return false
 	}
 	return leader && !h.st.Leaving && h.configProblem() == nil
-}
-
-// pending is a read running beside the hook's other work; wait returns its result once it
-// is done (as often as asked; at once, with nothing, on a nil pending).
-type pending[T any] struct {
-	done chan struct{}
-	v    T
-	err  error
-}
-
-// start runs read in the background.
-func start[T any](read func() (T, error)) *pending[T] {
-	p := &pending[T]{done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		p.v, p.err = read()
-	}()
-	return p
-}
-
-func (p *pending[T]) wait() (T, error) {
-	if p == nil {
-		var zero T
-		return zero, nil
-	}
-	<-p.done
-	return p.v, p.err
 }
 
 // listsNodes reports whether the hook's status will read the node list, leader being the

@@ -48,7 +48,7 @@ type hook struct {
 	ahead func()
 	// addrAhead is the ingress address being read from begin (readsIngress), until ingress
 	// takes it; nil for none.
-	addrAhead *pending[string]
+	addrAhead *charm.Pending[string]
 }
 
 // lifecycle runs the charm's hooks: the state is loaded before the handler and saved once
@@ -88,7 +88,7 @@ func (c *Charm) begin(ctx context.Context, k *charm.Hook[charmState]) (_ *hook, 
 	defer func() {
 		if err != nil {
 			h.nodes.drop() // no command or tool left running when the hook ends
-			h.addrAhead.wait()
+			h.addrAhead.Wait()
 		}
 	}()
 	kind := hc.Event.Kind
@@ -109,7 +109,7 @@ func (c *Charm) begin(ctx context.Context, k *charm.Hook[charmState]) (_ *hook, 
 		h.nodes.ahead(ctx, c.running)
 	}
 	if c.ReadAhead && h.readsIngress(h.st.Led || kind == juju.LeaderElected) {
-		h.addrAhead = start(func() (string, error) { return hc.Network.IngressAddress(ctx, slurmd.RequirerEndpoint) })
+		h.addrAhead = charm.Start(func() (string, error) { return hc.Network.IngressAddress(ctx, slurmd.RequirerEndpoint) })
 	}
 	if !asksLeader(hc.Event) {
 		h.leader = true // leader-elected
@@ -198,7 +198,7 @@ func (h *hook) ingress(ctx context.Context) (string, error) {
 		var err error
 		if a := h.addrAhead; a != nil {
 			h.addrAhead = nil
-			addr, err = a.wait()
+			addr, err = a.Wait()
 		} else {
 			addr, err = h.hc.Network.IngressAddress(ctx, slurmd.RequirerEndpoint)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 
+	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
@@ -29,7 +30,7 @@ func (h *hook) readNodeAhead(ctx context.Context) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	h.nodeCancel = cancel
-	h.nodeAhead = start(func() (slurm.Node, error) { return h.showNode(ctx) })
+	h.nodeAhead = charm.Start(func() (slurm.Node, error) { return h.showNode(ctx) })
 }
 
 // takeNodeAhead returns the node's record read ahead, if the read succeeded; the read is gone
@@ -39,7 +40,7 @@ func (h *hook) takeNodeAhead() (slurm.Node, bool) {
 	if p == nil {
 		return slurm.Node{}, false
 	}
-	n, err := p.wait()
+	n, err := p.Wait()
 	h.dropNodeAhead()
 	return n, err == nil
 }
@@ -51,6 +52,6 @@ func (h *hook) dropNodeAhead() {
 		return
 	}
 	h.nodeCancel()
-	h.nodeAhead.wait()
+	h.nodeAhead.Wait()
 	h.nodeAhead, h.nodeCancel = nil, nil
 }

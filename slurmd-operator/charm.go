@@ -148,26 +148,3 @@ func (c *Charm) mungeAnswers(ctx context.Context) bool {
 	out, err := c.Slurm.Run(ctx, []string{munge.ClientPath, "-n"}, nil)
 	return err == nil && out.ExitCode == 0
 }
-
-// pending is a read running beside the hook's other work; wait returns its result once it
-// is done (as often as asked).
-type pending[T any] struct {
-	done chan struct{}
-	v    T
-	err  error
-}
-
-// start runs read in the background.
-func start[T any](read func() (T, error)) *pending[T] {
-	p := &pending[T]{done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		p.v, p.err = read()
-	}()
-	return p
-}
-
-func (p *pending[T]) wait() (T, error) {
-	<-p.done
-	return p.v, p.err
-}

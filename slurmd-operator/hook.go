@@ -30,16 +30,16 @@ type hook struct {
 	published *Published
 	// machine is `slurmd -C` running from the hook's start when the state holds no machine
 	// facts yet (the first hook after install); facts waits for it.
-	machine *pending[slurm.MachineInfo]
+	machine *charm.Pending[slurm.MachineInfo]
 	// mungePrep is munged's Prepare running from the relation hook's start on a new node's
 	// join; authUp what slurmd's authentication waits for, running beside slurmd's
 	// configuration: munged's start (munged.go) or, under auth/slurm, the key's write
 	// (writeAuthKey); nil when none runs.
-	mungePrep *pending[*munge.Prepared]
-	authUp    *pending[struct{}]
+	mungePrep *charm.Pending[*munge.Prepared]
+	authUp    *charm.Pending[struct{}]
 	// nodeAhead is the node's record read from the relation hook's start (readNodeAhead),
 	// until the join's settle takes it or a change to slurmd drops it; nil for none.
-	nodeAhead  *pending[slurm.Node]
+	nodeAhead  *charm.Pending[slurm.Node]
 	nodeCancel context.CancelFunc
 }
 
@@ -136,7 +136,7 @@ func readingFacts(fn charm.Func[*hook]) charm.Func[*hook] {
 	return func(h *hook, ctx context.Context) error {
 		if !h.st.Facts.hasMachine() {
 			cl := h.c.slurm()
-			h.machine = start(func() (slurm.MachineInfo, error) { return cl.MachineInfo(ctx) })
+			h.machine = charm.Start(func() (slurm.MachineInfo, error) { return cl.MachineInfo(ctx) })
 			defer h.keepMachine() // no command left running when the hook ends
 		}
 		return fn(h, ctx)
@@ -146,7 +146,7 @@ func readingFacts(fn charm.Func[*hook]) charm.Func[*hook] {
 // keepMachine waits for the `slurmd -C` the hook started and keeps what it read in the
 // state's facts when they hold the version but no machine yet; a failed read keeps nothing.
 func (h *hook) keepMachine() {
-	mi, err := h.machine.wait()
+	mi, err := h.machine.Wait()
 	if err != nil || len(mi.Params) == 0 || h.st.Facts == nil || h.st.Facts.hasMachine() {
 		return
 	}
@@ -168,7 +168,7 @@ func (h *hook) facts(ctx context.Context) (slurm.Version, slurm.MachineInfo, err
 	}
 	var mi slurm.MachineInfo
 	if h.machine != nil {
-		mi, err = h.machine.wait()
+		mi, err = h.machine.Wait()
 	} else {
 		mi, err = h.c.slurm().MachineInfo(ctx)
 	}

@@ -53,24 +53,24 @@ var packages = []apt.Need{
 func (c *Charm) installHandler() juju.Handler {
 	return func(ctx context.Context, hc *juju.HookContext) error {
 		version := c.startVersion(ctx)
-		defer version.wait() // no command left running when the hook ends
+		defer version.Wait() // no command left running when the hook ends
 		node := slurmd.NodeName(hc.Event.Unit)
-		reboot := start(func() (struct{}, error) { return struct{}{}, c.installRebootProgram(ctx, node) })
-		defer reboot.wait()
+		reboot := charm.Start(func() (struct{}, error) { return struct{}{}, c.installRebootProgram(ctx, node) })
+		defer reboot.Wait()
 		return c.handlers().Handle(func(h *hook, ctx context.Context) error { return h.install(ctx, version, reboot) })(ctx, hc)
 	}
 }
 
 // startVersion reads `slurmd -V` in the background.
-func (c *Charm) startVersion(ctx context.Context) *pending[slurm.Version] {
+func (c *Charm) startVersion(ctx context.Context) *charm.Pending[slurm.Version] {
 	cl := c.slurm()
-	return start(func() (slurm.Version, error) { return cl.SlurmdVersion(ctx) })
+	return charm.Start(func() (slurm.Version, error) { return cl.SlurmdVersion(ctx) })
 }
 
 // install installs the missing packages, records the machine's Slurm version (read
 // meanwhile), checks RebootProgram's write (meanwhile too) and waits for the controller. The
 // version is shown with the next status.
-func (h *hook) install(ctx context.Context, version *pending[slurm.Version], reboot *pending[struct{}]) error {
+func (h *hook) install(ctx context.Context, version *charm.Pending[slurm.Version], reboot *charm.Pending[struct{}]) error {
 	missing, err := apt.Missing(h.c.LookPath, packages)
 	if err != nil {
 		return err
@@ -83,18 +83,18 @@ func (h *hook) install(ctx context.Context, version *pending[slurm.Version], reb
 			return err
 		}
 		// What was read before the packages were there is of no use: read it again.
-		version.wait()
+		version.Wait()
 		version = h.c.startVersion(ctx)
-		defer version.wait()
+		defer version.Wait()
 	}
 	if err := (genericResources{h}).redetect(ctx); err != nil {
 		return err
 	}
-	if _, err := reboot.wait(); err != nil {
+	if _, err := reboot.Wait(); err != nil {
 		return err
 	}
 	statusErr := h.report(ctx, observed{installed: true})
-	v, err := version.wait()
+	v, err := version.Wait()
 	if err != nil {
 		return fmt.Errorf("cannot find the Slurm version: %w", err)
 	}

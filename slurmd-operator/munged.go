@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 
+	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/munge"
 	"github.com/charmed-slurm/operators/libs/slurm"
@@ -36,7 +37,7 @@ func (h *hook) prepareMunged(ctx context.Context) {
 		return
 	}
 	d := h.c.munged()
-	h.mungePrep = start(func() (*munge.Prepared, error) { return d.Prepare(ctx) })
+	h.mungePrep = charm.Start(func() (*munge.Prepared, error) { return d.Prepare(ctx) })
 }
 
 // connectAhead starts the connection to the host's service manager in the background, when
@@ -53,7 +54,7 @@ func (h *hook) connectAhead(ctx context.Context) {
 // mungedPrepared is munged's Prepare: the one prepareMunged started, or one run now.
 func (h *hook) mungedPrepared(ctx context.Context) (*munge.Prepared, error) {
 	if h.mungePrep != nil {
-		return h.mungePrep.wait()
+		return h.mungePrep.Wait()
 	}
 	return h.c.munged().Prepare(ctx)
 }
@@ -68,7 +69,7 @@ func (h *hook) startMunged(ctx context.Context, restart, beside bool) error {
 	if !beside {
 		return p.Start(ctx, restart)
 	}
-	h.authUp = start(func() (struct{}, error) { return struct{}{}, p.Start(ctx, restart) })
+	h.authUp = charm.Start(func() (struct{}, error) { return struct{}{}, p.Start(ctx, restart) })
 	return nil
 }
 
@@ -78,7 +79,7 @@ func (h *hook) authReady() error {
 	if h.authUp == nil {
 		return nil
 	}
-	_, err := h.authUp.wait()
+	_, err := h.authUp.Wait()
 	return err
 }
 
@@ -86,7 +87,7 @@ func (h *hook) authReady() error {
 // command is left running when the hook ends.
 func (h *hook) waitMunged() {
 	if h.mungePrep != nil {
-		h.mungePrep.wait()
+		h.mungePrep.Wait()
 	}
 	h.authReady()
 }

@@ -588,7 +588,7 @@ func (r registrar) writeAuthKey(ctx context.Context, f slurm.Features, key []byt
 		// first start the write (and its two fsyncs) runs beside slurmd's definition, and
 		// slurmd is enabled and started only once it is done (authReady: a failed write
 		// starts nothing). A first start asks nothing of the key's change.
-		r.h.authUp = start(func() (struct{}, error) { _, err := write(); return struct{}{}, err })
+		r.h.authUp = charm.Start(func() (struct{}, error) { _, err := write(); return struct{}{}, err })
 		return true, nil
 	}
 	changed, err := write()

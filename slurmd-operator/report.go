@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
+	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
@@ -83,9 +84,9 @@ func (h *hook) applyDefaultState(ctx context.Context) (bool, error) {
 // and the pid file): both only read, and neither answer depends on the other. The node's
 // record is not read beside them: with munged down no Slurm command runs (it would time out).
 func (h *hook) daemonsDown(ctx context.Context) string {
-	var munged *pending[bool]
+	var munged *charm.Pending[bool]
 	if v, ferr := h.version(ctx); ferr == nil && slurm.FeaturesOf(v).Munge {
-		munged = start(func() (bool, error) { return h.c.mungeAnswers(ctx), nil })
+		munged = charm.Start(func() (bool, error) { return h.c.mungeAnswers(ctx), nil })
 	}
 	var down []string
 	d := h.slurmd()
@@ -98,7 +99,7 @@ func (h *hook) daemonsDown(ctx context.Context) string {
 		down = append(down, "slurmd")
 	}
 	if munged != nil {
-		if up, _ := munged.wait(); !up {
+		if up, _ := munged.Wait(); !up {
 			down = append(down, "munged")
 		}
 	}
