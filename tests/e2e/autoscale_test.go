@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/charmed-slurm/operators/tests/hosts"
 )
 
 // autoscaler is a running slurm-autoscaler command acting on the cluster's model through the
@@ -402,7 +404,7 @@ func TestAutoscaleRetriesAFailedAddUnit(t *testing.T) {
 		"  touch " + dir + "/failed; echo 'ERROR cannot add unit: quota exceeded (injected)' >&2; exit 1\n" +
 		"fi\n" +
 		"exec " + toolsBin + " \"$@\"\n"
-	if err := os.WriteFile(juju, []byte(script), 0o755); err != nil {
+	if err := hosts.WriteExecutable(juju, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	as := c.startAutoscaler("--juju", juju, "--add-retry", "2s", "--app", "slurmd:min=1,max=2,idle=5s")

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmed-slurm/operators/tests/hosts"
 	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
 )
 
@@ -40,7 +41,7 @@ func slurmconfOracle(t *testing.T, root string, data []byte, suite, release stri
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "slurmconf.test"), data, 0o755); err != nil {
+	if err := hosts.WriteExecutable(filepath.Join(dir, "slurmconf.test"), data, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	// The oracle tests read their corpus from testdata/ beside the binary's working directory.

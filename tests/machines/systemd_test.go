@@ -2,11 +2,11 @@ package machines_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/charmed-slurm/operators/tests/hosts"
 	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
 )
 
@@ -20,7 +20,7 @@ func TestSystemdBackend(t *testing.T) {
 			t.Parallel()
 			n := hoststest.New(t)
 			m := hoststest.AddMachine(t, n, "sd", suite)
-			if err := os.WriteFile(m.Path("/root/systemd.test"), data, 0o755); err != nil {
+			if err := hosts.WriteExecutable(m.Path("/root/systemd.test"), data, 0o755); err != nil {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

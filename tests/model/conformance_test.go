@@ -23,6 +23,7 @@ import (
 	"github.com/charmed-slurm/operators/libs/juju/jujutest"
 	"github.com/charmed-slurm/operators/libs/juju/jujutest/conformance"
 	"github.com/charmed-slurm/operators/libs/poll"
+	"github.com/charmed-slurm/operators/tests/hosts"
 	"github.com/charmed-slurm/operators/tests/model"
 )
 
@@ -67,7 +68,8 @@ func relayCharm(t *testing.T, dir, relay, app, endpoints string) string {
 		if err := os.MkdirAll(cd, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(cd, name), []byte(data), 0o755); err != nil {
+		// dispatch and relay run at once while other tests fork: hosts.WriteExecutable.
+		if err := hosts.WriteExecutable(filepath.Join(cd, name), []byte(data), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
