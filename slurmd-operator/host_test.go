@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/charmed-slurm/operators/libs/command"
 	"github.com/charmed-slurm/operators/libs/munge"
@@ -55,6 +56,14 @@ type host struct {
 	endAfter map[string]int
 	// deletesWhileBusy counts deletes Slurm refused because jobs ran.
 	deletesWhileBusy int
+	// registerAfter, when set, is how long a started slurmd loads before it registers its
+	// node and logs its start ("slurmd started on ...": real slurmd logs it right before it
+	// registers); it has fetched the configuration at once. starting counts the starts
+	// still loading, and earlyShows the `scontrol show node` runs made meanwhile.
+	registerAfter time.Duration
+	quietStart    bool // a slurmd that registers after registerAfter logs nothing
+	starting      int
+	earlyShows    int
 }
 
 func newHost(root string) *host {
@@ -104,27 +113,84 @@ func (h *host) slurmdStarted(argv []string) (bool, error) {
 	case unreachable:
 		return true, nil // slurmd runs but cannot register
 	}
+	h.mu.Lock()
+	after := h.registerAfter
+	h.mu.Unlock()
+	if after == 0 {
+		if err := h.registered(name, conf, p, tmpDisk); err != nil {
+			return false, err
+		}
+		return true, h.cache(noCache)
+	}
+	if err := h.cache(noCache); err != nil {
+		return false, err
+	}
+	h.mu.Lock()
+	h.starting++
+	h.mu.Unlock()
+	go func() {
+		time.Sleep(after)
+		err := h.registered(name, conf, p, tmpDisk)
+		h.mu.Lock()
+		quiet := h.quietStart
+		h.mu.Unlock()
+		if err == nil && !quiet {
+			err = h.logLine("slurmd started on Fri, 27 Nov 2026 02:25:26 +0000")
+		}
+		if err != nil {
+			panic(fmt.Sprintf("slurmd %s: %v", name, err))
+		}
+		h.mu.Lock()
+		h.starting--
+		h.mu.Unlock()
+	}()
+	return true, nil
+}
+
+// cache writes the configless cache of slurm.conf, unless noCache (slurmd could not fetch
+// it).
+func (h *host) cache(noCache bool) error {
+	if noCache {
+		return nil
+	}
+	path := filepath.Join(h.root, SpoolConf)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte("ClusterName=test\n"), 0o644)
+}
+
+// registered registers node name as slurmd with --conf conf (parsed: p) does, on a host with
+// tmpDisk MB of disk.
+func (h *host) registered(name, conf string, p slurmconf.Params, tmpDisk int) error {
 	if !h.hasNode(name) {
 		h.mu.Lock()
 		h.confs[name] = conf
 		h.mu.Unlock()
 	}
 	if err := h.Register(name, conf); err != nil {
-		return false, err
+		return err
 	}
 	if v, ok := p.Get("TmpDisk"); ok {
 		if t, _ := strconv.Atoi(v); t > tmpDisk {
 			h.Invalidate(name, "Low TmpDisk")
 		}
 	}
-	if noCache {
-		return true, nil
-	}
-	path := filepath.Join(h.root, SpoolConf)
+	return nil
+}
+
+// logLine appends line to slurmd's log, as slurmd writes it.
+func (h *host) logLine(line string) error {
+	path := filepath.Join(h.root, SlurmdLog)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return false, err
+		return err
 	}
-	return true, os.WriteFile(path, []byte("ClusterName=test\n"), 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(f, "[2026-11-27T02:25:26.826] %s\n", line)
+	return errors.Join(err, f.Close())
 }
 
 // Run implements command.Runner.
@@ -132,6 +198,9 @@ func (h *host) Run(ctx context.Context, argv []string, env []string) (command.Ou
 	h.mu.Lock()
 	h.calls = append(h.calls, strings.Join(argv, " "))
 	failApt, machine, mungeUp, version := h.failApt, h.machine, h.mungeUp, h.version
+	if len(argv) > 2 && argv[0] == "scontrol" && argv[1] == "show" && argv[2] == "node" && h.starting > 0 {
+		h.earlyShows++
+	}
 	h.mu.Unlock()
 	switch {
 	case slices.Equal(argv, []string{"slurmd", "-V"}) && version != "":

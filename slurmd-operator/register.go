@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -116,6 +118,10 @@ func (r registrar) apply(ctx context.Context, data slurmd.ControllerData, f slur
 	if prev == nil || reregister || restart {
 		h.dropNodeAhead() // slurmd changes below: a record read before is not the node's
 	}
+	logAt := int64(-1) // where slurmd's log stands before a start below (settle), -1: none
+	if prev == nil || restart {
+		logAt = h.slurmd().logSize()
+	}
 	switch {
 	case prev == nil:
 		// First start: a new node record. No status before: slurmd registers within
@@ -146,7 +152,7 @@ func (r registrar) apply(ctx context.Context, data slurmd.ControllerData, f slur
 	if err := h.k.Checkpoint(ctx); err != nil {
 		return err
 	}
-	return r.settle(ctx)
+	return r.settle(ctx, logAt)
 }
 
 // start starts slurmd as spec says (restart: restarts it), enabled at boot unless a
@@ -221,14 +227,15 @@ func (r registrar) gresChanged(ctx context.Context) (bool, error) {
 }
 
 // settle waits for the node to register, applies default-node-state to a new node and
-// reports the node.
-func (r registrar) settle(ctx context.Context) error {
+// reports the node. started is where slurmd's log stood before this hook started slurmd
+// (waitNode), or -1 when it did not.
+func (r registrar) settle(ctx context.Context, started int64) error {
 	h := r.h
 	if n, ok := h.takeNodeAhead(); ok && registeredRecord(n, nil) {
 		// Read from the hook's start, slurmd unchanged since: the first of the reads below.
 		return h.registered(ctx, n)
 	}
-	n, err := r.waitRegistered(ctx, false)
+	n, err := r.waitNode(ctx, false, nil, started)
 	if err != nil {
 		h.logf(ctx, juju.LevelWarning, "node %s did not register: %v", h.node, err)
 		return h.report(ctx, observed{unregistered: true})
@@ -245,20 +252,31 @@ func registeredRecord(n slurm.Node, also func(slurm.Node) bool) bool {
 // waitRegistered polls until the node's record shows its slurmd registered, bounded by
 // RegisterTimeout. A slurmd registers within tens of milliseconds: the polls start 10 ms
 // apart and back off to PollInterval. With watch, a slurmd service that stops being active
-// (it exited: Slurm refused its configuration) ends the wait at once.
-func (r registrar) waitRegistered(ctx context.Context, watch bool) (slurm.Node, error) {
-	return r.waitNode(ctx, watch, nil)
+// (it exited: Slurm refused its configuration) ends the wait at once. started is where
+// slurmd's log stood before the caller started slurmd (waitNode), or -1.
+func (r registrar) waitRegistered(ctx context.Context, watch bool, started int64) (slurm.Node, error) {
+	return r.waitNode(ctx, watch, nil, started)
 }
 
 // waitNode is waitRegistered that also waits, when also is not nil, until also holds for the
 // registered node's record.
-func (r registrar) waitNode(ctx context.Context, watch bool, also func(slurm.Node) bool) (slurm.Node, error) {
+//
+// When the caller has just started slurmd (started is where slurmd's log stood before, not
+// -1), the first check waits until slurmd logs that it has started (awaitStart), when its
+// registration can have happened, instead of asking the controller at once: each check is
+// an scontrol run (a process, a munge credential and two RPCs to slurmctld) on the cores
+// where slurmd is still loading its configuration and plugins, and slurmctld serves it while
+// it is waiting for the registration.
+func (r registrar) waitNode(ctx context.Context, watch bool, also func(slurm.Node) bool, started int64) (slurm.Node, error) {
 	h := r.h
 	ctx, cancel := context.WithTimeout(ctx, charm.Or(h.c.RegisterTimeout, DefaultRegisterTimeout))
 	defer cancel()
 	var n slurm.Node
 	var last, exited error
 	every := h.c.poll()
+	if started >= 0 {
+		r.awaitStart(ctx, started)
+	}
 	err := poll.UntilBackoff(ctx, poll.Backoff{Start: min(10*time.Millisecond, every), Max: every}, func(ctx context.Context) (bool, error) {
 		var err error
 		n, err = h.showNode(ctx)
@@ -285,6 +303,51 @@ func (r registrar) waitNode(ctx context.Context, watch bool, also func(slurm.Nod
 		return slurm.Node{}, fmt.Errorf("cannot wait for node %s to register: %w (last: %v)", h.node, err, last)
 	}
 	return n, nil
+}
+
+// slurmdStarted is what slurmd logs (at SlurmdDebug info and above) once it has loaded its
+// configuration and plugins, right before it sends its registration to slurmctld: "slurmd
+// started on <date>" (22.05 to 26.05).
+const slurmdStarted = " started on "
+
+// awaitStart waits until slurmd's log after offset says that slurmd started (slurmdStarted)
+// or hit a fatal error, reading the log's new lines every few milliseconds (a file read, no
+// process), for at most PollInterval: a slurmd whose log says nothing of its start (a log
+// level below info) is polled PollInterval after its start. A log shorter than offset was
+// truncated, and is read from its start.
+func (r registrar) awaitStart(ctx context.Context, offset int64) {
+	c := r.h.c
+	ctx, cancel := context.WithTimeout(ctx, c.poll())
+	defer cancel()
+	_ = poll.Until(ctx, min(startCheck, c.poll()), func(context.Context) (bool, error) {
+		return slurmdLogSays(c.Path(SlurmdLog), offset, slurmdStarted, "fatal: "), nil
+	})
+}
+
+// startCheck is how often awaitStart reads slurmd's log.
+const startCheck = 2 * time.Millisecond
+
+// slurmdLogSays reports whether the log file at path holds, after offset (from its start when
+// it is shorter), a line containing any of words.
+func slurmdLogSays(path string, offset int64, words ...string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || fi.Size() < offset {
+		offset = 0
+	}
+	data, err := io.ReadAll(io.NewSectionReader(f, offset, 1<<20))
+	if err != nil {
+		return false
+	}
+	for _, w := range words {
+		if bytes.Contains(data, []byte(w)) {
+			return true
+		}
+	}
+	return false
 }
 
 // RefusedError is a new slurmd --conf that Slurm refused: slurmd did not start or exited,
@@ -416,7 +479,7 @@ func (r registrar) startNode(ctx context.Context, spec service.Spec) error {
 	var n slurm.Node
 	err := r.start(ctx, spec, true)
 	if err == nil {
-		n, err = r.waitRegistered(ctx, true)
+		n, err = r.waitRegistered(ctx, true, logStart)
 	}
 	if err == nil && !n.State.Has(slurm.FlagInvalidReg) {
 		return nil
@@ -535,7 +598,7 @@ func (r registrar) applyStaged(ctx context.Context) error {
 	if nc.Conf != h.st.Applied.Conf {
 		// Wait until Slurm has the node back from its reboot, so that the record replaced is
 		// an ordinary one, not one with a reboot under way.
-		if _, err := r.waitNode(ctx, false, func(n slurm.Node) bool { return !n.State.Rebooting() }); err != nil {
+		if _, err := r.waitNode(ctx, false, func(n slurm.Node) bool { return !n.State.Rebooting() }, -1); err != nil {
 			h.logf(ctx, juju.LevelWarning, "node-config %q stays staged: node %s is not back from its reboot: %v", staged, h.node, err)
 			return nil
 		}
