@@ -60,7 +60,10 @@ func (h *hook) readsIngress(leader bool) bool {
 // before the status, reads the list itself, changes nothing in Slurm, or forgets the list
 // when it does (nodeCache.forget: before slurmctld starts, stops or restarts, after a
 // reconfigure, a repair, a drain or a removal): update-status, the slurmd relation's created,
-// joined and changed, and the leader's configure hooks (leader-elected, config-changed,
+// joined and changed (but for a unit still joining, whose status keeps the counts the last
+// status read, hook.keepsCounts: its relation-joined reads no list, and its relation-changed
+// reads it only once the unit's databag, read ahead beside, shows the unit's release,
+// hook.aheadWhen), and the leader's configure hooks (leader-elected, config-changed,
 // start, upgrade-charm). begin then reads the list ahead (nodeCache.ahead), beside is-leader
 // and the handler's own work, once the configuration's problem and the restart under way are
 // known, taking the unit's leadership in its last hook (State.Led) for the answer is-leader
@@ -73,6 +76,8 @@ func (h *hook) listsNodes(leader bool) bool {
 	ev := h.hc.Event
 	switch {
 	case ev.Kind == juju.UpdateStatus, slices.Contains(configureHooks, ev.Kind) && ev.Kind != juju.LeaderSettingsChanged:
+	case ev.Endpoint == slurmd.RequirerEndpoint && ev.Kind == juju.RelationJoined && h.keepsCounts():
+		return false // the status keeps the counts of a joining unit's hook
 	case ev.Endpoint == slurmd.RequirerEndpoint && (ev.Kind == juju.RelationCreated || ev.Kind == juju.RelationJoined || ev.Kind == juju.RelationChanged):
 	default:
 		return false

@@ -63,6 +63,7 @@ func (c *Charm) lifecycle() charm.Lifecycle[charmState] {
 		RelationRecord: c.RelationRecord,
 		Failed: func(saved, cur charmState) charmState {
 			cur.Published, cur.StatusCache, cur.COS = saved.Published, saved.StatusCache, saved.COS
+			cur.NodeCounts = nil // the next status reads the list
 			return cur
 		},
 	}
@@ -106,7 +107,7 @@ func (c *Charm) begin(ctx context.Context, k *charm.Hook[charmState]) (_ *hook, 
 	}
 	h.cfg, h.extra = cfg, extra
 	if c.ReadAhead && h.listsNodes(h.st.Led || kind == juju.LeaderElected) {
-		h.nodes.ahead(ctx, c.running)
+		h.nodes.ahead(ctx, h.aheadWhen(c.running))
 	}
 	if c.ReadAhead && h.readsIngress(h.st.Led || kind == juju.LeaderElected) {
 		h.addrAhead = charm.Start(func() (string, error) { return hc.Network.IngressAddress(ctx, slurmd.RequirerEndpoint) })

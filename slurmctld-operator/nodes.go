@@ -13,6 +13,8 @@ type nodeCache struct {
 	client func() *slurm.Client
 	nodes  []slurm.Node
 	read   bool
+	// forgot: the hook forgot the list (forget), after it changed nodes or partitions.
+	forgot bool
 	// early is the list being read ahead (ahead), until list takes it or forget drops it.
 	early *earlyList
 }
@@ -87,7 +89,7 @@ func (n *nodeCache) list(ctx context.Context) ([]slurm.Node, error) {
 // started ahead is cancelled and dropped too.
 func (n *nodeCache) forget() {
 	n.drop()
-	n.nodes, n.read = nil, false
+	n.nodes, n.read, n.forgot = nil, false, true
 }
 
 // drop cancels the read started ahead, if any, and waits for it to end.

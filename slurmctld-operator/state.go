@@ -108,6 +108,10 @@ type charmState struct {
 	// SlurmdReleases are the Slurm releases slurmd applications and units said they run, by
 	// application or unit name (metricsgate.go).
 	SlurmdReleases map[string]nodeRelease `json:"slurmd-releases,omitempty"`
+	// NodeCounts are the node list's counts as this unit's status last read them (leader),
+	// which the status of a slurmd unit's joining hooks shows again (hook.keepsCounts); nil
+	// when that status showed none, or a hook failed.
+	NodeCounts *nodeCounts `json:"node-counts,omitempty"`
 }
 
 // stoodDown is why this unit's controller stands down: the unit whose takeover action took

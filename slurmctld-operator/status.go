@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/charmed-slurm/operators/libs/hostlist"
@@ -15,8 +14,18 @@ import (
 
 // report sets the unit status from everything known in this hook, unless this unit set
 // the same status last (the kit's status cache, saved with the state).
+// The node counts it shows are kept in the state for the next hooks (nodeCounts), and
+// dropped when it shows none.
 func (h *hook) report(ctx context.Context) error {
-	code, msg := unitStatus(ctx, h.st, h.leader, h.configProblem(), h.extra, observer{running: h.c.running, nodes: h.nodes.list, dbdQueue: h.c.client().DbdAgentQueue, role: h.haStatus, backupWait: h.backupWait})
+	counted := false
+	counts := func(ctx context.Context) (nodeCounts, error) {
+		counted = true
+		return h.nodeCounts(ctx)
+	}
+	code, msg := unitStatus(ctx, h.st, h.leader, h.configProblem(), h.extra, observer{running: h.c.running, nodes: counts, dbdQueue: h.c.client().DbdAgentQueue, role: h.haStatus, backupWait: h.backupWait})
+	if !counted {
+		h.st.NodeCounts = nil
+	}
 	return h.k.SetUnitStatus(ctx, code, msg)
 }
 
@@ -26,13 +35,13 @@ func (h *hook) progress(ctx context.Context, msg string) error {
 }
 
 // observer is what the status asks of the host beyond the state, each only when the status
-// gets that far: whether slurmctld runs, the node list, (with accounting on) how many
+// gets that far: whether slurmctld runs, the node list's counts, (with accounting on) how many
 // records wait for slurmdbd, and this controller's role among several (haStatus, "" with one
 // controller); and, on a unit that is not the leader, what keeps it from running slurmctld
 // ("code:message", "" when nothing does).
 type observer struct {
 	running    func(ctx context.Context) bool
-	nodes      func(ctx context.Context) ([]slurm.Node, error)
+	nodes      func(ctx context.Context) (nodeCounts, error)
 	dbdQueue   func(ctx context.Context) (int, error)
 	role       func(ctx context.Context) string
 	backupWait string
@@ -81,7 +90,7 @@ func unitStatus(ctx context.Context, st *charmState, leader bool, configProblem 
 	if !o.running(ctx) {
 		return juju.StatusMaintenance, "slurmctld is not running"
 	}
-	nodes, err := o.nodes(ctx)
+	c, err := o.nodes(ctx)
 	if err != nil {
 		if errors.Is(err, slurm.ErrControllerUnreachable) {
 			return juju.StatusWaiting, "slurmctld is not responding"
@@ -103,32 +112,15 @@ func unitStatus(ctx context.Context, st *charmState, leader bool, configProblem 
 		}
 		return juju.StatusWaiting, fmt.Sprintf("waiting for %s in partition %s to finish before removing it", jobs, app)
 	}
-	var idle, alloc, draining, drained, down int
-	// FUTURE records (future-nodes) are no nodes: never up, never scheduled.
-	nodes = slices.DeleteFunc(slices.Clone(nodes), func(n slurm.Node) bool { return n.State.Base == slurm.StateFuture })
-	for _, n := range nodes {
-		switch {
-		case n.State.Draining():
-			draining++
-		case n.State.Drain():
-			drained++
-		case n.State.Down():
-			down++
-		case n.State.Busy():
-			alloc++
-		case n.State.Base == slurm.StateIdle:
-			idle++
-		}
-	}
-	msg := fmt.Sprintf("slurmctld up, %d nodes (%d idle, %d allocated, %d drained", len(nodes), idle, alloc, drained)
+	msg := fmt.Sprintf("slurmctld up, %d nodes (%d idle, %d allocated, %d drained", c.Nodes, c.Idle, c.Alloc, c.Drained)
 	if role := o.role(ctx); role != "" {
-		msg = fmt.Sprintf("slurmctld %s, %d nodes (%d idle, %d allocated, %d drained", role, len(nodes), idle, alloc, drained)
+		msg = fmt.Sprintf("slurmctld %s, %d nodes (%d idle, %d allocated, %d drained", role, c.Nodes, c.Idle, c.Alloc, c.Drained)
 	}
-	if draining > 0 {
-		msg += fmt.Sprintf(", %d draining", draining)
+	if c.Draining > 0 {
+		msg += fmt.Sprintf(", %d draining", c.Draining)
 	}
-	if down > 0 {
-		msg += fmt.Sprintf(", %d down", down)
+	if c.Down > 0 {
+		msg += fmt.Sprintf(", %d down", c.Down)
 	}
 	msg += ")"
 	if pend := sortedKeys(st.Pending); len(pend) > 0 {
