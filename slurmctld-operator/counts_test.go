@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"maps"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/juju/jujutest"
+	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
@@ -246,5 +249,39 @@ func TestCountNodes(t *testing.T) {
 	want := nodeCounts{Nodes: 5, Idle: 1, Alloc: 1, Drained: 1, Draining: 1, Down: 1}
 	if d := cmp.Diff(want, countNodes(nodes)); d != "" {
 		t.Errorf("counts (-want +got):\n%s", d)
+	}
+}
+
+// statusCounter counts the service manager's status queries of slurmctld (each a D-Bus call
+// on systemd).
+type statusCounter struct {
+	service.Manager
+	mu sync.Mutex
+	n  int
+}
+
+func (s *statusCounter) Status(ctx context.Context, name string) (service.Status, error) {
+	if name == svcSlurmctld {
+		s.mu.Lock()
+		s.n++
+		s.mu.Unlock()
+	}
+	return s.Manager.Status(ctx, name)
+}
+
+// TestJoiningUnitAsksOnce: the relation-changed of a joining unit, whose application's data
+// is unchanged, asks the service manager once whether slurmctld runs (for the status), not
+// also before applying nothing.
+func TestJoiningUnitAsksOnce(t *testing.T) {
+	e := newEnv(t)
+	in := addUnit(e.withJoined(), "slurmd/1", map[string]string{})
+	sc := &statusCounter{Manager: e.svc}
+	e.c.Services = sc
+	in = e.run(in, jujutest.RelationHook(juju.RelationChanged, "slurmd:1", "slurmd/1"))
+	if sc.n != 1 {
+		t.Errorf("slurmctld's service status asked %d times, want once", sc.n)
+	}
+	if want := "slurmctld up, 1 nodes (1 idle, 0 allocated, 0 drained)"; in.UnitStatus.Message != want {
+		t.Errorf("status %q, want %q", in.UnitStatus.Message, want)
 	}
 }

@@ -348,6 +348,12 @@ func (ctl slurmctldDaemon) apply(ctx context.Context, changed bool) error {
 	return nil
 }
 
+// applies reports whether apply, given changed, changes anything: a restart is due, or the
+// files changed.
+func (ctl slurmctldDaemon) applies(changed bool) bool {
+	return changed || ctl.h.st.accountingRestartNeeded() || ctl.h.st.gresRestartNeeded()
+}
+
 // restartForGres restarts slurmctld so that it manages the GresTypes slurm.conf lists (a
 // restart keeps the dynamic nodes and the jobs, from the saved state); the restart is
 // finished by a later pass (settle).

@@ -121,7 +121,9 @@ func (sr slurmdRelation) ready(ctx context.Context, ev slurmd.SlurmdReady) error
 		h.st.GresTypes = prevGres
 		return err
 	}
-	if !(slurmctldDaemon{h}).live(ctx) {
+	// Nothing to apply (an application's data unchanged, as at every unit's join): whether
+	// slurmctld runs is not asked (a service manager query, on systemd a D-Bus call).
+	if ctl := (slurmctldDaemon{h}); !ctl.applies(changed) || !ctl.live(ctx) {
 		return nil
 	}
 	if changed {
