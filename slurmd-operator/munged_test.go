@@ -52,7 +52,7 @@ func TestConnectAhead(t *testing.T) {
 
 // TestKeyWriteFailsClosed: under auth/slurm a new node's key is written beside slurmd's
 // definition; when the write fails (here slurm.key is a directory) the hook fails and slurmd
-// is neither started nor left enabled at boot, and no node registers.
+// is neither enabled nor started, and no node registers.
 func TestKeyWriteFailsClosed(t *testing.T) {
 	e := newEnv(t)
 	e.slurm.version = "24.11.5"
@@ -67,7 +67,11 @@ func TestKeyWriteFailsClosed(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "slurm.key") {
 		t.Fatalf("got %v, want an error about slurm.key", err)
 	}
-	e.slurmdLeftOff("its key was not written")
+	for _, c := range e.svcCalls(SlurmdService) {
+		if c != "configure" {
+			t.Errorf("slurmd %s although its key was not written", c)
+		}
+	}
 	if e.slurm.hasNode(node) {
 		t.Errorf("node %s registered", node)
 	}

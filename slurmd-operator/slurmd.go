@@ -36,28 +36,20 @@ func (d slurmdDaemon) spec(a *Applied) service.Spec {
 
 // start configures slurmd as spec says and starts it (restart restarts a running one),
 // enabled at boot unless atBoot is false. It returns once the process runs; callers wait for
-// the node's registration. It waits for ready between the definition and enabling at boot
-// and the start: slurmd is not started before munged answers, and its enabling (a service
-// manager's round trips, unit files on systemd) runs while munged starts instead of after.
-// A first start (not restart) that ready refuses leaves slurmd as it found it: not enabled
-// at boot, so that a reboot does not start a slurmd the hook failed to start.
+// the node's registration. Between the definition and the rest it waits for ready: slurmd is
+// neither enabled nor started before munged answers.
 func (d slurmdDaemon) start(ctx context.Context, spec service.Spec, restart, atBoot bool) error {
 	m := d.c.Services
 	if err := m.Configure(ctx, spec); err != nil {
 		return fmt.Errorf("cannot configure slurmd: %w", err)
 	}
-	if err := d.enableAtBoot(ctx, atBoot); err != nil {
-		return err
-	}
 	if d.ready != nil {
 		if err := d.ready(); err != nil {
-			if atBoot && !restart {
-				if derr := m.Disable(ctx, SlurmdService); derr != nil {
-					return errors.Join(err, fmt.Errorf("cannot keep slurmd from starting at boot: %w", derr))
-				}
-			}
 			return err
 		}
+	}
+	if err := d.enableAtBoot(ctx, atBoot); err != nil {
+		return err
 	}
 	do, verb := m.Spawn, "start"
 	if restart {
