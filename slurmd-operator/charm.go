@@ -124,8 +124,15 @@ func (c *Charm) client(conf string) *slurm.Client {
 // poll is the pause between checks in the charm's waits.
 func (c *Charm) poll() time.Duration { return c.Poll(DefaultPollInterval) }
 
-// munged is this host's munged with the charm's settings.
-func (c *Charm) munged() *munge.Daemon { return c.Munge(c.Services, c.MungeService, c.Slurm) }
+// munged is this host's munged with the charm's settings. A munged this charm starts is
+// ready once its socket listens (munge.Daemon.ListenReady): munged listens only with its key
+// loaded, and slurmd, the client that follows on a join, then gets its credential; a
+// `munge -n` would put a process on the join's path.
+func (c *Charm) munged() *munge.Daemon {
+	d := c.Munge(c.Services, c.MungeService, c.Slurm)
+	d.ListenReady = true
+	return d
+}
 
 // remover runs this node's removals through cl with the charm's bounds.
 func (c *Charm) remover(cl *slurm.Client) *slurm.Remover {

@@ -50,6 +50,7 @@ func newEnv(t *testing.T) *env {
 	h := newHost(root)
 	svc := h.services()
 	h.mungeUp = func() bool { return svc.Active("munged") }
+	t.Cleanup(func() { h.mungedListens(false) })
 	c := &Charm{
 		Settings: charm.Settings{
 			Root:               root,
@@ -397,10 +398,10 @@ func TestJoin(t *testing.T) {
 	if d := cmp.Diff(active("node slurmd-3 idle"), e.status()); d != "" {
 		t.Errorf("status (-want +got):\n%s", d)
 	}
-	// munged's readiness was checked with a credential (munge -n).
+	// munged's readiness was checked by its socket, with no process (munge -n).
 	calls := e.slurm.callLog()
-	if i := slices.Index(calls, munge.ClientPath+" -n"); i < 0 {
-		t.Errorf("munged's readiness never checked: %q", calls)
+	if i := slices.Index(calls, munge.ClientPath+" -n"); i >= 0 {
+		t.Errorf("munge -n ran on the join's path: %q", calls)
 	}
 	if len(e.slurmCalls()) != 0 {
 		t.Errorf("idle default state changed the node: %q", e.slurmCalls())
@@ -768,10 +769,10 @@ func TestNoConfiguration(t *testing.T) {
 func TestMungedNotAnswering(t *testing.T) {
 	e := newEnv(t)
 	e.charm.MungeTimeout = 20 * time.Millisecond
-	e.slurm.set(func(h *host) { h.mungeUp = func() bool { return false } })
+	e.slurm.set(func(h *host) { h.mungeUp, h.mungeMute = func() bool { return false }, true })
 	e.related()
 	err := e.run(jujutest.RelationHook(juju.RelationCreated, relID, ""))
-	if err == nil || !strings.Contains(err.Error(), "cannot wait for munged to answer") {
+	if err == nil || !strings.Contains(err.Error(), "cannot wait for munged to listen") {
 		t.Fatalf("got %v, want an error about munged", err)
 	}
 	if e.svc.Active(SlurmdService) {

@@ -9,6 +9,7 @@ import (
 	"github.com/charmed-slurm/operators/libs/charm"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/munge"
+	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
 	"github.com/charmed-slurm/operators/libs/slurmconf"
 )
@@ -37,6 +38,9 @@ type hook struct {
 	// (writeAuthKey); nil when none runs.
 	mungePrep *charm.Pending[*munge.Prepared]
 	authUp    *charm.Pending[struct{}]
+	// slurmdAhead is slurmd's definition made from the relation hook's start on a new
+	// node's join (defineAhead), nil when none runs.
+	slurmdAhead *charm.Pending[service.Spec]
 	// nodeAhead is the node's record read from the relation hook's start (readNodeAhead),
 	// until the join's settle takes it or a change to slurmd drops it; nil for none.
 	nodeAhead  *charm.Pending[slurm.Node]
@@ -207,7 +211,7 @@ func (h *hook) confKeys() *slurmconf.Keys {
 
 // slurmd is this host's slurmd.
 func (h *hook) slurmd() slurmdDaemon {
-	return slurmdDaemon{c: h.c, node: h.node, logf: h.logf, ready: h.authReady}
+	return slurmdDaemon{c: h.c, node: h.node, logf: h.logf, ready: h.authReady, defined: h.definedAhead}
 }
 
 // showNode shows this unit's node.

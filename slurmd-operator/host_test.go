@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,6 +39,10 @@ type host struct {
 	failApt bool
 	machine string
 	mungeUp func() bool
+	// mungeMute keeps a started munged from listening on its socket (munged's socket is
+	// otherwise a real one below root while munged runs: mungeSock).
+	mungeMute bool
+	mungeSock net.Listener
 	// version, when set, is the Slurm release `slurmd -V` prints ("26.05.5"; the recorded
 	// 22.05.8 otherwise).
 	version string
@@ -77,12 +82,45 @@ func newHost(root string) *host {
 func (h *host) services() *servicetest.Manager {
 	m := servicetest.New()
 	m.OnStart(func(spec service.Spec) (bool, error) {
-		if spec.Name != SlurmdService {
-			return true, nil
+		switch spec.Name {
+		case SlurmdService:
+			return h.slurmdStarted(spec.Command)
+		case "munged":
+			return true, h.mungedListens(true)
 		}
-		return h.slurmdStarted(spec.Command)
+		return true, nil
+	})
+	m.OnStop(func(spec service.Spec) {
+		if spec.Name == "munged" {
+			h.mungedListens(false)
+		}
 	})
 	return m
+}
+
+// mungedListens opens (on) or closes munged's socket below root: munged listens while it
+// runs, unless mungeMute.
+func (h *host) mungedListens(on bool) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.mungeSock != nil {
+		h.mungeSock.Close()
+		h.mungeSock = nil
+	}
+	if !on || h.mungeMute {
+		return nil
+	}
+	path := filepath.Join(h.root, munge.Socket)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	os.Remove(path)
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return err
+	}
+	h.mungeSock = l
+	return nil
 }
 
 // slurmdStarted is slurmd starting with argv: it reports whether slurmd keeps running.

@@ -97,6 +97,7 @@ func (r registrar) apply(ctx context.Context, data slurmd.ControllerData, f slur
 	if err != nil {
 		return err
 	}
+	h.slurmdAhead.Wait() // its gres.conf lines are written before runConf's
 	nc, err := r.runConf(ctx, mi, data.GresTypes)
 	if err != nil {
 		return err

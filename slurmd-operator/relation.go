@@ -27,6 +27,8 @@ func (h *hook) relation(ctx context.Context) error {
 	defer h.dropNodeAhead() // no command left running when the hook ends
 	h.prepareMunged(ctx)
 	defer h.waitMunged()
+	h.defineAhead(ctx)
+	defer h.slurmdAhead.Wait() // nothing of it left running when the hook ends
 	l := slurmctldRelation{h}
 	if err := l.event(ctx); err != nil {
 		return err

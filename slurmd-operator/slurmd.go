@@ -22,6 +22,9 @@ type slurmdDaemon struct {
 	// ready, when set, returns once what slurmd needs to start is there (munged answering,
 	// when it starts beside slurmd's definition), or why it is not.
 	ready func() error
+	// defined, when set, reports whether slurmd's service is defined as a spec says
+	// already (its definition made ahead, defineAhead): start then does not define it again.
+	defined func(service.Spec) bool
 }
 
 // spec is the slurmd service running as a says.
@@ -40,8 +43,10 @@ func (d slurmdDaemon) spec(a *Applied) service.Spec {
 // neither enabled nor started before munged answers.
 func (d slurmdDaemon) start(ctx context.Context, spec service.Spec, restart, atBoot bool) error {
 	m := d.c.Services
-	if err := m.Configure(ctx, spec); err != nil {
-		return fmt.Errorf("cannot configure slurmd: %w", err)
+	if d.defined == nil || !d.defined(spec) {
+		if err := m.Configure(ctx, spec); err != nil {
+			return fmt.Errorf("cannot configure slurmd: %w", err)
+		}
 	}
 	if d.ready != nil {
 		if err := d.ready(); err != nil {

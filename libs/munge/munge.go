@@ -25,7 +25,8 @@
 //
 // [Wait] is the readiness check alone: `munge -n` gets a credential encoded by munged, so
 // its socket accepts requests and its key is loaded; it is tried as soon as munged's socket
-// accepts a connection.
+// accepts a connection. [WaitListening] (Daemon.ListenReady) is the socket's check alone,
+// with no process: munged listens only once its key is loaded.
 package munge
 
 import (
@@ -109,11 +110,14 @@ func Wait(ctx context.Context, r command.Runner, socket string, maxEvery time.Du
 	}
 }
 
-// listening polls socket every 250 µs until it accepts a connection, for at most d or until
-// ctx ends, and reports whether it did.
+// listening polls socket every 250 µs until it accepts a connection, for at most d (when
+// positive) or until ctx ends, and reports whether it did.
 func listening(ctx context.Context, socket string, d time.Duration) bool {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
+	if d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
 	var dialer net.Dialer
 	for {
 		if c, err := dialer.DialContext(ctx, "unix", socket); err == nil {
@@ -144,6 +148,14 @@ type Daemon struct {
 	// PollInterval is the longest pause between readiness checks; zero means
 	// DefaultPollInterval.
 	PollInterval time.Duration
+	// ListenReady ends Start's wait once munged's socket accepts a connection, with no
+	// `munge -n` (a process, on the path of a caller that starts a munge client next, such
+	// as slurmd on a node's join): munged creates its socket only after it has read its key
+	// and derived its subkeys (munged.c: create_subkeys, gids_create, then sock_create), and
+	// exits before it if the key is missing or unusable; a connection made before munged's
+	// accept loop runs waits in the socket's backlog and is answered. Without it the wait
+	// ends with a credential encoded ([Wait]).
+	ListenReady bool
 }
 
 // Service is the daemon's service name.
@@ -248,7 +260,26 @@ func (p *Prepared) Start(ctx context.Context, restart bool) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return Wait(wctx, d.Runner, filepath.Join(orRoot(d.Root), Socket), d.PollInterval)
+	socket := filepath.Join(orRoot(d.Root), Socket)
+	if d.ListenReady {
+		return WaitListening(wctx, socket)
+	}
+	return Wait(wctx, d.Runner, socket, d.PollInterval)
+}
+
+// WaitListening returns once munged's socket (as this process sees it) accepts a
+// connection, trying every 250 µs until ctx ends (bound the wait with ctx). A listening
+// socket means munged has loaded its key (Daemon.ListenReady); `munge -n` ([Wait]) also
+// proves a credential round trip, at the cost of a process.
+func WaitListening(ctx context.Context, socket string) error {
+	if listening(ctx, socket, 0) {
+		return nil
+	}
+	err := ctx.Err()
+	if err == nil {
+		err = context.DeadlineExceeded
+	}
+	return fmt.Errorf("cannot wait for munged to listen on %s: %w", socket, err)
 }
 
 func orRoot(root string) string {

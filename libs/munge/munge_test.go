@@ -214,3 +214,53 @@ func TestWaitForSocket(t *testing.T) {
 		t.Errorf("munge -n ran %d times, want once: when the socket listened", f.calls.Load())
 	}
 }
+
+// TestStartListenReady: with ListenReady, Start's wait ends once munged's socket accepts a
+// connection and runs no `munge -n`; without it, one `munge -n` proves the answer. A munged
+// that never listens ends the wait at Timeout, naming the socket.
+func TestStartListenReady(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name        string
+		listenReady bool
+		listen      bool
+		wantCalls   int32
+		wantErr     bool
+	}{
+		{name: "listening, ListenReady: no munge -n", listenReady: true, listen: true, wantCalls: 0},
+		{name: "listening, default: one munge -n", listen: true, wantCalls: 1},
+		{name: "not listening, ListenReady: the bounded wait's error", listenReady: true, wantErr: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			sock := filepath.Join(root, munge.Socket)
+			f := &socketMunge{socket: sock}
+			d := &munge.Daemon{Services: &services{}, Runner: f, Root: root, ListenReady: tt.listenReady,
+				LookupUser: func(string) (int, int, error) { return os.Getuid(), os.Getgid(), nil },
+				Timeout:    50 * time.Millisecond, PollInterval: time.Millisecond}
+			p, err := d.Prepare(context.Background()) // creates the socket's directory
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.listen {
+				l, err := net.Listen("unix", sock)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer l.Close()
+			}
+			err = p.Start(context.Background(), false)
+			if tt.wantErr {
+				if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), sock) {
+					t.Errorf("got %v, want the deadline naming %s", err, sock)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.calls.Load(); got != tt.wantCalls {
+				t.Errorf("munge -n ran %d times, want %d", got, tt.wantCalls)
+			}
+		})
+	}
+}
