@@ -25,6 +25,7 @@ func (c Relations) KnowIDs(endpoint string, ids []RelationID) {
 	if err != nil {
 		return
 	}
+	c.memo.asked(endpoint)
 	c.memo.mu.Lock()
 	defer c.memo.mu.Unlock()
 	if c.memo.out == nil {
@@ -47,10 +48,10 @@ func (c Relations) ListedIDs() map[string][]RelationID {
 	}
 	c.memo.mu.Lock()
 	defer c.memo.mu.Unlock()
-	for k, e := range c.memo.out {
-		args := strings.Split(k, "\x00")
-		if len(args) != 3 || args[0] != "relation-ids" || args[2] != "--format=json" {
-			continue
+	for ep := range c.memo.endpoints {
+		e, ok := c.memo.out[idsKey(ep)]
+		if !ok {
+			continue // its relation-ids failed
 		}
 		select {
 		case <-e.done:
@@ -64,7 +65,7 @@ func (c Relations) ListedIDs() map[string][]RelationID {
 		if ids == nil {
 			ids = []RelationID{}
 		}
-		listed[args[1]] = ids
+		listed[ep] = ids
 	}
 	return listed
 }

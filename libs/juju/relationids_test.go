@@ -112,3 +112,33 @@ func TestRelationReadsOncePerHookUntilASet(t *testing.T) {
 		t.Errorf("hook tools (-want +got):\n%s", d)
 	}
 }
+
+// ListedIDs returns what relation-ids answered in this hook and what KnowIDs gave, by
+// endpoint: not a failed listing, not the other read tools' answers, nothing from another
+// hook's context; KnowIDs does not replace what relation-ids listed.
+func TestListedIDs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := &recorder{res: juju.Result{Stdout: []byte(`["slurmd:3"]`)}}
+	hc := juju.NewHookContext(juju.Event{}, r)
+	if _, err := hc.Relations.IDs(ctx, "slurmd"); err != nil {
+		t.Fatal(err)
+	}
+	hc.Relations.KnowIDs("slurmd", []juju.RelationID{"slurmd:9"})
+	hc.Relations.KnowIDs("sackd", nil)
+	r.res = juju.Result{Stdout: []byte(`["slurmd/0"]`)}
+	if _, err := hc.Relations.Units(ctx, "slurmd:3"); err != nil {
+		t.Fatal(err)
+	}
+	r.res = juju.Result{ExitCode: 1, Stderr: []byte("ERROR boom\n")}
+	if _, err := hc.Relations.IDs(ctx, "slurmdbd"); err == nil {
+		t.Fatal("relation-ids failed, IDs did not")
+	}
+	want := map[string][]juju.RelationID{"slurmd": {"slurmd:3"}, "sackd": {}}
+	if d := cmp.Diff(want, hc.Relations.ListedIDs()); d != "" {
+		t.Errorf("ListedIDs (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(map[string][]juju.RelationID{}, juju.NewHookContext(juju.Event{}, r).Relations.ListedIDs()); d != "" {
+		t.Errorf("another hook's ListedIDs (-want +got):\n%s", d)
+	}
+}

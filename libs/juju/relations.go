@@ -25,6 +25,19 @@ type Relations struct {
 type readMemo struct {
 	mu  sync.Mutex
 	out map[string]*memoRead
+	// endpoints are those whose relations were asked for in this hook (IDs, KnowIDs): the
+	// endpoints whose answers ListedIDs returns.
+	endpoints map[string]bool
+}
+
+// asked records that endpoint's relations were asked for.
+func (m *readMemo) asked(endpoint string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.endpoints == nil {
+		m.endpoints = map[string]bool{}
+	}
+	m.endpoints[endpoint] = true
 }
 
 // memoRead is one read tool run: out and err are set before done closes.
@@ -124,6 +137,9 @@ func (c Relations) Ahead(ctx context.Context, reads ...func(ctx context.Context,
 // relation-ids <endpoint> --format=json, run once per endpoint and hook (see Relations.memo).
 // The caller owns the slice returned.
 func (c Relations) IDs(ctx context.Context, endpoint string) ([]RelationID, error) {
+	if c.memo != nil {
+		c.memo.asked(endpoint)
+	}
 	var ids []RelationID
 	if err := c.read(ctx, &ids, "relation-ids", endpoint, "--format=json"); err != nil {
 		return nil, err
