@@ -188,7 +188,8 @@ func (r *MachineRaw) Join(ctx context.Context) (join, prepare time.Duration, err
 	}
 	r.reloads = append(r.reloads, reload)
 	prepare = time.Since(t0)
-	join, err = TimeToIdle(withTimeout(ctx, time.Minute), r.sc, name, r.poll, func(ctx context.Context) error {
+	logged := SlurmdWrote(func() string { return m.Path(SlurmdLogFile) })
+	join, err = TimeToIdle(withTimeout(ctx, time.Minute), r.sc, name, r.poll, logged, func(ctx context.Context) error {
 		_, err := m.Run(ctx, "systemctl", "start", "slurmd")
 		return err
 	})

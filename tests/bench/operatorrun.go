@@ -126,6 +126,21 @@ func (c *opCluster) host(unit string) (*hosts.Host, error) {
 	return h, nil
 }
 
+// unitPath is the path of inside on unit's host or machine, seen from here, or "" while the
+// unit has none yet.
+func (c *opCluster) unitPath(unit, inside string) string {
+	if c.onMachines {
+		if m, err := c.machine(unit); err == nil {
+			return m.Path(inside)
+		}
+		return ""
+	}
+	if h, err := c.host(unit); err == nil {
+		return h.Path(inside)
+	}
+	return ""
+}
+
 // machine is the systemd machine of unit.
 func (c *opCluster) machine(unit string) (*hosts.Machine, error) {
 	name, err := c.hostname(unit)
@@ -430,7 +445,11 @@ func (c *opCluster) joinOne(ctx context.Context) (unit string, total, host time.
 		return "", 0, 0, t0, err
 	}
 	unit = units[0]
-	if err := c.waitIdle(withTimeout(ctx, 2*time.Minute), slurmd.NodeName(unit)); err != nil {
+	wctx := withTimeout(ctx, 2*time.Minute)
+	if err := AwaitLog(wctx, SlurmdWrote(func() string { return c.unitPath(unit, SlurmdLogFile) })); err != nil {
+		return unit, 0, 0, t0, fmt.Errorf("%s never idle: slurmd wrote no log: %w", unit, err)
+	}
+	if err := c.waitIdle(wctx, slurmd.NodeName(unit)); err != nil {
 		return unit, 0, 0, t0, fmt.Errorf("%s never idle: %w", unit, err)
 	}
 	total = time.Since(t0)

@@ -25,6 +25,9 @@ const ControllerConf = "/etc/slurm/slurm.conf"
 // every configless slurmd from Slurm 24.05 (slurm.Features.CgroupDisabled).
 const RawCgroupConf = "/etc/slurm/cgroup.conf"
 
+// SlurmdLogFile is slurmd's log in RawConf and in the slurmctld operator's slurm.conf.
+const SlurmdLogFile = "/var/log/slurm/slurmd.log"
+
 // RawConf is the slurm.conf RawJoin's controller runs: the settings the slurmctld operator
 // writes (configless, dynamic nodes, no cgroups in namespaces), with @CTL@ and @ADDR@ replaced
 // by the controller's name and address.
@@ -41,7 +44,7 @@ SlurmctldPidFile=/run/slurmctld.pid
 SlurmctldLogFile=/var/log/slurm/slurmctld.log
 SlurmdSpoolDir=/var/spool/slurmd
 SlurmdPidFile=/run/slurmd.pid
-SlurmdLogFile=/var/log/slurm/slurmd.log
+SlurmdLogFile=` + SlurmdLogFile + `
 SlurmctldDebug=info
 SlurmdDebug=info
 SelectType=select/cons_tres
@@ -162,7 +165,9 @@ func (r *RawCluster) Join(ctx context.Context) (join, hostCreate time.Duration, 
 		return 0, 0, err
 	}
 	hostCreate = time.Since(t0)
-	join, err = TimeToIdle(ctx, r.sc, name, r.opts.Poll, func(ctx context.Context) error { return svc.Start(ctx, "slurmd") })
+	h := r.opts.Network.Host(name)
+	logged := SlurmdWrote(func() string { return h.Path(SlurmdLogFile) })
+	join, err = TimeToIdle(ctx, r.sc, name, r.opts.Poll, logged, func(ctx context.Context) error { return svc.Start(ctx, "slurmd") })
 	if err != nil {
 		return 0, hostCreate, fmt.Errorf("cannot measure raw join of %s: %w", name, err)
 	}
@@ -265,9 +270,10 @@ func RawJoin(ctx context.Context, opts RawOptions) (RawResult, error) {
 }
 
 // TimeToIdle calls start in the background and returns the time from the call until node is
-// IDLE according to sc, polling every poll. An error of start is returned only if the node
-// never became IDLE.
-func TimeToIdle(ctx context.Context, sc *slurm.Client, node string, poll time.Duration, start func(context.Context) error) (time.Duration, error) {
+// IDLE according to sc, polling every poll once logged says slurmd has written its log
+// (SlurmdWrote; nil: at once). An error of start is returned only if the node never became
+// IDLE.
+func TimeToIdle(ctx context.Context, sc *slurm.Client, node string, poll time.Duration, logged func() bool, start func(context.Context) error) (time.Duration, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	startErr := make(chan error, 1)
@@ -275,6 +281,9 @@ func TimeToIdle(ctx context.Context, sc *slurm.Client, node string, poll time.Du
 	go func() { startErr <- start(ctx) }()
 	var last string
 	var lastStartErr error
+	if err := AwaitLog(ctx, logged); err != nil {
+		return 0, fmt.Errorf("node %s not idle: slurmd wrote no log: %w (start: %v)", node, err, startErrOf(startErr))
+	}
 	for {
 		n, err := sc.ShowNode(ctx, node)
 		if err == nil && n.State.Base == slurm.StateIdle && !n.State.NotResponding() {
@@ -295,6 +304,49 @@ func TimeToIdle(ctx context.Context, sc *slurm.Client, node string, poll time.Du
 		case <-time.After(poll):
 		}
 	}
+}
+
+// startErrOf is start's error if it has ended, or nil.
+func startErrOf(c <-chan error) error {
+	select {
+	case err := <-c:
+		return err
+	default:
+		return nil
+	}
+}
+
+// SlurmdWrote returns whether slurmd has written its log, the file at path (SlurmdLogFile,
+// seen through its host's root; path returns "" while the host does not exist yet, and is
+// asked until it names one): slurmd
+// opens it once it has fetched its configuration, before it registers, so no poll before
+// that can find its node IDLE. A join's IDLE polls (TimeToIdle, opCluster.joinOne) wait for
+// it on both sides, the operators' and Slurm's raw join: each poll is a process and two RPCs
+// (5–7 ms of CPU on the two cores the join runs on), and the operators' join, timed from
+// its install hook, would pay for polls that Slurm's, timed from slurmd's start, does not.
+// Both sides' polls then start at the same point of slurmd's start.
+func SlurmdWrote(path func() string) func() bool {
+	var p string
+	return func() bool {
+		if p == "" {
+			if p = path(); p == "" {
+				return false
+			}
+		}
+		fi, err := os.Stat(p)
+		return err == nil && fi.Size() > 0
+	}
+}
+
+// logCheck is how often AwaitLog checks the log (a stat, no process).
+const logCheck = time.Millisecond
+
+// AwaitLog returns once logged holds (nil: at once), or with ctx's error.
+func AwaitLog(ctx context.Context, logged func() bool) error {
+	if logged == nil {
+		return nil
+	}
+	return Poll(ctx, logCheck, func() (bool, string) { return logged(), "no slurmd log yet" })
 }
 
 // StartController adds host name to n with munged (key) and slurmctld running under Pebble on
