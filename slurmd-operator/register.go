@@ -331,9 +331,21 @@ const startCheck = 2 * time.Millisecond
 // slurmdLogSays reports whether the log file at path holds, after offset (from its start when
 // it is shorter), a line containing any of words.
 func slurmdLogSays(path string, offset int64, words ...string) bool {
+	data := readLogAfter(path, offset)
+	for _, w := range words {
+		if bytes.Contains(data, []byte(w)) {
+			return true
+		}
+	}
+	return false
+}
+
+// readLogAfter returns what the log file at path holds after offset (from its start when it
+// is shorter: it was truncated), at most 1 MiB; nothing when it cannot be read.
+func readLogAfter(path string, offset int64) []byte {
 	f, err := os.Open(path)
 	if err != nil {
-		return false
+		return nil
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || fi.Size() < offset {
@@ -341,14 +353,9 @@ func slurmdLogSays(path string, offset int64, words ...string) bool {
 	}
 	data, err := io.ReadAll(io.NewSectionReader(f, offset, 1<<20))
 	if err != nil {
-		return false
+		return nil
 	}
-	for _, w := range words {
-		if bytes.Contains(data, []byte(w)) {
-			return true
-		}
-	}
-	return false
+	return data
 }
 
 // RefusedError is a new slurmd --conf that Slurm refused: slurmd did not start or exited,

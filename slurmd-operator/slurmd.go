@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -133,18 +132,7 @@ func (d slurmdDaemon) logSize() int64 {
 
 // logErrors returns the last error or fatal lines slurmd logged after offset, joined.
 func (d slurmdDaemon) logErrors(offset int64) string {
-	f, err := os.Open(d.c.Path(SlurmdLog))
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		return ""
-	}
-	data, err := io.ReadAll(io.LimitReader(f, 1<<20))
-	if err != nil {
-		return ""
-	}
+	data := readLogAfter(d.c.Path(SlurmdLog), offset)
 	var lines []string
 	for _, l := range strings.Split(string(data), "\n") {
 		if i := strings.Index(l, "fatal: "); i >= 0 {
