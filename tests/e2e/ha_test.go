@@ -275,6 +275,7 @@ func (c *cluster) logHooksOnFailure(what string, t0 time.Time) {
 		if !c.t.Failed() {
 			return
 		}
+		c.t.Logf("%sthe hooks that ran after %s, and the statuses", hoststest.DumpMarker, what)
 		for _, u := range []string{"slurmd/0", "slurmd/1", "slurmctld/0", "slurmctld/1", "slurmctld/2", "filesystem-client/0", "filesystem-client/1", "filesystem-client/2"} {
 			runs := c.hookRuns(u, t0)
 			for _, r := range runs {
@@ -312,7 +313,7 @@ func (c *cluster) logOnFailure(unit, file string) func() string {
 		if c.t.Failed() {
 			mu.Lock()
 			defer mu.Unlock()
-			c.t.Logf("%s: %s from before the failure:\n%s", unit, file, buf.String())
+			c.t.Logf("%s%s: %s from before the failure:\n%s", hoststest.DumpMarker, unit, file, buf.String())
 		}
 	})
 	return func() string {

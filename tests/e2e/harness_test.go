@@ -207,6 +207,7 @@ func newClusterFrom(t *testing.T, o clusterOptions) *cluster {
 	c := &cluster{t: t, m: m, trace: tr, net: net}
 	t.Cleanup(func() {
 		if t.Failed() {
+			t.Log(hoststest.DumpMarker + "the model's debug log, slurmctld's and slurmd's logs")
 			c.dumpDebug()
 		}
 		if err := m.Close(); err != nil {

@@ -116,6 +116,7 @@ func (c *cluster) dumpLogsOnFailure() {
 	if !c.t.Failed() {
 		return
 	}
+	c.t.Log(hoststest.DumpMarker + "slurmctld's and slurmd's logs")
 	c.t.Logf("slurmctld.log (tail):\n%s", c.ctlLog())
 	for _, h := range c.net.Hosts() {
 		if data, err := os.ReadFile(h.Path("/var/log/slurm/slurmd.log")); err == nil {

@@ -131,6 +131,7 @@ func newModel(t *testing.T, o modelOptions) *model.Model {
 			t.Errorf("cannot close model: %v", err)
 		}
 		if t.Failed() {
+			t.Log(hoststest.DumpMarker + "the model's log")
 			logMu.Lock()
 			defer logMu.Unlock()
 			for _, l := range lines {

@@ -128,7 +128,7 @@ func (s *Summary) event(ev event) {
 			c.Passed++
 		case "fail":
 			c.Failed++
-			for _, l := range lines {
+			for _, l := range recapped(lines) {
 				if !isProgress(l) {
 					s.echo(l)
 				}
@@ -143,6 +143,41 @@ func (s *Summary) event(ev event) {
 			}
 		}
 	}
+}
+
+// DumpMarker begins the first line a test logs when it dumps state after its failure (a
+// cleanup's logs, daemons' log tails: tests/hosts/hoststest.DumpMarker, the same text). The
+// dumps come after the failure's own message and can run to hundreds of lines; a CI log read
+// from its end would show only them.
+const DumpMarker = "failure dump: "
+
+// recapLines is how many lines before a failed test's first dump recapped repeats.
+const recapLines = 12
+
+// recapped is a failed test's output lines with, just before its closing "--- FAIL" line, a
+// recap of the last recapLines lines it printed before its first failure dump (DumpMarker):
+// the failure's message and what led to it, next to the verdict. Lines without a dump are
+// returned as they are.
+func recapped(lines []string) []string {
+	dump := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, ": "+DumpMarker) })
+	verdict := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(strings.TrimLeft(l, " "), "--- FAIL") })
+	if dump <= 0 || verdict < dump {
+		return lines
+	}
+	var before []string
+	for _, l := range lines[:dump] {
+		if !isProgress(l) {
+			before = append(before, l)
+		}
+	}
+	if len(before) == 0 {
+		return lines
+	}
+	before = before[max(0, len(before)-recapLines):]
+	out := slices.Clone(lines[:verdict])
+	out = append(out, fmt.Sprintf("    (testsummary) the last %d lines before the failure dumps, again:\n", len(before)))
+	out = append(out, before...)
+	return append(out, lines[verdict:]...)
 }
 
 // isProgress reports whether l is one of the lines -v adds (=== RUN, PAUSE, CONT, NAME).

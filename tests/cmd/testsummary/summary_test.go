@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/charmed-slurm/operators/tests/hosts/hoststest"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -184,4 +187,64 @@ func FuzzSummary(f *testing.F) {
 			t.Error(err)
 		}
 	})
+}
+
+// TestRecap: a failed test whose cleanups dumped state after its failure gets, just before its
+// "--- FAIL" line, its last lines before the first dump again, so that a log read from its
+// end shows the failure's message; a failed test without dumps and a passing test are echoed
+// as they were.
+func TestRecap(t *testing.T) {
+	const in = `{"Action":"output","Package":"ex/a","Test":"TestHA","Output":"=== RUN   TestHA\n"}
+{"Action":"output","Package":"ex/a","Test":"TestHA","Output":"    ha_test.go:10: took 15s\n"}
+{"Action":"output","Package":"ex/a","Test":"TestHA","Output":"    ha_test.go:12: slurmctld/1: standing by\n"}
+{"Action":"output","Package":"ex/a","Test":"TestHA","Output":"    harness_test.go:210: failure dump: the model's debug log\n"}
+{"Action":"output","Package":"ex/a","Test":"TestHA","Output":"    harness_test.go:211: slurmd.log (tail):\n"}
+{"Action":"output","Package":"ex/a","Test":"TestHA","Output":"        [05:20:19] done with job\n"}
+{"Action":"output","Package":"ex/a","Test":"TestHA","Output":"--- FAIL: TestHA (184.68s)\n"}
+{"Action":"fail","Package":"ex/a","Test":"TestHA"}
+{"Action":"output","Package":"ex/a","Test":"TestPlain","Output":"    a_test.go:9: got 1, want 2\n"}
+{"Action":"output","Package":"ex/a","Test":"TestPlain","Output":"--- FAIL: TestPlain (0.00s)\n"}
+{"Action":"fail","Package":"ex/a","Test":"TestPlain"}
+`
+	var echo bytes.Buffer
+	s := &Summary{Echo: &echo}
+	if err := s.Read(strings.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	want := `    ha_test.go:10: took 15s
+    ha_test.go:12: slurmctld/1: standing by
+    harness_test.go:210: failure dump: the model's debug log
+    harness_test.go:211: slurmd.log (tail):
+        [05:20:19] done with job
+    (testsummary) the last 2 lines before the failure dumps, again:
+    ha_test.go:10: took 15s
+    ha_test.go:12: slurmctld/1: standing by
+--- FAIL: TestHA (184.68s)
+    a_test.go:9: got 1, want 2
+--- FAIL: TestPlain (0.00s)
+`
+	if d := cmp.Diff(want, echo.String()); d != "" {
+		t.Errorf("echo (-want +got):\n%s", d)
+	}
+}
+
+// TestRecapLast: only the last recapLines lines before the first dump are repeated.
+func TestRecapLast(t *testing.T) {
+	var lines []string
+	for i := range 20 {
+		lines = append(lines, fmt.Sprintf("    x_test.go:%d: line\n", i))
+	}
+	lines = append(lines, "    x_test.go:99: "+DumpMarker+"a\n", "    x_test.go:100: "+DumpMarker+"b\n", "--- FAIL: TestX (1.00s)\n")
+	got := recapped(lines)
+	want := slices.Concat(lines[:22], []string{"    (testsummary) the last 12 lines before the failure dumps, again:\n"}, lines[8:20], lines[22:])
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("recapped (-want +got):\n%s", d)
+	}
+}
+
+// TestDumpMarker: the tests' failure dumps begin with the marker recapped looks for.
+func TestDumpMarker(t *testing.T) {
+	if DumpMarker != hoststest.DumpMarker {
+		t.Errorf("DumpMarker %q, hoststest.DumpMarker %q", DumpMarker, hoststest.DumpMarker)
+	}
 }

@@ -34,6 +34,12 @@ import (
 	"github.com/charmed-slurm/operators/tests/hosts"
 )
 
+// DumpMarker begins the first line a test logs when a cleanup dumps state after the test
+// failed (logs, statuses, daemons' log tails): tests/cmd/testsummary repeats a failed test's
+// last lines before it next to its "--- FAIL" line (the same text as its DumpMarker), so
+// that the failure's message, not only the dumps, ends a CI log.
+const DumpMarker = "failure dump: "
+
 // Prefix starts every namespace name created through this package.
 const Prefix = "ht"
 
