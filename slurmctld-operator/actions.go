@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -276,7 +277,9 @@ func (h *hook) takeover(ctx context.Context) error {
 		h.st.StoodDown = nil
 		h.logf(ctx, juju.LevelInfo, "takeover: taking control back from %s (%s)", sd.By, sd.Record)
 		if !h.c.running(ctx) {
-			if err := (slurmctldDaemon{h}).start(ctx); err != nil {
+			// No wait for slurmctld to answer: started while another controller is in
+			// control, it answers nothing until that one gave control back (below).
+			if err := (slurmctldDaemon{h}).launch(ctx); err != nil {
 				_ = h.report(ctx)
 				return hc.Actions.Fail(ctx, fmt.Sprintf("cannot start slurmctld: %v", err))
 			}
@@ -315,7 +318,12 @@ func (h *hook) takeover(ctx context.Context) error {
 		}
 		res["stood-down"] = strings.Join(from, ",")
 	}
-	act, ok := s.waitInControl(ctx)
+	wait := takeoverWait
+	if started {
+		wait = reclaimWait
+	}
+	wait = cmp.Or(h.c.ControlWait, wait)
+	act, ok := s.waitInControl(ctx, wait)
 	switch {
 	case ok && act.Unit == me && i > 0:
 		res["in-control"] = me
@@ -325,10 +333,10 @@ func (h *hook) takeover(ctx context.Context) error {
 		res["result"] = me + " (primary) is in control again; the backups stand by"
 	case ok:
 		res["in-control"] = act.Unit
-		res["result"] = fmt.Sprintf("takeover requested, but the heartbeat names %s in control after %s", act.Unit, takeoverWait)
+		res["result"] = fmt.Sprintf("takeover requested, but the heartbeat names %s in control after %s", act.Unit, wait)
 	default:
 		res["in-control"] = "unknown"
-		res["result"] = fmt.Sprintf("takeover requested; no fresh heartbeat names the controller in control after %s", takeoverWait)
+		res["result"] = fmt.Sprintf("takeover requested; no fresh heartbeat names the controller in control after %s", wait)
 	}
 	return errors.Join(hc.Actions.Set(ctx, res), h.report(ctx))
 }

@@ -832,10 +832,17 @@ func TestLastingTakeover(t *testing.T) {
 	}
 
 	// takeover on the primary: started again, in control (its heartbeat), the record taken back.
+	// It waits for the heartbeat only, not for slurmctld to answer a ping: a primary taking
+	// control back answers nothing until the controller in control gave it up, which after a
+	// takeover Slurm answers after 29 s (REQUEST_CONTROL), near start's 30 s for an answer.
 	e.svc.OnStart(func(service.Spec) (bool, error) { writeHeartbeat(t, e, 0); return true, nil })
+	pings := e.slurm.count("scontrol", "ping")
 	leader = e.run(leader, jujutest.ActionEvent("takeover"))
 	if leader.Action.Failed || leader.Action.Results["in-control"] != "slurmctld/0" || !e.svc.isActive("slurmctld") {
 		t.Fatalf("takeover on the primary: %s %v (active %v)", leader.Action.Message, leader.Action.Results, e.svc.isActive("slurmctld"))
+	}
+	if n := e.slurm.count("scontrol", "ping") - pings; n != 0 {
+		t.Errorf("takeover on the primary waited for slurmctld to answer (%d pings): only the heartbeat is waited for", n)
 	}
 	if n := e.slurm.count("scontrol", "takeover"); n != 0 {
 		t.Errorf("the primary asked %d takeovers, want none (it takes control as it starts)", n)

@@ -271,6 +271,33 @@ func (ctl slurmctldDaemon) live(ctx context.Context) bool {
 func (ctl slurmctldDaemon) start(ctx context.Context) error {
 	h := ctl.h
 	c := h.c
+	if err := ctl.launch(ctx); err != nil {
+		return err
+	}
+	host, err := c.Hostname()
+	if err != nil {
+		return fmt.Errorf("cannot find the host name: %w", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, startWait)
+	defer cancel()
+	var last error
+	err = poll.Until(wctx, c.poll(), func(ctx context.Context) (bool, error) {
+		last = answers(ctx, c.client(), host)
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("slurmctld started but does not answer (see %s): %w", slurmctldLog, errors.Join(last, err))
+	}
+	h.logf(ctx, juju.LevelInfo, "slurmctld started")
+	return nil
+}
+
+// launch defines, enables and starts slurmctld, and waits for nothing: start's first part,
+// and the whole of it for the takeover action on a controller that stood down, which waits
+// for the heartbeat instead (standby.waitInControl).
+func (ctl slurmctldDaemon) launch(ctx context.Context) error {
+	h := ctl.h
+	c := h.c
 	if err := h.progress(ctx, "starting slurmctld"); err != nil {
 		return err
 	}
@@ -290,21 +317,6 @@ func (ctl slurmctldDaemon) start(ctx context.Context) error {
 	// slurm.conf as written is what slurmctld now runs with.
 	h.st.GresRunning = h.st.gresTypes()
 	h.st.AccountingRunning = h.st.Accounting.storage()
-	host, err := c.Hostname()
-	if err != nil {
-		return fmt.Errorf("cannot find the host name: %w", err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, startWait)
-	defer cancel()
-	var last error
-	err = poll.Until(wctx, c.poll(), func(ctx context.Context) (bool, error) {
-		last = answers(ctx, c.client(), host)
-		return last == nil, nil
-	})
-	if err != nil {
-		return fmt.Errorf("slurmctld started but does not answer (see %s): %w", slurmctldLog, errors.Join(last, err))
-	}
-	h.logf(ctx, juju.LevelInfo, "slurmctld started")
 	return nil
 }
 

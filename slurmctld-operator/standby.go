@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,6 +33,14 @@ const peerKeyTookControl = "took-control"
 // takeoverWait bounds the takeover action's wait for the heartbeat to name this unit's
 // slurmctld in control, for its result; Slurm's takeover takes 2 to 4 s.
 const takeoverWait = 15 * time.Second
+
+// reclaimWait bounds the same wait when the action started this unit's slurmctld to take
+// control back (a unit that stood down): the starting slurmctld asks the controller in control
+// to give it up (REQUEST_CONTROL) and waits for its answer, which comes when that one is back
+// in standby or after CONTROL_TIMEOUT − 1 = 29 s (proc_req.c, Slurm 22.05 to 26.05); after a
+// takeover it is the 29 s, on 22.05 too (docs/ha.md). Then the state load and the first
+// heartbeat.
+const reclaimWait = 30*time.Second + takeoverWait
 
 // controlRecord is the record of a takeover action: ID names it (the unit and the time:
 // one per action), From are the units whose controllers it shut down.
@@ -157,11 +164,11 @@ func (s standby) hold(ctx context.Context) error {
 	return nil
 }
 
-// waitInControl waits, at most takeoverWait, until the heartbeat names this unit in control,
-// and returns the controller it names last.
-func (s standby) waitInControl(ctx context.Context) (controller, bool) {
+// waitInControl waits, at most wait, until the heartbeat names this unit in control, and
+// returns the controller it names last.
+func (s standby) waitInControl(ctx context.Context, wait time.Duration) (controller, bool) {
 	h := s.h
-	wctx, cancel := context.WithTimeout(ctx, cmp.Or(h.c.ControlWait, takeoverWait))
+	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	var act controller
 	var ok bool
