@@ -815,6 +815,15 @@ func TestLastingTakeover(t *testing.T) {
 	if e.svc.count("disable slurmctld") != 1 {
 		t.Errorf("slurmctld not disabled: %v", e.svc.Calls())
 	}
+	// Standing down is no restart to wait for: no restart turn is handed to it (one would run
+	// out after 45 s and be named in the leader's status), and it reports the controllers its
+	// files hold, those it starts with.
+	if raw := peerAppBag(leader)[peerKeyTurn]; raw != "" {
+		t.Errorf("a restart turn was handed out while the primary stands down: %s", raw)
+	}
+	if got, want := peerUnitBag(leader)[peerKeyRunsWith], peerUnitBag(in)[peerKeyRunsWith]; got != want {
+		t.Errorf("the primary standing down reports runs-with %q, the backup %q", got, want)
+	}
 	// Quiet hooks and a configuration change: files written, slurmctld left stopped.
 	conf := e.read(confPath)
 	leader.Config["slurm-conf-parameters"] = "MinJobAge=10"

@@ -227,9 +227,15 @@ func turnNote(t *restartTurn, unit string, leader bool) string {
 type rolling struct{ h *hook }
 
 // runsWith is this unit's report: the SlurmctldHost list its slurmctld runs with and has
-// answered with since its last start or restart, comma-joined; "" otherwise.
+// answered with since its last start or restart, comma-joined, or, standing down, the one
+// it will start with; "" otherwise.
 func (r rolling) runsWith(ctx context.Context) string {
 	h := r.h
+	if h.st.StoodDown != nil && len(h.st.RunningHosts) > 0 {
+		// Standing down: stopped, its files naming these controllers, it starts with them
+		// when takeover is run on it; no restart turn is its to take.
+		return strings.Join(h.st.RunningHosts, ",")
+	}
 	if h.st.Restart != nil || len(h.st.RunningHosts) == 0 || !h.c.running(ctx) {
 		return ""
 	}
