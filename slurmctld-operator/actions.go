@@ -102,7 +102,6 @@ func (h *hook) rotateAuthKey(ctx context.Context) error {
 // jobs are never touched: the partition is removed once they end. The results name the jobs
 // moved or cancelled.
 func (h *hook) settleJobs(ctx context.Context) error {
-	c := h.c
 	hc := h.hc
 	var p struct {
 		Partition string `json:"partition"`
@@ -126,11 +125,11 @@ func (h *hook) settleJobs(ctx context.Context) error {
 			return hc.Actions.Fail(ctx, fmt.Sprintf("move-to: %q is not a partition of a related slurmd application", p.MoveTo))
 		}
 	}
-	jobs, err := partitionJobs(ctx, c.client(), p.Partition)
+	jobs, err := partitionJobs(ctx, h.client(), p.Partition)
 	if err != nil {
 		return hc.Actions.Fail(ctx, err.Error())
 	}
-	cl := c.client()
+	cl := h.client()
 	var done, failed []string
 	for _, j := range jobs {
 		if j.State != "PENDING" {
@@ -201,7 +200,7 @@ func (h *hook) reboot(ctx context.Context) error {
 	if r := h.st.Reboots; r != nil {
 		return hc.Actions.Fail(ctx, fmt.Sprintf("a rolling reboot is under way (%d nodes left): wait for it to end", len(r.Queued)+len(r.Asked)))
 	}
-	cl := h.c.client()
+	cl := h.client()
 	var o nodeOutcome
 	var known []string
 	for _, n := range nodes {
@@ -299,7 +298,7 @@ func (h *hook) takeover(ctx context.Context) error {
 		return hc.Actions.Fail(ctx, "this unit is the primary controller and its slurmctld runs: it takes control whenever it starts; run takeover on a backup to hand control to it")
 	}
 	if i > 0 {
-		if err := h.c.client().Takeover(ctx, i); err != nil {
+		if err := h.client().Takeover(ctx, i); err != nil {
 			_ = h.report(ctx)
 			return hc.Actions.Fail(ctx, fmt.Sprintf("scontrol takeover %d: %v", i, err))
 		}

@@ -58,8 +58,8 @@ func (h *hook) readsIngress(leader bool) bool {
 // unit's leadership (unitStatus: the leader's, with no problem to show and no restart under
 // way, while slurmctld runs, which the read ahead checks first), in a hook whose handler,
 // before the status, reads the list itself, changes nothing in Slurm, or forgets the list
-// when it does (nodeCache.forget: before slurmctld starts, stops or restarts, after a
-// reconfigure, a repair, a drain or a removal): update-status, the slurmd relation's created,
+// when it does (nodeCache.forget, which the hook's client and services call: before slurmctld
+// starts, stops or restarts, after a reconfigure, a repair, a drain or a removal): update-status, the slurmd relation's created,
 // joined and changed (but for a unit still joining, whose status keeps the counts the last
 // status read, hook.keepsCounts: its relation-joined reads no list, and its relation-changed
 // reads it only once the unit's databag, read ahead beside, shows the unit's release,

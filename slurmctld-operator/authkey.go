@@ -153,11 +153,11 @@ func (ak authKey) install(ctx context.Context, feat slurm.Features, key []byte, 
 // restarted when the key changed.
 func (ak authKey) ensureService(ctx context.Context, feat slurm.Features, changed bool) error {
 	h := ak.h
-	c := h.c
 	if !feat.Munge {
 		if changed && h.c.running(ctx) {
-			h.nodes.forget() // slurmctld restarts
-			return c.restart(ctx, svcSlurmctld)
+			if err := h.services().Restart(ctx, svcSlurmctld); err != nil {
+				return fmt.Errorf("cannot restart slurmctld: %w", err)
+			}
 		}
 		return nil
 	}

@@ -53,7 +53,7 @@ func (b backup) configure(ctx context.Context) error {
 	if h.backupWait != "" {
 		// Never a controller with state of its own.
 		if h.c.running(ctx) {
-			if err := h.c.Services.Stop(ctx, svcSlurmctld); err != nil {
+			if err := h.services().Stop(ctx, svcSlurmctld); err != nil {
 				return fmt.Errorf("cannot stop slurmctld: %w", err)
 			}
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"time"
 
@@ -131,20 +130,8 @@ func (c *Charm) client() *slurm.Client {
 // poll is the pause between checks in the charm's bounded waits.
 func (c *Charm) poll() time.Duration { return c.Poll(defaultPoll) }
 
-// remover runs node removals through the client, with the charm's bounds.
-func (c *Charm) remover() *slurm.Remover {
-	return &slurm.Remover{Client: c.client(), Interval: c.poll(), StuckFor: c.StuckFor, Now: c.Now}
-}
-
 // running reports whether slurmctld runs.
 func (c *Charm) running(ctx context.Context) bool {
 	st, err := c.Services.Status(ctx, svcSlurmctld)
 	return err == nil && st.State == service.StateActive
-}
-
-func (c *Charm) restart(ctx context.Context, name string) error {
-	if err := c.Services.Restart(ctx, name); err != nil {
-		return fmt.Errorf("cannot restart %s: %w", name, err)
-	}
-	return nil
 }

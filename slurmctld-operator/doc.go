@@ -80,7 +80,8 @@
 //	future.go             FUTURE records (future-nodes)
 //	cosdata.go            what cos-agent carries: the shipped alert rules (alert-thresholds)
 //	                      and dashboards, the scrape jobs; MetricsType's default
-//	nodes.go              nodeCache: one hook's node list
+//	nodes.go              nodeCache: one hook's node list; the hook's Slurm client and services,
+//	                      whose changes forget it (hook.client, hook.services)
 //
 // Every hook and action is a method of hook (charm.Func), run through the charm kit's
 // handlers (Charm.handlers: the state loaded, begin, the handler, the removals it leaves under

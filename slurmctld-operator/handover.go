@@ -87,7 +87,7 @@ func (d departure) handOver(ctx context.Context) error {
 	}
 	asked := h.c.Now()
 	tctx, cancel := context.WithTimeout(ctx, takeoverRequestWait)
-	err := h.c.client().Takeover(tctx, i)
+	err := h.client().Takeover(tctx, i)
 	cancel()
 	if err != nil {
 		if err := d.stop(ctx); err != nil {
@@ -140,7 +140,7 @@ func (d departure) stop(ctx context.Context) error {
 	if err := d.h.progress(ctx, "leaving: stopping slurmctld"); err != nil {
 		return err
 	}
-	if err := d.h.c.Services.Stop(ctx, svcSlurmctld); err != nil {
+	if err := d.h.services().Stop(ctx, svcSlurmctld); err != nil {
 		return fmt.Errorf("cannot stop slurmctld: %w", err)
 	}
 	return nil

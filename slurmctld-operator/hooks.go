@@ -247,7 +247,6 @@ func (h *hook) updateStatus(ctx context.Context) error {
 				if _, err := (rollingReboot{h}).advance(ctx); err != nil {
 					h.logf(ctx, juju.LevelWarning, "rolling reboot: %v", err)
 				}
-				h.nodes.forget() // a reboot step changes node states
 			}
 		}
 		if err := (rolling{h}).advance(ctx); err != nil {

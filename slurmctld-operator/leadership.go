@@ -116,7 +116,7 @@ func (l leadership) adoptRemovals(ctx context.Context, apps map[string]bool) {
 		}
 		h.st.Removing[app] = removal{Jobs: -1}
 		h.logf(ctx, juju.LevelInfo, "new leader: partition %s of removed application %s is being removed, once its jobs are gone", app, app)
-		err := h.c.client().UpdatePartitionState(ctx, app, slurm.PartitionInactive)
+		err := h.client().UpdatePartitionState(ctx, app, slurm.PartitionInactive)
 		if err != nil && !errors.Is(err, slurm.ErrUnknownPartition) {
 			// The include says INACTIVE once this hook writes it (syncPartitions).
 			h.logf(ctx, juju.LevelWarning, "cannot deactivate partition %s: %v", app, err)

@@ -43,7 +43,7 @@ type nodeStateParams struct {
 
 // setNodeState runs scontrol update nodename=... state=... reason=... on each node.
 func (h *hook) setNodeState(ctx context.Context) error {
-	c, hc := h.c, h.hc
+	hc := h.hc
 	var p nodeStateParams
 	if err := hc.Actions.Params(ctx, &p); err != nil {
 		return err
@@ -59,14 +59,14 @@ func (h *hook) setNodeState(ctx context.Context) error {
 	if err != nil {
 		return hc.Actions.Fail(ctx, err.Error())
 	}
-	return eachNode(ctx, hc, c.client(), nodes, func(cl *slurm.Client, n string) error {
+	return eachNode(ctx, hc, h.client(), nodes, func(cl *slurm.Client, n string) error {
 		return cl.UpdateNode(ctx, n, slurm.NodeUpdate{State: state, Reason: p.Reason})
 	}, map[string]string{"state": state})
 }
 
 // drain drains nodes with a reason.
 func (h *hook) drain(ctx context.Context) error {
-	c, hc := h.c, h.hc
+	hc := h.hc
 	var p struct {
 		Nodes  string `json:"nodes"`
 		Reason string `json:"reason"`
@@ -81,14 +81,14 @@ func (h *hook) drain(ctx context.Context) error {
 	if err != nil {
 		return hc.Actions.Fail(ctx, err.Error())
 	}
-	return eachNode(ctx, hc, c.client(), nodes, func(cl *slurm.Client, n string) error {
+	return eachNode(ctx, hc, h.client(), nodes, func(cl *slurm.Client, n string) error {
 		return cl.Drain(ctx, n, p.Reason)
 	}, map[string]string{"state": "drain"})
 }
 
 // resume returns drained or down nodes to service.
 func (h *hook) resume(ctx context.Context) error {
-	c, hc := h.c, h.hc
+	hc := h.hc
 	var p struct {
 		Nodes string `json:"nodes"`
 	}
@@ -99,7 +99,7 @@ func (h *hook) resume(ctx context.Context) error {
 	if err != nil {
 		return hc.Actions.Fail(ctx, err.Error())
 	}
-	return eachNode(ctx, hc, c.client(), nodes, func(cl *slurm.Client, n string) error {
+	return eachNode(ctx, hc, h.client(), nodes, func(cl *slurm.Client, n string) error {
 		err := cl.Resume(ctx, n)
 		if errors.Is(err, slurm.ErrInvalidNodeState) {
 			return fmt.Errorf("node %s is neither drained nor down", n)
@@ -182,7 +182,7 @@ func (h *hook) deleteNode(ctx context.Context) error {
 		return hc.Actions.Fail(ctx, err.Error())
 	}
 	wait := charm.Or(c.DeleteWait, time.Minute)
-	m := c.remover()
+	m := h.remover()
 	m.BusyFor = wait
 	m.Cancelling = func(node string, jobs []string) {
 		_ = hc.Actions.Log(ctx, fmt.Sprintf("cancelling jobs %s on node %s", strings.Join(jobs, ","), node))

@@ -55,17 +55,16 @@ func (nr nodeRemovals) departed(ctx context.Context, node string, p pendingNode)
 	if !n.State.Drain() {
 		r := &p.Removal
 		*r = slurm.Removal{Node: node, Reason: slurmd.RemovalReason(p.Unit)}
-		done, err := h.c.remover().DrainListed(ctx, r, n)
+		done, err := h.remover().DrainListed(ctx, r, n)
 		switch {
 		case err != nil:
 			h.logf(ctx, juju.LevelWarning, "cannot remove node %s of departed unit %s yet: %v", node, p.Unit, err)
 		case done:
 			delete(h.st.Pending, node)
-			h.nodes.forget()
 			notes = append(notes, fmt.Sprintf("deleted: the nodes %s of departed units", node))
 			return
 		case r.Drained:
-			h.nodes.drained(node, r.Reason)
+			h.nodes.drained(nodes, node, r.Reason)
 			notes = append(notes, fmt.Sprintf("drained node %s: %s", node, r.Reason))
 		}
 		h.st.Pending[node] = p

@@ -40,7 +40,7 @@ func (nr nodeRemovals) pass(ctx context.Context) {
 	if len(h.st.Pending) == 0 {
 		return
 	}
-	m := h.c.remover()
+	m := h.remover()
 	nodes, listErr := h.nodes.list(ctx) // on error, each Step finds out for itself
 	occupied := nr.occupied(ctx, nodes)
 	steps, start := 0, h.c.Now()
@@ -68,15 +68,11 @@ func (nr nodeRemovals) pass(ctx context.Context) {
 		if r.Node == "" {
 			*r = slurm.Removal{Node: node, Reason: slurmd.RemovalReason(p.Unit)}
 		}
-		before := *r
 		drained, stuck := r.Drained, r.Stuck
 		done, err := m.Step(ctx, r)
-		// The Step drained, set down, stopped or deleted the node: the list is out of date. A
-		// Step that found the node drained already (by its unit) and counted its jobs changed
+		// A Step that drained, set down or deleted the node forgot the list (hook.client); one
+		// that found the node drained already (by its unit) and counted its jobs changed
 		// nothing in Slurm, and the status keeps using the list.
-		if r.Drained != before.Drained || r.Downed != before.Downed || (r.Phase != before.Phase && r.Phase != slurm.RemovalWait) {
-			h.nodes.forget()
-		}
 		if r.Drained && !drained {
 			h.logf(ctx, juju.LevelInfo, "drained node %s: %s", node, r.Reason)
 		}
@@ -149,7 +145,7 @@ func (nr nodeRemovals) occupied(ctx context.Context, nodes []slurm.Node) map[str
 	if len(waiting) == 0 {
 		return nil
 	}
-	jobs, err := h.c.client().JobsOnNodes(ctx, waiting)
+	jobs, err := h.client().JobsOnNodes(ctx, waiting)
 	if err != nil {
 		return nil
 	}

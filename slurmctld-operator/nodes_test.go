@@ -10,6 +10,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/charmed-slurm/operators/libs/command"
+	"github.com/charmed-slurm/operators/libs/juju"
+	"github.com/charmed-slurm/operators/libs/juju/jujutest"
+	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/slurm"
 )
 
@@ -160,4 +163,96 @@ type runnerFunc func(ctx context.Context, argv []string, env []string) (command.
 
 func (f runnerFunc) Run(ctx context.Context, argv []string, env []string) (command.Output, error) {
 	return f(ctx, argv, env)
+}
+
+// TestHookChangesForget: a change to Slurm through the hook's client (hook.client) or its
+// services (a start, stop or restart of slurmctld: hook.services) drops the node list read
+// before, and the one being read ahead, and the status of a unit still joining reads the
+// nodes afresh instead of keeping the counts (hook.keepsCounts), even when Slurm refused the
+// change; a read through them, or a change to another service, keeps both.
+func TestHookChangesForget(t *testing.T) {
+	joined := jujutest.RelationHook(juju.RelationJoined, "slurmd:1", "slurmd/1")
+	joined.Endpoint, joined.RemoteApp = "slurmd", "slurmd"
+	for _, tc := range []struct {
+		name    string
+		act     func(ctx context.Context, h *hook) error
+		changes bool
+		fails   bool // Slurm refuses the change
+	}{
+		{name: "drain", changes: true, act: func(ctx context.Context, h *hook) error { return h.client().Drain(ctx, "a-1", "test") }},
+		{name: "delete", changes: true, act: func(ctx context.Context, h *hook) error { return h.client().DeleteNode(ctx, "a-1") }},
+		{name: "reconfigure", changes: true, act: func(ctx context.Context, h *hook) error { return h.client().Reconfigure(ctx) }},
+		{name: "partition state refused", changes: true, fails: true, act: func(ctx context.Context, h *hook) error {
+			return h.client().UpdatePartitionState(ctx, "a", slurm.PartitionInactive)
+		}},
+		{name: "removal step", changes: true, act: func(ctx context.Context, h *hook) error {
+			_, err := h.remover().Step(ctx, &slurm.Removal{Node: "a-1", Reason: "test"})
+			return err
+		}},
+		{name: "slurmctld restarted", changes: true, act: func(ctx context.Context, h *hook) error { return h.services().Restart(ctx, svcSlurmctld) }},
+		{name: "slurmctld respawned", changes: true, act: func(ctx context.Context, h *hook) error { return h.services().Respawn(ctx, svcSlurmctld) }},
+		{name: "slurmctld stopped", changes: true, act: func(ctx context.Context, h *hook) error { return h.services().Stop(ctx, svcSlurmctld) }},
+		{name: "slurmctld started", changes: true, act: func(ctx context.Context, h *hook) error { return h.services().Start(ctx, svcSlurmctld) }},
+		{name: "slurmctld spawned", changes: true, act: func(ctx context.Context, h *hook) error { return h.services().Spawn(ctx, svcSlurmctld) }},
+		{name: "node read", act: func(ctx context.Context, h *hook) error { _, err := h.client().ShowNode(ctx, "a-1"); return err }},
+		{name: "jobs read", act: func(ctx context.Context, h *hook) error {
+			_, err := h.client().JobsOnNodes(ctx, []string{"a-1"})
+			return err
+		}},
+		{name: "munged restarted", act: func(ctx context.Context, h *hook) error { return h.services().Restart(ctx, "munged") }},
+		{name: "slurmctld's status", act: func(ctx context.Context, h *hook) error { _, err := h.services().Status(ctx, svcSlurmctld); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			sl := newHost(filepath.Join(t.TempDir(), confDir))
+			sl.addNode("a-1", "a", false)
+			r := &gatedRunner{next: sl, gate: make(chan struct{})}
+			close(r.gate)
+			svc := newFakeServices()
+			for _, name := range []string{svcSlurmctld, "munged"} {
+				if err := svc.Configure(ctx, service.Spec{Name: name, Command: []string{name}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := &Charm{Slurm: r, Services: svc}
+			kept := &nodeCounts{Nodes: 1, Idle: 1}
+			h := &hook{c: c, hc: &juju.HookContext{Event: joined}, nodes: nodeCache{client: c.client}, st: &charmState{
+				SlurmdReleases: map[string]nodeRelease{"slurmd": {Relation: "slurmd:1", Version: "22.05.8"}},
+				NodeCounts:     kept,
+			}}
+
+			// The list read, then another read ahead; the controller gains a node.
+			if _, err := h.nodes.list(ctx); err != nil {
+				t.Fatal(err)
+			}
+			h.nodes.ahead(ctx, func(context.Context) bool { return true })
+			sl.addNode("a-2", "a", false)
+			if err := tc.act(ctx, h); (err != nil) != tc.fails {
+				t.Fatalf("%v, want error %v", err, tc.fails)
+			}
+			if dropped := h.nodes.early == nil && !h.nodes.read; dropped != tc.changes {
+				t.Errorf("list and read ahead dropped: %v, want %v", dropped, tc.changes)
+			}
+			h.nodes.read = false // as in a hook that read no list before (keepsCounts)
+			h.nodes.drop()
+			if got := h.keepsCounts(); got != !tc.changes {
+				t.Errorf("keepsCounts() = %v, want %v", got, !tc.changes)
+			}
+			got, err := h.nodeCounts(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := *kept
+			if tc.changes {
+				nodes, err := c.client().Nodes(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = countNodes(nodes) // the nodes as they are now
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("status counts (-want +got):\n%s", d)
+			}
+		})
+	}
 }

@@ -37,7 +37,7 @@ func (pr partitionRemovals) pass(ctx context.Context) error {
 // idle node records first. It reports whether the partition is gone.
 func (pr partitionRemovals) finish(ctx context.Context, app string) (bool, error) {
 	h := pr.h
-	jobs, err := partitionJobs(ctx, h.c.client(), app)
+	jobs, err := partitionJobs(ctx, h.client(), app)
 	if err != nil {
 		return false, err
 	}
@@ -51,7 +51,7 @@ func (pr partitionRemovals) finish(ctx context.Context, app string) (bool, error
 	if len(jobs) > 0 {
 		return false, nil
 	}
-	cl := h.c.client()
+	cl := h.client()
 	nodes, err := h.nodes.list(ctx)
 	if err != nil {
 		return false, err
@@ -63,7 +63,6 @@ func (pr partitionRemovals) finish(ctx context.Context, app string) (bool, error
 		if owner, ok := slurmd.NodeApp(n.Name); !ok || owner != app {
 			continue
 		}
-		h.nodes.forget()
 		err := cl.DeleteNode(ctx, n.Name)
 		switch {
 		case err == nil:

@@ -45,7 +45,7 @@ func (rr rollingReboot) advance(ctx context.Context) ([]string, error) {
 	if r == nil {
 		return nil, nil
 	}
-	cl := h.c.client()
+	cl := h.client()
 	for _, name := range sortedKeys(r.Asked) {
 		n, err := cl.ShowNode(ctx, name)
 		switch {

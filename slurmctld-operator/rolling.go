@@ -348,7 +348,7 @@ func (r rolling) restartSelf(ctx context.Context, hosts []string) error {
 		if err := h.progress(ctx, fmt.Sprintf("handing control to %s before restarting for the new controllers", h.ctls[t.HandTo].Unit)); err != nil {
 			return err
 		}
-		if err := h.c.client().Takeover(ctx, t.HandTo); err != nil {
+		if err := h.client().Takeover(ctx, t.HandTo); err != nil {
 			h.logf(ctx, juju.LevelWarning, "%s (index %d) did not take control: %v; restarting anyway", h.ctls[t.HandTo].Unit, t.HandTo, err)
 		} else {
 			h.logf(ctx, juju.LevelInfo, "control handed to %s (index %d) before the restart for the new controllers", h.ctls[t.HandTo].Unit, t.HandTo)

@@ -188,8 +188,7 @@ func (ctl slurmctldDaemon) moveState(ctx context.Context) (stopped bool, err err
 		if err := h.progress(ctx, "stopping slurmctld to move its state to the shared storage"); err != nil {
 			return false, err
 		}
-		h.nodes.forget() // slurmctld stops: no list read before is its
-		if err := c.Services.Stop(ctx, svcSlurmctld); err != nil {
+		if err := h.services().Stop(ctx, svcSlurmctld); err != nil {
 			return false, fmt.Errorf("cannot stop slurmctld: %w", err)
 		}
 		stopped = true
@@ -282,7 +281,7 @@ func (ctl slurmctldDaemon) start(ctx context.Context) error {
 	defer cancel()
 	var last error
 	err = poll.Until(wctx, c.poll(), func(ctx context.Context) (bool, error) {
-		last = answers(ctx, c.client(), host)
+		last = answers(ctx, h.client(), host)
 		return last == nil, nil
 	})
 	if err != nil {
@@ -310,8 +309,7 @@ func (ctl slurmctldDaemon) launch(ctx context.Context) error {
 	if err := c.Services.Enable(ctx, svcSlurmctld); err != nil {
 		return fmt.Errorf("cannot enable slurmctld: %w", err)
 	}
-	h.nodes.forget() // a list read before slurmctld ran is none of its nodes
-	if err := c.Services.Start(ctx, svcSlurmctld); err != nil {
+	if err := h.services().Start(ctx, svcSlurmctld); err != nil {
 		return fmt.Errorf("cannot start slurmctld (see %s): %w", slurmctldLog, err)
 	}
 	// slurm.conf as written is what slurmctld now runs with.
@@ -406,7 +404,7 @@ func (ctl slurmctldDaemon) restartForAccounting(ctx context.Context) error {
 // for a later pass to see (settle).
 func (ctl slurmctldDaemon) restart(ctx context.Context, kind restartKind, what string) error {
 	h := ctl.h
-	if err := h.c.Services.Respawn(ctx, svcSlurmctld); err != nil {
+	if err := h.services().Respawn(ctx, svcSlurmctld); err != nil {
 		return fmt.Errorf("cannot restart slurmctld to %s (see %s): %w", what, slurmctldLog, err)
 	}
 	host, err := h.c.Hostname()
@@ -421,7 +419,6 @@ func (ctl slurmctldDaemon) restart(ctx context.Context, kind restartKind, what s
 	h.st.GresRunning = h.st.gresTypes()
 	h.st.AccountingRunning = h.st.Accounting.storage()
 	h.st.Restart = &pendingRestart{For: kind, What: what, Host: host, At: now, Deadline: now.Add(startWait), GresBefore: before}
-	h.nodes.forget()
 	h.logf(ctx, juju.LevelInfo, "restarting slurmctld to %s; running jobs keep running", what)
 	return nil
 }
@@ -441,9 +438,11 @@ func (ctl slurmctldDaemon) settle(ctx context.Context) error {
 	if r == nil {
 		return nil
 	}
-	err := answers(ctx, h.c.client(), r.Host)
+	err := answers(ctx, h.client(), r.Host)
 	if err == nil {
 		h.st.Restart = nil
+		// Not a change of this hook's: the counts kept (hook.keepsCounts) were read before
+		// the restart, and the status reads the list again.
 		h.nodes.forget()
 		h.logf(ctx, juju.LevelInfo, "restarted slurmctld to %s (answering %.1f s after the restart)", r.What, h.c.Now().Sub(r.At).Seconds())
 		if r.Reconfigure {
@@ -480,7 +479,7 @@ func (ctl slurmctldDaemon) settle(ctx context.Context) error {
 // names it already.
 func (ctl slurmctldDaemon) forgetLocalClusterID(ctx context.Context) error {
 	h := ctl.h
-	known, err := h.c.client().ClusterKnown(ctx, h.cfg.ClusterName)
+	known, err := h.client().ClusterKnown(ctx, h.cfg.ClusterName)
 	if err != nil {
 		h.logf(ctx, juju.LevelWarning, "cannot ask slurmdbd whether it knows cluster %s (the ClusterID file stays): %v", h.cfg.ClusterName, err)
 		return nil
@@ -529,8 +528,7 @@ func (ctl slurmctldDaemon) reconfigure(ctx context.Context) error {
 	if err := h.progress(ctx, "reconfiguring"); err != nil {
 		return err
 	}
-	err := h.c.client().Reconfigure(ctx)
-	h.nodes.forget()
+	err := h.client().Reconfigure(ctx)
 	if err != nil {
 		return fmt.Errorf("cannot reconfigure slurmctld: %w", err)
 	}
@@ -552,7 +550,7 @@ func (ctl slurmctldDaemon) reconfigure(ctx context.Context) error {
 // repaired, which reads the nodes and the partition again.
 func (ctl slurmctldDaemon) repairPartitions(ctx context.Context) {
 	h := ctl.h
-	cl := h.c.client()
+	cl := h.client()
 	nodes, err := h.nodes.list(ctx)
 	if err != nil {
 		h.logf(ctx, juju.LevelWarning, "cannot check the nodes of the partitions: %v", err)
@@ -571,7 +569,6 @@ func (ctl slurmctldDaemon) repairPartitions(ctx context.Context) {
 			continue
 		}
 		if len(repaired) > 0 {
-			h.nodes.forget()
 			h.logf(ctx, juju.LevelWarning, "partition %s had lost or gained nodes after a reconfigure (Slurm bug 16295): repaired %s", app, strings.Join(repaired, ","))
 		}
 	}

@@ -176,7 +176,7 @@ func (sr slurmdRelation) disconnected(ctx context.Context, ev slurmd.SlurmdDisco
 		return err
 	}
 	for _, app := range apps {
-		err := h.c.client().UpdatePartitionState(ctx, app, slurm.PartitionInactive)
+		err := h.client().UpdatePartitionState(ctx, app, slurm.PartitionInactive)
 		if err != nil && !errors.Is(err, slurm.ErrUnknownPartition) {
 			return fmt.Errorf("cannot deactivate partition %s: %w", app, err)
 		}

@@ -151,13 +151,13 @@ func (s standby) hold(ctx context.Context) error {
 		return nil // never configured: nothing runs
 	}
 	if st.State == service.StateActive || st.State == service.StateActivating {
-		if err := h.c.Services.Stop(ctx, svcSlurmctld); err != nil {
+		if err := h.services().Stop(ctx, svcSlurmctld); err != nil {
 			return fmt.Errorf("cannot stop slurmctld: %w", err)
 		}
 		h.logf(ctx, juju.LevelInfo, "standing down: stopped slurmctld (control handed to %s by its takeover action)", h.st.StoodDown.By)
 	}
 	if st.Enabled {
-		if err := h.c.Services.Disable(ctx, svcSlurmctld); err != nil {
+		if err := h.services().Disable(ctx, svcSlurmctld); err != nil {
 			return fmt.Errorf("cannot disable slurmctld: %w", err)
 		}
 	}

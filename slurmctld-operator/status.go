@@ -22,7 +22,7 @@ func (h *hook) report(ctx context.Context) error {
 		counted = true
 		return h.nodeCounts(ctx)
 	}
-	code, msg := unitStatus(ctx, h.st, h.leader, h.configProblem(), h.extra, observer{running: h.c.running, nodes: counts, dbdQueue: h.c.client().DbdAgentQueue, role: h.haStatus, backupWait: h.backupWait})
+	code, msg := unitStatus(ctx, h.st, h.leader, h.configProblem(), h.extra, observer{running: h.c.running, nodes: counts, dbdQueue: h.client().DbdAgentQueue, role: h.haStatus, backupWait: h.backupWait})
 	if !counted {
 		h.st.NodeCounts = nil
 	}

@@ -19,9 +19,10 @@ import (
 // join will define it (its gres.conf lines, its files and, on systemd, the check of the
 // definition systemd holds), neither enabled nor started; the join's start skips a
 // definition identical to the one it would make (slurmdDaemon.start) and makes any other
-// itself. What the join would refuse (a release the controller does not accept, a
-// configuration it would not send, GRES it does not manage, no controller) is not defined
-// ahead; the join itself decides, and reports, as before.
+// itself. What the join would refuse (joinHold, the join's own decision: a release the
+// controller does not accept, a configuration it would not send, GRES it does not manage, no
+// controller, a departed node) is not defined ahead; the join itself decides, and reports,
+// as before.
 
 // errNotAhead: the definition is left to the join.
 var errNotAhead = errors.New("slurmd's definition left to the join")
@@ -37,7 +38,7 @@ func (h *hook) defineAhead(ctx context.Context) {
 		return
 	}
 	f := h.st.Facts
-	if h.st.Applied != nil || h.st.Departed || h.st.Gres == nil || f == nil {
+	if h.st.Applied != nil || h.st.Gres == nil || f == nil {
 		return
 	}
 	v, err := slurm.ParseVersion(f.Version)
@@ -55,7 +56,7 @@ func (h *hook) defineAhead(ctx context.Context) {
 	if f.hasMachine() {
 		machine = nil
 	}
-	hc, id, d, res := h.hc, ev.Relation, h.slurmd(), genericResources{h}
+	hc, id, d, res, departed := h.hc, ev.Relation, h.slurmd(), genericResources{h}, h.st.Departed
 	h.slurmdAhead = charm.Start(func() (service.Spec, error) {
 		_, bag, err := hc.RemoteAppData(ctx, id) // the hook's own read: one relation-get
 		if err != nil {
@@ -65,8 +66,9 @@ func (h *hook) defineAhead(ctx context.Context) {
 		if err != nil {
 			return service.Spec{}, err
 		}
-		if len(cb.Controllers) == 0 || slurm.CheckNodeVersion(cb.SlurmVersion, v) != nil ||
-			slurm.CheckConfVersion("slurmd", cb.ConfMinVersion, v) != nil {
+		// As the join: decided before the machine's facts and the configuration are there,
+		// then with the configuration's resources.
+		if !joinHold(departed, cb, v, nil).starts() {
 			return service.Spec{}, errNotAhead
 		}
 		if machine != nil {
@@ -78,7 +80,7 @@ func (h *hook) defineAhead(ctx context.Context) {
 		if err != nil {
 			return service.Spec{}, err
 		}
-		if len(unmanagedGres(nc.Gres, cb.GresTypes)) > 0 {
+		if !joinHold(departed, cb, v, nc.Gres).starts() {
 			return service.Spec{}, errNotAhead
 		}
 		if err := res.writeConf(ctx, nc.GresConf); err != nil {

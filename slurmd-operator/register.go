@@ -14,6 +14,7 @@ import (
 	"github.com/charmed-slurm/operators/interfaces/slurmd"
 	"github.com/charmed-slurm/operators/libs/authkey"
 	"github.com/charmed-slurm/operators/libs/charm"
+	"github.com/charmed-slurm/operators/libs/gres"
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/poll"
 	"github.com/charmed-slurm/operators/libs/service"
@@ -37,39 +38,85 @@ func newRegistrar(h *hook) registrar {
 // join configures and (re)starts slurmd for the controller's data, doing only what changed,
 // and reports the node. A slurmd the controller's Slurm does not accept (newer: an upgrade
 // in the wrong order; or too old) is never started: nothing is written and no node
-// registers; a running one is left as it runs.
+// registers; a running one is left as it runs. Whether slurmd starts is joinHold's to say.
 func (r registrar) join(ctx context.Context, data slurmd.ControllerData) error {
 	h := r.h
-	if h.st.Departed {
-		return h.report(ctx, observed{})
-	}
-	if len(data.Controllers) == 0 {
-		return h.report(ctx, observed{noController: true})
-	}
 	version, err := h.version(ctx)
 	if err != nil {
 		return err
 	}
-	refusal := slurm.CheckNodeVersion(data.SlurmVersion, version)
-	if refusal == nil {
-		h.st.VersionRefused = ""
-		if wait := slurm.CheckConfVersion("slurmd", data.ConfMinVersion, version); wait != nil {
-			// slurmd would exit on a key of the configuration it fetches: the controller
-			// leaves it out once it has read this unit's version (publishUnit).
-			if h.st.ConfWaiting != wait.Error() {
-				h.logf(ctx, juju.LevelInfo, "not starting slurmd yet: %v", wait)
-			}
-			h.st.ConfWaiting = wait.Error()
-			return h.refresh(ctx)
+	// The node's resources are decided once its configuration is built (runConf).
+	hold := joinHold(h.st.Departed, data.Bag(), version, nil)
+	switch {
+	case hold.departed:
+		return h.report(ctx, observed{})
+	case hold.noController:
+		return h.report(ctx, observed{noController: true})
+	case hold.refused != nil:
+		if h.st.VersionRefused != hold.refused.Error() {
+			h.logf(ctx, juju.LevelWarning, "not starting slurmd: %v", hold.refused)
 		}
-		h.st.ConfWaiting = ""
-		return r.apply(ctx, data, slurm.FeaturesOf(version))
+		h.st.VersionRefused = hold.refused.Error()
+		return h.refresh(ctx)
 	}
-	if h.st.VersionRefused != refusal.Error() {
-		h.logf(ctx, juju.LevelWarning, "not starting slurmd: %v", refusal)
+	h.st.VersionRefused = ""
+	if wait := hold.confWait; wait != nil {
+		// slurmd would exit on a key of the configuration it fetches: the controller
+		// leaves it out once it has read this unit's version (publishUnit).
+		if h.st.ConfWaiting != wait.Error() {
+			h.logf(ctx, juju.LevelInfo, "not starting slurmd yet: %v", wait)
+		}
+		h.st.ConfWaiting = wait.Error()
+		return h.refresh(ctx)
 	}
-	h.st.VersionRefused = refusal.Error()
-	return h.refresh(ctx)
+	h.st.ConfWaiting = ""
+	return r.apply(ctx, data, version)
+}
+
+// startHold is what keeps a join from starting slurmd (joinHold); the zero startHold keeps
+// nothing from it.
+type startHold struct {
+	// departed: the node left the relation (State.Departed).
+	departed bool
+	// noController: the controller's databag names no controller.
+	noController bool
+	// refused is why the controller's Slurm accepts no slurmd of this release
+	// (slurm.CheckNodeVersion).
+	refused error
+	// confWait is why slurmd cannot read the configuration the controller serves yet
+	// (slurm.CheckConfVersion against conf_min_version).
+	confWait error
+	// unmanaged are the generic resources of the node's configuration the controller does
+	// not manage (unmanagedGres): a slurmd started with them registers without them for good.
+	unmanaged []string
+}
+
+// starts reports whether nothing keeps the join from starting slurmd.
+func (s startHold) starts() bool {
+	return !s.departed && !s.noController && s.refused == nil && s.confWait == nil && len(s.unmanaged) == 0
+}
+
+// joinHold is the one decision whether a join starts slurmd on this node, from the node's
+// departure (departed: State.Departed), the controller's databag b, this machine's Slurm
+// release v and the generic resources g the node's configuration names: the first check, in
+// the join's order, that holds. The join (registrar.join, then runConf with the resources)
+// and slurmd's definition ahead (defineAhead) both take it, so that nothing is defined ahead
+// that the join would refuse. g is nil before the configuration is built: the resources are
+// then not decided, the rest is.
+func joinHold(departed bool, b slurmd.ControllerBag, v slurm.Version, g gres.Set) startHold {
+	switch {
+	case departed:
+		return startHold{departed: true}
+	case len(b.Controllers) == 0:
+		return startHold{noController: true}
+	}
+	if err := slurm.CheckNodeVersion(b.SlurmVersion, v); err != nil {
+		return startHold{refused: err}
+	}
+	if err := slurm.CheckConfVersion("slurmd", b.ConfMinVersion, v); err != nil {
+		return startHold{confWait: err}
+	}
+	return startHold{unmanaged: unmanagedGres(g, b.GresTypes)}
 }
 
 // apply writes the auth key for this Slurm (f), builds the node's configuration from the
@@ -81,8 +128,9 @@ func (r registrar) join(ctx context.Context, data slurmd.ControllerData) error {
 // On a first start munged starts beside the facts' read, the configuration's build and
 // slurmd's definition, and slurmd starts once munged answers (slurmdDaemon.start); every
 // other path waits for munged first, as it asks Slurm (scontrol) before it starts slurmd.
-func (r registrar) apply(ctx context.Context, data slurmd.ControllerData, f slurm.Features) (err error) {
+func (r registrar) apply(ctx context.Context, data slurmd.ControllerData, v slurm.Version) (err error) {
 	h := r.h
+	f := slurm.FeaturesOf(v)
 	prev := h.st.Applied
 	keyChanged, err := r.writeAuthKey(ctx, f, data.AuthKey, prev == nil)
 	if err != nil {
@@ -98,17 +146,17 @@ func (r registrar) apply(ctx context.Context, data slurmd.ControllerData, f slur
 		return err
 	}
 	h.slurmdAhead.Wait() // its gres.conf lines are written before runConf's
-	nc, err := r.runConf(ctx, mi, data.GresTypes)
+	nc, held, err := r.runConf(ctx, mi, data.Bag(), v)
 	if err != nil {
 		return err
 	}
-	if prev != nil || len(h.st.GresWaiting) > 0 {
+	if prev != nil || held {
 		if err := h.authReady(); err != nil {
 			return err
 		}
 	}
-	if len(h.st.GresWaiting) > 0 {
-		return h.report(ctx, observed{gresHeld: true})
+	if held {
+		return h.report(ctx, observed{gresHeld: len(h.st.GresWaiting) > 0})
 	}
 	want := &Applied{GresConf: nc.GresConf, Controllers: data.Controllers, Conf: nc.Conf, KeyHash: authkey.Hash(data.AuthKey), KeyID: data.AuthKeyID, SecretID: data.AuthSecretID}
 	spec := h.slurmd().spec(want)
@@ -163,32 +211,34 @@ func (r registrar) start(ctx context.Context, spec service.Spec, restart bool) e
 }
 
 // runConf returns the configuration slurmd should run with (its --conf and gres.conf
-// content), the lines written to GresLocalConf before slurmd (re)starts. When the node's Gres= names resources
-// the controller does not manage (managed: its published GresTypes), it sets
+// content), the lines written to GresLocalConf before slurmd (re)starts, and whether the join
+// holds slurmd back for it (joinHold with the controller's databag b and this machine's
+// release v): when the node's Gres= names resources the controller does not manage, it sets
 // State.GresWaiting, writes nothing and slurmd must not be (re)started: the node would
 // register without them for good. While generic-resources is invalid (the unit is blocked), a
 // running node keeps the --conf and lines it runs with.
-func (r registrar) runConf(ctx context.Context, mi slurm.MachineInfo, managed []string) (nodeConf, error) {
+func (r registrar) runConf(ctx context.Context, mi slurm.MachineInfo, b slurmd.ControllerBag, v slurm.Version) (nodeConf, bool, error) {
 	h := r.h
 	if a := h.st.Applied; a != nil {
 		if _, err := parseGenericResources(h.cfg.GenericResources); err != nil {
 			h.st.GresWaiting = nil
-			return nodeConf{Conf: a.Conf, GresConf: a.GresConf}, nil
+			return nodeConf{Conf: a.Conf, GresConf: a.GresConf}, false, nil
 		}
 	}
 	nc, err := r.res.build(ctx, mi, h.st.NodeConfig)
 	if err != nil {
-		return nodeConf{}, err
+		return nodeConf{}, false, err
 	}
-	h.st.GresWaiting = unmanagedGres(nc.Gres, managed)
-	if len(h.st.GresWaiting) > 0 {
-		h.logf(ctx, juju.LevelInfo, "not starting slurmd with Gres=%s: the controller manages GresTypes %q", nc.Gres, managed)
-		return nodeConf{}, nil
+	hold := joinHold(h.st.Departed, b, v, nc.Gres)
+	h.st.GresWaiting = hold.unmanaged
+	if !hold.starts() {
+		h.logf(ctx, juju.LevelInfo, "not starting slurmd with Gres=%s: the controller manages GresTypes %q", nc.Gres, b.GresTypes)
+		return nodeConf{}, true, nil
 	}
 	if err := r.res.writeConf(ctx, nc.GresConf); err != nil {
-		return nodeConf{}, err
+		return nodeConf{}, false, err
 	}
-	return nc, nil
+	return nc, false, nil
 }
 
 // conf is the node's configuration with node-config nodeConfig and this machine's facts.

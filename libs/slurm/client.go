@@ -40,6 +40,51 @@ type Client struct {
 	// but ctx. A controller command that times out gives an error wrapping both
 	// ErrControllerUnreachable and command.ErrTimeout.
 	Timeout time.Duration
+	// Changed, when set, is called after every command the client runs that may change
+	// Slurm (every command but a read: scontrol show, squeue, sinfo...), whether it
+	// succeeded or not: from then on what the caller read of Slurm before may be out of
+	// date. It is called on the goroutine that ran the command.
+	Changed func()
+}
+
+// reads reports whether argv, a command the client runs, only reads Slurm: a version
+// (-V), the machine's facts (slurmd -C), scontrol's show, ping and listjobs, squeue,
+// sinfo, sdiag and sacctmgr's show and list. Any other command (scontrol update, delete,
+// reconfigure, takeover, reboot, scancel...) may change Slurm: a command unknown here counts
+// as a change, so that Client.Changed is never missed.
+func reads(argv []string) bool {
+	if len(argv) == 0 {
+		return false
+	}
+	switch argv[0] {
+	case "squeue", "sinfo", "sdiag":
+		return true
+	}
+	if len(argv) < 2 {
+		return false
+	}
+	if argv[1] == "-V" {
+		return true
+	}
+	switch argv[0] {
+	case "slurmd":
+		return argv[1] == "-C"
+	case "scontrol":
+		switch argv[1] {
+		case "show", "ping", "listjobs":
+			return true
+		}
+	case "sacctmgr":
+		for _, a := range argv[1:] {
+			switch a {
+			case "show", "list":
+				return true
+			case "add", "create", "modify", "update", "delete", "remove", "archive", "load":
+				return false
+			}
+		}
+	}
+	return false
 }
 
 // exec runs argv through the Runner with the per-command timeout. A command that timed out
@@ -56,6 +101,9 @@ func (c *Client) exec(ctx context.Context, needConf bool, argv, env []string) (c
 		defer cancel()
 	}
 	out, err := c.Runner.Run(cctx, argv, env)
+	if c.Changed != nil && !reads(argv) {
+		c.Changed()
+	}
 	if err == nil || ctx.Err() != nil || cctx.Err() == nil {
 		return out, err
 	}
