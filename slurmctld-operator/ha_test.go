@@ -875,3 +875,26 @@ func TestLastingTakeover(t *testing.T) {
 		t.Errorf("after a second takeover on the backup: active %v, status %+v", e.svc.isActive("slurmctld"), leader.UnitStatus)
 	}
 }
+
+// TestPrimaryStartsBesideBackupInControl: the primary's slurmctld started by a hook while a
+// backup is in control (the primary's host rebooted: the start hook) is started and not
+// waited for: Slurm's primary answers only once the backup gave control up, which it may
+// answer after 29 s, as long as start's wait for an answer. The status names the backup in
+// control.
+func TestPrimaryStartsBesideBackupInControl(t *testing.T) {
+	e, leader := haLeader(t, 1)
+	leader = e.run(leader, jujutest.Hook(juju.UpdateStatus)) // the restart to move the state finished
+	e.svc.Exit("slurmctld")
+	writeHeartbeat(t, e, 1)
+	pings := e.slurm.count("scontrol", "ping")
+	leader = e.run(leader, jujutest.Hook(juju.Start))
+	if !e.svc.isActive("slurmctld") {
+		t.Fatalf("slurmctld not started; status %+v", leader.UnitStatus)
+	}
+	if n := e.slurm.count("scontrol", "ping") - pings; n != 0 {
+		t.Errorf("the start hook waited for slurmctld to answer (%d pings) while slurmctld/1 is in control", n)
+	}
+	if want := "standing by (active: slurmctld/1)"; !strings.Contains(leader.UnitStatus.Message, want) {
+		t.Errorf("status %+v, want it to contain %q", leader.UnitStatus, want)
+	}
+}

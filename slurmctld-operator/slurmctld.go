@@ -267,11 +267,24 @@ func (ctl slurmctldDaemon) live(ctx context.Context) bool {
 // running holds no job in its scheduler and no node registered, no action on the controller
 // can do anything without it, and the controller data the hook then publishes sends the
 // slurmd units to it; a slurmctld that does not come up fails the hook, naming its log.
+// Not so for the primary while another controller is in control (a primary coming back,
+// after a reboot): that one serves the cluster, and the primary answers only once it gave
+// control up, which Slurm may take CONTROL_TIMEOUT − 1 = 29 s to answer (reclaimWait), as
+// long as startWait: the hook waits for nothing then, and a later status names the
+// controller in control.
 func (ctl slurmctldDaemon) start(ctx context.Context) error {
 	h := ctl.h
 	c := h.c
 	if err := ctl.launch(ctx); err != nil {
 		return err
+	}
+	ctls := h.ctls
+	if ctls == nil {
+		ctls = h.st.Controllers
+	}
+	if act, ok := h.activeController(); ok && act.Unit != h.hc.Event.Unit && len(ctls) > 0 && ctls[0].Unit == h.hc.Event.Unit {
+		h.logf(ctx, juju.LevelInfo, "slurmctld started; %s is in control: Slurm hands control back to this primary once it gives it up", act.Unit)
+		return nil
 	}
 	host, err := c.Hostname()
 	if err != nil {
