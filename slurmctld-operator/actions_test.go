@@ -178,7 +178,7 @@ func TestRotateAuthKey(t *testing.T) {
 	if newKey == oldKey || newKey != string(key) {
 		t.Errorf("munge key not replaced by the new revision")
 	}
-	if d := cmp.Diff([]string{"configure munged", "respawn munged", "enable munged"}, e.svc.Calls()); d != "" {
+	if d := cmp.Diff([]string{"configure munged", "enable munged", "respawn munged"}, e.svc.Calls()); d != "" {
 		t.Errorf("service calls (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff(map[string]string{"keyid": "2", "secret-id": string(sec.ID)}, out.Action.Results); d != "" {

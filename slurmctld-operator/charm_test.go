@@ -217,7 +217,7 @@ func TestConfigureStartsController(t *testing.T) {
 			t.Errorf("slurm.conf lacks %q:\n%s", want, conf)
 		}
 	}
-	if d := cmp.Diff([]string{"configure munged", "spawn munged", "enable munged", "configure slurmctld", "enable slurmctld", "start slurmctld"}, e.svc.Calls()); d != "" {
+	if d := cmp.Diff([]string{"configure munged", "enable munged", "spawn munged", "configure slurmctld", "enable slurmctld", "start slurmctld"}, e.svc.Calls()); d != "" {
 		t.Errorf("service calls (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff([]juju.Port{{Number: 6817, Protocol: "tcp"}}, out.Ports); d != "" {
