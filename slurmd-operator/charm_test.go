@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -19,7 +18,6 @@ import (
 	"github.com/charmed-slurm/operators/libs/juju"
 	"github.com/charmed-slurm/operators/libs/juju/jujutest"
 	"github.com/charmed-slurm/operators/libs/munge"
-	"github.com/charmed-slurm/operators/libs/service"
 	"github.com/charmed-slurm/operators/libs/service/servicetest"
 	"github.com/charmed-slurm/operators/libs/slurm/slurmtest"
 )
@@ -391,11 +389,10 @@ func TestJoin(t *testing.T) {
 	if d := cmp.Diff([]string{"/usr/sbin/munged", "--foreground"}, e.svc.Command("munged")); d != "" {
 		t.Errorf("munged command (-want +got):\n%s", d)
 	}
-	// Each daemon is enabled at boot after its start: the start does not wait behind it.
-	if d := cmp.Diff([]string{"configure", "spawn", "enable"}, e.svcCalls("munged")); d != "" {
+	if d := cmp.Diff([]string{"configure", "enable", "spawn"}, e.svcCalls("munged")); d != "" {
 		t.Errorf("munged calls (-want +got):\n%s", d)
 	}
-	if d := cmp.Diff([]string{"configure", "spawn", "enable"}, e.svcCalls(SlurmdService)); d != "" {
+	if d := cmp.Diff([]string{"configure", "enable", "spawn"}, e.svcCalls(SlurmdService)); d != "" {
 		t.Errorf("slurmd calls (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff(active("node slurmd-3 idle"), e.status()); d != "" {
@@ -892,53 +889,6 @@ func TestFailedHookAfterStart(t *testing.T) {
 	}
 	if st := e.savedState(); st.DefaultPending || st.Unit == "" {
 		t.Errorf("after the retry: default pending %v, status cache %q", st.DefaultPending, st.Unit)
-	}
-}
-
-// TestEnableFailsAfterStart: a new node's daemons are enabled at boot after their start (the
-// start does not wait behind it). An enablement that fails fails the hook with nothing
-// recorded (no Applied), and the retry enables what runs, munged included, and records the
-// node: no daemon is left running that the next boot would not start.
-func TestEnableFailsAfterStart(t *testing.T) {
-	for _, tt := range []struct {
-		name, version string
-		daemons       []string
-	}{
-		{name: "auth/slurm", version: "24.11.5", daemons: []string{SlurmdService}},
-		{name: "munge", version: "22.05.8", daemons: []string{"munged", SlurmdService}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t)
-			e.slurm.version = tt.version
-			if err := e.run(jujutest.Hook(juju.Install)); err != nil {
-				t.Fatal(err)
-			}
-			e.relatedTo(tt.version)
-			e.svc.FailEnables(errors.New("enable refused"))
-			if err := e.run(jujutest.RelationHook(juju.RelationCreated, relID, "")); err == nil || !strings.Contains(err.Error(), "enable refused") {
-				t.Fatalf("got %v, want the enablement's error", err)
-			}
-			if st := e.savedState(); st.Applied != nil {
-				t.Errorf("applied %+v recorded after a failed enablement", st.Applied)
-			}
-			// The first daemon was started before its enablement was asked for.
-			if !e.svc.Active(tt.daemons[0]) {
-				t.Errorf("%s not started before its enablement", tt.daemons[0])
-			}
-			e.svc.FailEnables(nil)
-			if err := e.run(jujutest.RelationHook(juju.RelationJoined, relID, "slurmctld/0")); err != nil {
-				t.Fatal(err)
-			}
-			for _, name := range tt.daemons {
-				st, err := e.svc.Status(context.Background(), name)
-				if err != nil || !st.Enabled || st.State != service.StateActive {
-					t.Errorf("%s after the retry: %+v, %v; want active and enabled", name, st, err)
-				}
-			}
-			if st := e.savedState(); st.Applied == nil || !e.slurm.hasNode(node) {
-				t.Errorf("after the retry: applied %+v, node registered %v", st.Applied, e.slurm.hasNode(node))
-			}
-		})
 	}
 }
 

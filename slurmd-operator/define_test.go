@@ -44,9 +44,9 @@ func TestDefineAhead(t *testing.T) {
 	if !e.slurm.hasNode(node) {
 		t.Fatalf("node %s did not register", node)
 	}
-	// The join's hook defined slurmd once (ahead, the same definition), then started and
-	// enabled it.
-	if d := cmp.Diff([]string{"configure", "configure", "spawn", "enable"}, e.svcCalls(SlurmdService)); d != "" {
+	// The join's hook defined slurmd once (ahead, the same definition), then enabled and
+	// started it.
+	if d := cmp.Diff([]string{"configure", "configure", "enable", "spawn"}, e.svcCalls(SlurmdService)); d != "" {
 		t.Errorf("slurmd calls (-want +got):\n%s", d)
 	}
 

@@ -40,12 +40,6 @@ func (d slurmdDaemon) spec(a *Applied) service.Spec {
 // enabled at boot unless atBoot is false. It returns once the process runs; callers wait for
 // the node's registration. Between the definition and the rest it waits for ready: slurmd is
 // neither enabled nor started before munged answers.
-//
-// The enablement comes after the start, before start returns: the start no longer waits
-// behind it (on systemd, ListUnits and EnableUnitFiles, 2-5 ms of PID 1 on a new node's
-// join path), which now runs while slurmd sets itself up and fetches its configuration. A start that fails enables nothing; an enablement that fails after a
-// start fails start, so the caller records nothing and the next hook's start (a no-op on
-// a running slurmd) enables it again.
 func (d slurmdDaemon) start(ctx context.Context, spec service.Spec, restart, atBoot bool) error {
 	m := d.c.Services
 	if d.defined == nil || !d.defined(spec) {
@@ -58,6 +52,9 @@ func (d slurmdDaemon) start(ctx context.Context, spec service.Spec, restart, atB
 			return err
 		}
 	}
+	if err := d.enableAtBoot(ctx, atBoot); err != nil {
+		return err
+	}
 	do, verb := m.Spawn, "start"
 	if restart {
 		do, verb = m.Respawn, "restart"
@@ -65,7 +62,7 @@ func (d slurmdDaemon) start(ctx context.Context, spec service.Spec, restart, atB
 	if err := do(ctx, SlurmdService); err != nil {
 		return fmt.Errorf("cannot %s slurmd: %w", verb, err)
 	}
-	return d.enableAtBoot(ctx, atBoot)
+	return nil
 }
 
 // enableAtBoot makes slurmd start at boot, or not (a node-config is staged: the boot's

@@ -181,9 +181,8 @@ func (d *Daemon) Ensure(ctx context.Context, restart bool) error {
 // Prepared is munged's service as Prepare found and left it, ready for Start.
 type Prepared struct {
 	d *Daemon
-	// active: the service manager said munged was active; enabled: at boot; configured:
-	// Prepare defined it.
-	active, enabled, configured bool
+	// active: the service manager said munged was active; configured: Prepare defined it.
+	active, configured bool
 }
 
 // Prepare does the part of Ensure that needs no key, and so can run while the key is still
@@ -210,7 +209,6 @@ func (d *Daemon) Prepare(ctx context.Context) (*Prepared, error) {
 	p := &Prepared{d: d}
 	st, err := d.Services.Status(ctx, name)
 	p.active = err == nil && st.State == service.StateActive
-	p.enabled = err == nil && st.Enabled
 	if !p.active {
 		if err := p.configure(ctx); err != nil {
 			return nil, err
@@ -230,24 +228,20 @@ func (p *Prepared) configure(ctx context.Context) error {
 }
 
 // Start finishes Ensure once the key is in place: when munged was not active or restart is
-// set (the key changed), it (re)starts the service and enables it, then waits, bounded by
-// Timeout, until munged answers. A munged found active is otherwise left alone (enabled at
-// boot if it is not).
+// set (the key changed), it enables and (re)starts the service, then waits, bounded by
+// Timeout, until munged answers. A munged found active is otherwise left alone.
 func (p *Prepared) Start(ctx context.Context, restart bool) error {
 	d, name := p.d, p.d.Service()
 	if p.active && !restart {
-		// A munged started by a Start whose enablement failed is enabled now.
-		if !p.enabled {
-			if err := d.Services.Enable(ctx, name); err != nil {
-				return fmt.Errorf("cannot enable %s: %w", name, err)
-			}
-		}
 		return nil
 	}
 	if !p.configured {
 		if err := p.configure(ctx); err != nil {
 			return err
 		}
+	}
+	if err := d.Services.Enable(ctx, name); err != nil {
+		return fmt.Errorf("cannot enable %s: %w", name, err)
 	}
 	// Spawn and Respawn return once the process runs (no supervisor stay-up check); readiness
 	// is checked by a credential round trip. A stopped munged is started, not restarted: a
@@ -259,13 +253,6 @@ func (p *Prepared) Start(ctx context.Context, restart bool) error {
 	}
 	if err := start(ctx, name); err != nil {
 		return fmt.Errorf("cannot %s %s: %w", verb, name, err)
-	}
-	// Enabled at boot after its start, while munged reads its key and opens its socket:
-	// the start no longer waits behind the enablement (on systemd, 2-5 ms of PID 1 on a new
-	// node's join path). A start that fails enables nothing; an enablement that fails after
-	// the start fails Start (the caller's next Start enables it).
-	if err := d.Services.Enable(ctx, name); err != nil {
-		return fmt.Errorf("cannot enable %s: %w", name, err)
 	}
 	timeout := d.Timeout
 	if timeout <= 0 {

@@ -57,50 +57,34 @@ func TestWaitGivesUpWithCtx(t *testing.T) {
 	}
 }
 
-// services is a fake service.Manager recording its calls. A started service is active;
-// an enabled one enabled; enableErr fails Enable (and enables nothing).
+// services is a fake service.Manager recording its calls.
 type services struct {
-	active, enabled bool
-	enableErr       error
-	calls           []string
+	active bool
+	calls  []string
 }
 
 func (s *services) record(call string) error { s.calls = append(s.calls, call); return nil }
 func (s *services) Configure(_ context.Context, spec service.Spec) error {
 	return s.record("configure " + spec.Name + " " + strings.Join(spec.Command, " ") + " as " + spec.User)
 }
-func (s *services) Enable(_ context.Context, n string) error {
-	if s.enableErr != nil {
-		return s.enableErr
-	}
-	s.enabled = true
-	return s.record("enable " + n)
-}
+func (s *services) Enable(_ context.Context, n string) error  { return s.record("enable " + n) }
 func (s *services) Disable(_ context.Context, n string) error { return s.record("disable " + n) }
 func (s *services) Start(_ context.Context, n string) error   { return s.record("start " + n) }
 func (s *services) Stop(_ context.Context, n string) error    { return s.record("stop " + n) }
 func (s *services) Restart(_ context.Context, n string) error { return s.record("restart " + n) }
-func (s *services) Spawn(_ context.Context, n string) error {
-	s.active = true
-	return s.record("spawn " + n)
-}
-func (s *services) Respawn(_ context.Context, n string) error {
-	s.active = true
-	return s.record("respawn " + n)
-}
+func (s *services) Spawn(_ context.Context, n string) error   { return s.record("spawn " + n) }
+func (s *services) Respawn(_ context.Context, n string) error { return s.record("respawn " + n) }
 func (s *services) Status(_ context.Context, n string) (service.Status, error) {
 	if s.active {
-		return service.Status{Name: n, State: service.StateActive, Enabled: s.enabled}, nil
+		return service.Status{Name: n, State: service.StateActive}, nil
 	}
-	return service.Status{Name: n, State: service.StateInactive, Enabled: s.enabled}, nil
+	return service.Status{Name: n, State: service.StateInactive}, nil
 }
 
 func TestDaemonEnsure(t *testing.T) {
 	t.Parallel()
-	// Enabled at boot after the start: the start does not wait behind it.
-	define := []string{"configure munge /usr/sbin/munged --foreground as munge"}
-	start := slices.Concat(define, []string{"spawn munge", "enable munge"})
-	restart := slices.Concat(define, []string{"respawn munge", "enable munge"})
+	define := []string{"configure munge /usr/sbin/munged --foreground as munge", "enable munge"}
+	start, restart := slices.Concat(define, []string{"spawn munge"}), slices.Concat(define, []string{"respawn munge"})
 	for _, tt := range []struct {
 		name    string
 		active  bool
@@ -115,7 +99,7 @@ func TestDaemonEnsure(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			root := t.TempDir()
-			s := &services{active: tt.active, enabled: tt.active}
+			s := &services{active: tt.active}
 			d := &munge.Daemon{Services: s, Name: munge.ServiceName(service.Systemd), Runner: &failingMunge{}, Root: root,
 				LookupUser: func(string) (int, int, error) { return os.Getuid(), os.Getgid(), nil }, PollInterval: time.Millisecond}
 			if err := d.Ensure(context.Background(), tt.restart); err != nil {
@@ -141,14 +125,14 @@ func TestPrepare(t *testing.T) {
 		prepared, all   []string
 	}{
 		{name: "not running", prepared: []string{"configure munge /usr/sbin/munged --foreground as munge"},
-			all: []string{"configure munge /usr/sbin/munged --foreground as munge", "spawn munge", "enable munge"}},
+			all: []string{"configure munge /usr/sbin/munged --foreground as munge", "enable munge", "spawn munge"}},
 		{name: "running, key unchanged", active: true},
 		{name: "running, key changed", active: true, restart: true,
-			all: []string{"configure munge /usr/sbin/munged --foreground as munge", "respawn munge", "enable munge"}},
+			all: []string{"configure munge /usr/sbin/munged --foreground as munge", "enable munge", "respawn munge"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := &services{active: tt.active, enabled: tt.active}
+			s := &services{active: tt.active}
 			d := &munge.Daemon{Services: s, Name: munge.ServiceName(service.Systemd), Runner: &failingMunge{}, Root: t.TempDir(),
 				LookupUser: func(string) (int, int, error) { return os.Getuid(), os.Getgid(), nil }, PollInterval: time.Millisecond}
 			p, err := d.Prepare(context.Background())
@@ -165,29 +149,6 @@ func TestPrepare(t *testing.T) {
 				t.Errorf("service calls of Prepare and Start (-want +got):\n%s", d)
 			}
 		})
-	}
-}
-
-// TestStartEnablesAfterFailure: munged is enabled at boot after its start; when that fails,
-// Start fails, and the next Ensure, finding munged active but not enabled, enables it (and
-// starts nothing again) instead of leaving a munged that the next boot would not start.
-func TestStartEnablesAfterFailure(t *testing.T) {
-	t.Parallel()
-	s := &services{enableErr: errors.New("enable refused")}
-	d := &munge.Daemon{Services: s, Name: munge.ServiceName(service.Systemd), Runner: &failingMunge{}, Root: t.TempDir(),
-		LookupUser: func(string) (int, int, error) { return os.Getuid(), os.Getgid(), nil }, PollInterval: time.Millisecond}
-	if err := d.Ensure(context.Background(), false); err == nil || !strings.Contains(err.Error(), "enable refused") {
-		t.Fatalf("Ensure: got %v, want the enablement's error", err)
-	}
-	if !s.active || s.enabled {
-		t.Fatalf("after the failed enablement: active %v, enabled %v; want active, not enabled", s.active, s.enabled)
-	}
-	s.enableErr, s.calls = nil, nil
-	if err := d.Ensure(context.Background(), false); err != nil {
-		t.Fatal(err)
-	}
-	if d := cmp.Diff([]string{"enable munge"}, s.calls); d != "" {
-		t.Errorf("service calls of the next Ensure (-want +got):\n%s", d)
 	}
 }
 

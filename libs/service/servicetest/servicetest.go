@@ -7,14 +7,13 @@
 // running service and start it again. It records every call but Status as "verb name"
 // ("configure munged", "respawn slurmd"), in order. A test gives the daemons their effect
 // with OnStart and OnStop (a started slurmd registers its node with a fake controller),
-// makes starts or enablements fail (FailStarts, FailEnables), a process exit (Exit) or the
-// supervisor die (Kill):
+// makes starts fail (FailStarts), a process exit (Exit) or the supervisor die (Kill):
 //
 //	m := servicetest.New()
 //	m.OnStart(func(spec service.Spec) (bool, error) { return true, cluster.Register(...) })
 //	c := &Charm{Services: m}
 //	... run a hook ...
-//	if d := cmp.Diff([]string{"configure slurmd", "spawn slurmd", "enable slurmd"}, m.Calls()); d != "" { ... }
+//	if d := cmp.Diff([]string{"configure slurmd", "enable slurmd", "spawn slurmd"}, m.Calls()); d != "" { ... }
 package servicetest
 
 import (
@@ -35,9 +34,8 @@ type Manager struct {
 	calls   []string
 	onStart func(spec service.Spec) (bool, error)
 	onStop  func(spec service.Spec)
-	// startErr fails every start; enableErr every Enable; dead every call (the supervisor
-	// is gone).
-	startErr, enableErr, dead error
+	// startErr fails every start; dead fails every call (the supervisor is gone).
+	startErr, dead error
 }
 
 var _ service.Manager = (*Manager)(nil)
@@ -71,14 +69,6 @@ func (m *Manager) FailStarts(err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.startErr = err
-}
-
-// FailEnables makes every Enable fail with err (recorded, nothing enabled); nil lets
-// them succeed again.
-func (m *Manager) FailEnables(err error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.enableErr = err
 }
 
 // Kill makes the supervisor unreachable: every call, Configure included, fails with err
@@ -193,9 +183,6 @@ func (m *Manager) Enable(ctx context.Context, name string) error {
 	defer m.mu.Unlock()
 	if err := m.record("enable", name); err != nil {
 		return err
-	}
-	if m.enableErr != nil {
-		return m.enableErr
 	}
 	m.enabled[name] = true
 	return nil
