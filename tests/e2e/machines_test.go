@@ -81,7 +81,7 @@ func TestNodeLifecycleMachines(t *testing.T) {
 		c := newClusterOn(t, r.base, 2)
 		c.checkSystemd("slurmctld/0", "slurmctld")
 		c.checkSystemd("slurmd/0", "slurmd")
-		// Enabled at boot after their start (the join's start no longer waits behind it).
+		// The join leaves slurmd (and munged on 22.05) enabled at boot.
 		daemons := []string{"slurmd"}
 		if !r.authSlurm() {
 			daemons = append(daemons, "munge")
