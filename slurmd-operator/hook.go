@@ -30,7 +30,7 @@ type hook struct {
 	// the hook succeeds (Juju discards a failed hook's relation-set).
 	published *Published
 	// machine is `slurmd -C` running from the hook's start when the state holds no machine
-	// facts (install could not read them); facts waits for it.
+	// facts yet (the first hook after install); facts waits for it.
 	machine *charm.Pending[slurm.MachineInfo]
 	// mungePrep is munged's Prepare running from the relation hook's start on a new node's
 	// join; authUp what slurmd's authentication waits for, running beside slurmd's
@@ -130,8 +130,9 @@ func (h *hook) showVersion(ctx context.Context) error {
 }
 
 // readingFacts runs fn with `slurmd -C` read from the hook's start when the state holds no
-// machine facts yet (install reads them, installHandler: only after an install whose read
-// failed, or an upgrade-charm): about 10 ms of CPU, beside the hook's tool calls. What the
+// machine facts yet (the first hook after install; on a join the relation hook that starts
+// slurmd): about 10 ms of CPU, beside the hook's tool calls, the key's write and munged's
+// start instead of before them. install reads the version alone (installHandler). What the
 // read found is kept in the state's facts (as facts keeps it) even when fn did not ask for
 // it, so that the hooks before a join (leader-elected, config-changed, start) read it once,
 // not once each.

@@ -44,22 +44,20 @@ var packages = []apt.Need{
 	{Binary: "munged", Package: "munge"},
 }
 
-// installHandler runs install with the machine's Slurm version (slurmd -V) and facts
-// (slurmd -C) read, and RebootProgram written, from the hook's start, beside its tool calls:
-// nothing in install waits on them until its end. When the packages are missing those reads
-// fail (no slurmd yet) and install reads them again after apt. `slurmd -C` (10-20 ms on a
-// machine) is read here, where it runs beside install's own tool calls and state, and not
-// by the relation hook that starts slurmd on a new unit's join, where slurmd's definition
-// waited for it (readingFacts reads it there only when install could not).
+// installHandler runs install with the machine's Slurm version (slurmd -V) read, and
+// RebootProgram written, from the hook's start, beside its tool calls: nothing in install
+// waits on them until its end. When the packages are missing that reading fails (no slurmd
+// yet) and install reads it again after apt. `slurmd -C`, ten times longer, is left to the
+// next hook (the relation hook that starts slurmd, on a new unit's join), which reads it
+// beside its own work (readingFacts).
 func (c *Charm) installHandler() juju.Handler {
 	return func(ctx context.Context, hc *juju.HookContext) error {
-		version, machine := c.startVersion(ctx), c.startMachine(ctx)
+		version := c.startVersion(ctx)
 		defer version.Wait() // no command left running when the hook ends
-		defer machine.Wait()
 		node := slurmd.NodeName(hc.Event.Unit)
 		reboot := charm.Start(func() (struct{}, error) { return struct{}{}, c.installRebootProgram(ctx, node) })
 		defer reboot.Wait()
-		return c.handlers().Handle(func(h *hook, ctx context.Context) error { return h.install(ctx, version, machine, reboot) })(ctx, hc)
+		return c.handlers().Handle(func(h *hook, ctx context.Context) error { return h.install(ctx, version, reboot) })(ctx, hc)
 	}
 }
 
@@ -69,17 +67,10 @@ func (c *Charm) startVersion(ctx context.Context) *charm.Pending[slurm.Version] 
 	return charm.Start(func() (slurm.Version, error) { return cl.SlurmdVersion(ctx) })
 }
 
-// startMachine reads `slurmd -C` in the background.
-func (c *Charm) startMachine(ctx context.Context) *charm.Pending[slurm.MachineInfo] {
-	cl := c.slurm()
-	return charm.Start(func() (slurm.MachineInfo, error) { return cl.MachineInfo(ctx) })
-}
-
-// install installs the missing packages, records the machine's Slurm version and facts
-// (read meanwhile; facts that could not be read are left to the next hook, readingFacts),
-// checks RebootProgram's write (meanwhile too) and waits for the controller. The version is
-// shown with the next status.
-func (h *hook) install(ctx context.Context, version *charm.Pending[slurm.Version], machine *charm.Pending[slurm.MachineInfo], reboot *charm.Pending[struct{}]) error {
+// install installs the missing packages, records the machine's Slurm version (read
+// meanwhile), checks RebootProgram's write (meanwhile too) and waits for the controller. The
+// version is shown with the next status.
+func (h *hook) install(ctx context.Context, version *charm.Pending[slurm.Version], reboot *charm.Pending[struct{}]) error {
 	missing, err := apt.Missing(h.c.LookPath, packages)
 	if err != nil {
 		return err
@@ -93,10 +84,8 @@ func (h *hook) install(ctx context.Context, version *charm.Pending[slurm.Version
 		}
 		// What was read before the packages were there is of no use: read it again.
 		version.Wait()
-		machine.Wait()
-		version, machine = h.c.startVersion(ctx), h.c.startMachine(ctx)
+		version = h.c.startVersion(ctx)
 		defer version.Wait()
-		defer machine.Wait()
 	}
 	if err := (genericResources{h}).redetect(ctx); err != nil {
 		return err
@@ -110,9 +99,6 @@ func (h *hook) install(ctx context.Context, version *charm.Pending[slurm.Version
 		return fmt.Errorf("cannot find the Slurm version: %w", err)
 	}
 	h.st.Facts = &Facts{Version: v.String()}
-	if mi, err := machine.Wait(); err == nil && len(mi.Params) > 0 {
-		h.st.Facts.Machine = mi
-	}
 	return statusErr
 }
 
