@@ -81,6 +81,17 @@ func TestNodeLifecycleMachines(t *testing.T) {
 		c := newClusterOn(t, r.base, 2)
 		c.checkSystemd("slurmctld/0", "slurmctld")
 		c.checkSystemd("slurmd/0", "slurmd")
+		// The join leaves slurmd (and munged on 22.05) enabled at boot.
+		daemons := []string{"slurmd"}
+		if !r.authSlurm() {
+			daemons = append(daemons, "munge")
+		}
+		for _, d := range daemons {
+			if out, _, _ := c.tryExec("slurmd/0", "systemctl", "is-enabled", d+".service"); strings.TrimSpace(out) != "enabled" {
+				got := strings.TrimSpace(out)
+				t.Errorf("slurmd/0: systemctl is-enabled %s = %q, want enabled", d, got)
+			}
+		}
 		c.checkRelease(r, "slurmctld/0", "slurmd/0")
 		nodeLifecycle(t, c)
 	})
