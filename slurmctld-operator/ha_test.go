@@ -877,10 +877,10 @@ func TestLastingTakeover(t *testing.T) {
 }
 
 // TestPrimaryStartsBesideBackupInControl: the primary's slurmctld started by a hook while a
-// backup is in control (the primary's host rebooted: the start hook) is started and not
-// waited for: Slurm's primary answers only once the backup gave control up, which it may
-// answer after 29 s, as long as start's wait for an answer. The status names the backup in
-// control.
+// backup is in control (stopped by an operator, or not yet started at boot: the start hook)
+// is not waited for: Slurm's primary answers only once the backup gave control up, which it
+// may answer after 29 s, as long as start's wait for an answer. The status names the backup
+// in control.
 func TestPrimaryStartsBesideBackupInControl(t *testing.T) {
 	e, leader := haLeader(t, 1)
 	leader = e.run(leader, jujutest.Hook(juju.UpdateStatus)) // the restart to move the state finished

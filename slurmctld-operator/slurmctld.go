@@ -267,8 +267,9 @@ func (ctl slurmctldDaemon) live(ctx context.Context) bool {
 // running holds no job in its scheduler and no node registered, no action on the controller
 // can do anything without it, and the controller data the hook then publishes sends the
 // slurmd units to it; a slurmctld that does not come up fails the hook, naming its log.
-// Not so for the primary while another controller is in control (a primary coming back,
-// after a reboot): that one serves the cluster, and the primary answers only once it gave
+// Not so for the primary while another controller is in control (a configure hook finding
+// the primary's slurmctld stopped, by an operator or before its supervisor started it at
+// boot, while the backup took over): that one serves the cluster, and the primary answers only once it gave
 // control up, which Slurm may take CONTROL_TIMEOUT − 1 = 29 s to answer (reclaimWait), as
 // long as startWait: the hook waits for nothing then, and a later status names the
 // controller in control.
