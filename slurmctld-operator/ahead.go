@@ -59,10 +59,11 @@ func (h *hook) readsIngress(leader bool) bool {
 // way, while slurmctld runs, which the read ahead checks first), in a hook whose handler,
 // before the status, reads the list itself, changes nothing in Slurm, or forgets the list
 // when it does (nodeCache.forget, which the hook's client and services call: before slurmctld
-// starts, stops or restarts, after a reconfigure, a repair, a drain or a removal): update-status, the slurmd relation's created,
-// joined and changed (but for a unit still joining, whose status keeps the counts the last
-// status read, hook.keepsCounts: its relation-joined reads no list, and its relation-changed
-// reads it only once the unit's databag, read ahead beside, shows the unit's release,
+// starts, stops or restarts, after a reconfigure, a repair, a drain or a removal):
+// update-status, the slurmd relation's created, joined and changed (but for a unit still
+// joining, whose status keeps the counts the last status read, hook.keepsCounts: its
+// relation-joined reads no list, and its relation-changed reads it only once the unit's
+// databag, read ahead beside, shows the unit's release,
 // hook.aheadWhen), and the leader's configure hooks (leader-elected, config-changed,
 // start, upgrade-charm). begin then reads the list ahead (nodeCache.ahead), beside is-leader
 // and the handler's own work, once the configuration's problem and the restart under way are

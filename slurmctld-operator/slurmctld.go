@@ -269,21 +269,18 @@ func (ctl slurmctldDaemon) live(ctx context.Context) bool {
 // slurmd units to it; a slurmctld that does not come up fails the hook, naming its log.
 // Not so for the primary while another controller is in control (a configure hook finding
 // the primary's slurmctld stopped, by an operator or before its supervisor started it at
-// boot, while the backup took over): that one serves the cluster, and the primary answers only once it gave
-// control up, which Slurm may take CONTROL_TIMEOUT − 1 = 29 s to answer (reclaimWait), as
-// long as startWait: the hook waits for nothing then, and a later status names the
-// controller in control.
+// boot, while the backup took over): that one serves the cluster, and the primary answers
+// only once it gave control up, which Slurm may take CONTROL_TIMEOUT − 1 = 29 s to answer
+// (reclaimWait), as long as startWait: the hook waits for nothing then, and a later status
+// names the controller in control.
 func (ctl slurmctldDaemon) start(ctx context.Context) error {
 	h := ctl.h
 	c := h.c
 	if err := ctl.launch(ctx); err != nil {
 		return err
 	}
-	ctls := h.ctls
-	if ctls == nil {
-		ctls = h.st.Controllers
-	}
-	if act, ok := h.activeController(); ok && act.Unit != h.hc.Event.Unit && len(ctls) > 0 && ctls[0].Unit == h.hc.Event.Unit {
+	// A heartbeat read (ok) means several controllers in h.ctls, the primary first.
+	if act, ok := h.activeController(); ok && act.Unit != h.hc.Event.Unit && h.ctls[0].Unit == h.hc.Event.Unit {
 		h.logf(ctx, juju.LevelInfo, "slurmctld started; %s is in control: Slurm hands control back to this primary once it gives it up", act.Unit)
 		return nil
 	}
@@ -310,20 +307,20 @@ func (ctl slurmctldDaemon) start(ctx context.Context) error {
 // for the heartbeat instead (standby.waitInControl).
 func (ctl slurmctldDaemon) launch(ctx context.Context) error {
 	h := ctl.h
-	c := h.c
+	svc := h.services()
 	if err := h.progress(ctx, "starting slurmctld"); err != nil {
 		return err
 	}
 	// StayStopped: a slurmctld that a backup's takeover shut down (it exits 0) stays down
 	// (standby.go); a crash is restarted.
 	spec := service.Spec{Name: svcSlurmctld, Summary: "Slurm controller", Command: []string{"/usr/sbin/slurmctld", "-D", "-f", confPath}, StayStopped: true}
-	if err := c.Services.Configure(ctx, spec); err != nil {
+	if err := svc.Configure(ctx, spec); err != nil {
 		return fmt.Errorf("cannot configure slurmctld: %w", err)
 	}
-	if err := c.Services.Enable(ctx, svcSlurmctld); err != nil {
+	if err := svc.Enable(ctx, svcSlurmctld); err != nil {
 		return fmt.Errorf("cannot enable slurmctld: %w", err)
 	}
-	if err := h.services().Start(ctx, svcSlurmctld); err != nil {
+	if err := svc.Start(ctx, svcSlurmctld); err != nil {
 		return fmt.Errorf("cannot start slurmctld (see %s): %w", slurmctldLog, err)
 	}
 	// slurm.conf as written is what slurmctld now runs with.

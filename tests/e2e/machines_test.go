@@ -87,8 +87,8 @@ func TestNodeLifecycleMachines(t *testing.T) {
 			daemons = append(daemons, "munge")
 		}
 		for _, d := range daemons {
-			if out, _, _ := c.tryExec("slurmd/0", "systemctl", "is-enabled", d+".service"); strings.TrimSpace(out) != "enabled" {
-				got := strings.TrimSpace(out)
+			out, _, _ := c.tryExec("slurmd/0", "systemctl", "is-enabled", d+".service")
+			if got := strings.TrimSpace(out); got != "enabled" {
 				t.Errorf("slurmd/0: systemctl is-enabled %s = %q, want enabled", d, got)
 			}
 		}
