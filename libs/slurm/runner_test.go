@@ -79,4 +79,17 @@ func TestRealSlurmd(t *testing.T) {
 	if _, ok := m.Params.Get("NodeName"); ok {
 		t.Errorf("machine info params contain NodeName: %v", m.Params)
 	}
+	// MachineInfo keeps hwloc from loading its plugins: the facts are those of a plain
+	// `slurmd -C` (the host's hwloc has plugins: Debian's libhwloc-plugins, with slurmd).
+	plain, err := exec.CommandContext(ctx, "slurmd", "-C").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := slurm.ParseMachineInfo(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, m); d != "" {
+		t.Errorf("facts without hwloc's plugins (-plain +MachineInfo):\n%s", d)
+	}
 }
