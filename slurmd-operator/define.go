@@ -17,7 +17,8 @@ import (
 // the managed GRES types) and not the key, which secret-get, the next read, fetches with
 // the databag's secret id. So while secret-get runs, slurmd's service is defined as the
 // join will define it (its gres.conf lines, its files and, on systemd, the check of the
-// definition systemd holds), neither enabled nor started; the join's start skips a
+// definition systemd holds: the drop-in, which names slurmd's path and not its arguments,
+// while `slurmd -C` still runs), neither enabled nor started; the join's start skips a
 // definition identical to the one it would make (slurmdDaemon.start) and makes any other
 // itself. What the join would refuse (joinHold, the join's own decision: a release the
 // controller does not accept, a configuration it would not send, GRES it does not manage, no
@@ -70,6 +71,11 @@ func (h *hook) defineAhead(ctx context.Context) {
 		// then with the configuration's resources.
 		if !joinHold(departed, cb, v, nil).starts() {
 			return service.Spec{}, errNotAhead
+		}
+		// What of the definition does not depend on the facts' --conf (on systemd the
+		// drop-in, and systemd's check of it) is made while `slurmd -C` runs.
+		if err := service.Define(ctx, d.c.Services, d.spec(&Applied{Controllers: cb.Controllers})); err != nil {
+			return service.Spec{}, err
 		}
 		if machine != nil {
 			if in.Machine, err = machine.Wait(); err != nil {

@@ -192,6 +192,24 @@ type Manager interface {
 	Status(ctx context.Context, name string) (Status, error)
 }
 
+// Definer is a Manager that can hold the part of a service's definition that does not
+// depend on its command's arguments before they are known (systemd: the unit's drop-in, and
+// a reload when systemd holds another), so that Configure, with the arguments, has only the
+// rest left to do. Pebble's definition is one layer: it has no such part.
+type Definer interface {
+	// Define makes the supervisor hold what of spec's definition does not depend on
+	// spec.Command[1:]. It neither starts, stops nor enables the service.
+	Define(ctx context.Context, spec Spec) error
+}
+
+// Define calls m's Define when m is a Definer, and does nothing otherwise.
+func Define(ctx context.Context, m Manager, spec Spec) error {
+	if d, ok := m.(Definer); ok {
+		return d.Define(ctx, spec)
+	}
+	return nil
+}
+
 // Backend names which service manager a host uses.
 type Backend int
 

@@ -39,7 +39,10 @@ type Manager struct {
 	ahead chan struct{}
 }
 
-var _ service.Manager = (*Manager)(nil)
+var (
+	_ service.Manager = (*Manager)(nil)
+	_ service.Definer = (*Manager)(nil)
+)
 
 // Detect returns a Manager for the backend service.Detect finds (lookupEnv is os.LookupEnv
 // in production; files are checked with os.Stat).
@@ -110,6 +113,11 @@ func (m *Manager) do(ctx context.Context, f func(service.Manager) error) error {
 // Configure implements service.Manager.
 func (m *Manager) Configure(ctx context.Context, spec service.Spec) error {
 	return m.do(ctx, func(sm service.Manager) error { return sm.Configure(ctx, spec) })
+}
+
+// Define implements service.Definer: the backend's Define, if it has one.
+func (m *Manager) Define(ctx context.Context, spec service.Spec) error {
+	return m.do(ctx, func(sm service.Manager) error { return service.Define(ctx, sm, spec) })
 }
 
 // Enable implements service.Manager.

@@ -48,6 +48,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/dbus"
@@ -86,9 +87,18 @@ type Manager struct {
 	Conn Conn
 	// Root prefixes every file path; empty means "/".
 	Root string
+
+	mu sync.Mutex
+	// held maps a unit's name to the digest of the drop-in this Manager saw systemd hold
+	// (or made it hold): a later definition with the same drop-in in the same process (a
+	// hook: Define, then Configure) asks systemd no more.
+	held map[string]string
 }
 
-var _ service.Manager = (*Manager)(nil)
+var (
+	_ service.Manager = (*Manager)(nil)
+	_ service.Definer = (*Manager)(nil)
+)
 
 // New connects to the system bus; ctx bounds the wait for the connection, not its life.
 // Close the returned connection when done.
@@ -180,8 +190,20 @@ func (m *Manager) Configure(ctx context.Context, spec service.Spec) error {
 	if err != nil {
 		return err
 	}
-	if err := m.write(ctx, EnvironmentFile(spec.Name), EnvironmentFileContent(spec)); err != nil {
+	if _, err := m.write(ctx, EnvironmentFile(spec.Name), EnvironmentFileContent(spec)); err != nil {
 		return fmt.Errorf("cannot configure service %q: %w", spec.Name, err)
+	}
+	return m.define(ctx, spec.Name, dropIn, digest)
+}
+
+// Define implements service.Definer: it writes spec's drop-in, which names the command's
+// path and not its arguments (they are in the environment file), and makes systemd hold it
+// (define), so that Configure with the same command path writes the environment file and
+// nothing else.
+func (m *Manager) Define(ctx context.Context, spec service.Spec) error {
+	dropIn, digest, err := m.check(spec)
+	if err != nil {
+		return err
 	}
 	return m.define(ctx, spec.Name, dropIn, digest)
 }
@@ -210,10 +232,12 @@ func (m *Manager) check(spec service.Spec) (dropIn, digest string, err error) {
 // new drop-in of a unit nothing uses needs no reload.
 func (m *Manager) define(ctx context.Context, name, dropIn, digest string) error {
 	want := DigestVar + "=" + digest
-	if err := m.write(ctx, DropInFile(name), dropIn); err != nil {
+	wrote, err := m.write(ctx, DropInFile(name), dropIn)
+	if err != nil {
 		return fmt.Errorf("cannot configure service %q: %w", name, err)
 	}
-	if m.holds(ctx, name, want) {
+	if !wrote && m.saw(name, digest) || m.holds(ctx, name, want) {
+		m.see(name, digest)
 		return nil
 	}
 	if err := m.Conn.ReloadContext(ctx); err != nil {
@@ -222,7 +246,27 @@ func (m *Manager) define(ctx context.Context, name, dropIn, digest string) error
 	if _, err := m.props(ctx, name); err != nil {
 		return fmt.Errorf("cannot configure service %q: %w", name, err)
 	}
+	m.see(name, digest)
 	return nil
+}
+
+// saw reports whether this Manager saw systemd hold name's drop-in with digest (define
+// asks only when it found the file holding it: a file rewritten meanwhile, by anyone, is
+// checked again).
+func (m *Manager) saw(name, digest string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.held[name] == digest
+}
+
+// see records that systemd holds name's drop-in with digest.
+func (m *Manager) see(name, digest string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.held == nil {
+		m.held = map[string]string{}
+	}
+	m.held[name] = digest
 }
 
 // holds reports whether the definition systemd holds for name sets the environment
@@ -358,12 +402,13 @@ func ExecLine(argv []string) string {
 }
 
 // write replaces path (without Root) with content unless it holds it already: atomically
-// (libs/atomicfile), mode 0644 even when it had another, creating missing directories.
-func (m *Manager) write(ctx context.Context, path, content string) error {
+// (libs/atomicfile), mode 0644 even when it had another, creating missing directories. It
+// reports whether it wrote.
+func (m *Manager) write(ctx context.Context, path, content string) (bool, error) {
 	if old, err := os.ReadFile(m.path(path)); err == nil && string(old) == content {
-		return nil
+		return false, nil
 	}
-	return atomicfile.Write(ctx, m.path(path), []byte(content), atomicfile.Options{Mode: 0o644, Reset: true, MkdirMode: 0o755})
+	return true, atomicfile.Write(ctx, m.path(path), []byte(content), atomicfile.Options{Mode: 0o644, Reset: true, MkdirMode: 0o755})
 }
 
 // Enable implements service.Manager.

@@ -48,6 +48,9 @@ type fakeConn struct {
 	// one interval), a sixth start fails with the unit's Result "start-limit-hit".
 	starts     map[string]int
 	unitResult map[string]string
+	// envReads counts the reads of a unit's Environment (the check of the drop-in systemd
+	// holds).
+	envReads int
 }
 
 func newFakeConn(root string, units ...string) *fakeConn {
@@ -266,6 +269,7 @@ func (f *fakeConn) GetServicePropertyContext(ctx context.Context, name, property
 	if property != "Environment" {
 		return nil, fmt.Errorf("fake: property %s not served", property)
 	}
+	f.envReads++
 	var env []string
 	if f.installed[name] {
 		env = f.held(name).env
@@ -718,5 +722,71 @@ func TestReloadOnlyOnChange(t *testing.T) {
 		if !slices.ContainsFunc(h.env, func(kv string) bool { return strings.Contains(string(drop), "Environment="+kv+"\n") }) {
 			t.Errorf("after %s: systemd holds %q, not the drop-in on disk", s.name, h.env)
 		}
+	}
+}
+
+// TestDefineAhead: Define holds the drop-in before the command's arguments are known (a new
+// node's join defines slurmd while `slurmd -C` runs); Configure with them in the same
+// process writes the environment file and asks systemd nothing; another process (the next
+// hook) checks again; a changed drop-in of a running unit still reloads.
+func TestDefineAhead(t *testing.T) {
+	m, conn := newManager(t, "slurmd.service")
+	ctx := context.Background()
+	spec := slurmdSpec()
+	bare := spec
+	bare.Command = spec.Command[:1]
+	envFile := filepath.Join(m.Root, systemd.EnvironmentFile("slurmd"))
+	reads := func() int {
+		conn.mu.Lock()
+		defer conn.mu.Unlock()
+		return conn.envReads
+	}
+	if err := m.Define(ctx, bare); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(envFile); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Define wrote the environment file (%v)", err)
+	}
+	drop, err := os.ReadFile(filepath.Join(m.Root, systemd.DropInFile("slurmd")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := systemd.DropIn(spec)
+	if string(drop) != want {
+		t.Errorf("drop-in after Define:\n%s\nwant (Configure's, with the arguments):\n%s", drop, want)
+	}
+	if got := reads(); got != 1 {
+		t.Errorf("Define read the unit's Environment %d times, want 1", got)
+	}
+	if err := m.Configure(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if got := reads(); got != 1 {
+		t.Errorf("Configure after Define asked systemd again (%d reads)", got)
+	}
+	if env, _ := os.ReadFile(envFile); string(env) != systemd.EnvironmentFileContent(spec) {
+		t.Errorf("environment file %q, want %q", env, systemd.EnvironmentFileContent(spec))
+	}
+	next := &systemd.Manager{Conn: conn, Root: m.Root}
+	if err := next.Configure(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if got := reads(); got != 2 {
+		t.Errorf("another Manager trusted the first one's check (%d reads, want 2)", got)
+	}
+	if err := next.Start(ctx, "slurmd"); err != nil {
+		t.Fatal(err)
+	}
+	longer := bare
+	longer.KillDelay = 20 * time.Second
+	before := len(conn.Calls())
+	if err := next.Define(ctx, longer); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(conn.Calls()[before:], "reload") {
+		t.Errorf("a new drop-in of a running unit defined without a reload (calls %q)", conn.Calls()[before:])
+	}
+	if err := next.Define(ctx, service.Spec{Name: "slurmd", Command: []string{"slurmd"}}); err == nil {
+		t.Error("Define with a relative command path: no error")
 	}
 }
