@@ -69,6 +69,16 @@ func (r genericResources) facts(ctx context.Context) (*GresFacts, error) {
 // counts as no declaration here: it blocks the unit through the configuration check, and
 // the node keeps running as it was.
 func (r genericResources) build(ctx context.Context, mi slurm.MachineInfo, nodeConfig string) (nodeConf, error) {
+	var version string
+	if f := r.h.st.Facts; f != nil {
+		version = f.Version
+	}
+	return r.buildFor(ctx, mi, nodeConfig, version)
+}
+
+// buildFor is build for the Slurm release version ("" before it is known: nothing is said
+// of GPU autodetection; the file is written again with it before slurmd starts).
+func (r genericResources) buildFor(ctx context.Context, mi slurm.MachineInfo, nodeConfig, version string) (nodeConf, error) {
 	f, err := r.facts(ctx)
 	if err != nil {
 		return nodeConf{}, err
@@ -79,24 +89,21 @@ func (r genericResources) build(ctx context.Context, mi slurm.MachineInfo, nodeC
 	}
 	h := r.h
 	in := nodeInputs{Machine: mi, App: h.hc.Event.App, Node: h.node, NodeConfig: nodeConfig, Detected: f.Detected, Declared: declared}
-	// Before the machine's facts are read nothing is said; the file is written again with
-	// them before slurmd starts (registrar.join).
-	if f := h.st.Facts; f != nil {
-		if v, err := slurm.ParseVersion(f.Version); err == nil {
-			in.GresOptions.AutoDetectOff = slurm.FeaturesOf(v).GPUAutoDetect
-		}
+	if v, err := slurm.ParseVersion(version); err == nil {
+		in.GresOptions.AutoDetectOff = slurm.FeaturesOf(v).GPUAutoDetect
 	}
 	return buildNode(in)
 }
 
 // redetect (install, upgrade-charm) detects the machine's GPUs afresh and writes
-// GresLocalConf with the node's lines before any slurmd can start: the gres.conf the
-// controller serves includes it, and a slurmd that cannot read it never registers. A running
-// node's lines are left for the registrar, which re-registers it when they changed.
-func (r genericResources) redetect(ctx context.Context) error {
+// GresLocalConf with the node's lines for Slurm release version before any slurmd can start:
+// the gres.conf the controller serves includes it, and a slurmd that cannot read it never
+// registers. A running node's lines are left for the registrar, which re-registers it when
+// they changed.
+func (r genericResources) redetect(ctx context.Context, version string) error {
 	h := r.h
 	h.st.Gres = nil
-	nc, err := r.build(ctx, slurm.MachineInfo{}, h.st.NodeConfig)
+	nc, err := r.buildFor(ctx, slurm.MachineInfo{}, h.st.NodeConfig, version)
 	if err != nil {
 		return err
 	}

@@ -87,18 +87,26 @@ func (h *hook) install(ctx context.Context, version *charm.Pending[slurm.Version
 		version = h.c.startVersion(ctx)
 		defer version.Wait()
 	}
-	if err := (genericResources{h}).redetect(ctx); err != nil {
+	// The version, read since the hook's start (a few ms, as long as config-get), decides
+	// the gres.conf lines (GPU autodetection from 26.05): written once here, not again by
+	// the join before slurmd's start. The state takes it after the status, which shows it
+	// with the next one.
+	v, verr := version.Wait()
+	var release string
+	if verr == nil {
+		release = v.String()
+	}
+	if err := (genericResources{h}).redetect(ctx, release); err != nil {
 		return err
 	}
 	if _, err := reboot.Wait(); err != nil {
 		return err
 	}
 	statusErr := h.report(ctx, observed{installed: true})
-	v, err := version.Wait()
-	if err != nil {
-		return fmt.Errorf("cannot find the Slurm version: %w", err)
+	if verr != nil {
+		return fmt.Errorf("cannot find the Slurm version: %w", verr)
 	}
-	h.st.Facts = &Facts{Version: v.String()}
+	h.st.Facts = &Facts{Version: release}
 	return statusErr
 }
 
@@ -170,7 +178,7 @@ func (h *hook) upgrade(ctx context.Context) error {
 	if _, _, err := h.facts(ctx); err != nil {
 		return err
 	}
-	if err := (genericResources{h}).redetect(ctx); err != nil {
+	if err := (genericResources{h}).redetect(ctx, h.st.Facts.Version); err != nil {
 		return err
 	}
 	if err := h.c.installRebootProgram(ctx, h.node); err != nil {

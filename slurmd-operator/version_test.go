@@ -105,7 +105,8 @@ func TestOlderSlurmdAccepted(t *testing.T) {
 }
 
 // TestGresConfAutoDetectOff: on Slurm 26.05, whose slurmd -Z detects GPUs by itself, the node's
-// gres.conf turns that off (the charm's detection is the one source); before, it says nothing.
+// gres.conf turns that off (the charm's detection is the one source), from install on;
+// before, it says nothing.
 func TestGresConfAutoDetectOff(t *testing.T) {
 	for _, tt := range []struct {
 		version string
@@ -120,6 +121,15 @@ func TestGresConfAutoDetectOff(t *testing.T) {
 			e.slurm.version = tt.version
 			if err := e.run(jujutest.Hook(juju.Install)); err != nil {
 				t.Fatal(err)
+			}
+			// install writes the release's lines: the join, on the path to slurmd's
+			// start, finds the file as it wants it.
+			installed, err := os.ReadFile(filepath.Join(e.root, GresLocalConf))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if has := strings.Contains(string(installed), "\nAutoDetect=off\n"); has != tt.off {
+				t.Errorf("after install %s says AutoDetect=off: %v, want %v:\n%s", GresLocalConf, has, tt.off, installed)
 			}
 			e.join()
 			got, err := os.ReadFile(filepath.Join(e.root, GresLocalConf))
