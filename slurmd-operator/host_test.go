@@ -67,8 +67,11 @@ type host struct {
 	// still loading, and earlyShows the `scontrol show node` runs made meanwhile.
 	registerAfter time.Duration
 	quietStart    bool // a slurmd that registers after registerAfter logs nothing
-	starting      int
-	earlyShows    int
+	// lineAhead, when set, is how long before its registration slurmd logs its start (as
+	// real slurmd: the line, then the registration RPC and slurmctld's new record).
+	lineAhead  time.Duration
+	starting   int
+	earlyShows int
 }
 
 func newHost(root string) *host {
@@ -167,13 +170,22 @@ func (h *host) slurmdStarted(argv []string) (bool, error) {
 	h.starting++
 	h.mu.Unlock()
 	go func() {
-		time.Sleep(after)
-		err := h.registered(name, conf, p, tmpDisk)
 		h.mu.Lock()
-		quiet := h.quietStart
+		quiet, ahead := h.quietStart, h.lineAhead
 		h.mu.Unlock()
-		if err == nil && !quiet {
-			err = h.logLine("slurmd started on Fri, 27 Nov 2026 02:25:26 +0000")
+		const line = "slurmd started on Fri, 27 Nov 2026 02:25:26 +0000"
+		var err error
+		if ahead > 0 && !quiet {
+			time.Sleep(max(after-ahead, 0))
+			err = h.logLine(line)
+			time.Sleep(ahead)
+			err = errors.Join(err, h.registered(name, conf, p, tmpDisk))
+		} else {
+			time.Sleep(after)
+			err = h.registered(name, conf, p, tmpDisk)
+			if err == nil && !quiet {
+				err = h.logLine(line)
+			}
 		}
 		if err != nil {
 			panic(fmt.Sprintf("slurmd %s: %v", name, err))

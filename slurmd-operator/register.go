@@ -313,11 +313,11 @@ func (r registrar) waitRegistered(ctx context.Context, watch bool, started int64
 // registered node's record.
 //
 // When the caller has just started slurmd (started is where slurmd's log stood before, not
-// -1), the first check waits until slurmd logs that it has started (awaitStart), when its
-// registration can have happened, instead of asking the controller at once: each check is
-// an scontrol run (a process, a munge credential and two RPCs to slurmctld) on the cores
-// where slurmd is still loading its configuration and plugins, and slurmctld serves it while
-// it is waiting for the registration.
+// -1), the first check waits until slurmd logs that it has started (awaitStart), and then
+// RegisterGap, when its registration is done, instead of asking the controller at once:
+// each check is an scontrol run (a process, a munge credential and two RPCs to slurmctld) on
+// the cores where slurmd is still loading its configuration and plugins, or registering, and
+// slurmctld serves it while it is waiting for the registration.
 func (r registrar) waitNode(ctx context.Context, watch bool, also func(slurm.Node) bool, started int64) (slurm.Node, error) {
 	h := r.h
 	ctx, cancel := context.WithTimeout(ctx, charm.Or(h.c.RegisterTimeout, DefaultRegisterTimeout))
@@ -325,8 +325,13 @@ func (r registrar) waitNode(ctx context.Context, watch bool, also func(slurm.Nod
 	var n slurm.Node
 	var last, exited error
 	every := h.c.poll()
-	if started >= 0 {
-		r.awaitStart(ctx, started)
+	if started >= 0 && r.awaitStart(ctx, started) {
+		// slurmd sends its registration right after its start line: a check now would
+		// run beside it and find no record yet.
+		select {
+		case <-ctx.Done():
+		case <-time.After(min(charm.Or(h.c.RegisterGap, DefaultRegisterGap), every)):
+		}
 	}
 	err := poll.UntilBackoff(ctx, poll.Backoff{Start: min(10*time.Millisecond, every), Max: every}, func(ctx context.Context) (bool, error) {
 		var err error
@@ -365,14 +370,17 @@ const slurmdStarted = " started on "
 // or hit a fatal error, reading the log's new lines every few milliseconds (a file read, no
 // process), for at most PollInterval: a slurmd whose log says nothing of its start (a log
 // level below info) is polled PollInterval after its start. A log shorter than offset was
-// truncated, and is read from its start.
-func (r registrar) awaitStart(ctx context.Context, offset int64) {
+// truncated, and is read from its start. It reports whether the log said that slurmd
+// started (and not a fatal error).
+func (r registrar) awaitStart(ctx context.Context, offset int64) bool {
 	c := r.h.c
 	ctx, cancel := context.WithTimeout(ctx, c.poll())
 	defer cancel()
+	path := c.Path(SlurmdLog)
 	_ = poll.Until(ctx, min(startCheck, c.poll()), func(context.Context) (bool, error) {
-		return slurmdLogSays(c.Path(SlurmdLog), offset, slurmdStarted, "fatal: "), nil
+		return slurmdLogSays(path, offset, slurmdStarted, "fatal: "), nil
 	})
+	return slurmdLogSays(path, offset, slurmdStarted) && !slurmdLogSays(path, offset, "fatal: ")
 }
 
 // startCheck is how often awaitStart reads slurmd's log.

@@ -14,9 +14,10 @@ import (
 
 // TestRegistrationFirstCheck: a slurmd started by a join or a re-registration takes tens of
 // milliseconds to load its configuration and plugins before it registers; the unit asks the
-// controller for its node (scontrol show node) only once slurmd has logged its start, not
-// while slurmd still loads on the same cores. A slurmd whose log says nothing of its start
-// (SlurmdDebug below info) is still waited for: the checks begin PollInterval after its start.
+// controller for its node (scontrol show node) only once slurmd has logged its start, and
+// registerGap after that line, when its registration is done, not while slurmd still loads
+// or registers on the same cores. A slurmd whose log says nothing of its start (SlurmdDebug
+// below info) is still waited for: the checks begin PollInterval after its start.
 func TestRegistrationFirstCheck(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
@@ -24,16 +25,23 @@ func TestRegistrationFirstCheck(t *testing.T) {
 		// reconf: a node-config action re-registers the node (stop, delete, start) after
 		// the join, and the checks of that start are counted
 		reconf bool
+		// lineAhead: slurmd logs its start this long before its node is registered
+		lineAhead time.Duration
 	}{
 		{name: "join"},
 		{name: "join, no start line", quiet: true},
 		{name: "re-registration", reconf: true},
+		{name: "join, registered 5 ms after the start line", lineAhead: 5 * time.Millisecond},
+		{name: "re-registration, registered 5 ms after the start line", reconf: true, lineAhead: 5 * time.Millisecond},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
 			e.charm.PollInterval = 300 * time.Millisecond
+			e.charm.RegisterGap = 200 * time.Millisecond // far above lineAhead: no race
 			start := func() {
-				e.slurm.set(func(h *host) { h.registerAfter, h.quietStart, h.earlyShows = 40*time.Millisecond, tt.quiet, 0 })
+				e.slurm.set(func(h *host) {
+					h.registerAfter, h.quietStart, h.lineAhead, h.earlyShows = 40*time.Millisecond, tt.quiet, tt.lineAhead, 0
+				})
 			}
 			if !tt.reconf {
 				start()
