@@ -17,13 +17,13 @@ import (
 // the managed GRES types) and not the key, which secret-get, the next read, fetches with
 // the databag's secret id. So while secret-get runs, slurmd's service is defined as the
 // join will define it (its gres.conf lines, its files and, on systemd, the check of the
-// definition systemd holds: the drop-in, which names slurmd's path and not its arguments,
-// while `slurmd -C` still runs), neither enabled nor started; the join's start skips a
+// definition systemd holds), neither enabled nor started; the join's start skips a
 // definition identical to the one it would make (slurmdDaemon.start) and makes any other
 // itself. What the join would refuse (joinHold, the join's own decision: a release the
 // controller does not accept, a configuration it would not send, GRES it does not manage, no
 // controller, a departed node) is not defined ahead; the join itself decides, and reports,
-// as before.
+// as before. slurmd's systemd drop-in, which names its path and nothing of the node, is
+// defined from the hook's start, beside relation-get and `slurmd -C`.
 
 // errNotAhead: the definition is left to the join.
 var errNotAhead = errors.New("slurmd's definition left to the join")
@@ -58,7 +58,15 @@ func (h *hook) defineAhead(ctx context.Context) {
 		machine = nil
 	}
 	hc, id, d, res, departed := h.hc, ev.Relation, h.slurmd(), genericResources{h}, h.st.Departed
+	// slurmd's drop-in (systemd; Pebble has no such part) names slurmd's path and nothing of
+	// the node: it is defined from the hook's start, beside relation-get and `slurmd -C`,
+	// whatever the join then decides. systemd runs it only once slurmd is started or enabled,
+	// which the join alone does, after writing slurmd's arguments.
+	dropIn := charm.Start(func() (struct{}, error) {
+		return struct{}{}, service.Define(ctx, d.c.Services, d.spec(&Applied{}))
+	})
 	h.slurmdAhead = charm.Start(func() (service.Spec, error) {
+		defer dropIn.Wait()                      // done when the definition ahead is
 		_, bag, err := hc.RemoteAppData(ctx, id) // the hook's own read: one relation-get
 		if err != nil {
 			return service.Spec{}, err
@@ -71,11 +79,6 @@ func (h *hook) defineAhead(ctx context.Context) {
 		// then with the configuration's resources.
 		if !joinHold(departed, cb, v, nil).starts() {
 			return service.Spec{}, errNotAhead
-		}
-		// What of the definition does not depend on the facts' --conf (on systemd the
-		// drop-in, and systemd's check of it) is made while `slurmd -C` runs.
-		if err := service.Define(ctx, d.c.Services, d.spec(&Applied{Controllers: cb.Controllers})); err != nil {
-			return service.Spec{}, err
 		}
 		if machine != nil {
 			if in.Machine, err = machine.Wait(); err != nil {
@@ -90,6 +93,9 @@ func (h *hook) defineAhead(ctx context.Context) {
 			return service.Spec{}, errNotAhead
 		}
 		if err := res.writeConf(ctx, nc.GresConf); err != nil {
+			return service.Spec{}, err
+		}
+		if _, err := dropIn.Wait(); err != nil {
 			return service.Spec{}, err
 		}
 		spec := d.spec(&Applied{Controllers: cb.Controllers, Conf: nc.Conf})
