@@ -24,8 +24,8 @@ const (
 	DefaultRegisterTimeout = 30 * time.Second
 	// DefaultRegisterGap is how long slurmd's registration and slurmctld's new record take
 	// after slurmd's start line (Slurm 24.11 and 26.05 on Debian 13 and 14 machines: a check
-	// at once found no record and a second ran 10 ms later; docs/benchmarks.md, "The first
-	// check after slurmd's start"): the first check waits that long.
+	// at once found no record and a second ran 10 ms later; docs/benchmarks.md, branch
+	// join3): the first check waits that long.
 	DefaultRegisterGap   = 15 * time.Millisecond
 	DefaultActionTimeout = 10 * time.Minute
 	DefaultProbeTimeout  = 3 * time.Second

@@ -248,8 +248,7 @@ func (c *Client) version(ctx context.Context, prog string) (Version, error) {
 // installed (Debian's libhwloc-plugins: PCI, OpenCL, GL with libX11, Level Zero, libxml2)
 // for each topology it builds; they only discover I/O devices, which Slurm filters out
 // (xcpuinfo.c keeps no I/O object type), and hwloc parses XML without libxml2 too. The
-// facts are the same, in about half the time (docs/benchmarks.md, "slurmd -C without hwloc's
-// plugins").
+// facts are the same, in about half the time (docs/benchmarks.md, branch join3).
 const NoHwlocPlugins = "HWLOC_PLUGINS_PATH=/nonexistent/hwloc-plugins"
 
 // MachineInfo runs `slurmd -C` (under NoHwlocPlugins) and parses it. It needs no controller.
