@@ -377,26 +377,18 @@ func (r registrar) awaitStart(ctx context.Context, offset int64) bool {
 	ctx, cancel := context.WithTimeout(ctx, c.poll())
 	defer cancel()
 	path := c.Path(SlurmdLog)
+	started := false
 	_ = poll.Until(ctx, min(startCheck, c.poll()), func(context.Context) (bool, error) {
-		return slurmdLogSays(path, offset, slurmdStarted, "fatal: "), nil
+		data := readLogAfter(path, offset) // one read a check
+		fatal := bytes.Contains(data, []byte("fatal: "))
+		started = !fatal && bytes.Contains(data, []byte(slurmdStarted))
+		return started || fatal, nil
 	})
-	return slurmdLogSays(path, offset, slurmdStarted) && !slurmdLogSays(path, offset, "fatal: ")
+	return started
 }
 
 // startCheck is how often awaitStart reads slurmd's log.
 const startCheck = 2 * time.Millisecond
-
-// slurmdLogSays reports whether the log file at path holds, after offset (from its start when
-// it is shorter), a line containing any of words.
-func slurmdLogSays(path string, offset int64, words ...string) bool {
-	data := readLogAfter(path, offset)
-	for _, w := range words {
-		if bytes.Contains(data, []byte(w)) {
-			return true
-		}
-	}
-	return false
-}
 
 // readLogAfter returns what the log file at path holds after offset (from its start when it
 // is shorter: it was truncated), at most 1 MiB; nothing when it cannot be read.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -71,9 +72,9 @@ func TestRegistrationFirstCheck(t *testing.T) {
 	}
 }
 
-// TestSlurmdLogSays: the log is read after the offset, or from its start when it is shorter
+// TestReadLogAfter: the log is read after the offset, or from its start when it is shorter
 // (truncated since); a missing log says nothing.
-func TestSlurmdLogSays(t *testing.T) {
+func TestReadLogAfter(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "slurmd.log")
 	old := "[2026-11-27T02:20:00.000] slurmd started on Fri, 27 Nov 2026 02:20:00 +0000\n"
@@ -92,8 +93,8 @@ func TestSlurmdLogSays(t *testing.T) {
 		{name: "no log", path: filepath.Join(dir, "none.log")},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := slurmdLogSays(tt.path, tt.offset, slurmdStarted); got != tt.want {
-				t.Errorf("slurmdLogSays(%d) = %v, want %v", tt.offset, got, tt.want)
+			if got := bytes.Contains(readLogAfter(tt.path, tt.offset), []byte(slurmdStarted)); got != tt.want {
+				t.Errorf("start line after %d: %v, want %v", tt.offset, got, tt.want)
 			}
 		})
 	}
